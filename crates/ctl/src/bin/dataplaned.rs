@@ -1,0 +1,2 @@
+//! dataplaned: the router daemon.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Control plane: config file, daemon, dpctl.

@@ -1,0 +1,1 @@
+//! Safe DPDK layer and run-to-completion workers.

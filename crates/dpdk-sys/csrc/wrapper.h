@@ -1,0 +1,16 @@
+/* Headers bindgen reads. Everything the project calls from DPDK is reachable here. */
+#include <rte_config.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_launch.h>
+#include <rte_cycles.h>
+#include <rte_mempool.h>
+#include <rte_mbuf.h>
+#include <rte_ethdev.h>
+#include <rte_ring.h>
+#include <rte_eth_ring.h>
+#include <rte_lpm.h>
+#include <rte_fib.h>
+#include <rte_version.h>
+#include "shim.h"

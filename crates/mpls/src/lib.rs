@@ -1,0 +1,2 @@
+//! MPLS label table and label operations.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! sFlow v5: samplers, per-worker rings, encoder, agent.
+#![forbid(unsafe_code)]
