@@ -91,7 +91,8 @@ fn main() {
             "rte_eal_.*|rte_eth_.*|rte_pktmbuf_pool_create|rte_mempool_.*|rte_ring_(create|free|lookup)\
              |rte_lcore_.*|rte_socket_id|rte_strerror|rte_get_tsc_hz|rte_delay_us_block\
              |rte_lpm_(create|free|add|delete|delete_all|find_existing)|rte_fib_.*|rte_version\
-             |rte_pktmbuf_free_bulk|shim_.*",
+             |rte_pktmbuf_free_bulk|rte_get_next_lcore|rte_get_main_lcore|rte_dev_probe\
+             |rte_ring_count|shim_.*",
         )
         .allowlist_type("rte_mbuf|rte_eth_conf|rte_eth_dev_info|rte_eth_stats|rte_eth_link|rte_ether_addr|rte_lpm_config|rte_fib_conf|rte_eth_rss_conf")
         .allowlist_var("RTE_.*|RING_F_.*|SOCKET_ID_ANY")

@@ -1,1 +1,8 @@
-//! Safe DPDK layer and run-to-completion workers.
+//! The dataplane: a safe layer over DPDK ([`dpdk`]) and the run-to-completion workers
+//! that poll ports and forward vectors of up to [`dpdk::BURST`] packets.
+//!
+//! Only [`dpdk`] uses `unsafe`; everything else is safe Rust over its types.
+
+pub mod counters;
+pub mod dpdk;
+pub mod xconnect;

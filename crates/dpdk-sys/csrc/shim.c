@@ -4,6 +4,7 @@
 #include <rte_lcore.h>
 #include <rte_cycles.h>
 #include <rte_lpm.h>
+#include <rte_ring.h>
 #include "shim.h"
 
 uint16_t shim_rte_eth_rx_burst(uint16_t port_id, uint16_t queue_id, struct rte_mbuf **rx_pkts,
@@ -95,4 +96,19 @@ void shim_rte_lpm_lookupx4(const struct rte_lpm *lpm, const uint32_t ip[4], uint
 {
 	xmm_t v = _mm_loadu_si128((const __m128i *)ip);
 	rte_lpm_lookupx4(lpm, v, hop, defv);
+}
+
+unsigned int shim_rte_ring_enqueue_burst(struct rte_ring *r, void *const *objs, unsigned int n)
+{
+	return rte_ring_enqueue_burst(r, objs, n, NULL);
+}
+
+unsigned int shim_rte_ring_dequeue_burst(struct rte_ring *r, void **objs, unsigned int n)
+{
+	return rte_ring_dequeue_burst(r, objs, n, NULL);
+}
+
+unsigned int shim_rte_ring_count(const struct rte_ring *r)
+{
+	return rte_ring_count(r);
 }

@@ -31,4 +31,8 @@ int shim_rte_lpm_lookup_bulk(const struct rte_lpm *lpm, const uint32_t *ips, uin
                              unsigned int n);
 void shim_rte_lpm_lookupx4(const struct rte_lpm *lpm, const uint32_t ip[4], uint32_t hop[4],
                            uint32_t defv);
+struct rte_ring;
+unsigned int shim_rte_ring_enqueue_burst(struct rte_ring *r, void *const *objs, unsigned int n);
+unsigned int shim_rte_ring_dequeue_burst(struct rte_ring *r, void **objs, unsigned int n);
+unsigned int shim_rte_ring_count(const struct rte_ring *r);
 #endif

@@ -13,4 +13,5 @@
 #include <rte_lpm.h>
 #include <rte_fib.h>
 #include <rte_version.h>
+#include <rte_dev.h>
 #include "shim.h"

@@ -24,3 +24,39 @@ include!(concat!(env!("OUT_DIR"), "/dpdk_sys.rs"));
 // The layouts the safe layer relies on (bindgen's own layout tests check the rest).
 const _: () = assert!(core::mem::size_of::<rte_mbuf>() == 128);
 const _: () = assert!(core::mem::align_of::<rte_mbuf>() == 64);
+
+/// RSS hash-function bits (`RTE_ETH_RSS_*`): macros built on `RTE_BIT64`, which bindgen
+/// does not evaluate, so they are restated here from rte_ethdev.h (22.11).
+pub mod rss {
+    /// IPv4 header.
+    pub const IPV4: u64 = 1 << 2;
+    /// Fragmented IPv4.
+    pub const FRAG_IPV4: u64 = 1 << 3;
+    /// IPv4 + TCP ports.
+    pub const NONFRAG_IPV4_TCP: u64 = 1 << 4;
+    /// IPv4 + UDP ports.
+    pub const NONFRAG_IPV4_UDP: u64 = 1 << 5;
+    /// Other IPv4.
+    pub const NONFRAG_IPV4_OTHER: u64 = 1 << 7;
+    /// IPv6 header.
+    pub const IPV6: u64 = 1 << 8;
+    /// Fragmented IPv6.
+    pub const FRAG_IPV6: u64 = 1 << 9;
+    /// IPv6 + TCP ports.
+    pub const NONFRAG_IPV6_TCP: u64 = 1 << 10;
+    /// IPv6 + UDP ports.
+    pub const NONFRAG_IPV6_UDP: u64 = 1 << 11;
+    /// Other IPv6.
+    pub const NONFRAG_IPV6_OTHER: u64 = 1 << 13;
+    /// IPv6 with extension headers.
+    pub const IPV6_EX: u64 = 1 << 15;
+    /// MPLS label stack.
+    pub const MPLS: u64 = 1 << 33;
+    /// `RTE_ETH_RSS_IP`.
+    pub const IP: u64 =
+        IPV4 | FRAG_IPV4 | NONFRAG_IPV4_OTHER | IPV6 | FRAG_IPV6 | NONFRAG_IPV6_OTHER | IPV6_EX;
+    /// `RTE_ETH_RSS_UDP` (without the IPv6 extension variant).
+    pub const UDP: u64 = NONFRAG_IPV4_UDP | NONFRAG_IPV6_UDP;
+    /// `RTE_ETH_RSS_TCP` (without the IPv6 extension variant).
+    pub const TCP: u64 = NONFRAG_IPV4_TCP | NONFRAG_IPV6_TCP;
+}
