@@ -1,1 +1,5 @@
-//! Control plane: config file, daemon, dpctl.
+//! Control plane of the router: the configuration file ([`config`]) and the daemon
+//! ([`daemon`]) behind the `dataplaned` binary.
+
+pub mod config;
+pub mod daemon;

@@ -1,0 +1,513 @@
+//! The daemon's configuration file (TOML).
+//!
+//! One file describes the whole router: EAL and memory, workers, ports, and the
+//! forwarding mode. Sections are added as the router grows (interfaces, routes,
+//! labels, sFlow); unknown keys are errors, so a typo never passes silently.
+//!
+//! ```toml
+//! [eal]
+//! main_cpu = 0
+//! memory = "auto"          # auto | hugepages | in-memory | no-huge
+//! memory_mb = 512
+//!
+//! [workers]
+//! cpus = [1]               # one worker lcore per entry, pinned to that CPU
+//!
+//! [[port]]
+//! name = "port0"
+//! device = "net_af_packet0,iface=veth0"   # any vdev string or a PCI address
+//!
+//! [[port]]
+//! name = "port1"
+//! device = "net_af_packet1,iface=veth1"
+//!
+//! [forwarding]
+//! mode = "xconnect"
+//! pairs = [["port0", "port1"]]
+//! ```
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use dataplane::dpdk::{EalConfig, MemoryMode, PortConfig};
+use dataplane::xconnect::{IdlePolicy, pair_ports};
+
+/// Errors in the configuration file.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config {path}: {reason}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: std::io::Error,
+    },
+    /// TOML syntax error, unknown key or wrong type (the message has line and column).
+    #[error("config {path}: {msg}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's message, flattened to one line.
+        msg: String,
+    },
+    /// The file parses but says something impossible.
+    #[error("config {path}: {msg}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong and how to fix it.
+        msg: String,
+    },
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// EAL options.
+    #[serde(default)]
+    pub eal: EalSection,
+    /// Packet buffer pool.
+    #[serde(default)]
+    pub mempool: MempoolSection,
+    /// Worker lcores.
+    #[serde(default)]
+    pub workers: WorkersSection,
+    /// Ports, in order (port ids and ifIndex numbering follow this order).
+    #[serde(default, rename = "port")]
+    pub ports: Vec<PortSection>,
+    /// Forwarding mode.
+    #[serde(default)]
+    pub forwarding: ForwardingSection,
+}
+
+/// `[eal]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EalSection {
+    /// CPU of the main lcore (control thread).
+    #[serde(default)]
+    pub main_cpu: u16,
+    /// `auto`, `hugepages`, `in-memory` or `no-huge`.
+    #[serde(default = "default_memory")]
+    pub memory: String,
+    /// MiB of memory (size with no-huge; hugepages needed otherwise).
+    #[serde(default = "default_memory_mb")]
+    pub memory_mb: u32,
+    /// `--file-prefix` for `memory = "hugepages"`.
+    #[serde(default)]
+    pub file_prefix: Option<String>,
+    /// DPDK log levels (`--log-level`), default `["*:error"]`.
+    #[serde(default = "default_log_level")]
+    pub log_level: Vec<String>,
+    /// Extra EAL arguments, verbatim.
+    #[serde(default)]
+    pub extra_args: Vec<String>,
+}
+
+fn default_memory() -> String {
+    "auto".into()
+}
+fn default_memory_mb() -> u32 {
+    512
+}
+fn default_log_level() -> Vec<String> {
+    vec!["*:error".into()]
+}
+
+impl Default for EalSection {
+    fn default() -> Self {
+        EalSection {
+            main_cpu: 0,
+            memory: default_memory(),
+            memory_mb: default_memory_mb(),
+            file_prefix: None,
+            log_level: default_log_level(),
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+/// `[mempool]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MempoolSection {
+    /// Mbufs in the pool (2^n - 1 is the most memory-efficient size).
+    #[serde(default = "default_mbufs")]
+    pub mbufs: u32,
+    /// Per-lcore cache.
+    #[serde(default = "default_cache")]
+    pub cache: u32,
+    /// Bytes per buffer, headroom included.
+    #[serde(default = "default_data_room")]
+    pub data_room: u16,
+}
+
+fn default_mbufs() -> u32 {
+    16383
+}
+fn default_cache() -> u32 {
+    256
+}
+fn default_data_room() -> u16 {
+    2176
+}
+
+impl Default for MempoolSection {
+    fn default() -> Self {
+        MempoolSection {
+            mbufs: default_mbufs(),
+            cache: default_cache(),
+            data_room: default_data_room(),
+        }
+    }
+}
+
+/// `[workers]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkersSection {
+    /// One worker per entry, pinned to that CPU.
+    #[serde(default = "default_worker_cpus")]
+    pub cpus: Vec<u16>,
+    /// Empty polls before a worker starts sleeping.
+    #[serde(default = "default_spin")]
+    pub idle_spin_loops: u32,
+    /// Longest idle sleep in µs (0: never sleep, for a dedicated core).
+    #[serde(default = "default_sleep")]
+    pub idle_max_sleep_us: u32,
+}
+
+fn default_worker_cpus() -> Vec<u16> {
+    vec![1]
+}
+fn default_spin() -> u32 {
+    IdlePolicy::default().spin_loops
+}
+fn default_sleep() -> u32 {
+    IdlePolicy::default().max_sleep_us
+}
+
+impl Default for WorkersSection {
+    fn default() -> Self {
+        WorkersSection {
+            cpus: default_worker_cpus(),
+            idle_spin_loops: default_spin(),
+            idle_max_sleep_us: default_sleep(),
+        }
+    }
+}
+
+/// `[[port]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortSection {
+    /// Our name (`port0`).
+    pub name: String,
+    /// vdev devargs or PCI address.
+    pub device: String,
+    /// Receive queues (default: one per worker).
+    #[serde(default)]
+    pub rx_queues: Option<u16>,
+    /// Receive descriptors per queue.
+    #[serde(default = "default_desc")]
+    pub rx_desc: u16,
+    /// Transmit descriptors per queue.
+    #[serde(default = "default_desc")]
+    pub tx_desc: u16,
+    /// Promiscuous mode.
+    #[serde(default = "default_true")]
+    pub promiscuous: bool,
+}
+
+fn default_desc() -> u16 {
+    1024
+}
+fn default_true() -> bool {
+    true
+}
+
+/// `[forwarding]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardingSection {
+    /// `xconnect` (the only mode so far).
+    #[serde(default = "default_mode")]
+    pub mode: String,
+    /// Cross-connected port pairs by name; empty pairs ports in order.
+    #[serde(default)]
+    pub pairs: Vec<[String; 2]>,
+}
+
+fn default_mode() -> String {
+    "xconnect".into()
+}
+
+impl Default for ForwardingSection {
+    fn default() -> Self {
+        ForwardingSection {
+            mode: default_mode(),
+            pairs: Vec::new(),
+        }
+    }
+}
+
+/// What the daemon runs: the validated configuration, resolved.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// EAL configuration.
+    pub eal: EalConfig,
+    /// Pool.
+    pub mempool: MempoolSection,
+    /// Ports in order.
+    pub ports: Vec<PortConfig>,
+    /// For each port (by index), its xconnect peer (index).
+    pub peer: Vec<usize>,
+    /// Workers.
+    pub workers: usize,
+    /// Idle policy.
+    pub idle: IdlePolicy,
+}
+
+impl Config {
+    /// Reads and parses a file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|reason| ConfigError::Read {
+            path: p.clone(),
+            reason,
+        })?;
+        Self::parse(&text, &p)
+    }
+
+    /// Parses TOML text; `path` is only used in messages.
+    pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e: toml::de::Error| {
+            let full = e.to_string();
+            let at = full
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("TOML parse error at ");
+            let msg = format!("{at}: {}", one_line(e.message()));
+            ConfigError::Parse {
+                path: path.into(),
+                msg,
+            }
+        })
+    }
+
+    /// Checks everything that can be checked without DPDK and resolves the plan.
+    pub fn plan(&self, path: &str) -> Result<Plan, ConfigError> {
+        let bad = |msg: String| ConfigError::Invalid {
+            path: path.into(),
+            msg,
+        };
+        let memory = match self.eal.memory.as_str() {
+            "auto" => MemoryMode::Auto,
+            "hugepages" => MemoryMode::Hugepages,
+            "in-memory" => MemoryMode::InMemory,
+            "no-huge" => MemoryMode::NoHuge,
+            m => {
+                return Err(bad(format!(
+                    "[eal] memory = {m:?}: use auto, hugepages, in-memory or no-huge"
+                )));
+            }
+        };
+        if self.eal.memory_mb < 64 {
+            return Err(bad(format!(
+                "[eal] memory_mb = {}: at least 64 MiB is needed",
+                self.eal.memory_mb
+            )));
+        }
+        let workers = self.workers.cpus.len();
+        if workers == 0 {
+            return Err(bad("[workers] cpus is empty: give at least one CPU".into()));
+        }
+        if self.ports.is_empty() {
+            return Err(bad("no [[port]]: configure at least two ports".into()));
+        }
+        let mut names = HashSet::new();
+        let mut devices = HashSet::new();
+        let mut ports = Vec::new();
+        for p in &self.ports {
+            if p.name.is_empty()
+                || !p
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+            {
+                return Err(bad(format!(
+                    "port name {:?}: use letters, digits, '-', '_' or '.'",
+                    p.name
+                )));
+            }
+            if !names.insert(p.name.as_str()) {
+                return Err(bad(format!("port {} is configured twice", p.name)));
+            }
+            let dev_name = p.device.split(',').next().unwrap_or("").trim();
+            if dev_name.is_empty() {
+                return Err(bad(format!("port {}: device is empty", p.name)));
+            }
+            if !devices.insert(dev_name) {
+                return Err(bad(format!(
+                    "port {}: device {dev_name} is used by another port",
+                    p.name
+                )));
+            }
+            let rxq = p.rx_queues.unwrap_or(workers as u16);
+            if rxq == 0 {
+                return Err(bad(format!(
+                    "port {}: rx_queues must be at least 1",
+                    p.name
+                )));
+            }
+            ports.push(PortConfig {
+                name: p.name.clone(),
+                device: p.device.trim().to_string(),
+                rx_queues: rxq,
+                tx_queues: workers as u16,
+                rx_desc: p.rx_desc,
+                tx_desc: p.tx_desc,
+                promiscuous: p.promiscuous,
+            });
+        }
+        if self.forwarding.mode != "xconnect" {
+            return Err(bad(format!(
+                "[forwarding] mode = {:?}: only \"xconnect\" is available",
+                self.forwarding.mode
+            )));
+        }
+        let index = |n: &str| {
+            self.ports
+                .iter()
+                .position(|p| p.name == n)
+                .ok_or_else(|| bad(format!("[forwarding] pairs: no port named {n:?}")))
+        };
+        let mut pairs = Vec::new();
+        for [a, b] in &self.forwarding.pairs {
+            pairs.push((index(a)?, index(b)?));
+        }
+        let peer = pair_ports(ports.len(), &pairs).map_err(|m| bad(format!("[forwarding] {m}")))?;
+        let pci = ports
+            .iter()
+            .filter(|p| is_pci(&p.device))
+            .map(|p| p.device.clone())
+            .collect();
+        let eal = EalConfig {
+            program: "dataplaned".into(),
+            main_cpu: self.eal.main_cpu,
+            worker_cpus: self.workers.cpus.clone(),
+            memory,
+            memory_mb: self.eal.memory_mb,
+            file_prefix: self.eal.file_prefix.clone(),
+            pci,
+            log_level: self.eal.log_level.clone(),
+            extra: self.eal.extra_args.clone(),
+        };
+        let idle = IdlePolicy {
+            spin_loops: self.workers.idle_spin_loops,
+            max_sleep_us: self.workers.idle_max_sleep_us,
+        };
+        Ok(Plan {
+            eal,
+            mempool: self.mempool.clone(),
+            ports,
+            peer,
+            workers,
+            idle,
+        })
+    }
+}
+
+fn is_pci(dev: &str) -> bool {
+    let d = dev.split(',').next().unwrap_or("");
+    d.contains(':') && d.contains('.') && !d.starts_with("net_")
+}
+
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "|")
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[eal]
+memory = "no-huge"
+memory_mb = 256
+[workers]
+cpus = [1, 1]
+[[port]]
+name = "port0"
+device = "net_null0"
+[[port]]
+name = "port1"
+device = "net_null1"
+rx_queues = 1
+"#;
+
+    fn err(text: &str) -> String {
+        match Config::parse(text, "t.toml").and_then(|c| c.plan("t.toml")) {
+            Ok(_) => panic!("accepted: {text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn good_config_resolves() {
+        let plan = Config::parse(GOOD, "t").unwrap().plan("t").unwrap();
+        assert_eq!(plan.workers, 2);
+        assert_eq!(plan.ports[0].rx_queues, 2);
+        assert_eq!(plan.ports[1].rx_queues, 1);
+        assert_eq!(plan.ports[0].tx_queues, 2);
+        assert_eq!(plan.peer, vec![1, 0]);
+        assert!(plan.eal.pci.is_empty());
+        let args = plan.eal.args().unwrap();
+        assert!(args.contains(&"--no-pci".to_string()));
+        assert!(args.contains(&"--no-huge".to_string()));
+        assert!(args.iter().any(|a| a == "--lcores=0@0,1@1,2@1"));
+    }
+
+    #[test]
+    fn bad_configs_say_what_is_wrong() {
+        assert!(err("[eal]\nmemroy = 1\n").contains("unknown field `memroy`"));
+        assert!(err("[[port]]\nname = \"p\"\n").contains("missing field `device`"));
+        assert!(err("[eal\n").contains("t.toml"));
+        assert!(err("[eal]\nmemory = \"lots\"\n").contains("use auto, hugepages"));
+        assert!(err("").contains("no [[port]]"));
+        let three = "[[port]]\nname=\"a\"\ndevice=\"net_null0\"\n[[port]]\nname=\"b\"\ndevice=\"net_null1\"\n[[port]]\nname=\"c\"\ndevice=\"net_null2\"\n";
+        assert!(err(three).contains("even number of ports"));
+        let dup = "[[port]]\nname=\"a\"\ndevice=\"net_null0\"\n[[port]]\nname=\"a\"\ndevice=\"net_null1\"\n";
+        assert!(err(dup).contains("configured twice"));
+        let dupdev = "[[port]]\nname=\"a\"\ndevice=\"net_null0\"\n[[port]]\nname=\"b\"\ndevice=\"net_null0,size=64\"\n";
+        assert!(err(dupdev).contains("used by another port"));
+        let badpair = "[[port]]\nname=\"a\"\ndevice=\"net_null0\"\n[[port]]\nname=\"b\"\ndevice=\"net_null1\"\n[forwarding]\npairs=[[\"a\",\"z\"]]\n";
+        assert!(err(badpair).contains("no port named \"z\""));
+        assert!(
+            err("[workers]\ncpus = []\n[[port]]\nname=\"a\"\ndevice=\"x\"\n")
+                .contains("cpus is empty")
+        );
+        assert!(
+            err("[forwarding]\nmode = \"route\"\n[[port]]\nname=\"a\"\ndevice=\"x\"\n")
+                .contains("only \"xconnect\"")
+        );
+    }
+
+    #[test]
+    fn pci_devices_go_to_eal() {
+        let t = "[[port]]\nname=\"a\"\ndevice=\"0000:01:00.0\"\n[[port]]\nname=\"b\"\ndevice=\"0000:01:00.1\"\n";
+        let plan = Config::parse(t, "t").unwrap().plan("t").unwrap();
+        assert_eq!(plan.eal.pci, vec!["0000:01:00.0", "0000:01:00.1"]);
+        assert!(!plan.eal.args().unwrap().contains(&"--no-pci".to_string()));
+    }
+}

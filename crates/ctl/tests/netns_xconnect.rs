@@ -1,0 +1,337 @@
+//! Two host network namespaces joined by a real dataplaned over veth pairs
+//! (net_af_packet): ping and a numbered burst of 257 raw frames must cross intact,
+//! in both directions. Needs root (CI runs as root) and iproute2, iputils-ping,
+//! python3 (scripts/setup.sh installs them).
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Lab {
+    tag: String,
+    daemon: Option<Child>,
+    dir: PathBuf,
+}
+
+fn sh(args: &[&str]) -> std::process::Output {
+    Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn ok(args: &[&str]) {
+    let o = sh(args);
+    assert!(
+        o.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+impl Lab {
+    fn new() -> Lab {
+        assert!(
+            is_root(),
+            "this test needs root (network namespaces and af_packet)"
+        );
+        let tag = format!("x{}", std::process::id() % 100000);
+        let dir = std::env::temp_dir().join(format!("dp-netns-{tag}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let lab = Lab {
+            tag,
+            daemon: None,
+            dir,
+        };
+        let t = &lab.tag;
+        for side in ["a", "b"] {
+            let ns = format!("dp{t}{side}");
+            let outer = format!("dp{t}{side}0");
+            let inner = format!("dp{t}{side}1");
+            ok(&["ip", "netns", "add", &ns]);
+            ok(&[
+                "ip", "link", "add", &outer, "type", "veth", "peer", "name", &inner,
+            ]);
+            ok(&["ip", "link", "set", &inner, "netns", &ns]);
+            ok(&[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{outer}.disable_ipv6=1"),
+            ]);
+            ok(&["ip", "link", "set", &outer, "up"]);
+            let addr = if side == "a" {
+                "10.99.7.1/24"
+            } else {
+                "10.99.7.2/24"
+            };
+            ok(&["ip", "-n", &ns, "addr", "add", addr, "dev", &inner]);
+            ok(&["ip", "-n", &ns, "link", "set", &inner, "up"]);
+            ok(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+        }
+        lab
+    }
+
+    fn start_daemon(&mut self) {
+        let t = &self.tag;
+        let cfg = self.dir.join("dataplaned.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[eal]\nmemory = \"auto\"\nmemory_mb = 256\n[mempool]\nmbufs = 4095\n\
+                 [workers]\ncpus = [1]\n\
+                 [[port]]\nname = \"port0\"\ndevice = \"net_af_packet_{t}a,iface=dp{t}a0\"\n\
+                 [[port]]\nname = \"port1\"\ndevice = \"net_af_packet_{t}b,iface=dp{t}b0\"\n"
+            ),
+        )
+        .unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dataplaned"))
+            .arg("-c")
+            .arg(&cfg)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start dataplaned");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[dataplaned] {line}");
+                let _ = tx.send(line);
+            }
+        });
+        let t0 = Instant::now();
+        loop {
+            let left = Duration::from_secs(20).saturating_sub(t0.elapsed());
+            match rx.recv_timeout(left) {
+                Ok(l) if l.contains("forwarding") => break,
+                Ok(_) => {}
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!("dataplaned did not start within 20 s");
+                }
+            }
+        }
+        self.daemon = Some(child);
+    }
+
+    fn stop_daemon(&mut self) -> String {
+        let mut child = self.daemon.take().expect("daemon running");
+        ok(&["kill", "-INT", &child.id().to_string()]);
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                assert!(st.success(), "dataplaned exited with {st}");
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                panic!("dataplaned did not stop within 10 s of SIGINT");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        out
+    }
+
+    fn burst(&self, from: &str, to: &str, count: u32) -> (bool, String) {
+        let tool = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/tools/rawburst.py");
+        let t = &self.tag;
+        let n = count.to_string();
+        let rx_ns = format!("dp{t}{to}");
+        let rx_if = format!("dp{t}{to}1");
+        let mut recv = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &rx_ns,
+                "python3",
+                tool,
+                "recv",
+                &rx_if,
+                &n,
+                "--timeout",
+                "10",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(recv.stdout.take().unwrap()).lines();
+        assert_eq!(lines.next().unwrap().unwrap(), "ready");
+        let tx_ns = format!("dp{t}{from}");
+        let tx_if = format!("dp{t}{from}1");
+        ok(&[
+            "ip", "netns", "exec", &tx_ns, "python3", tool, "send", &tx_if, &n,
+        ]);
+        let report = lines.next().unwrap().unwrap();
+        (recv.wait().unwrap().success(), report)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.daemon.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for side in ["a", "b"] {
+            let _ = sh(&["ip", "link", "del", &format!("dp{}{side}0", self.tag)]);
+            let _ = sh(&["ip", "netns", "del", &format!("dp{}{side}", self.tag)]);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn ping_and_raw_burst_cross_the_xconnect() {
+    let mut lab = Lab::new();
+    lab.start_daemon();
+    let t = lab.tag.clone();
+    let ns_a = format!("dp{t}a");
+    let ping = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &ns_a,
+        "ping",
+        "-c",
+        "3",
+        "-i",
+        "0.2",
+        "-W",
+        "2",
+        "10.99.7.2",
+    ]);
+    let ping_out = String::from_utf8_lossy(&ping.stdout);
+    assert!(
+        ping.status.success() && ping_out.contains("3 received"),
+        "ping failed: {ping_out}"
+    );
+
+    let (ab, report_ab) = lab.burst("a", "b", 257);
+    assert!(ab, "a -> b: {report_ab}");
+    let (ba, report_ba) = lab.burst("b", "a", 257);
+    assert!(ba, "b -> a: {report_ba}");
+
+    let summary = lab.stop_daemon();
+    eprintln!("{summary}");
+    let row = |name: &str| {
+        summary
+            .lines()
+            .find(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|q| q.starts_with(name))
+            })
+            .map(|l| {
+                l.split_whitespace()
+                    .filter_map(|w| w.parse::<u64>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_else(|| panic!("no row for {name} in:\n{summary}"))
+    };
+    for q in ["port0/q0", "port1/q0"] {
+        // columns: worker, rx-pkts, tx-pkts, tx-drops, ...
+        let r = row(q);
+        let (rx, tx, drops) = (r[1], r[2], r[3]);
+        assert!(rx >= 257 + 3, "{q}: rx {rx}");
+        assert_eq!(
+            rx,
+            tx + drops,
+            "{q}: every received packet is sent or counted"
+        );
+        assert_eq!(drops, 0, "{q}: no drops on an idle veth");
+    }
+}
+
+#[test]
+fn bad_config_is_one_clear_error_line() {
+    let dir = std::env::temp_dir().join(format!("dp-badcfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_dataplaned"))
+            .arg("-c")
+            .arg(&p)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let two = "[[port]]\nname=\"port0\"\ndevice=\"net_null_bc0\"\n[[port]]\nname=\"port1\"\n";
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "unknown-key.toml",
+            "[eal]\nhugepages = 1\n".into(),
+            "unknown field `hugepages`",
+        ),
+        ("syntax.toml", "[[port]\n".into(), "config"),
+        (
+            "odd.toml",
+            format!(
+                "{two}device=\"net_null_bc1\"\n[[port]]\nname=\"port2\"\ndevice=\"net_null_bc2\"\n"
+            ),
+            "even number of ports",
+        ),
+        (
+            "no-huge.toml",
+            format!(
+                "[eal]\nmemory=\"in-memory\"\nmemory_mb=4000000\n{two}device=\"net_null_bc1\"\n"
+            ),
+            "no free 2 MiB hugepages",
+        ),
+        (
+            "bad-vdev.toml",
+            format!(
+                "[eal]\nmemory=\"no-huge\"\nmemory_mb=128\n[mempool]\nmbufs=1023\n{two}device=\"net_nosuch0\"\n"
+            ),
+            "port1: cannot create device",
+        ),
+        (
+            "bad-pci.toml",
+            format!("[eal]\nmemory=\"no-huge\"\nmemory_mb=128\n{two}device=\"0000:7f:00.0\"\n"),
+            "0000:7f:00.0",
+        ),
+        (
+            "eal-fail.toml",
+            format!(
+                "[eal]\nmemory=\"no-huge\"\nmemory_mb=128\nextra_args=[\"--no-such-eal-option\"]\n{two}device=\"net_null_bc1\"\n"
+            ),
+            "EAL initialisation failed",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let (code, err) = run(name, text);
+        assert_eq!(code, Some(1), "{name}: exit code, stderr: {err}");
+        let ours: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("dataplaned: error:"))
+            .collect();
+        assert_eq!(ours.len(), 1, "{name}: exactly one error line, got: {err}");
+        assert!(
+            ours[0].contains(want),
+            "{name}: want {want:?} in {:?}",
+            ours[0]
+        );
+        assert!(!err.contains("panicked"), "{name}: panicked: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
