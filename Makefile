@@ -1,0 +1,26 @@
+# Entry points. `make lab` and `make test` work on a fresh Debian bookworm machine as
+# root: both run scripts/setup.sh first (packages, hugepages).
+.PHONY: setup build lab test bench bench-io clean
+
+setup:
+	scripts/setup.sh
+
+build: setup
+	cargo build --release -p ctl
+
+lab: build
+	scripts/lab.sh
+
+test:
+	scripts/test.sh
+
+# criterion benches (cycles/packet, LPM) and the I/O harness against dpdk-testpmd.
+bench: build
+	scripts/bench-io.sh
+	cargo bench -p benches
+
+bench-io: build
+	scripts/bench-io.sh
+
+clean:
+	cargo clean
