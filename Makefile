@@ -16,11 +16,11 @@ test:
 
 # criterion benches (cycles/packet, LPM) and the I/O harness against dpdk-testpmd.
 bench: build
-	scripts/bench-io.sh
+	scripts/bench-io.py
 	cargo bench -p benches
 
 bench-io: build
-	scripts/bench-io.sh
+	scripts/bench-io.py
 
 clean:
 	cargo clean

@@ -15,6 +15,11 @@ use std::time::Duration;
 use crate::counters::Counter;
 use crate::dpdk::{BURST, Burst, tsc};
 
+/// Packets asked of a queue per rx call. Smaller calls keep the mbufs of one call in
+/// L1 and in the mempool cache; 256-packet calls measured 0.6x of testpmd on the
+/// pcap -> null harness, 64-packet calls about 0.95x (scripts/bench-io.py).
+const RX_CHUNK: usize = 64;
+
 /// One rx queue a worker polls, and where its packets go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RxAssignment {
@@ -28,13 +33,12 @@ pub struct RxAssignment {
     pub tx_queue: u16,
 }
 
-/// Counters of one rx queue as seen by its worker.
+/// Counters of one rx queue as seen by its worker. Byte counts come from the
+/// device's own statistics (`Port::stats`), so the worker never reads packet headers.
 #[derive(Debug, Default)]
 pub struct QueueCounters {
     /// Packets received.
     pub rx_pkts: Counter,
-    /// Bytes received.
-    pub rx_bytes: Counter,
     /// Packets the peer port accepted.
     pub tx_pkts: Counter,
     /// Packets the peer port refused (freed).
@@ -140,7 +144,7 @@ impl XconnectWorker {
             }
             let i = (start + k) % n;
             let a = self.assignments[i];
-            let got = burst.rx_burst(a.port, a.queue, budget);
+            let got = burst.rx_burst(a.port, a.queue, budget.min(RX_CHUNK));
             if got == 0 {
                 continue;
             }
