@@ -151,13 +151,7 @@ impl XconnectWorker {
             budget -= got;
             total += got;
             let c = &self.counters.queues[i];
-            let bytes: u64 = burst
-                .as_slice()
-                .iter()
-                .map(|m| u64::from(m.pkt_len()))
-                .sum();
             c.rx_pkts.add(got as u64);
-            c.rx_bytes.add(bytes);
             let sent = burst.tx_burst(a.peer, a.tx_queue);
             c.tx_pkts.add(sent as u64);
             if !burst.is_empty() {
