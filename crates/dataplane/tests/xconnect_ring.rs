@@ -138,10 +138,6 @@ fn burst_of_257_crosses_intact_and_nothing_leaks() {
     assert_eq!(q0.rx_pkts.get(), 257);
     assert_eq!(q0.tx_pkts.get(), 257);
     assert_eq!(q0.tx_drops.get(), 0);
-    assert_eq!(
-        q0.rx_bytes.get(),
-        frames.iter().map(|f| f.len() as u64).sum::<u64>()
-    );
     assert_eq!(counters.queues[1].rx_pkts.get(), 0);
     assert!(
         counters.busy_loops.get() >= 2,
