@@ -1,2 +1,66 @@
-//! MPLS label table and label operations.
+//! MPLS label switching for the dataplane: the label table, label operations,
+//! reserved-label semantics, TTL models and RFC 4950 ICMP. Pure code: no DPDK, no
+//! I/O, no `unsafe`; it takes bytes and table ids and returns decisions.
+//!
+//! # Who calls what
+//!
+//! Control thread (owns the one [`LabelTable`]):
+//! * [`LabelTable::add`] / [`LabelTable::remove`] for `label add 100 eos via ...`:
+//!   [`LabelAction::Forward`] (swap to one or more out-labels, implicit null = PHP,
+//!   several paths = ECMP), [`LabelAction::Ip4Lookup`] ("via ip4-lookup-in-table N"),
+//!   [`LabelAction::Pop`] (non-eos: continue with the next label), `Drop`, `Punt`.
+//!   Labels 0..=15 are built in and cannot be configured;
+//!   [`LabelTable::set_explicit_null`] picks the IPv4 table for label 0.
+//! * [`Imposition::new`] for IPv4 routes with out-labels; the FIB stores the result.
+//! * [`LabelTable::reader`] once per worker.
+//!
+//! Worker, per burst: `let g = reader.pin();` then [`LabelGuard::switch_burst`] (or
+//! [`LabelGuard::switch`] per packet) on frames whose EtherType was 0x8847, acting on
+//! the [`MplsDecision`]s; [`Imposition::push_ip4`] after the IPv4 stage for labelled
+//! routes; [`LabelGuard::ttl_exceeded_reply`] for `TtlExpired`. Drop `g` at the end of
+//! the burst: that is the reader's quiescent point.
+//!
+//! Offsets are layer-3 offsets into the frame buffer (where the label stack or IPv4
+//! header starts); operations move them back (push) or forward (pop) and leave the
+//! L2 header to the rewrite stage, which writes it in front of the new offset with the
+//! EtherType the operation returned. With a DPDK mbuf, the headroom in front of
+//! `data_off` is where pushed labels go.
 #![forbid(unsafe_code)]
+
+mod config;
+mod decision;
+mod hash;
+pub mod icmp;
+mod imposition;
+mod switch;
+mod table;
+
+pub use config::{
+    ConfigError, DEFAULT_PIPE_TTL, LabelAction, NextHop, TtlMode, validate_action,
+    validate_in_label, validate_out_labels,
+};
+pub use decision::{DropReason, MplsDecision, PuntReason, Rewrite};
+pub use hash::{flow_hash, ip4_flow_hash};
+pub use icmp::{IcmpError, build_time_exceeded};
+pub use imposition::{Imposition, pop};
+pub use table::{DEFAULT_SLOTS, KEYS, LabelGuard, LabelReader, LabelTable, MAX_BUCKETS, key_of};
+pub use wire::{Label, mpls::LSE_LEN};
+
+//= RFC 3032 §2.1 places no limit on the stack; VPP pushes at most 12 per imposition
+//= object (MPLS_LABEL_DPO_MAX_N_LABELS), merchant silicon 3 to 5.
+/// Most labels one [`Imposition`] pushes onto an IPv4 packet.
+pub const MAX_LABELS: usize = 16;
+
+/// Most out-labels of one swap path (a swap path fits one 64-byte slot: header,
+/// adjacency and 14 labels).
+pub const MAX_SWAP_LABELS: usize = 14;
+
+/// Most label stack entries one pass walks (pops, entropy pairs, hashing, ICMP).
+/// Deeper stacks are dropped with [`DropReason::StackTooDeep`].
+pub const MAX_STACK_DEPTH: usize = 16;
+
+/// Most paths of one ECMP entry.
+pub const MAX_ECMP_PATHS: usize = 32;
+
+/// Burst size the worker uses (= VPP's VLIB_FRAME_SIZE).
+pub const BURST: usize = 256;

@@ -1,0 +1,202 @@
+//! ICMP time exceeded for TTL expiry inside an LSP, with the RFC 4950 label stack.
+//!
+//! A P router in the middle of an LSP usually has no IPv4 route back to the source of
+//! a packet whose label TTL ran out (the core carries only labels). RFC 3032 §2.3.1
+//! therefore has the LSR build the ICMP message and send it *along the LSP the packet
+//! was on*: the egress LER pops the labels and routes the message back to the source
+//! by IPv4. This is what makes `traceroute` through an LSP show every hop, and what
+//! vendors do by default (Cisco, Juniper, Nokia "ICMP tunnelling"). VPP drops such
+//! packets silently.
+//!
+//! [`build_time_exceeded`] writes the IPv4/ICMP packet: type 11 code 0, the RFC 4884
+//! length attribute, the original datagram zero-padded to 128 bytes, and an extension
+//! structure (version 2, checksum) with one object of class 1, C-Type 1 holding the
+//! label stack as received. [`LabelGuard::ttl_exceeded_reply`] then pushes the
+//! received stack again (TTL reset) in front of it and switches it like a received
+//! packet, so it leaves on the same LSP. Both write into caller buffers; nothing
+//! allocates.
+
+use crate::imposition::read_word;
+use crate::table::LabelGuard;
+use crate::{MAX_STACK_DEPTH, MplsDecision};
+use core::net::Ipv4Addr;
+use wire::icmpv4::{self, RFC4884_MIN_ORIGINAL_LEN, ext};
+use wire::ipv4;
+use wire::{
+    IcmpExtHeader, IcmpExtObject, Icmpv4Message, Icmpv4Packet, IpProtocol, Ipv4Packet, Ipv4Repr,
+};
+
+/// Why no ICMP message was built (the pipeline counts the packet as
+/// [`DropReason::TtlExpired`](crate::DropReason::TtlExpired)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IcmpError {
+    /// The label stack or the IPv4 header is cut short.
+    Truncated,
+    /// More than [`MAX_STACK_DEPTH`] entries.
+    StackTooDeep,
+    /// The payload under the stack is not IPv4.
+    NotIpv4,
+    //= RFC 1812 §4.3.2.7: no ICMP error about an ICMP error, a non-first fragment, or
+    //= a datagram whose source is not a unicast address.
+    /// The original datagram must not be answered with an ICMP error.
+    NotAnswerable,
+    /// The output buffer (or its headroom) is too small.
+    BufferTooSmall,
+}
+
+/// Length of the quoted original datagram (RFC 4884 §5.1 minimum, also our maximum).
+pub const QUOTE_LEN: usize = RFC4884_MIN_ORIGINAL_LEN;
+
+/// IPv4 TTL (and label TTL, for the tunnelled reply) of generated messages: 64, the
+/// Linux default `ip_default_ttl`.
+pub const REPLY_TTL: u8 = 64;
+
+/// DSCP of generated ICMP: CS6 (network control), as Linux sends ICMP errors.
+const REPLY_DSCP: u8 = 48;
+
+/// Bytes [`build_time_exceeded`] writes for a stack of `depth` entries:
+/// 20 (IPv4) + 8 (ICMP) + 128 (quote) + 4 (extension header) + 4 (object header) +
+/// 4 × depth.
+pub const fn time_exceeded_len(depth: usize) -> usize {
+    ipv4::HEADER_LEN
+        + icmpv4::HEADER_LEN
+        + QUOTE_LEN
+        + ext::HEADER_LEN
+        + ext::OBJECT_HEADER_LEN
+        + 4 * depth
+}
+
+/// Counts the entries of the stack at the start of `rx`.
+fn stack_depth(rx: &[u8]) -> Result<usize, IcmpError> {
+    for i in 0..MAX_STACK_DEPTH {
+        let w = read_word(rx, 4 * i).ok_or(IcmpError::Truncated)?;
+        if w & 0x100 != 0 {
+            return Ok(i + 1);
+        }
+    }
+    Err(IcmpError::StackTooDeep)
+}
+
+/// Builds an ICMP time exceeded (TTL exceeded in transit) about the labelled packet
+/// `rx` (starting at its top label stack entry, as received) into `out`, as a whole
+/// IPv4 packet from `src` to the original source. Returns the length written and the
+/// stack depth.
+pub fn build_time_exceeded(
+    rx: &[u8],
+    src: Ipv4Addr,
+    ident: u16,
+    out: &mut [u8],
+) -> Result<(usize, usize), IcmpError> {
+    let depth = stack_depth(rx)?;
+    let stack = &rx[..4 * depth];
+    let orig = &rx[4 * depth..];
+    let ip = Ipv4Packet::new_unchecked(orig);
+    if orig.len() < ipv4::HEADER_LEN {
+        return Err(IcmpError::Truncated);
+    }
+    if ip.version() != 4 {
+        return Err(IcmpError::NotIpv4);
+    }
+    let hl = usize::from(ip.header_len());
+    if hl < ipv4::HEADER_LEN || hl > orig.len() {
+        return Err(IcmpError::Truncated);
+    }
+    let osrc = ip.src_addr();
+    if ip.frag_offset() != 0
+        || osrc.is_unspecified()
+        || osrc.is_multicast()
+        || osrc.is_broadcast()
+        || osrc.is_loopback()
+    {
+        return Err(IcmpError::NotAnswerable);
+    }
+    if ip.protocol() == IpProtocol::Icmp {
+        // Only queries (echo, timestamp, ...) may be answered with an error.
+        let t = orig.get(hl).copied().ok_or(IcmpError::Truncated)?;
+        if matches!(t, 3 | 4 | 5 | 11 | 12) {
+            return Err(IcmpError::NotAnswerable);
+        }
+    }
+    let len = time_exceeded_len(depth);
+    let out = out.get_mut(..len).ok_or(IcmpError::BufferTooSmall)?;
+
+    let (ip_hdr, icmp) = out.split_at_mut(ipv4::HEADER_LEN);
+    Ipv4Repr {
+        src_addr: src,
+        dst_addr: osrc,
+        protocol: IpProtocol::Icmp,
+        payload_len: icmp.len(),
+        ttl: REPLY_TTL,
+        dscp: REPLY_DSCP,
+        ident,
+        dont_frag: false,
+    }
+    .emit(&mut Ipv4Packet::new_unchecked(&mut *ip_hdr));
+
+    // Quote: the original datagram as received, at most its total length, cut or
+    // zero-padded to 128 bytes.
+    let quote_len = orig
+        .len()
+        .min(usize::from(ip.total_len()).max(hl))
+        .min(QUOTE_LEN);
+    {
+        let (head, rest) = icmp.split_at_mut(icmpv4::HEADER_LEN);
+        head.fill(0);
+        let (quote, extension) = rest.split_at_mut(QUOTE_LEN);
+        quote[..quote_len].copy_from_slice(&orig[..quote_len]);
+        quote[quote_len..].fill(0);
+        let mut e = IcmpExtHeader::new_unchecked(&mut *extension);
+        e.set_version(ext::VERSION);
+        //= RFC 4950 §7: the object carries the label stack entries as received.
+        let mut obj = IcmpExtObject::new_unchecked(e.objects_mut());
+        obj.set_header(
+            (ext::OBJECT_HEADER_LEN + stack.len()) as u16,
+            ext::CLASS_MPLS_LABEL_STACK,
+            ext::CTYPE_INCOMING_MPLS_STACK,
+        );
+        obj.payload_mut()[..stack.len()].copy_from_slice(stack);
+        e.fill_checksum();
+    }
+    let mut p = Icmpv4Packet::new_unchecked(&mut *icmp);
+    p.set_msg_type(Icmpv4Message::TimeExceeded);
+    p.set_msg_code(0);
+    //= RFC 4884 §4.1: length of the original datagram in 32-bit words.
+    p.set_rfc4884_len_words((QUOTE_LEN / 4) as u8);
+    p.fill_checksum();
+    Ok((len, depth))
+}
+
+impl LabelGuard<'_> {
+    /// Answers a [`MplsDecision::TtlExpired`]: builds the time-exceeded message about
+    /// `rx` (the received frame from its top label) at `out[headroom..]`, pushes the
+    /// received label stack in front of it with TTL [`REPLY_TTL`] (labels, TC and S
+    /// as received) and switches the result like a received packet.
+    ///
+    /// Returns the offset where the labelled reply starts in `out` and the decision
+    /// for it — normally `Forward`/`Php` to the same next hop as the original packet,
+    /// i.e. along the LSP to its egress, which routes the ICMP back to the source.
+    /// `headroom` must leave room for the stack (4 × depth bytes) plus whatever the
+    /// swap adds; the pipeline passes its mbuf headroom.
+    pub fn ttl_exceeded_reply(
+        &self,
+        rx: &[u8],
+        src: Ipv4Addr,
+        ident: u16,
+        out: &mut [u8],
+        headroom: usize,
+    ) -> Result<(usize, MplsDecision), IcmpError> {
+        let body = out.get_mut(headroom..).ok_or(IcmpError::BufferTooSmall)?;
+        let (_, depth) = build_time_exceeded(rx, src, ident, body)?;
+        let start = headroom
+            .checked_sub(4 * depth)
+            .ok_or(IcmpError::BufferTooSmall)?;
+        for i in 0..depth {
+            let w = read_word(rx, 4 * i).ok_or(IcmpError::Truncated)?;
+            let w = (w & !0xff) | u32::from(REPLY_TTL);
+            out[start + 4 * i..start + 4 * i + 4].copy_from_slice(&w.to_be_bytes());
+        }
+        let mut off = start;
+        let d = self.switch(out, &mut off);
+        Ok((off, d))
+    }
+}

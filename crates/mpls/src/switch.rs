@@ -1,0 +1,248 @@
+//! Label switching: one pass over a received label stack, in place.
+//!
+//! [`LabelGuard::switch`] looks the top entry up by (label, S), applies the action and
+//! returns an [`MplsDecision`]. Pops that continue with the next label (label 0 or 2
+//! not at the bottom, configured `Pop`, entropy label pairs) loop inside the same call,
+//! so a pop followed by an IPv4 lookup never needs a second pass.
+//!
+//! TTL (RFC 3032 §2.4, RFC 3443):
+//! * A received TTL 0 is dropped (`DropReason::TtlExpired`), as VPP's `mpls-input`.
+//! * Swap and PHP decrement: with a received TTL of 1 the decision is
+//!   `MplsDecision::TtlExpired` and the frame is left as received, for the ICMP
+//!   builder.
+//! * Pop-and-lookup does not decrement: the label TTL goes into IPv4 (uniform) and the
+//!   IPv4 stage decrements once, so an egress LER is one hop, not two.
+//! * Uniform pops carry the popped TTL down to the next label; pipe pops use the next
+//!   label's own TTL.
+
+use crate::hash::flow_hash;
+use crate::imposition::{dispose_ip4, read_word, write_word};
+use crate::table::{
+    K_DROP, K_ECMP, K_ELI, K_IP4, K_PHP, K_POP, K_PUNT, K_SWAP, LabelGuard, SLOT_WORDS, Slot,
+    W_ARG, W_HDR, W_LABELS, hdr_count, hdr_kind, hdr_uniform, key_of,
+};
+use crate::{DropReason, MAX_STACK_DEPTH, MplsDecision, PuntReason};
+
+const S_BIT: u32 = 0x100;
+/// TC and S bits of an entry.
+const TC_S: u32 = 0xf00;
+
+impl LabelGuard<'_> {
+    /// Switches the labelled packet whose stack starts at `buf[*off]`.
+    ///
+    /// On `Forward`, `Php` and `Ip4Lookup`, `*off` moves to where the outgoing layer 3
+    /// starts (back by 4 × (n − 1) for a swap to n labels, forward by 4 per pop); the
+    /// caller writes the L2 header in front of it with
+    /// [`MplsDecision::ethertype`]. Otherwise `buf` and `*off` are untouched.
+    /// Never panics, whatever the bytes.
+    #[inline]
+    pub fn switch(&self, buf: &mut [u8], off: &mut usize) -> MplsDecision {
+        let Some(w) = read_word(buf, *off) else {
+            return MplsDecision::Drop(DropReason::Truncated);
+        };
+        let idx = self.shared.entry(key_of(w));
+        self.run(buf, off, w, idx)
+    }
+
+    /// Switches a burst: `pkts[i]` with its stack at `offs[i]`, decision in `out[i]`.
+    /// Processes `min(len)` of the three slices, four at a time (the table loads of a
+    /// quad are issued before any of them is used, so their misses overlap).
+    pub fn switch_burst<B: AsMut<[u8]>>(
+        &self,
+        pkts: &mut [B],
+        offs: &mut [usize],
+        out: &mut [MplsDecision],
+    ) {
+        let n = pkts.len().min(offs.len()).min(out.len());
+        let (pkts, offs, out) = (&mut pkts[..n], &mut offs[..n], &mut out[..n]);
+        let mut pq = pkts.chunks_exact_mut(4);
+        let mut oq = offs.chunks_exact_mut(4);
+        let mut dq = out.chunks_exact_mut(4);
+        for ((p, o), d) in (&mut pq).zip(&mut oq).zip(&mut dq) {
+            let w = [
+                read_word(p[0].as_mut(), o[0]),
+                read_word(p[1].as_mut(), o[1]),
+                read_word(p[2].as_mut(), o[2]),
+                read_word(p[3].as_mut(), o[3]),
+            ];
+            let idx = self.lookup_x4(w);
+            for j in 0..4 {
+                d[j] = match w[j] {
+                    Some(wj) => self.run(p[j].as_mut(), &mut o[j], wj, idx[j]),
+                    None => MplsDecision::Drop(DropReason::Truncated),
+                };
+            }
+        }
+        for ((p, o), d) in pq
+            .into_remainder()
+            .iter_mut()
+            .zip(oq.into_remainder())
+            .zip(dq.into_remainder())
+        {
+            *d = self.switch(p.as_mut(), o);
+        }
+    }
+
+    /// Table indices of four top entries (0 where the entry is missing or the word
+    /// could not be read).
+    #[inline(always)]
+    pub fn lookup_x4(&self, w: [Option<u32>; 4]) -> [u32; 4] {
+        w.map(|w| w.map_or(0, |w| self.shared.entry(key_of(w))))
+    }
+
+    #[inline(always)]
+    fn run(&self, buf: &mut [u8], off: &mut usize, mut w: u32, mut idx: u32) -> MplsDecision {
+        let start = *off;
+        let mut o = start;
+        let mut ttl = w as u8;
+        let mut depth = 1;
+        loop {
+            let mut slot = self.shared.slot(idx);
+            let mut h = slot.word(W_HDR);
+            if hdr_kind(h) == K_ECMP {
+                slot = self.pick_path(idx, h, buf.get(start..).unwrap_or(&[]));
+                h = slot.word(W_HDR);
+            }
+            match hdr_kind(h) {
+                K_SWAP => {
+                    if ttl <= 1 {
+                        return expired(ttl);
+                    }
+                    let tail = (w & TC_S) | u32::from(ttl - 1);
+                    let n = hdr_count(h);
+                    if n == 1 {
+                        write_word(buf, o, slot.word(W_LABELS) | tail);
+                        *off = o;
+                    } else {
+                        let Some(new_o) = (o + 4).checked_sub(4 * n) else {
+                            return MplsDecision::Drop(DropReason::NoHeadroom);
+                        };
+                        let tc_ttl = tail & !S_BIT;
+                        for i in 0..n.min(SLOT_WORDS - W_LABELS) {
+                            let s = if i + 1 == n { w & S_BIT } else { 0 };
+                            write_word(buf, new_o + 4 * i, slot.word(W_LABELS + i) | tc_ttl | s);
+                        }
+                        *off = new_o;
+                    }
+                    return MplsDecision::Forward {
+                        adj: slot.word(W_ARG),
+                    };
+                }
+                K_PHP => {
+                    if ttl <= 1 {
+                        return expired(ttl);
+                    }
+                    let adj = slot.word(W_ARG);
+                    let next = o + 4;
+                    if w & S_BIT == 0 {
+                        let Some(nw) = read_word(buf, next) else {
+                            return MplsDecision::Drop(DropReason::Truncated);
+                        };
+                        if hdr_uniform(h) {
+                            write_word(buf, next, (nw & !0xff) | u32::from(ttl - 1));
+                        }
+                        *off = next;
+                        return MplsDecision::Forward { adj };
+                    }
+                    return match dispose_ip4(buf, next, ttl - 1, hdr_uniform(h)) {
+                        Ok(()) => {
+                            *off = next;
+                            MplsDecision::Php { adj }
+                        }
+                        Err(r) => MplsDecision::Drop(r),
+                    };
+                }
+                K_IP4 => {
+                    if ttl == 0 {
+                        return MplsDecision::Drop(DropReason::TtlExpired);
+                    }
+                    return self.pop_lookup(buf, off, o + 4, ttl, slot);
+                }
+                K_POP | K_ELI => {
+                    if ttl == 0 {
+                        return MplsDecision::Drop(DropReason::TtlExpired);
+                    }
+                    if w & S_BIT != 0 {
+                        // Unreachable by construction (these live on non-eos keys only).
+                        return MplsDecision::Drop(DropReason::NoLabel);
+                    }
+                    o += 4;
+                    if hdr_kind(h) == K_ELI {
+                        //= RFC 6790 §4.2: the egress pops the ELI and the EL below it.
+                        let Some(el) = read_word(buf, o) else {
+                            return MplsDecision::Drop(DropReason::Truncated);
+                        };
+                        o += 4;
+                        depth += 1;
+                        if el & S_BIT != 0 {
+                            // The pair was the bottom: the payload is what the label
+                            // above carried, IPv4 here (looked up like explicit null).
+                            return self.pop_lookup(buf, off, o, ttl, slot);
+                        }
+                    }
+                    let Some(nw) = read_word(buf, o) else {
+                        return MplsDecision::Drop(DropReason::Truncated);
+                    };
+                    depth += 1;
+                    if depth > MAX_STACK_DEPTH {
+                        return MplsDecision::Drop(DropReason::StackTooDeep);
+                    }
+                    if hdr_kind(h) == K_POP && !hdr_uniform(h) {
+                        ttl = nw as u8;
+                    }
+                    w = nw;
+                    idx = self.shared.entry(key_of(w));
+                }
+                K_PUNT => return MplsDecision::Punt(PuntReason::from_code(slot.word(W_ARG))),
+                K_DROP => return MplsDecision::Drop(DropReason::from_code(slot.word(W_ARG))),
+                _ => return MplsDecision::Drop(DropReason::NoLabel),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn pop_lookup(
+        &self,
+        buf: &mut [u8],
+        off: &mut usize,
+        ip: usize,
+        ttl: u8,
+        slot: &Slot,
+    ) -> MplsDecision {
+        let h = slot.word(W_HDR);
+        match dispose_ip4(buf, ip, ttl, hdr_uniform(h)) {
+            Ok(()) => {
+                *off = ip;
+                MplsDecision::Ip4Lookup {
+                    table: slot.word(W_ARG),
+                }
+            }
+            Err(r) => MplsDecision::Drop(r),
+        }
+    }
+
+    #[inline(never)]
+    fn pick_path(&self, head: u32, h: u32, stack: &[u8]) -> &Slot {
+        let buckets_log2 = hdr_count(h) as u32;
+        let b = (flow_hash(stack) & ((1u32 << buckets_log2) - 1)) as usize;
+        let bucket_slot = self.shared.slot(head + 1 + (b / SLOT_WORDS) as u32);
+        let path = bucket_slot.word(b % SLOT_WORDS);
+        let s = self.shared.slot(path);
+        // A path is never itself ECMP; guard against a corrupt index anyway.
+        if hdr_kind(s.word(W_HDR)) == K_ECMP {
+            self.shared.slot(0)
+        } else {
+            s
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn expired(ttl: u8) -> MplsDecision {
+    if ttl == 0 {
+        MplsDecision::Drop(DropReason::TtlExpired)
+    } else {
+        MplsDecision::TtlExpired
+    }
+}
