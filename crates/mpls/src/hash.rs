@@ -10,10 +10,12 @@ use crate::imposition::read_word;
 
 const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
 
+/// Folds to 32 bits, then Fibonacci hashing: the top half of the product depends on
+/// every input bit, so any mask of its low bits picks buckets evenly.
 #[inline(always)]
 fn finish(h: u64) -> u32 {
-    let h = h.wrapping_mul(MUL);
-    (h >> 32) as u32 ^ h as u32
+    let x = u64::from((h ^ (h >> 32)) as u32);
+    (x.wrapping_mul(MUL) >> 32) as u32
 }
 
 /// Hash of an IPv4 header's addresses, protocol and (for unfragmented TCP/UDP) ports;

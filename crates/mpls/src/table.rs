@@ -183,6 +183,7 @@ pub struct LabelTable {
     used: Vec<u64>,
     cursor: usize,
     in_use: usize,
+    retired: usize,
     installed: BTreeMap<usize, Installed>,
     explicit_null: (u32, TtlMode),
     explicit_null_runs: [(u32, u32); 2],
@@ -292,6 +293,7 @@ impl LabelTable {
             used: vec![0; slots / 64],
             cursor: 1,
             in_use: 0,
+            retired: 0,
             installed: BTreeMap::new(),
             explicit_null: (0, TtlMode::Uniform),
             explicit_null_runs: [(0, 0); 2],
@@ -512,6 +514,7 @@ impl LabelTable {
             }
         }
         self.in_use -= n;
+        self.retired = self.retired.saturating_sub(n);
         n
     }
 
@@ -523,6 +526,7 @@ impl LabelTable {
                 continue;
             }
             let shared = Arc::clone(&self.shared);
+            self.retired += len as usize;
             guard.defer(move || shared.mark_freed(start, len));
         }
         guard.flush();
@@ -576,12 +580,16 @@ impl LabelTable {
         if let Some(i) = self.alloc_run(len) {
             return Ok(i);
         }
-        for _ in 0..8 {
+        // Full, but slots are waiting for readers to pass a quiescent point: wait for
+        // them (readers unpin once per burst, so this is microseconds), at most 100 ms.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(100);
+        while self.retired > 0 && std::time::Instant::now() < deadline {
             if self.reclaim() > 0 {
                 if let Some(i) = self.alloc_run(len) {
                     return Ok(i);
                 }
             }
+            std::thread::yield_now();
         }
         Err(ConfigError::TableFull)
     }
