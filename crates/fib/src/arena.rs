@@ -1,0 +1,145 @@
+//! Fixed-size atomic arrays shared with readers, and the writer's block allocator.
+//!
+//! Readers index plain `Box<[AtomicU32]>` / `Box<[AtomicU64]>` arrays; on x86-64 a
+//! relaxed or acquire atomic load is an ordinary `mov`, so this costs nothing on the
+//! lookup path while keeping the crate free of `unsafe`. An array never changes size
+//! under a reader: to grow, the writer copies it into a larger one and publishes the
+//! copy (see [`crate::reader`]); the old one stays frozen until its last reader lets go.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Allocates `n` zeroed atomic words.
+pub(crate) fn words32(n: usize) -> Box<[AtomicU32]> {
+    (0..n).map(|_| AtomicU32::new(0)).collect()
+}
+
+/// Allocates `n` zeroed 64-bit atomic words.
+pub(crate) fn words64(n: usize) -> Box<[AtomicU64]> {
+    (0..n).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// Copies `old` into a new array of `n >= old.len()` words.
+pub(crate) fn grow32(old: &[AtomicU32], n: usize) -> Box<[AtomicU32]> {
+    (0..n)
+        .map(|i| AtomicU32::new(old.get(i).map_or(0, |w| w.load(Ordering::Relaxed))))
+        .collect()
+}
+
+/// Copies `old` into a new array of `n >= old.len()` words.
+pub(crate) fn grow64(old: &[AtomicU64], n: usize) -> Box<[AtomicU64]> {
+    (0..n)
+        .map(|i| AtomicU64::new(old.get(i).map_or(0, |w| w.load(Ordering::Relaxed))))
+        .collect()
+}
+
+/// Writer-side allocator of contiguous blocks of units inside one shared array.
+///
+/// Free blocks are kept per exact size; a freed block first waits in `pending` for a
+/// grace period (see [`crate::qsbr`]). Units are whatever the owner stores (a node of
+/// three words, one leaf, one bucket...).
+#[derive(Debug)]
+pub(crate) struct BlockAlloc {
+    /// Capacity in units.
+    cap: usize,
+    /// Units below `top` have been handed out at least once.
+    top: usize,
+    /// Units in use.
+    live: usize,
+    /// Free lists indexed by block size.
+    free: Vec<Vec<u32>>,
+    /// (epoch tag, base, size) blocks waiting for a grace period.
+    pending: Vec<(u64, u32, u32)>,
+    /// Units in `pending`.
+    pending_units: usize,
+}
+
+impl BlockAlloc {
+    /// `first` units are reserved (never handed out), e.g. so index 0 can mean "none".
+    pub(crate) fn new(cap: usize, first: usize, max_block: usize) -> Self {
+        Self {
+            cap,
+            top: first,
+            live: 0,
+            free: vec![Vec::new(); max_block + 1],
+            pending: Vec::new(),
+            pending_units: 0,
+        }
+    }
+
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
+    }
+
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+
+    pub(crate) fn top(&self) -> usize {
+        self.top
+    }
+
+    /// Returns the base of a block of `size` units. `Err(needed)` asks the owner to grow
+    /// the array to at least `needed` units and call again.
+    pub(crate) fn alloc(&mut self, size: usize) -> Result<u32, usize> {
+        if size == 0 {
+            return Ok(0);
+        }
+        if let Some(b) = self.free.get_mut(size).and_then(Vec::pop) {
+            self.live += size;
+            return Ok(b);
+        }
+        if self.top + size > self.cap {
+            return Err(self.top + size);
+        }
+        let b = self.top as u32;
+        self.top += size;
+        self.live += size;
+        Ok(b)
+    }
+
+    pub(crate) fn set_cap(&mut self, cap: usize) {
+        self.cap = cap;
+    }
+
+    /// Frees a block that readers may still see: reusable after epoch `tag` is safe.
+    pub(crate) fn retire(&mut self, base: u32, size: usize, tag: u64) {
+        if size == 0 {
+            return;
+        }
+        self.live -= size;
+        self.pending_units += size;
+        self.pending.push((tag, base, size as u32));
+    }
+
+    /// Frees a block no reader has seen.
+    pub(crate) fn free_now(&mut self, base: u32, size: usize) {
+        if size == 0 {
+            return;
+        }
+        self.live -= size;
+        if let Some(l) = self.free.get_mut(size) {
+            l.push(base);
+        }
+    }
+
+    /// Moves blocks whose grace period is over to the free lists.
+    pub(crate) fn reclaim(&mut self, safe: u64) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let free = &mut self.free;
+        let mut released = 0usize;
+        self.pending.retain(|&(tag, base, size)| {
+            if tag <= safe {
+                if let Some(l) = free.get_mut(size as usize) {
+                    l.push(base);
+                }
+                released += size as usize;
+                false
+            } else {
+                true
+            }
+        });
+        self.pending_units -= released;
+    }
+}

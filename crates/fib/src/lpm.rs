@@ -1,0 +1,469 @@
+//! The lookup structure: a Poptrie (Asai & Ohara, "Poptrie: A Compressed Trie with
+//! Population Count for Fast and Scalable Software IP Routing Table Lookup", SIGCOMM
+//! 2015), with a direct-pointing first level of [`DIRECT_BITS`] bits and 6-bit strides.
+//!
+//! Layout (all atomic words, see [`crate::arena`]):
+//! - `direct[key >> (32 - DIRECT_BITS)]`: [`LEAF`] | result id, or the index of a node.
+//! - `nodes`: [`NODE_WORDS`] words per node: `vector` (bit v: child v is a node),
+//!   `leafvec` (bit v: a new run of equal leaves starts at child v), and
+//!   `base0 | base1 << 32` (first leaf, first child node). A node's child nodes and its
+//!   leaves are contiguous, so child v is found with one `popcnt` of the bits below v.
+//! - `leaves`: result ids.
+//!
+//! Updates never modify a published node: the writer rebuilds the subtree under each
+//! changed direct entry into free space and then swings the direct entry with one
+//! release store; the old blocks are reused after a grace period ([`crate::qsbr`]).
+//! A reader therefore always walks one complete, consistent subtree.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use crate::arena::{BlockAlloc, grow32, grow64, words32, words64};
+use crate::trie::{NIL, Trie, bit};
+
+/// Bits resolved by the direct-pointing array (Poptrie's `s`).
+pub const DIRECT_BITS: u32 = 18;
+/// Flag of a direct entry that holds a result id rather than a node index.
+pub(crate) const LEAF: u32 = 1 << 31;
+/// 64-bit words per node.
+pub(crate) const NODE_WORDS: usize = 3;
+const DIRECT_LEN: usize = 1 << DIRECT_BITS;
+const STRIDE: u32 = 6;
+
+/// The reader-visible part of one table.
+#[derive(Debug)]
+pub(crate) struct LpmArena {
+    direct: Box<[AtomicU32]>,
+    nodes: Box<[AtomicU64]>,
+    leaves: Box<[AtomicU32]>,
+}
+
+/// Index of the 6-bit chunk of `key` that starts at bit `offset` (zero-padded past 32).
+#[inline(always)]
+fn chunk(key: u32, offset: u32) -> u32 {
+    (((u64::from(key)) << (32 + offset)) >> 58) as u32
+}
+
+/// Bits `0..=v` set.
+#[inline(always)]
+fn upto(v: u32) -> u64 {
+    (2u64 << v).wrapping_sub(1)
+}
+
+impl LpmArena {
+    fn new(nodes: usize, leaves: usize) -> Self {
+        let direct = words32(DIRECT_LEN);
+        for d in direct.iter() {
+            d.store(LEAF, Ordering::Relaxed);
+        }
+        Self {
+            direct,
+            nodes: words64(nodes * NODE_WORDS),
+            leaves: words32(leaves),
+        }
+    }
+
+    fn grown(&self, nodes: usize, leaves: usize) -> Self {
+        Self {
+            direct: grow32(&self.direct, DIRECT_LEN),
+            nodes: grow64(&self.nodes, nodes * NODE_WORDS),
+            leaves: grow32(&self.leaves, leaves),
+        }
+    }
+
+    /// Bytes of the reader-visible arrays.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.direct.len() * 4 + self.nodes.len() * 8 + self.leaves.len() * 4
+    }
+
+    /// Walks from node `idx` (entered at bit `offset`) to a leaf.
+    #[inline(always)]
+    fn walk(&self, key: u32, mut idx: u32, mut offset: u32) -> u32 {
+        loop {
+            let base = idx as usize * NODE_WORDS;
+            let (Some(vector), Some(leafvec), Some(bases)) = (
+                self.nodes.get(base),
+                self.nodes.get(base + 1),
+                self.nodes.get(base + 2),
+            ) else {
+                return 0;
+            };
+            let vector = vector.load(Ordering::Relaxed);
+            let bases = bases.load(Ordering::Relaxed);
+            let v = chunk(key, offset);
+            let below = upto(v);
+            if vector & (1u64 << v) != 0 {
+                idx = (bases >> 32) as u32 + (vector & below).count_ones() - 1;
+                offset += STRIDE;
+            } else {
+                let leafvec = leafvec.load(Ordering::Relaxed);
+                let i = bases as u32 + (leafvec & below).count_ones() - 1;
+                return self
+                    .leaves
+                    .get(i as usize)
+                    .map_or(0, |l| l.load(Ordering::Relaxed));
+            }
+        }
+    }
+
+    /// Longest-prefix match of one key: the result id, 0 if nothing matches.
+    #[inline]
+    pub(crate) fn lookup(&self, key: u32) -> u32 {
+        let d = self
+            .direct
+            .get((key >> (32 - DIRECT_BITS)) as usize)
+            .map_or(LEAF, |d| d.load(Ordering::Acquire));
+        if d & LEAF != 0 {
+            d & !LEAF
+        } else {
+            self.walk(key, d, DIRECT_BITS)
+        }
+    }
+
+    /// Batched lookup of `min(keys.len(), out.len())` keys.
+    ///
+    /// Two passes over the burst: first every direct entry (independent loads, so the
+    /// core keeps many cache misses in flight, the effect software prefetch has in
+    /// `rte_lpm`/VPP), then the trie walks for the keys that need one.
+    #[inline]
+    pub(crate) fn lookup_burst(&self, keys: &[u32], out: &mut [u32]) {
+        let n = keys.len().min(out.len());
+        let (keys, out) = (&keys[..n], &mut out[..n]);
+        let mut pending = 0u32;
+        let mut kq = keys.chunks_exact(4);
+        let mut oq = out.chunks_exact_mut(4);
+        for (k, o) in (&mut kq).zip(&mut oq) {
+            for j in 0..4 {
+                let d = self.direct_entry(k[j]);
+                o[j] = d;
+                pending |= !d & LEAF;
+            }
+        }
+        for (k, o) in kq.remainder().iter().zip(oq.into_remainder()) {
+            let d = self.direct_entry(*k);
+            *o = d;
+            pending |= !d & LEAF;
+        }
+        if pending == 0 {
+            for o in out.iter_mut() {
+                *o &= !LEAF;
+            }
+            return;
+        }
+        for (k, o) in keys.iter().zip(out.iter_mut()) {
+            let d = *o;
+            *o = if d & LEAF != 0 {
+                d & !LEAF
+            } else {
+                self.walk(*k, d, DIRECT_BITS)
+            };
+        }
+    }
+
+    #[inline(always)]
+    fn direct_entry(&self, key: u32) -> u32 {
+        self.direct
+            .get((key >> (32 - DIRECT_BITS)) as usize)
+            .map_or(LEAF, |d| d.load(Ordering::Acquire))
+    }
+
+    /// A same-sized deep copy (the writer continues in the copy).
+    pub(crate) fn copy(&self) -> Self {
+        self.grown(self.nodes.len() / NODE_WORDS, self.leaves.len())
+    }
+
+    fn node(&self, idx: u32) -> (u64, u64, u64) {
+        let b = idx as usize * NODE_WORDS;
+        (
+            self.nodes[b].load(Ordering::Relaxed),
+            self.nodes[b + 1].load(Ordering::Relaxed),
+            self.nodes[b + 2].load(Ordering::Relaxed),
+        )
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Child {
+    Leaf(u32),
+    /// Trie node at the child's depth, best result id above it.
+    Node(u32, u32),
+}
+
+/// Writer-side state of one table's lookup structure.
+#[derive(Debug)]
+pub(crate) struct LpmWriter {
+    nodes: BlockAlloc,
+    leaves: BlockAlloc,
+    /// Direct entries to rebuild at the next commit.
+    dirty: Vec<u32>,
+    dirty_bits: Vec<u64>,
+}
+
+/// Result of a build step that ran out of space: grow and retry.
+pub(crate) struct NeedSpace;
+
+const MIN_NODES: usize = 1024;
+const MIN_LEAVES: usize = 4096;
+
+impl LpmWriter {
+    pub(crate) fn new() -> (Self, LpmArena) {
+        (
+            Self {
+                nodes: BlockAlloc::new(MIN_NODES, 0, 64),
+                leaves: BlockAlloc::new(MIN_LEAVES, 0, 64),
+                dirty: Vec::new(),
+                dirty_bits: vec![0; DIRECT_LEN / 64],
+            },
+            LpmArena::new(MIN_NODES, MIN_LEAVES),
+        )
+    }
+
+    /// Marks the direct entries covered by `addr/len` for rebuild.
+    pub(crate) fn mark(&mut self, addr: u32, len: u8) {
+        let first = addr >> (32 - DIRECT_BITS);
+        let count = if u32::from(len) >= DIRECT_BITS {
+            1
+        } else {
+            1u32 << (DIRECT_BITS - u32::from(len))
+        };
+        for r in first..first + count {
+            let (w, b) = ((r / 64) as usize, r % 64);
+            if self.dirty_bits[w] & (1 << b) == 0 {
+                self.dirty_bits[w] |= 1 << b;
+                self.dirty.push(r);
+            }
+        }
+    }
+
+    pub(crate) fn has_dirty(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// Rebuilds every marked direct entry from `trie` into `arena`. If the arena is too
+    /// small, returns a grown copy to continue in (the caller publishes it).
+    pub(crate) fn commit(&mut self, trie: &Trie, arena: &LpmArena, tag: u64) -> Option<LpmArena> {
+        let mut grown: Option<LpmArena> = None;
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.sort_unstable();
+        for &r in &dirty {
+            self.dirty_bits[(r / 64) as usize] &= !(1 << (r % 64));
+            loop {
+                let a = grown.as_ref().unwrap_or(arena);
+                match self.rebuild_region(trie, a, r, tag) {
+                    Ok(()) => break,
+                    Err(NeedSpace) => {
+                        let nodes = (self.nodes.cap() * 2).max(self.nodes.top() + 64);
+                        let leaves = (self.leaves.cap() * 2).max(self.leaves.top() + 64);
+                        self.nodes.set_cap(nodes);
+                        self.leaves.set_cap(leaves);
+                        grown = Some(a.grown(nodes, leaves));
+                    }
+                }
+            }
+        }
+        dirty.clear();
+        self.dirty = dirty;
+        grown
+    }
+
+    pub(crate) fn reclaim(&mut self, safe: u64) {
+        self.nodes.reclaim(safe);
+        self.leaves.reclaim(safe);
+    }
+
+    /// True when the arena is mostly empty space and worth rebuilding compactly.
+    pub(crate) fn wants_compaction(&self) -> bool {
+        let cap = self.nodes.cap() + self.leaves.cap();
+        let used = self.nodes.live() + self.leaves.live();
+        cap > 4 * (MIN_NODES + MIN_LEAVES) && used * 4 < cap
+    }
+
+    /// Builds a fresh, tightly sized arena for `trie` (compaction); the writer state is
+    /// replaced. Nothing in the old arena is reused, so no grace period is needed.
+    pub(crate) fn rebuild_all(&mut self, trie: &Trie) -> LpmArena {
+        let nodes = (self.nodes.live() + self.nodes.live() / 4).max(MIN_NODES);
+        let leaves = (self.leaves.live() + self.leaves.live() / 4).max(MIN_LEAVES);
+        let (mut fresh, _) = Self::new();
+        fresh.nodes.set_cap(nodes);
+        fresh.leaves.set_cap(leaves);
+        let mut arena = LpmArena::new(nodes, leaves);
+        for r in 0..DIRECT_LEN as u32 {
+            loop {
+                match fresh.rebuild_region(trie, &arena, r, 0) {
+                    Ok(()) => break,
+                    Err(NeedSpace) => {
+                        let n = fresh.nodes.cap() * 2;
+                        let l = fresh.leaves.cap() * 2;
+                        fresh.nodes.set_cap(n);
+                        fresh.leaves.set_cap(l);
+                        arena = arena.grown(n, l);
+                    }
+                }
+            }
+        }
+        *self = fresh;
+        arena
+    }
+
+    fn rebuild_region(
+        &mut self,
+        trie: &Trie,
+        arena: &LpmArena,
+        r: u32,
+        tag: u64,
+    ) -> Result<(), NeedSpace> {
+        // Descend DIRECT_BITS bits, remembering the best route on the way.
+        let addr = r << (32 - DIRECT_BITS);
+        let mut best = 0u32;
+        let mut n = 0u32;
+        let mut depth = 0;
+        loop {
+            let node = trie.node(n);
+            if node.route != NIL {
+                best = node.fwd;
+            }
+            if depth == DIRECT_BITS {
+                break;
+            }
+            let c = node.child[bit(addr, depth)];
+            if c == NIL {
+                n = NIL;
+                break;
+            }
+            n = c;
+            depth += 1;
+        }
+        let new = if n != NIL && trie.has_children(n) {
+            let slot = self.nodes.alloc(1).map_err(|_| NeedSpace)?;
+            if let Err(e) = self.build_node(trie, arena, n, best, slot) {
+                self.nodes.free_now(slot, 1);
+                return Err(e);
+            }
+            slot
+        } else {
+            LEAF | best
+        };
+        let old = arena.direct[r as usize].swap(new, Ordering::AcqRel);
+        if old & LEAF == 0 {
+            self.nodes.retire(old, 1, tag);
+            self.retire_subtree(arena, old, tag);
+        }
+        Ok(())
+    }
+
+    fn retire_subtree(&mut self, arena: &LpmArena, idx: u32, tag: u64) {
+        let (vector, leafvec, bases) = arena.node(idx);
+        self.leaves
+            .retire(bases as u32, leafvec.count_ones() as usize, tag);
+        let nkids = vector.count_ones();
+        let base1 = (bases >> 32) as u32;
+        self.nodes.retire(base1, nkids as usize, tag);
+        for k in 0..nkids {
+            self.retire_subtree(arena, base1 + k, tag);
+        }
+    }
+
+    fn free_subtree_now(&mut self, arena: &LpmArena, idx: u32) {
+        let (vector, leafvec, bases) = arena.node(idx);
+        self.leaves
+            .free_now(bases as u32, leafvec.count_ones() as usize);
+        let nkids = vector.count_ones();
+        let base1 = (bases >> 32) as u32;
+        for k in 0..nkids {
+            self.free_subtree_now(arena, base1 + k);
+        }
+        self.nodes.free_now(base1, nkids as usize);
+    }
+
+    /// Writes the node for trie node `t` (a stride root) into slot `slot`.
+    fn build_node(
+        &mut self,
+        trie: &Trie,
+        arena: &LpmArena,
+        t: u32,
+        best: u32,
+        slot: u32,
+    ) -> Result<(), NeedSpace> {
+        let mut kids = [Child::Leaf(0); 64];
+        expand(trie, t, 0, 0, best, &mut kids);
+        let mut vector = 0u64;
+        let mut leafvec = 0u64;
+        let mut leaves = [0u32; 64];
+        let mut nleaves = 0usize;
+        let mut prev: Option<u32> = None;
+        for (v, k) in kids.iter().enumerate() {
+            match *k {
+                Child::Node(..) => vector |= 1 << v,
+                Child::Leaf(x) => {
+                    if prev != Some(x) {
+                        leafvec |= 1 << v;
+                        leaves[nleaves] = x;
+                        nleaves += 1;
+                        prev = Some(x);
+                    }
+                }
+            }
+        }
+        let nkids = vector.count_ones() as usize;
+        let base0 = self.leaves.alloc(nleaves).map_err(|_| NeedSpace)?;
+        let base1 = match self.nodes.alloc(nkids) {
+            Ok(b) => b,
+            Err(_) => {
+                self.leaves.free_now(base0, nleaves);
+                return Err(NeedSpace);
+            }
+        };
+        for (i, &x) in leaves[..nleaves].iter().enumerate() {
+            arena.leaves[base0 as usize + i].store(x, Ordering::Relaxed);
+        }
+        let mut k = 0u32;
+        for c in kids.iter() {
+            if let Child::Node(ct, cb) = *c {
+                if let Err(e) = self.build_node(trie, arena, ct, cb, base1 + k) {
+                    // Undo the children built so far, then this node's blocks.
+                    for j in 0..k {
+                        self.free_subtree_now(arena, base1 + j);
+                    }
+                    self.nodes.free_now(base1, nkids);
+                    self.leaves.free_now(base0, nleaves);
+                    return Err(e);
+                }
+                k += 1;
+            }
+        }
+        let b = slot as usize * NODE_WORDS;
+        arena.nodes[b].store(vector, Ordering::Relaxed);
+        arena.nodes[b + 1].store(leafvec, Ordering::Relaxed);
+        arena.nodes[b + 2].store(u64::from(base0) | u64::from(base1) << 32, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Fills `kids[pos << (6 - steps) ..][.. 1 << (6 - steps)]` for trie node `t`, which
+/// sits `steps` bits below the stride root; `best` includes `t`'s own route.
+fn expand(trie: &Trie, t: u32, steps: u32, pos: usize, best: u32, kids: &mut [Child; 64]) {
+    let span = 1usize << (STRIDE - steps);
+    if steps == STRIDE {
+        kids[pos] = if trie.has_children(t) {
+            Child::Node(t, best)
+        } else {
+            Child::Leaf(best)
+        };
+        return;
+    }
+    if !trie.has_children(t) {
+        kids[pos * span..(pos + 1) * span].fill(Child::Leaf(best));
+        return;
+    }
+    for b in 0..2 {
+        let c = trie.node(t).child[b];
+        let p = pos * 2 + b;
+        if c == NIL {
+            let half = span / 2;
+            kids[p * half..(p + 1) * half].fill(Child::Leaf(best));
+        } else {
+            let cn = trie.node(c);
+            let nb = if cn.route != NIL { cn.fwd } else { best };
+            expand(trie, c, steps + 1, p, nb, kids);
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! What workers see: one immutable-shape [`Planes`] snapshot per burst, read without
+//! locks, and the [`FibReader`] / [`FibView`] handles.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use arc_swap::{ArcSwap, Cache};
+
+use crate::arena::{grow32, grow64};
+use crate::lpm::LpmArena;
+use crate::model::{Action, Adjacency, MAX_LABELS, TableId};
+use crate::qsbr::Qsbr;
+
+/// 32-bit words per leg: header, target, labels.
+pub(crate) const LEG_WORDS: usize = 16;
+/// 64-bit words per adjacency rewrite.
+pub(crate) const RW_WORDS: usize = 4;
+pub(crate) const RW_COMPLETE: u64 = 1 << 48;
+pub(crate) const VLAN_TAGGED: u64 = 0x1000;
+
+/// All arrays the data plane reads. Shapes never change once published: growing any
+/// array means a deep copy that is published in its place.
+#[derive(Debug)]
+pub(crate) struct Planes {
+    /// Per table, sorted by id.
+    pub(crate) tables: Vec<(TableId, LpmArena)>,
+    /// Result id → `mask << 32 | first bucket`.
+    pub(crate) lb: Box<[AtomicU64]>,
+    /// Bucket → leg.
+    pub(crate) buckets: Box<[AtomicU32]>,
+    /// [`LEG_WORDS`] per leg: `action | nlabels << 8`, target, labels.
+    pub(crate) legs: Box<[AtomicU32]>,
+    /// Adjacency id → rewrite slot.
+    pub(crate) adj: Box<[AtomicU32]>,
+    /// [`RW_WORDS`] per rewrite slot.
+    pub(crate) rewrites: Box<[AtomicU64]>,
+}
+
+/// Sizes (in words) for a deep copy.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sizes {
+    pub(crate) lb: usize,
+    pub(crate) buckets: usize,
+    pub(crate) legs: usize,
+    pub(crate) adj: usize,
+    pub(crate) rewrites: usize,
+}
+
+impl Planes {
+    pub(crate) fn with_sizes(s: Sizes) -> Self {
+        Self {
+            tables: Vec::new(),
+            lb: grow64(&[], s.lb),
+            buckets: grow32(&[], s.buckets),
+            legs: grow32(&[], s.legs),
+            adj: grow32(&[], s.adj),
+            rewrites: grow64(&[], s.rewrites),
+        }
+    }
+
+    /// Deep copy with new sizes; `replace` swaps in a new arena for one table and
+    /// `drop_table` leaves one out.
+    pub(crate) fn copy(
+        &self,
+        s: Sizes,
+        mut replace: Option<(TableId, LpmArena)>,
+        add_table: Option<(TableId, LpmArena)>,
+        drop_table: Option<TableId>,
+    ) -> Self {
+        let mut tables: Vec<(TableId, LpmArena)> = Vec::with_capacity(self.tables.len() + 1);
+        for (id, a) in &self.tables {
+            if Some(*id) == drop_table {
+                continue;
+            }
+            match replace.take() {
+                Some((rid, ra)) if rid == *id => tables.push((*id, ra)),
+                other => {
+                    replace = other;
+                    tables.push((*id, a.copy()));
+                }
+            }
+        }
+        if let Some(t) = add_table {
+            tables.push(t);
+            tables.sort_by_key(|t| t.0);
+        }
+        Self {
+            tables,
+            lb: grow64(&self.lb, s.lb),
+            buckets: grow32(&self.buckets, s.buckets),
+            legs: grow32(&self.legs, s.legs),
+            adj: grow32(&self.adj, s.adj),
+            rewrites: grow64(&self.rewrites, s.rewrites),
+        }
+    }
+
+    pub(crate) fn table(&self, id: TableId) -> Option<&LpmArena> {
+        if let Some((tid, a)) = self.tables.first() {
+            if *tid == id {
+                return Some(a);
+            }
+        }
+        self.tables
+            .binary_search_by_key(&id, |t| t.0)
+            .ok()
+            .map(|i| &self.tables[i].1)
+    }
+
+    pub(crate) fn memory_bytes(&self) -> (usize, usize) {
+        let lpm = self.tables.iter().map(|t| t.1.memory_bytes()).sum();
+        let fwd = self.lb.len() * 8
+            + self.buckets.len() * 4
+            + self.legs.len() * 4
+            + self.adj.len() * 4
+            + self.rewrites.len() * 8;
+        (lpm, fwd)
+    }
+}
+
+/// State shared by the writer and all readers.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) current: Arc<ArcSwap<Planes>>,
+    pub(crate) qsbr: Qsbr,
+}
+
+/// A worker's handle on the FIB: cheap to clone, `Send`, never blocks.
+///
+/// Call [`FibReader::read`] once per burst and do all lookups of that burst through
+/// the returned [`FibView`]; dropping the view is the worker's quiescent point.
+pub struct FibReader {
+    shared: Arc<Shared>,
+    cache: Cache<Arc<ArcSwap<Planes>>, Arc<Planes>>,
+    slot: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for FibReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FibReader").finish_non_exhaustive()
+    }
+}
+
+impl FibReader {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        let slot = shared.qsbr.register();
+        let cache = Cache::new(shared.current.clone());
+        Self {
+            shared,
+            cache,
+            slot,
+        }
+    }
+
+    /// Starts a read-side section: one epoch announcement and one pointer check.
+    #[inline]
+    pub fn read(&mut self) -> FibView<'_> {
+        self.shared.qsbr.enter(&self.slot);
+        let planes: &Planes = self.cache.load();
+        FibView {
+            planes,
+            qsbr: &self.shared.qsbr,
+            slot: &self.slot,
+        }
+    }
+}
+
+impl Clone for FibReader {
+    fn clone(&self) -> Self {
+        Self::new(self.shared.clone())
+    }
+}
+
+impl Drop for FibReader {
+    fn drop(&mut self) {
+        self.shared.qsbr.unregister(&self.slot);
+    }
+}
+
+/// One burst's consistent view of the FIB. Lookups through it never lock or allocate.
+pub struct FibView<'r> {
+    planes: &'r Planes,
+    qsbr: &'r Qsbr,
+    slot: &'r AtomicU64,
+}
+
+impl std::fmt::Debug for FibView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FibView").finish_non_exhaustive()
+    }
+}
+
+impl Drop for FibView<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.qsbr.leave(self.slot);
+    }
+}
+
+/// One table inside a [`FibView`], for repeated lookups without the table search.
+#[derive(Clone, Copy)]
+pub struct TableView<'r> {
+    arena: &'r LpmArena,
+}
+
+impl std::fmt::Debug for TableView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableView").finish_non_exhaustive()
+    }
+}
+
+impl TableView<'_> {
+    /// Longest-prefix match: the result id (0 = no route).
+    #[inline]
+    pub fn lookup(&self, dst: u32) -> u32 {
+        self.arena.lookup(dst)
+    }
+
+    /// Batched longest-prefix match of `min(dst.len(), out.len())` host-order
+    /// addresses; `out[i]` is a result id (0 = no route).
+    #[inline]
+    pub fn lookup_burst(&self, dst: &[u32], out: &mut [u32]) {
+        self.arena.lookup_burst(dst, out)
+    }
+}
+
+impl<'r> FibView<'r> {
+    /// The table `id`, if it exists.
+    #[inline]
+    pub fn table(&self, id: TableId) -> Option<TableView<'r>> {
+        self.planes.table(id).map(|arena| TableView { arena })
+    }
+
+    /// One lookup in table `id`; 0 if no route or no such table.
+    #[inline]
+    pub fn lookup(&self, id: TableId, dst: u32) -> u32 {
+        self.planes.table(id).map_or(0, |a| a.lookup(dst))
+    }
+
+    /// Batched lookup in table `id`. Returns false (and fills `out` with 0) if the
+    /// table does not exist.
+    #[inline]
+    pub fn lookup_burst(&self, id: TableId, dst: &[u32], out: &mut [u32]) -> bool {
+        match self.planes.table(id) {
+            Some(a) => {
+                a.lookup_burst(dst, out);
+                true
+            }
+            None => {
+                out.fill(0);
+                false
+            }
+        }
+    }
+
+    /// The ECMP pick for result id `fwd` and a flow hash: one bucket index.
+    #[inline]
+    pub fn leg(&self, fwd: u32, flow_hash: u32) -> Leg<'r> {
+        let p = self.planes;
+        let h =
+            p.lb.get(fwd as usize)
+                .map_or(0, |h| h.load(Ordering::Acquire));
+        let b = (h as u32).wrapping_add(flow_hash & (h >> 32) as u32);
+        let leg = p
+            .buckets
+            .get(b as usize)
+            .map_or(0, |l| l.load(Ordering::Acquire));
+        let start = leg as usize * LEG_WORDS;
+        Leg {
+            words: p
+                .legs
+                .get(start..start + LEG_WORDS)
+                .unwrap_or(&p.legs[..LEG_WORDS]),
+        }
+    }
+
+    /// Number of ECMP buckets of result id `fwd` (a power of two).
+    pub fn bucket_count(&self, fwd: u32) -> u32 {
+        let h = self
+            .planes
+            .lb
+            .get(fwd as usize)
+            .map_or(0, |h| h.load(Ordering::Acquire));
+        ((h >> 32) as u32).wrapping_add(1)
+    }
+
+    /// The L2 rewrite of adjacency `adj`.
+    #[inline]
+    pub fn adjacency(&self, adj: u32) -> Option<Adjacency> {
+        let p = self.planes;
+        let slot = p.adj.get(adj as usize)?.load(Ordering::Acquire) as usize;
+        if slot == 0 {
+            return None;
+        }
+        let w = p.rewrites.get(slot * RW_WORDS..slot * RW_WORDS + 3)?;
+        let (w0, w1, w2) = (
+            w[0].load(Ordering::Relaxed),
+            w[1].load(Ordering::Relaxed),
+            w[2].load(Ordering::Relaxed),
+        );
+        let mac = |x: u64| {
+            let b = x.to_be_bytes();
+            [b[2], b[3], b[4], b[5], b[6], b[7]]
+        };
+        let vlan = (w1 >> 48) & 0xffff;
+        Some(Adjacency {
+            ifindex: w2 as u32,
+            complete: w0 & RW_COMPLETE != 0,
+            dst_mac: mac(w0),
+            src_mac: mac(w1),
+            vlan: (vlan & VLAN_TAGGED != 0).then_some((vlan & 0xfff) as u16),
+            mtu: (w2 >> 32) as u16,
+        })
+    }
+}
+
+/// One ECMP bucket's forwarding: action, adjacency and out-labels.
+#[derive(Clone, Copy)]
+pub struct Leg<'r> {
+    words: &'r [AtomicU32],
+}
+
+impl std::fmt::Debug for Leg<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut l = [0u32; MAX_LABELS];
+        let n = self.labels_into(&mut l);
+        f.debug_struct("Leg")
+            .field("action", &self.action())
+            .field("target", &self.target())
+            .field("labels", &&l[..n])
+            .finish()
+    }
+}
+
+impl Leg<'_> {
+    #[inline]
+    fn header(&self) -> u32 {
+        self.words[0].load(Ordering::Relaxed)
+    }
+
+    /// What to do with the packet.
+    #[inline]
+    pub fn action(&self) -> Action {
+        Action::from_u8(self.header() as u8)
+    }
+
+    /// The adjacency id for [`Action::Forward`], the interface for [`Action::Glean`].
+    #[inline]
+    pub fn target(&self) -> u32 {
+        self.words[1].load(Ordering::Relaxed)
+    }
+
+    /// Number of out-labels to impose.
+    #[inline]
+    pub fn label_count(&self) -> usize {
+        ((self.header() >> 8) as usize).min(MAX_LABELS)
+    }
+
+    /// Copies the out-labels (top of stack first) into `out`; returns how many.
+    #[inline]
+    pub fn labels_into(&self, out: &mut [u32]) -> usize {
+        let n = self.label_count().min(out.len());
+        for (o, w) in out[..n].iter_mut().zip(&self.words[2..2 + n]) {
+            *o = w.load(Ordering::Relaxed);
+        }
+        n
+    }
+}
