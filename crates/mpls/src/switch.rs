@@ -41,6 +41,24 @@ impl LabelGuard<'_> {
             return MplsDecision::Drop(DropReason::Truncated);
         };
         let idx = self.shared.entry(key_of(w));
+        self.step(buf, off, w, idx)
+    }
+
+    /// The common case first: a swap to one label with a live TTL is a single word
+    /// write; everything else goes through [`run`](Self::run).
+    #[inline(always)]
+    fn step(&self, buf: &mut [u8], off: &mut usize, w: u32, idx: u32) -> MplsDecision {
+        let slot = self.shared.slot(idx);
+        let h = slot.word(W_HDR);
+        if h & 0xffff == K_SWAP | (1 << 8) && (w & 0xff) > 1 {
+            let nw = slot.word(W_LABELS) | (w & TC_S) | ((w & 0xff) - 1);
+            if let Some(b) = buf.get_mut(*off..*off + 4) {
+                b.copy_from_slice(&nw.to_be_bytes());
+                return MplsDecision::Forward {
+                    adj: slot.word(W_ARG),
+                };
+            }
+        }
         self.run(buf, off, w, idx)
     }
 
@@ -68,7 +86,7 @@ impl LabelGuard<'_> {
             let idx = self.lookup_x4(w);
             for j in 0..4 {
                 d[j] = match w[j] {
-                    Some(wj) => self.run(p[j].as_mut(), &mut o[j], wj, idx[j]),
+                    Some(wj) => self.step(p[j].as_mut(), &mut o[j], wj, idx[j]),
                     None => MplsDecision::Drop(DropReason::Truncated),
                 };
             }
