@@ -58,7 +58,11 @@ fn frames(labels: &[u32]) -> Frames {
 }
 
 /// Times `op` over the burst, restoring the frames from `template` before each run.
-fn timed(template: &Frames, iters: u64, mut op: impl FnMut(&mut Frames, &mut [usize; BURST])) -> u64 {
+fn timed(
+    template: &Frames,
+    iters: u64,
+    mut op: impl FnMut(&mut Frames, &mut [usize; BURST]),
+) -> u64 {
     let mut work = template.clone();
     let mut offs = [L3; BURST];
     let mut total = 0;
@@ -119,7 +123,9 @@ fn cases() -> Vec<Case> {
     let mut swap = LabelTable::new();
     swap.add(100, true, LabelAction::swap(1, &[100])).unwrap();
     let mut swap2 = LabelTable::new();
-    swap2.add(100, true, LabelAction::swap(1, &[200, 300])).unwrap();
+    swap2
+        .add(100, true, LabelAction::swap(1, &[200, 300]))
+        .unwrap();
     let mut egress = LabelTable::new();
     egress.add(31, true, LabelAction::ip4_lookup(0)).unwrap();
     let explicit_null = LabelTable::new();
@@ -136,20 +142,37 @@ fn cases() -> Vec<Case> {
     )
     .unwrap();
     vec![
-        switch_case("swap", "110 (mpls-input+lookup+imposition+output)", swap, &[100]),
+        switch_case(
+            "swap",
+            "110 (mpls-input+lookup+imposition+output)",
+            swap,
+            &[100],
+        ),
         switch_case("swap_to_2", "-", swap2, &[100]),
         push_case("push_1", "131 (ip4-input..mpls-output)", 1),
         push_case("push_2", "-", 2),
         push_case("push_4", "-", 4),
-        switch_case("pop_lookup", "145 (egress, incl. ip4 lookup+rewrite)", egress, &[31]),
-        switch_case("explicit_null", "125 (egress, incl. ip4 lookup+rewrite)", explicit_null, &[0]),
+        switch_case(
+            "pop_lookup",
+            "145 (egress, incl. ip4 lookup+rewrite)",
+            egress,
+            &[31],
+        ),
+        switch_case(
+            "explicit_null",
+            "125 (egress, incl. ip4 lookup+rewrite)",
+            explicit_null,
+            &[0],
+        ),
         switch_case("php", "113 (P router, incl. ip4-rewrite)", php, &[33]),
         switch_case("ecmp_4", "-", ecmp, &[100]),
     ]
 }
 
 fn main() {
-    let mut c = Criterion::default().with_measurement(Tsc).configure_from_args();
+    let mut c = Criterion::default()
+        .with_measurement(Tsc)
+        .configure_from_args();
     let mut cs = cases();
     {
         let mut g = c.benchmark_group("mpls");
@@ -167,12 +190,26 @@ fn main() {
 
     // A plain summary next to VPP's figures: median of 2001 bursts per case.
     let hz = tsc_hz();
-    println!("\nmpls ops, TSC cycles/packet (median of 2001 bursts of {BURST}), TSC {:.2} GHz", hz as f64 / 1e9);
-    println!("{:<15} {:>10} {:>10}   VPP cycles/packet (seed 000)", "op", "cyc/pkt", "Mpps");
+    println!(
+        "\nmpls ops, TSC cycles/packet (median of 2001 bursts of {BURST}), TSC {:.2} GHz",
+        hz as f64 / 1e9
+    );
+    println!(
+        "{:<15} {:>10} {:>10}   VPP cycles/packet (seed 000)",
+        "op", "cyc/pkt", "Mpps"
+    );
     for case in cs.iter_mut() {
-        let mut v: Vec<u64> = (0..2001).map(|_| timed(&case.template, 1, &mut *case.op)).collect();
+        let mut v: Vec<u64> = (0..2001)
+            .map(|_| timed(&case.template, 1, &mut *case.op))
+            .collect();
         v.sort_unstable();
         let per = v[v.len() / 2] as f64 / BURST as f64;
-        println!("{:<15} {:>10.1} {:>10.1}   {}", case.name, per, hz as f64 / per / 1e6, case.vpp);
+        println!(
+            "{:<15} {:>10.1} {:>10.1}   {}",
+            case.name,
+            per,
+            hz as f64 / per / 1e6,
+            case.vpp
+        );
     }
 }
