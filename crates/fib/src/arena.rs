@@ -106,7 +106,8 @@ impl BlockAlloc {
         if size == 0 {
             return;
         }
-        self.live -= size;
+        debug_assert!(self.live >= size, "retire of a block not in use");
+        self.live = self.live.saturating_sub(size);
         self.pending_units += size;
         self.pending.push((tag, base, size as u32));
     }
@@ -116,7 +117,8 @@ impl BlockAlloc {
         if size == 0 {
             return;
         }
-        self.live -= size;
+        debug_assert!(self.live >= size, "free of a block not in use");
+        self.live = self.live.saturating_sub(size);
         if let Some(l) = self.free.get_mut(size) {
             l.push(base);
         }

@@ -68,6 +68,9 @@ struct PathList {
     legs: Vec<(u32, u64)>,
     buckets: Vec<u32>,
     bucket_base: u32,
+    /// Bucket assignment of the path list this one replaced on a route, so a route
+    /// that loses or gains one path moves only the flows it must.
+    seed: Vec<u32>,
     /// Routes resolved through, with their path list (NIL when unresolved).
     via: Vec<(RouteKey, u32)>,
     /// Path lists resolved through a route that uses this one.
@@ -453,7 +456,12 @@ impl Fib {
             }
             _ => {}
         }
-        let pl = self.pl_acquire(PlKey { table, kind });
+        let seed = self.tables.get(&table).and_then(|t| {
+            t.trie
+                .get(prefix.addr_u32(), prefix.len())
+                .map(|slot| t.routes[slot as usize].pl)
+        });
+        let pl = self.pl_acquire(PlKey { table, kind }, seed);
         let fwd = self.pl(pl).map_or(0, |p| p.fwd);
         let (addr, len) = (prefix.addr_u32(), prefix.len());
         let rk = (table, addr, len);
@@ -713,6 +721,8 @@ impl Fib {
             return e.id;
         }
         let id = self.alloc(Arr::Adj, 1);
+        // A reused id still points at its previous owner's (already retired) rewrite.
+        self.planes.adj[id as usize].store(0, Ordering::Relaxed);
         self.adjs.insert(
             (ifindex, nbr),
             AdjEntry {
@@ -817,7 +827,7 @@ impl Fib {
         self.pls.get(id as usize).and_then(Option::as_ref)
     }
 
-    fn pl_acquire(&mut self, key: PlKey) -> u32 {
+    fn pl_acquire(&mut self, key: PlKey, seed: Option<u32>) -> u32 {
         if let Some(&id) = self.pl_index.get(&key) {
             if let Some(Some(p)) = self.pls.get_mut(id as usize) {
                 p.refs += 1;
@@ -832,6 +842,10 @@ impl Fib {
             legs: Vec::new(),
             buckets: Vec::new(),
             bucket_base: 0,
+            seed: seed
+                .and_then(|s| self.pl(s))
+                .map(|s| s.buckets.clone())
+                .unwrap_or_default(),
             via: Vec::new(),
             dependents: HashSet::new(),
         };
@@ -1098,7 +1112,12 @@ impl Fib {
             return;
         };
         let nb = bucket_count(legs.len());
-        let buckets = assign_buckets(&p.buckets, &legs, nb);
+        let prev = if p.buckets.is_empty() {
+            &p.seed
+        } else {
+            &p.buckets
+        };
+        let buckets = assign_buckets(prev, &legs, nb);
         let (fwd, old_base, old_buckets) = (p.fwd, p.bucket_base, p.buckets.clone());
         let base = if old_buckets.len() == nb {
             let pl = &self.planes;
@@ -1137,6 +1156,7 @@ impl Fib {
         let changed = old_legs != p.legs;
         p.buckets = buckets;
         p.bucket_base = base;
+        p.seed = Vec::new();
         p.via = via;
         let deps: Vec<u32> = if changed {
             p.dependents.iter().copied().collect()

@@ -28,6 +28,8 @@ pub(crate) const LEAF: u32 = 1 << 31;
 pub(crate) const NODE_WORDS: usize = 3;
 const DIRECT_LEN: usize = 1 << DIRECT_BITS;
 const STRIDE: u32 = 6;
+/// Keys handled per level-synchronous pass.
+const BURST: usize = 256;
 
 /// The reader-visible part of one table.
 #[derive(Debug)]
@@ -121,42 +123,91 @@ impl LpmArena {
 
     /// Batched lookup of `min(keys.len(), out.len())` keys.
     ///
-    /// Two passes over the burst: first every direct entry (independent loads, so the
-    /// core keeps many cache misses in flight, the effect software prefetch has in
-    /// `rte_lpm`/VPP), then the trie walks for the keys that need one.
+    /// Level-synchronous over the burst: one pass reads every key's direct entry, and
+    /// each further pass takes every unfinished key one node down. The loads inside a
+    /// pass are independent, so the core keeps many cache misses in flight (what
+    /// software prefetch buys `rte_lpm` and VPP), without `unsafe` prefetch intrinsics.
     #[inline]
     pub(crate) fn lookup_burst(&self, keys: &[u32], out: &mut [u32]) {
         let n = keys.len().min(out.len());
-        let (keys, out) = (&keys[..n], &mut out[..n]);
-        let mut pending = 0u32;
-        let mut kq = keys.chunks_exact(4);
-        let mut oq = out.chunks_exact_mut(4);
-        for (k, o) in (&mut kq).zip(&mut oq) {
-            for j in 0..4 {
-                let d = self.direct_entry(k[j]);
-                o[j] = d;
-                pending |= !d & LEAF;
-            }
+        for (k, o) in keys[..n].chunks(BURST).zip(out[..n].chunks_mut(BURST)) {
+            self.lookup_chunk(k, o);
         }
-        for (k, o) in kq.remainder().iter().zip(oq.into_remainder()) {
+    }
+
+    #[inline(always)]
+    fn lookup_chunk(&self, keys: &[u32], out: &mut [u32]) {
+        // Double-buffered work lists, so a pass never reads what it writes.
+        let mut todo = [[0u16; BURST]; 2];
+        let mut node = [[0u32; BURST]; 2];
+        let mut m = 0usize;
+        for (i, (k, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
             let d = self.direct_entry(*k);
-            *o = d;
-            pending |= !d & LEAF;
+            *o = d & !LEAF;
+            todo[0][m] = i as u16;
+            node[0][m] = d;
+            m += usize::from(d & LEAF == 0);
         }
-        if pending == 0 {
-            for o in out.iter_mut() {
-                *o &= !LEAF;
-            }
-            return;
-        }
-        for (k, o) in keys.iter().zip(out.iter_mut()) {
-            let d = *o;
-            *o = if d & LEAF != 0 {
-                d & !LEAF
+        let mut offset = DIRECT_BITS;
+        let mut cur = 0usize;
+        while m > 0 {
+            let (a, b) = todo.split_at_mut(1);
+            let (na, nb) = node.split_at_mut(1);
+            let (src_t, dst_t, src_n, dst_n) = if cur == 0 {
+                (&a[0], &mut b[0], &na[0], &mut nb[0])
             } else {
-                self.walk(*k, d, DIRECT_BITS)
+                (&b[0], &mut a[0], &nb[0], &mut na[0])
             };
+            let mut m2 = 0usize;
+            for (&i, &nd) in src_t[..m].iter().zip(&src_n[..m]) {
+                let i = usize::from(i);
+                let (is_node, next, leaf) = self.step(keys[i], nd, offset);
+                if is_node {
+                    dst_t[m2] = i as u16;
+                    dst_n[m2] = next;
+                    m2 += 1;
+                } else {
+                    out[i] = leaf;
+                }
+            }
+            m = m2;
+            cur ^= 1;
+            offset += STRIDE;
         }
+    }
+
+    /// One node: (went down a node, that node, the leaf otherwise).
+    #[inline(always)]
+    fn step(&self, key: u32, idx: u32, offset: u32) -> (bool, u32, u32) {
+        let base = idx as usize * NODE_WORDS;
+        let (Some(vector), Some(leafvec), Some(bases)) = (
+            self.nodes.get(base),
+            self.nodes.get(base + 1),
+            self.nodes.get(base + 2),
+        ) else {
+            return (false, 0, 0);
+        };
+        let vector = vector.load(Ordering::Relaxed);
+        let leafvec = leafvec.load(Ordering::Relaxed);
+        let bases = bases.load(Ordering::Relaxed);
+        let v = chunk(key, offset.min(31));
+        let below = upto(v);
+        // A consistent tree never goes below bit 32; the bound keeps a bug finite.
+        let is_node = vector & (1u64 << v) != 0 && offset < 32;
+        let next = ((bases >> 32) as u32)
+            .wrapping_add((vector & below).count_ones())
+            .wrapping_sub(1);
+        let li = (bases as u32)
+            .wrapping_add((leafvec & below).count_ones())
+            .wrapping_sub(1);
+        let leaf = if is_node {
+            0
+        } else {
+            self.leaves
+                .get(li as usize)
+                .map_or(0, |l| l.load(Ordering::Relaxed))
+        };
+        (is_node, next, leaf)
     }
 
     #[inline(always)]
