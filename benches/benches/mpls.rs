@@ -21,6 +21,8 @@ const HEADROOM: usize = 64;
 const L3: usize = HEADROOM + 14;
 
 type Frames = Vec<[u8; FRAME]>;
+/// One timed operation over a burst: frames and their layer-3 offsets.
+type Op = Box<dyn FnMut(&mut Frames, &mut [usize; BURST])>;
 
 fn ip4(ttl: u8, i: usize) -> [u8; 28] {
     let mut p = [0u8; 28];
@@ -82,7 +84,7 @@ struct Case {
     name: &'static str,
     vpp: &'static str,
     template: Frames,
-    op: Box<dyn FnMut(&mut Frames, &mut [usize; BURST])>,
+    op: Op,
 }
 
 fn switch_case(name: &'static str, vpp: &'static str, t: LabelTable, labels: &[u32]) -> Case {
