@@ -5,4 +5,6 @@
 
 pub mod counters;
 pub mod dpdk;
+pub mod packet;
+pub mod router;
 pub mod xconnect;

@@ -124,6 +124,44 @@ impl Mbuf {
         }
     }
 
+    /// The whole buffer (headroom, data and tailroom), writable. The data window is
+    /// [`Mbuf::window`]; pair with [`Mbuf::set_window`] after moving it.
+    #[inline(always)]
+    pub fn raw_mut(&mut self) -> &mut [u8] {
+        let h = self.hdr_mut();
+        // SAFETY: buf_addr points at buf_len bytes owned by this mbuf (single segment
+        // checked by callers that care); &mut self makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(h.buf_addr.cast::<u8>(), usize::from(h.buf_len)) }
+    }
+
+    /// Where the data starts in the buffer and how long it is (first segment).
+    #[inline(always)]
+    pub fn window(&self) -> (usize, usize) {
+        let h = self.hdr();
+        (usize::from(h.data_off), usize::from(h.data_len))
+    }
+
+    /// Sets where the data starts in the buffer and how long it is. Refuses (returns
+    /// false, unchanged) a window that does not fit the buffer or a multi-segment
+    /// packet.
+    #[inline(always)]
+    pub fn set_window(&mut self, start: usize, len: usize) -> bool {
+        let h = self.hdr_mut();
+        if h.nb_segs != 1 || start + len > usize::from(h.buf_len) {
+            return false;
+        }
+        h.data_off = start as u16;
+        h.data_len = len as u16;
+        h.pkt_len = len as u32;
+        true
+    }
+
+    /// Size of the whole buffer (headroom + data room).
+    #[inline(always)]
+    pub fn buf_len(&self) -> u16 {
+        self.hdr().buf_len
+    }
+
     /// Grows the packet at the front by `n` bytes and returns them, or `None` (packet
     /// unchanged) when the headroom is too small.
     #[inline(always)]
@@ -297,6 +335,20 @@ impl Burst {
         }
         self.len = w;
         moved
+    }
+
+    /// Moves every packet out, in order, to `f` (with its index); the burst is empty
+    /// afterwards.
+    #[inline(always)]
+    pub fn drain_each(&mut self, mut f: impl FnMut(usize, Mbuf)) {
+        let n = self.len;
+        self.len = 0;
+        for i in 0..n {
+            let p = std::mem::replace(&mut self.pkts[i], ptr::null_mut());
+            // SAFETY: entries below the old len were owned non-null mbufs; ownership
+            // moves to `f` exactly once (len is already 0, so Drop will not free them).
+            f(i, unsafe { Mbuf::from_raw(NonNull::new_unchecked(p)) });
+        }
     }
 
     /// Frees every packet held.

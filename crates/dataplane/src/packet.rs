@@ -1,0 +1,121 @@
+//! What the forwarding stages need from a packet buffer: the whole buffer with the
+//! data window in it, so headers can be pushed into the headroom or popped by moving
+//! the window. [`Mbuf`] is the real one; [`VecPacket`] is a plain heap buffer for
+//! benchmarks and tests that run the stages without EAL.
+
+use crate::dpdk::Mbuf;
+
+/// A packet buffer with headroom.
+pub trait Packet {
+    /// The whole buffer (headroom, data, tailroom).
+    fn raw_mut(&mut self) -> &mut [u8];
+    /// Data start in the buffer and data length.
+    fn window(&self) -> (usize, usize);
+    /// Moves the data window; false (unchanged) when it does not fit.
+    fn set_window(&mut self, start: usize, len: usize) -> bool;
+    /// Input port (DPDK port id).
+    fn port(&self) -> u16;
+    /// Hash from the NIC (RSS), 0 if none.
+    fn rss_hash(&self) -> u32;
+    /// Whether the packet is in one segment (multi-segment packets are dropped).
+    fn is_contiguous(&self) -> bool;
+}
+
+impl Packet for Mbuf {
+    #[inline(always)]
+    fn raw_mut(&mut self) -> &mut [u8] {
+        Mbuf::raw_mut(self)
+    }
+    #[inline(always)]
+    fn window(&self) -> (usize, usize) {
+        Mbuf::window(self)
+    }
+    #[inline(always)]
+    fn set_window(&mut self, start: usize, len: usize) -> bool {
+        Mbuf::set_window(self, start, len)
+    }
+    #[inline(always)]
+    fn port(&self) -> u16 {
+        Mbuf::port(self)
+    }
+    #[inline(always)]
+    fn rss_hash(&self) -> u32 {
+        Mbuf::rss_hash(self)
+    }
+    #[inline(always)]
+    fn is_contiguous(&self) -> bool {
+        Mbuf::is_contiguous(self)
+    }
+}
+
+/// A heap packet buffer shaped like an mbuf (128 bytes of headroom, then 2048 of
+/// data room).
+#[derive(Debug, Clone)]
+pub struct VecPacket {
+    buf: Vec<u8>,
+    start: usize,
+    len: usize,
+    port: u16,
+}
+
+impl VecPacket {
+    /// Headroom DPDK gives mbufs (RTE_PKTMBUF_HEADROOM).
+    pub const HEADROOM: usize = 128;
+
+    /// A packet holding `frame`, received on `port`.
+    pub fn new(frame: &[u8], port: u16) -> Self {
+        let cap = Self::HEADROOM + frame.len().max(2048);
+        let mut buf = vec![0u8; cap];
+        buf[Self::HEADROOM..Self::HEADROOM + frame.len()].copy_from_slice(frame);
+        VecPacket {
+            buf,
+            start: Self::HEADROOM,
+            len: frame.len(),
+            port,
+        }
+    }
+
+    /// Refills with `frame` (same buffer, same port), for benchmark loops.
+    pub fn reset(&mut self, frame: &[u8]) {
+        self.start = Self::HEADROOM;
+        self.len = frame.len();
+        self.buf[self.start..self.start + self.len].copy_from_slice(frame);
+    }
+
+    /// The data.
+    pub fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.start + self.len]
+    }
+}
+
+impl Packet for VecPacket {
+    #[inline(always)]
+    fn raw_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+    #[inline(always)]
+    fn window(&self) -> (usize, usize) {
+        (self.start, self.len)
+    }
+    #[inline(always)]
+    fn set_window(&mut self, start: usize, len: usize) -> bool {
+        if start + len > self.buf.len() {
+            return false;
+        }
+        self.start = start;
+        self.len = len;
+        true
+    }
+    #[inline(always)]
+    fn port(&self) -> u16 {
+        self.port
+    }
+    #[inline(always)]
+    fn rss_hash(&self) -> u32 {
+        0
+    }
+    #[inline(always)]
+    fn is_contiguous(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,457 @@
+//! The control side of the router: the single writer of the FIB, the label table and
+//! the interface table, and the reader of the workers' counters and events. It runs
+//! on the control thread; workers never wait for it and it never stops them.
+//!
+//! Every method validates completely before it changes anything, so a failed call
+//! leaves the router as it was.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use crossbeam_queue::ArrayQueue;
+use thiserror::Error;
+
+use fib::{FibError, Ipv4Prefix, RouteKind, TableId};
+
+use super::core::{Core, CoreConfig, Event, Tables};
+use super::iface::{IfTable, Interface};
+use super::stats::{MAX_IFACES, WorkerStats};
+use super::worker::PuntQueue;
+
+/// Depth of each worker's event queue (neighbours learned from ARP).
+const EVENT_QUEUE: usize = 1024;
+/// Depth of each worker's punt queue.
+const PUNT_QUEUE: usize = 1024;
+
+/// Errors of control operations. Each says what is wrong.
+#[derive(Debug, Error)]
+pub enum RouterError {
+    /// The FIB refused the change.
+    #[error(transparent)]
+    Fib(#[from] FibError),
+    /// The label table refused the change.
+    #[error(transparent)]
+    Mpls(#[from] mpls::ConfigError),
+    /// No interface with that ifIndex.
+    #[error("unknown interface {0}")]
+    UnknownInterface(u32),
+    /// No interface with that name.
+    #[error("unknown interface {0:?}")]
+    UnknownInterfaceName(String),
+    /// An interface with that ifIndex or name exists.
+    #[error("interface {0} exists")]
+    InterfaceExists(String),
+    /// Interface parameters out of range.
+    #[error("interface {name}: {msg}")]
+    InvalidInterface {
+        /// Interface.
+        name: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// The address is configured already.
+    #[error("address {0}/{1} exists on interface {2}")]
+    AddressExists(Ipv4Addr, u8, String),
+    /// The address is not configured.
+    #[error("address {0}/{1} is not on interface {2}")]
+    NoSuchAddress(Ipv4Addr, u8, String),
+    /// An address that cannot be an interface address.
+    #[error("{0}/{1} cannot be an interface address")]
+    InvalidAddress(Ipv4Addr, u8),
+    /// No label entry.
+    #[error("no label {0} {1}")]
+    NoSuchLabel(u32, &'static str),
+}
+
+/// The control thread's view of one worker.
+#[derive(Debug, Clone)]
+pub struct WorkerHandle {
+    /// Its counters.
+    pub stats: Arc<WorkerStats>,
+    /// Neighbours it learned.
+    pub events: Arc<ArrayQueue<Event>>,
+    /// Packets it punted.
+    pub punts: Arc<PuntQueue>,
+}
+
+/// The router's control state.
+pub struct RouterControl {
+    fib: fib::Fib,
+    labels: mpls::LabelTable,
+    ifaces: Arc<ArcSwap<IfTable>>,
+    iface_list: BTreeMap<u32, Interface>,
+    router_id: Option<Ipv4Addr>,
+    workers: Vec<WorkerHandle>,
+    neighbors: BTreeMap<(u32, Ipv4Addr), [u8; 6]>,
+}
+
+impl std::fmt::Debug for RouterControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RouterControl")
+            .field("interfaces", &self.iface_list.len())
+            .field("workers", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for RouterControl {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RouterControl {
+    /// An empty router: table 0, no interfaces, no routes, no labels.
+    pub fn new() -> RouterControl {
+        RouterControl {
+            fib: fib::Fib::new(),
+            labels: mpls::LabelTable::new(),
+            ifaces: Arc::new(ArcSwap::from_pointee(IfTable::default())),
+            iface_list: BTreeMap::new(),
+            router_id: None,
+            workers: Vec::new(),
+            neighbors: BTreeMap::new(),
+        }
+    }
+
+    /// A forwarding core for a new worker, with its own table readers, counters and
+    /// queues. Call once per worker before starting it.
+    pub fn new_core(&mut self, cfg: CoreConfig, tsc_hz: u64) -> (Core, Arc<PuntQueue>) {
+        let stats = Arc::new(WorkerStats::default());
+        let events = Arc::new(ArrayQueue::new(EVENT_QUEUE));
+        let punts = Arc::new(ArrayQueue::new(PUNT_QUEUE));
+        let tables = Tables {
+            fib: self.fib.reader(),
+            labels: self.labels.reader(),
+            ifaces: self.ifaces.clone(),
+        };
+        let core = Core::new(tables, stats.clone(), events.clone(), cfg, tsc_hz);
+        self.workers.push(WorkerHandle {
+            stats,
+            events,
+            punts: punts.clone(),
+        });
+        (core, punts)
+    }
+
+    /// The workers' handles.
+    pub fn workers(&self) -> &[WorkerHandle] {
+        &self.workers
+    }
+
+    /// The workers' counters.
+    pub fn worker_stats(&self) -> Vec<Arc<WorkerStats>> {
+        self.workers.iter().map(|w| w.stats.clone()).collect()
+    }
+
+    /// The current interface table.
+    pub fn ifaces(&self) -> Arc<IfTable> {
+        self.ifaces.load_full()
+    }
+
+    /// The FIB (for `show`).
+    pub fn fib(&self) -> &fib::Fib {
+        &self.fib
+    }
+
+    /// The label table (for `show`).
+    pub fn labels(&self) -> &mpls::LabelTable {
+        &self.labels
+    }
+
+    /// Neighbours known: (ifindex, address) → MAC.
+    pub fn neighbors(&self) -> &BTreeMap<(u32, Ipv4Addr), [u8; 6]> {
+        &self.neighbors
+    }
+
+    fn publish(&self) {
+        let t = IfTable::new(self.iface_list.values().cloned(), self.router_id);
+        self.ifaces.store(Arc::new(t));
+    }
+
+    /// The interface called `name`.
+    pub fn iface_by_name(&self, name: &str) -> Result<&Interface, RouterError> {
+        self.iface_list
+            .values()
+            .find(|i| i.name == name)
+            .ok_or_else(|| RouterError::UnknownInterfaceName(name.to_string()))
+    }
+
+    fn iface(&self, ifindex: u32) -> Result<&Interface, RouterError> {
+        self.iface_list
+            .get(&ifindex)
+            .ok_or(RouterError::UnknownInterface(ifindex))
+    }
+
+    /// Sets the address used as ICMP source for interfaces without one.
+    pub fn set_router_id(&mut self, id: Option<Ipv4Addr>) {
+        self.router_id = id;
+        self.publish();
+    }
+
+    /// Adds an interface (its addresses included).
+    pub fn add_interface(&mut self, iface: Interface) -> Result<(), RouterError> {
+        let bad = |msg: &str| RouterError::InvalidInterface {
+            name: iface.name.clone(),
+            msg: msg.into(),
+        };
+        if iface.ifindex == 0 || iface.ifindex as usize >= MAX_IFACES {
+            return Err(bad(&format!("ifindex must be 1..{}", MAX_IFACES - 1)));
+        }
+        if !(68..=9600).contains(&iface.mtu) {
+            return Err(bad("mtu must be 68..=9600"));
+        }
+        if iface.vlan.is_some_and(|v| v == 0 || v > 4094) {
+            return Err(bad("vlan must be 1..=4094"));
+        }
+        if self.iface_list.contains_key(&iface.ifindex)
+            || self.iface_list.values().any(|i| i.name == iface.name)
+        {
+            return Err(RouterError::InterfaceExists(iface.name.clone()));
+        }
+        if self
+            .iface_list
+            .values()
+            .any(|i| i.port == iface.port && i.vlan == iface.vlan)
+        {
+            return Err(bad("another interface has the same port and vlan"));
+        }
+        if !self.fib.tables().any(|t| t == iface.table) {
+            return Err(RouterError::Fib(FibError::UnknownTable(iface.table)));
+        }
+        for &(a, l) in &iface.addrs {
+            check_addr(a, l)?;
+        }
+        let addrs = iface.addrs.clone();
+        let ifindex = iface.ifindex;
+        self.fib.interface_set(
+            ifindex,
+            fib::Interface {
+                mac: iface.mac,
+                mtu: iface.mtu,
+                vlan: iface.vlan,
+            },
+        );
+        let mut iface = iface;
+        iface.addrs.clear();
+        self.iface_list.insert(ifindex, iface);
+        for (a, l) in addrs {
+            if let Err(e) = self.add_address(ifindex, a, l) {
+                // Undo: nothing of this interface stays.
+                let _ = self.del_interface(ifindex);
+                return Err(e);
+            }
+        }
+        self.publish();
+        Ok(())
+    }
+
+    /// Removes an interface and its addresses; refused while routes or neighbours
+    /// use it.
+    pub fn del_interface(&mut self, ifindex: u32) -> Result<(), RouterError> {
+        let addrs = self.iface(ifindex)?.addrs.clone();
+        for (a, l) in addrs {
+            self.del_address(ifindex, a, l)?;
+        }
+        let nbrs: Vec<Ipv4Addr> = self
+            .neighbors
+            .keys()
+            .filter(|k| k.0 == ifindex)
+            .map(|k| k.1)
+            .collect();
+        for ip in nbrs {
+            let _ = self.fib.neighbor_del(ifindex, IpAddr::V4(ip));
+            self.neighbors.remove(&(ifindex, ip));
+        }
+        self.fib.interface_del(ifindex)?;
+        self.iface_list.remove(&ifindex);
+        self.publish();
+        Ok(())
+    }
+
+    /// Sets the admin state.
+    pub fn set_up(&mut self, ifindex: u32, up: bool) -> Result<(), RouterError> {
+        let i = self
+            .iface_list
+            .get_mut(&ifindex)
+            .ok_or(RouterError::UnknownInterface(ifindex))?;
+        i.up = up;
+        self.publish();
+        Ok(())
+    }
+
+    /// Sets the IP MTU.
+    pub fn set_mtu(&mut self, ifindex: u32, mtu: u16) -> Result<(), RouterError> {
+        let i = self.iface(ifindex)?;
+        if !(68..=9600).contains(&mtu) {
+            return Err(RouterError::InvalidInterface {
+                name: i.name.clone(),
+                msg: "mtu must be 68..=9600".into(),
+            });
+        }
+        let (mac, vlan) = (i.mac, i.vlan);
+        self.fib
+            .interface_set(ifindex, fib::Interface { mac, mtu, vlan });
+        if let Some(i) = self.iface_list.get_mut(&ifindex) {
+            i.mtu = mtu;
+        }
+        self.publish();
+        Ok(())
+    }
+
+    /// Adds an address: a local /32 route and, for shorter prefixes, the connected
+    /// route of the subnet.
+    pub fn add_address(
+        &mut self,
+        ifindex: u32,
+        addr: Ipv4Addr,
+        len: u8,
+    ) -> Result<(), RouterError> {
+        check_addr(addr, len)?;
+        let i = self.iface(ifindex)?;
+        if i.addrs.iter().any(|&(a, _)| a == addr) {
+            return Err(RouterError::AddressExists(addr, len, i.name.clone()));
+        }
+        let table = i.table;
+        let host = Ipv4Prefix::new(addr, 32)?;
+        let net = Ipv4Prefix::new_truncated(addr, len)?;
+        self.fib.route_add(table, host, RouteKind::Local)?;
+        if len < 32 {
+            if let Err(e) = self
+                .fib
+                .route_add(table, net, RouteKind::Connected { ifindex })
+            {
+                let _ = self.fib.route_del(table, host);
+                return Err(e.into());
+            }
+        }
+        if let Some(i) = self.iface_list.get_mut(&ifindex) {
+            i.addrs.push((addr, len));
+        }
+        self.publish();
+        Ok(())
+    }
+
+    /// Removes an address and its routes.
+    pub fn del_address(
+        &mut self,
+        ifindex: u32,
+        addr: Ipv4Addr,
+        len: u8,
+    ) -> Result<(), RouterError> {
+        let i = self.iface(ifindex)?;
+        if !i.addrs.contains(&(addr, len)) {
+            return Err(RouterError::NoSuchAddress(addr, len, i.name.clone()));
+        }
+        let table = i.table;
+        let _ = self.fib.route_del(table, Ipv4Prefix::new(addr, 32)?);
+        if len < 32 {
+            let _ = self
+                .fib
+                .route_del(table, Ipv4Prefix::new_truncated(addr, len)?);
+        }
+        if let Some(i) = self.iface_list.get_mut(&ifindex) {
+            i.addrs.retain(|&x| x != (addr, len));
+        }
+        self.publish();
+        Ok(())
+    }
+
+    /// Sets (or learns) a neighbour's MAC; returns its adjacency id.
+    pub fn set_neighbor(
+        &mut self,
+        ifindex: u32,
+        ip: Ipv4Addr,
+        mac: [u8; 6],
+    ) -> Result<u32, RouterError> {
+        self.iface(ifindex)?;
+        let id = self.fib.neighbor_set(ifindex, IpAddr::V4(ip), Some(mac))?;
+        self.neighbors.insert((ifindex, ip), mac);
+        Ok(id)
+    }
+
+    /// Forgets a neighbour's MAC.
+    pub fn del_neighbor(&mut self, ifindex: u32, ip: Ipv4Addr) -> Result<(), RouterError> {
+        self.fib.neighbor_del(ifindex, IpAddr::V4(ip))?;
+        self.neighbors.remove(&(ifindex, ip));
+        Ok(())
+    }
+
+    /// The adjacency id of neighbour `ip` on `ifindex`, creating an incomplete one
+    /// (resolved by ARP later) if there is none. For label entries.
+    pub fn adjacency(&mut self, ifindex: u32, ip: Ipv4Addr) -> Result<u32, RouterError> {
+        self.iface(ifindex)?;
+        if let Some(id) = self.fib.adjacency_id(ifindex, IpAddr::V4(ip)) {
+            return Ok(id);
+        }
+        Ok(self.fib.neighbor_set(ifindex, IpAddr::V4(ip), None)?)
+    }
+
+    /// Adds or replaces a route.
+    pub fn route_add(
+        &mut self,
+        table: TableId,
+        prefix: Ipv4Prefix,
+        kind: RouteKind,
+    ) -> Result<u32, RouterError> {
+        Ok(self.fib.route_add(table, prefix, kind)?)
+    }
+
+    /// Deletes a route.
+    pub fn route_del(&mut self, table: TableId, prefix: Ipv4Prefix) -> Result<(), RouterError> {
+        Ok(self.fib.route_del(table, prefix)?)
+    }
+
+    /// Creates an IPv4 table.
+    pub fn table_add(&mut self, table: TableId) -> Result<(), RouterError> {
+        Ok(self.fib.table_add(table)?)
+    }
+
+    /// Adds or replaces a label entry.
+    pub fn label_add(
+        &mut self,
+        label: u32,
+        eos: bool,
+        action: mpls::LabelAction,
+    ) -> Result<(), RouterError> {
+        if let mpls::LabelAction::Ip4Lookup { table, .. } = &action {
+            if !self.fib.tables().any(|t| t == *table) {
+                return Err(RouterError::Fib(FibError::UnknownTable(*table)));
+            }
+        }
+        Ok(self.labels.add(label, eos, action)?)
+    }
+
+    /// Deletes a label entry.
+    pub fn label_del(&mut self, label: u32, eos: bool) -> Result<mpls::LabelAction, RouterError> {
+        Ok(self.labels.remove(label, eos)?)
+    }
+
+    /// Handles what the workers reported (neighbours learned from ARP). Returns the
+    /// number of events handled.
+    pub fn poll(&mut self) -> usize {
+        let mut n = 0;
+        for w in 0..self.workers.len() {
+            while let Some(ev) = self.workers[w].events.pop() {
+                n += 1;
+                match ev {
+                    Event::Neighbor { ifindex, ip, mac } => {
+                        if self.neighbors.get(&(ifindex, ip)) != Some(&mac) {
+                            let _ = self.set_neighbor(ifindex, ip, mac);
+                        }
+                    }
+                }
+            }
+        }
+        n
+    }
+}
+
+fn check_addr(a: Ipv4Addr, len: u8) -> Result<(), RouterError> {
+    if len > 32 || a.is_unspecified() || a.is_multicast() || a.is_broadcast() || a.is_loopback() {
+        return Err(RouterError::InvalidAddress(a, len));
+    }
+    Ok(())
+}

@@ -1,0 +1,1154 @@
+//! The forwarding core: one vector of packets through every stage in one pass.
+//!
+//! Stage order is chosen so that nothing goes round twice: `ethernet-input` sorts
+//! packets by EtherType, `mpls-lookup` switches labelled packets and hands the ones it
+//! popped to IPv4 (explicit null, `via ip4-lookup`) in the same vector, `ip4-lookup`
+//! validates, looks up (batched), decrements TTL and imposes labels, `ip4-local-arp`
+//! answers ARP and pings and builds ICMP errors, and `l2-rewrite` writes the L2
+//! header of the adjacency. The caller then transmits per port (see
+//! [`super::RouterWorker`]). Each stage walks the whole vector, so its code and table
+//! lines stay hot, and counts calls, packets and TSC cycles.
+//!
+//! The core is generic over [`Packet`], so the same code runs on DPDK mbufs and, in
+//! benchmarks, on plain buffers.
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use crossbeam_queue::ArrayQueue;
+
+use crate::dpdk::{BURST, tsc};
+use crate::packet::Packet;
+
+use super::iface::IfTable;
+use super::reasons::{DropReason, PuntReason};
+use super::stats::{Stage, WorkerStats};
+
+const ETH_LEN: usize = 14;
+const VLAN_LEN: usize = 4;
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_ARP: u16 = 0x0806;
+const ETHERTYPE_VLAN: u16 = 0x8100;
+const ETHERTYPE_MPLS: u16 = 0x8847;
+/// Bytes of the offending datagram quoted in ICMP errors: as much as fits in 576
+/// bytes (RFC 1812 §4.3.2.3).
+const ICMP_QUOTE_MAX: usize = 576 - 28;
+/// Room kept in front of a packet for the L2 header.
+const L2_ROOM: usize = ETH_LEN + VLAN_LEN;
+
+/// Where a packet goes after the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Out {
+    /// Transmit on this DPDK port.
+    Tx(u16),
+    /// Free it (already counted).
+    Drop,
+    /// Hand it to the control plane.
+    Punt(PuntReason),
+}
+
+/// What workers tell the control thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A neighbour's MAC, learned from ARP.
+    Neighbor {
+        /// Interface it was heard on.
+        ifindex: u32,
+        /// Its address.
+        ip: Ipv4Addr,
+        /// Its MAC.
+        mac: [u8; 6],
+    },
+}
+
+/// The tables a worker reads. Each worker has its own reader handles.
+pub struct Tables {
+    /// IPv4 FIB.
+    pub fib: fib::FibReader,
+    /// Label table.
+    pub labels: mpls::LabelReader,
+    /// Interfaces.
+    pub ifaces: Arc<ArcSwap<IfTable>>,
+}
+
+impl std::fmt::Debug for Tables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tables").finish_non_exhaustive()
+    }
+}
+
+/// Knobs of the core.
+#[derive(Debug, Clone, Copy)]
+pub struct CoreConfig {
+    /// ICMP errors per second a worker may send (token bucket rate).
+    pub icmp_rate_pps: u32,
+    /// Token bucket depth.
+    pub icmp_burst: u32,
+    /// Minimum time between two ARP requests for the same address, in ms.
+    pub arp_retry_ms: u32,
+}
+
+impl Default for CoreConfig {
+    fn default() -> Self {
+        CoreConfig {
+            icmp_rate_pps: 1000,
+            icmp_burst: 100,
+            arp_retry_ms: 100,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Kind {
+    #[default]
+    Drop,
+    Ip4,
+    Mpls,
+    Arp,
+    /// Needs the L2 header of adjacency `adj`.
+    Rewrite,
+    /// Built completely (L2 included) by the local stage: send on `port`.
+    Ready,
+    Punt(PuntReason),
+}
+
+/// Per-packet state between stages.
+#[derive(Debug, Clone, Copy, Default)]
+struct Meta {
+    kind: Kind,
+    /// Offset of layer 3 (label stack or IPv4 header) in the buffer.
+    l3: u16,
+    /// End of the packet in the buffer.
+    end: u16,
+    /// Receiving interface.
+    rx_if: u16,
+    /// EtherType to write in front of l3.
+    ethertype: u16,
+    /// IPv4 table for the lookup.
+    table: u32,
+    /// Adjacency for the rewrite; output port once `Ready`.
+    adj: u32,
+    /// Why it needs the local stage (see `Local`).
+    local: Local,
+    /// Flow hash from the MPLS stage (0 = compute from IPv4).
+    hash: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Local {
+    #[default]
+    None,
+    /// To one of our addresses.
+    ToUs,
+    /// ICMP error: type, code, next-hop MTU (frag needed).
+    IcmpError(u8, u8, u16),
+    /// Resolve this address on this interface (packet becomes the ARP request).
+    Resolve(u32, u32),
+    /// MPLS TTL expired inside an LSP.
+    MplsTtl,
+}
+
+/// Token bucket in TSC ticks.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: u64,
+    max: u64,
+    last: u64,
+    ticks_per_token: u64,
+}
+
+impl Bucket {
+    fn new(rate: u32, burst: u32, hz: u64) -> Self {
+        Bucket {
+            tokens: u64::from(burst),
+            max: u64::from(burst),
+            last: 0,
+            ticks_per_token: hz / u64::from(rate.max(1)),
+        }
+    }
+
+    fn take(&mut self, now: u64) -> bool {
+        if let Some(add) = now
+            .saturating_sub(self.last)
+            .checked_div(self.ticks_per_token)
+        {
+            if add > 0 {
+                self.tokens = (self.tokens + add).min(self.max);
+                self.last = now;
+            }
+        }
+        if self.tokens == 0 {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
+}
+
+/// One worker's forwarding core. Owns its scratch space; nothing here is shared
+/// with other workers except the counters, which only this worker writes.
+pub struct Core {
+    tables: Tables,
+    w: Work,
+}
+
+/// Everything of a core but its table readers (so a burst can hold a FIB view and
+/// still update the core's scratch state).
+struct Work {
+    stats: Arc<WorkerStats>,
+    events: Arc<ArrayQueue<Event>>,
+    meta: Box<[Meta; BURST]>,
+    keys: Box<[u32; BURST]>,
+    fwd: Box<[u32; BURST]>,
+    sel: Box<[u16; BURST]>,
+    icmp: Bucket,
+    arp_recent: [(u32, u64); 16],
+    arp_retry_ticks: u64,
+    ident: u16,
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core").finish_non_exhaustive()
+    }
+}
+
+#[inline(always)]
+fn rd16(b: &[u8], o: usize) -> u16 {
+    u16::from_be_bytes([b[o], b[o + 1]])
+}
+
+#[inline(always)]
+fn rd32(b: &[u8], o: usize) -> u32 {
+    u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+
+#[inline(always)]
+fn wr16(b: &mut [u8], o: usize, v: u16) {
+    b[o..o + 2].copy_from_slice(&v.to_be_bytes());
+}
+
+impl Core {
+    /// A core reading `tables`, counting into `stats`, reporting to `events`.
+    pub fn new(
+        tables: Tables,
+        stats: Arc<WorkerStats>,
+        events: Arc<ArrayQueue<Event>>,
+        cfg: CoreConfig,
+        tsc_hz: u64,
+    ) -> Core {
+        Core {
+            tables,
+            w: Work {
+                stats,
+                events,
+                meta: Box::new([Meta::default(); BURST]),
+                keys: Box::new([0; BURST]),
+                fwd: Box::new([0; BURST]),
+                sel: Box::new([0; BURST]),
+                icmp: Bucket::new(cfg.icmp_rate_pps, cfg.icmp_burst, tsc_hz),
+                arp_recent: [(0, 0); 16],
+                arp_retry_ticks: tsc_hz / 1000 * u64::from(cfg.arp_retry_ms),
+                ident: 1,
+            },
+        }
+    }
+
+    /// The counters this core writes.
+    pub fn stats(&self) -> &Arc<WorkerStats> {
+        &self.w.stats
+    }
+
+    /// Runs one vector through every stage; `out[i]` says where `pkts[i]` goes. The
+    /// packets are rewritten in place (and their windows moved).
+    pub fn process<P: Packet>(&mut self, pkts: &mut [P], out: &mut [Out]) {
+        let Core { tables, w } = self;
+        w.process(tables, pkts, out)
+    }
+}
+
+impl Work {
+    fn stage(&self, s: Stage, pkts: usize, t0: u64) -> u64 {
+        let t1 = tsc();
+        if pkts > 0 {
+            let c = &self.stats.stages[s as usize];
+            c.calls.inc();
+            c.pkts.add(pkts as u64);
+            c.cycles.add(t1.wrapping_sub(t0));
+        }
+        t1
+    }
+
+    #[inline(always)]
+    fn drop(&self, m: &mut Meta, r: DropReason) {
+        m.kind = Kind::Drop;
+        self.stats.drops[r as usize].inc();
+        self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
+    }
+
+    // The stages walk parallel arrays (packets, metadata, keys) by index.
+    #[allow(clippy::needless_range_loop)]
+    fn process<P: Packet>(&mut self, tables: &mut Tables, pkts: &mut [P], out: &mut [Out]) {
+        let n = pkts.len().min(BURST).min(out.len());
+        if n == 0 {
+            return;
+        }
+        let ifaces = tables.ifaces.load_full();
+        let ift: &IfTable = &ifaces;
+        let now = tsc();
+        let mut t = now;
+
+        // ethernet-input
+        let (mut n_mpls, mut n_ip4, mut n_local) = (0usize, 0usize, 0usize);
+        for i in 0..n {
+            let m = self.ethernet(&mut pkts[i], ift);
+            self.meta[i] = m;
+            match m.kind {
+                Kind::Mpls => n_mpls += 1,
+                Kind::Ip4 => n_ip4 += 1,
+                Kind::Arp => n_local += 1,
+                _ => {}
+            }
+        }
+        t = self.stage(Stage::EthernetInput, n, t);
+
+        // mpls-lookup
+        if n_mpls > 0 {
+            let guard = tables.labels.pin();
+            for i in 0..n {
+                if self.meta[i].kind != Kind::Mpls {
+                    continue;
+                }
+                let mut m = self.meta[i];
+                let raw = pkts[i].raw_mut();
+                let mut off = usize::from(m.l3);
+                let frame = &mut raw[..usize::from(m.end)];
+                match guard.switch(frame, &mut off) {
+                    mpls::MplsDecision::Forward { adj } => {
+                        m.l3 = off as u16;
+                        m.ethertype = ETHERTYPE_MPLS;
+                        m.adj = adj;
+                        m.kind = Kind::Rewrite;
+                    }
+                    mpls::MplsDecision::Php { adj } => {
+                        m.l3 = off as u16;
+                        m.ethertype = ETHERTYPE_IPV4;
+                        m.adj = adj;
+                        m.kind = Kind::Rewrite;
+                    }
+                    mpls::MplsDecision::Ip4Lookup { table } => {
+                        m.l3 = off as u16;
+                        m.table = table;
+                        m.kind = Kind::Ip4;
+                        n_ip4 += 1;
+                    }
+                    mpls::MplsDecision::Punt(_) => m.kind = Kind::Punt(PuntReason::Mpls),
+                    mpls::MplsDecision::Drop(r) => {
+                        m.kind = Kind::Drop;
+                        if let Some(k) = mpls::DropReason::ALL.iter().position(|&x| x == r) {
+                            self.stats.mpls_drops[k].inc();
+                        }
+                        self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
+                    }
+                    mpls::MplsDecision::TtlExpired => {
+                        m.local = Local::MplsTtl;
+                        m.kind = Kind::Arp; // handled by the local stage
+                        n_local += 1;
+                    }
+                }
+                self.meta[i] = m;
+            }
+            drop(guard);
+            t = self.stage(Stage::MplsLookup, n_mpls, t);
+        }
+
+        let view = tables.fib.read();
+
+        // ip4-lookup
+        if n_ip4 > 0 {
+            // Validate and collect keys.
+            let mut k = 0usize;
+            for i in 0..n {
+                if self.meta[i].kind != Kind::Ip4 {
+                    continue;
+                }
+                let mut m = self.meta[i];
+                let raw = pkts[i].raw_mut();
+                match ip4_check(raw, &mut m) {
+                    Ok(dst) => {
+                        self.keys[k] = dst;
+                        self.sel[k] = i as u16;
+                        k += 1;
+                    }
+                    Err(r) => {
+                        m.kind = Kind::Drop;
+                        self.stats.drops[r as usize].inc();
+                        self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
+                    }
+                }
+                self.meta[i] = m;
+            }
+            // Batched LPM: the common case is one table for the whole vector.
+            let table0 = if k > 0 {
+                self.meta[usize::from(self.sel[0])].table
+            } else {
+                0
+            };
+            let same = (0..k).all(|j| self.meta[usize::from(self.sel[j])].table == table0);
+            if same {
+                view.lookup_burst(table0, &self.keys[..k], &mut self.fwd[..k]);
+            } else {
+                for j in 0..k {
+                    self.fwd[j] =
+                        view.lookup(self.meta[usize::from(self.sel[j])].table, self.keys[j]);
+                }
+            }
+            let mut labels = [0u32; fib::MAX_LABELS];
+            for j in 0..k {
+                let i = usize::from(self.sel[j]);
+                let mut m = self.meta[i];
+                let l3 = usize::from(m.l3);
+                let rss = pkts[i].rss_hash();
+                let raw = pkts[i].raw_mut();
+                let hash = if m.hash != 0 {
+                    m.hash
+                } else if rss != 0 {
+                    rss
+                } else {
+                    mpls::ip4_flow_hash(&raw[l3..usize::from(m.end)]) as u32
+                };
+                let raw = pkts[i].raw_mut();
+                let leg = view.leg(self.fwd[j], hash);
+                match leg.action() {
+                    fib::Action::Forward => {
+                        let ip = &mut raw[l3..usize::from(m.end)];
+                        if ip[8] <= 1 {
+                            self.drop_with_icmp(&mut m, DropReason::Ip4TtlExpired, 11, 0, 0);
+                            n_local += usize::from(m.kind == Kind::Arp);
+                            self.meta[i] = m;
+                            continue;
+                        }
+                        let adj_id = leg.target();
+                        let Some(adj) = view.adjacency(adj_id) else {
+                            self.drop(&mut m, DropReason::StaleAdjacency);
+                            self.meta[i] = m;
+                            continue;
+                        };
+                        let n_labels = leg.labels_into(&mut labels);
+                        // implicit null (3) as an out-label means "push nothing"
+                        let push: usize = labels[..n_labels].iter().filter(|&&l| l != 3).count();
+                        let ip_len = usize::from(m.end) - l3;
+                        if ip_len + 4 * push > usize::from(adj.mtu) {
+                            if ip[6] & 0x40 != 0 {
+                                let mtu = adj.mtu.saturating_sub(4 * push as u16);
+                                self.drop_with_icmp(&mut m, DropReason::Ip4MtuExceeded, 3, 4, mtu);
+                                n_local += usize::from(m.kind == Kind::Arp);
+                            } else {
+                                self.drop(&mut m, DropReason::Ip4FragmentationNeeded);
+                            }
+                            self.meta[i] = m;
+                            continue;
+                        }
+                        if !adj.complete {
+                            self.resolve(&mut m, adj.ifindex, adj_neighbor(&adj, rd32(ip, 16)));
+                            n_local += usize::from(m.kind == Kind::Arp);
+                            self.meta[i] = m;
+                            continue;
+                        }
+                        // TTL - 1, RFC 1624 incremental checksum.
+                        let ttl = ip[8] - 1;
+                        let old = rd16(ip, 8);
+                        ip[8] = ttl;
+                        let ck = wire::checksum::update_u16(rd16(ip, 10), old, rd16(ip, 8));
+                        wr16(ip, 10, ck);
+                        m.ethertype = ETHERTYPE_IPV4;
+                        if push > 0 {
+                            if l3 < 4 * push + L2_ROOM {
+                                self.drop(&mut m, DropReason::NoHeadroom);
+                                self.meta[i] = m;
+                                continue;
+                            }
+                            // uniform TTL: every pushed label carries the IP TTL
+                            let mut off = l3;
+                            let mut s = 1u32;
+                            for &l in labels[..n_labels].iter().rev().filter(|&&l| l != 3) {
+                                off -= 4;
+                                let lse = (l << 12) | (s << 8) | u32::from(ttl);
+                                raw[off..off + 4].copy_from_slice(&lse.to_be_bytes());
+                                s = 0;
+                            }
+                            m.l3 = off as u16;
+                            m.ethertype = ETHERTYPE_MPLS;
+                        }
+                        m.adj = adj_id;
+                        m.kind = Kind::Rewrite;
+                    }
+                    fib::Action::Local => {
+                        m.local = Local::ToUs;
+                        m.kind = Kind::Arp;
+                        n_local += 1;
+                    }
+                    fib::Action::Glean => {
+                        let ip = &raw[l3..];
+                        if ip[8] <= 1 {
+                            self.drop_with_icmp(&mut m, DropReason::Ip4TtlExpired, 11, 0, 0);
+                        } else {
+                            self.resolve(&mut m, leg.target(), rd32(ip, 16));
+                        }
+                        n_local += usize::from(m.kind == Kind::Arp);
+                    }
+                    fib::Action::NoRoute => {
+                        self.drop_with_icmp(&mut m, DropReason::Ip4NoRoute, 3, 0, 0);
+                        n_local += usize::from(m.kind == Kind::Arp);
+                    }
+                    fib::Action::Unreachable => {
+                        self.drop_with_icmp(&mut m, DropReason::Ip4Unreachable, 3, 1, 0);
+                        n_local += usize::from(m.kind == Kind::Arp);
+                    }
+                    fib::Action::Prohibit => {
+                        self.drop_with_icmp(&mut m, DropReason::Ip4Prohibit, 3, 13, 0);
+                        n_local += usize::from(m.kind == Kind::Arp);
+                    }
+                    fib::Action::Drop => self.drop(&mut m, DropReason::Ip4Blackhole),
+                }
+                self.meta[i] = m;
+            }
+            t = self.stage(Stage::Ip4Lookup, n_ip4, t);
+        }
+
+        // ip4-local-arp: ARP, pings, ICMP errors, neighbour resolution (rare paths)
+        if n_local > 0 {
+            for i in 0..n {
+                if self.meta[i].kind != Kind::Arp {
+                    continue;
+                }
+                let mut m = self.meta[i];
+                self.local(&mut pkts[i], &mut m, ift, &view, &tables.labels, now);
+                self.meta[i] = m;
+            }
+            t = self.stage(Stage::Local, n_local, t);
+        }
+
+        // l2-rewrite
+        let mut n_rw = 0usize;
+        for i in 0..n {
+            let mut m = self.meta[i];
+            out[i] = match m.kind {
+                Kind::Rewrite => {
+                    n_rw += 1;
+                    match self.rewrite(&mut pkts[i], &mut m, ift, &view) {
+                        Some(port) => Out::Tx(port),
+                        None => Out::Drop,
+                    }
+                }
+                Kind::Ready => Out::Tx(m.adj as u16),
+                Kind::Punt(r) => {
+                    self.stats.punts[r as usize].inc();
+                    let (s, _) = pkts[i].window();
+                    let _ = pkts[i].set_window(s, usize::from(m.end).saturating_sub(s));
+                    Out::Punt(r)
+                }
+                _ => Out::Drop,
+            };
+            self.meta[i] = m;
+        }
+        drop(view);
+        self.stage(Stage::Rewrite, n_rw, t);
+    }
+
+    /// Parses the L2 header: receiving interface, MAC check, dispatch.
+    #[inline(always)]
+    fn ethernet<P: Packet>(&self, p: &mut P, ift: &IfTable) -> Meta {
+        let (start, len) = p.window();
+        let port = p.port();
+        let mut m = Meta {
+            end: (start + len) as u16,
+            ..Meta::default()
+        };
+        if !p.is_contiguous() {
+            self.drop(&mut m, DropReason::MultiSegment);
+            return m;
+        }
+        let raw = p.raw_mut();
+        let f = &raw[start..start + len];
+        if f.len() < ETH_LEN {
+            self.drop(&mut m, DropReason::EthTruncated);
+            return m;
+        }
+        let mut et = rd16(f, 12);
+        let mut l3 = ETH_LEN;
+        let mut vlan = None;
+        if et == ETHERTYPE_VLAN {
+            if f.len() < ETH_LEN + VLAN_LEN {
+                self.drop(&mut m, DropReason::EthTruncated);
+                return m;
+            }
+            vlan = Some(rd16(f, 14) & 0x0fff);
+            et = rd16(f, 16);
+            l3 += VLAN_LEN;
+        }
+        let Some(ifc) = ift.rx_iface(port, vlan) else {
+            self.drop(
+                &mut m,
+                if vlan.is_some() {
+                    DropReason::UnknownVlan
+                } else {
+                    DropReason::InterfaceDown
+                },
+            );
+            return m;
+        };
+        m.rx_if = ifc.ifindex as u16;
+        let c = &self.stats.ifaces[ifc.ifindex as usize];
+        c.rx_pkts.inc();
+        c.rx_bytes.add(len as u64);
+        if !ifc.up {
+            self.drop(&mut m, DropReason::InterfaceDown);
+            return m;
+        }
+        // ours, broadcast or multicast (group bit)
+        if f[..6] != ifc.mac && f[0] & 1 == 0 {
+            self.drop(&mut m, DropReason::NotOurMac);
+            return m;
+        }
+        m.l3 = (start + l3) as u16;
+        m.table = ifc.table;
+        m.kind = match et {
+            ETHERTYPE_IPV4 => Kind::Ip4,
+            ETHERTYPE_MPLS => Kind::Mpls,
+            ETHERTYPE_ARP => Kind::Arp,
+            _ => {
+                self.drop(&mut m, DropReason::UnknownEthertype);
+                return m;
+            }
+        };
+        m
+    }
+
+    /// Marks a packet for an ICMP error (built by the local stage) and counts the
+    /// drop reason of the original.
+    fn drop_with_icmp(&self, m: &mut Meta, r: DropReason, typ: u8, code: u8, mtu: u16) {
+        self.stats.drops[r as usize].inc();
+        self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
+        m.local = Local::IcmpError(typ, code, mtu);
+        m.kind = Kind::Arp;
+    }
+
+    /// Marks a packet to become an ARP request for `ip` on `ifindex`, unless one
+    /// went out recently; the original is dropped as `NeighborIncomplete`.
+    fn resolve(&mut self, m: &mut Meta, ifindex: u32, ip: u32) {
+        self.stats.drops[DropReason::NeighborIncomplete as usize].inc();
+        self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
+        let now = tsc();
+        let slot = (ip.wrapping_mul(0x9e37_79b9) >> 28) as usize;
+        let (rip, at) = self.arp_recent[slot];
+        if rip == ip && now.wrapping_sub(at) < self.arp_retry_ticks {
+            m.kind = Kind::Drop;
+            return;
+        }
+        self.arp_recent[slot] = (ip, now);
+        m.local = Local::Resolve(ifindex, ip);
+        m.kind = Kind::Arp;
+    }
+
+    /// The rare paths, one packet at a time.
+    #[cold]
+    #[inline(never)]
+    fn local<P: Packet>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+        labels: &mpls::LabelReader,
+        now: u64,
+    ) {
+        match m.local {
+            Local::None => self.arp_input(p, m, ift),
+            Local::ToUs => self.deliver_local(p, m, ift, view),
+            Local::IcmpError(typ, code, mtu) => {
+                self.icmp_error(p, m, ift, view, typ, code, mtu, now)
+            }
+            Local::Resolve(ifindex, ip) => self.arp_request(p, m, ift, ifindex, ip),
+            Local::MplsTtl => self.mpls_ttl(p, m, ift, labels),
+        }
+    }
+
+    fn arp_input<P: Packet>(&mut self, p: &mut P, m: &mut Meta, ift: &IfTable) {
+        let Some(ifc) = ift.get(u32::from(m.rx_if)) else {
+            m.kind = Kind::Drop;
+            return;
+        };
+        let raw = p.raw_mut();
+        let l3 = usize::from(m.l3);
+        let end = usize::from(m.end);
+        if end < l3 + 28 {
+            self.drop(m, DropReason::ArpIgnored);
+            return;
+        }
+        let a = &raw[l3..l3 + 28];
+        // Ethernet/IPv4 only
+        if rd16(a, 0) != 1 || rd16(a, 2) != ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4 {
+            self.drop(m, DropReason::ArpIgnored);
+            return;
+        }
+        let op = rd16(a, 6);
+        let mut sha = [0u8; 6];
+        sha.copy_from_slice(&a[8..14]);
+        let spa = Ipv4Addr::from(rd32(a, 14));
+        let tpa = Ipv4Addr::from(rd32(a, 24));
+        // Learn the sender if it is on one of the interface's subnets.
+        let on_link = ifc.addrs.iter().any(|&(addr, len)| {
+            let mask = if len == 0 {
+                0
+            } else {
+                u32::MAX << (32 - u32::from(len))
+            };
+            u32::from(addr) & mask == u32::from(spa) & mask && spa != addr
+        });
+        if on_link && sha[0] & 1 == 0 {
+            let _ = self.events.push(Event::Neighbor {
+                ifindex: ifc.ifindex,
+                ip: spa,
+                mac: sha,
+            });
+        }
+        if op == 1 && ifc.has_addr(tpa) {
+            // Answer in place.
+            let a = &mut raw[l3..l3 + 28];
+            wr16(a, 6, 2);
+            a[18..24].copy_from_slice(&sha);
+            a[24..28].copy_from_slice(&spa.octets());
+            a[8..14].copy_from_slice(&ifc.mac);
+            a[14..18].copy_from_slice(&tpa.octets());
+            m.ethertype = ETHERTYPE_ARP;
+            m.end = (l3 + 28) as u16;
+            if self.l2_header(p, m, sha, ifc.mac, ifc.vlan).is_some() {
+                self.stats.arp_replies.inc();
+                m.adj = u32::from(ifc.port);
+                m.kind = Kind::Ready;
+                self.tx_count(ifc.ifindex, p);
+            } else {
+                self.drop(m, DropReason::NoHeadroom);
+            }
+            return;
+        }
+        if on_link {
+            // A reply, or a request for someone else: learned (if anything), consumed.
+            m.kind = Kind::Drop;
+        } else {
+            self.drop(m, DropReason::ArpIgnored);
+        }
+    }
+
+    fn deliver_local<P: Packet>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+    ) {
+        let l3 = usize::from(m.l3);
+        let end = usize::from(m.end);
+        let raw = p.raw_mut();
+        let ip = &raw[l3..end];
+        let hl = usize::from(ip[0] & 0x0f) * 4;
+        let is_echo = ip[9] == 1 && ip.len() >= hl + 8 && ip[hl] == 8 && rd16(ip, 6) & 0x3fff == 0;
+        if !is_echo {
+            m.kind = Kind::Punt(PuntReason::Local);
+            return;
+        }
+        // Echo reply in place: swap addresses, type 0, fix both checksums.
+        let ip = &mut raw[l3..end];
+        let (src, dst) = (rd32(ip, 12), rd32(ip, 16));
+        ip[12..16].copy_from_slice(&dst.to_be_bytes());
+        ip[16..20].copy_from_slice(&src.to_be_bytes());
+        let old_ttl = rd16(ip, 8);
+        ip[8] = 64;
+        let ck = wire::checksum::update_u16(rd16(ip, 10), old_ttl, rd16(ip, 8));
+        wr16(ip, 10, ck);
+        let old = rd16(ip, hl);
+        ip[hl] = 0;
+        let ck = wire::checksum::update_u16(rd16(ip, hl + 2), old, rd16(ip, hl));
+        wr16(ip, hl + 2, ck);
+        self.stats.echo_replies.inc();
+        self.route_local(m, ift, view, src);
+    }
+
+    /// Sends a packet the router built (echo reply, ICMP error) to `dst`: one lookup
+    /// in the receiving interface's table, then the usual rewrite.
+    fn route_local(&mut self, m: &mut Meta, ift: &IfTable, view: &fib::FibView<'_>, dst: u32) {
+        let table = ift.get(u32::from(m.rx_if)).map_or(0, |i| i.table);
+        let fwd = view.lookup(table, dst);
+        let leg = view.leg(fwd, dst);
+        match leg.action() {
+            fib::Action::Forward => {
+                m.adj = leg.target();
+                m.ethertype = ETHERTYPE_IPV4;
+                m.kind = Kind::Rewrite;
+            }
+            fib::Action::Glean => self.resolve(m, leg.target(), dst),
+            _ => self.drop(m, DropReason::Ip4NoRoute),
+        }
+        if m.kind == Kind::Arp {
+            // resolve() wants the local stage again; this packet is the request now.
+            if let Local::Resolve(_, _) = m.local {
+                m.kind = Kind::Drop; // the next packet to this neighbour triggers it
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn icmp_error<P: Packet>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+        typ: u8,
+        code: u8,
+        mtu: u16,
+        now: u64,
+    ) {
+        let l3 = usize::from(m.l3);
+        let end = usize::from(m.end);
+        let raw = p.raw_mut();
+        let ip = &raw[l3..end];
+        let src = rd32(ip, 12);
+        let dst = rd32(ip, 16);
+        let frag_off = rd16(ip, 6) & 0x1fff;
+        let hl = usize::from(ip[0] & 0x0f) * 4;
+        let about_icmp_error =
+            ip[9] == 1 && ip.len() > hl && !matches!(ip[hl], 0 | 8 | 13 | 14 | 15 | 16 | 17 | 18);
+        //= RFC 1812 §4.3.2.7: no ICMP error about an ICMP error, a non-first fragment,
+        //= a broadcast/multicast destination or an invalid source.
+        let src_bad = src == 0 || src >> 24 == 127 || src >> 28 == 0xe || src == u32::MAX;
+        if about_icmp_error || frag_off != 0 || dst >> 28 == 0xe || dst == u32::MAX || src_bad {
+            self.stats.drops[DropReason::IcmpSuppressed as usize].inc();
+            m.kind = Kind::Drop;
+            return;
+        }
+        let Some(me) = ift
+            .get(u32::from(m.rx_if))
+            .and_then(|i| i.primary_addr())
+            .or(ift.router_id)
+        else {
+            self.stats.drops[DropReason::IcmpSuppressed as usize].inc();
+            m.kind = Kind::Drop;
+            return;
+        };
+        if !self.icmp.take(now) {
+            self.stats.drops[DropReason::IcmpRateLimited as usize].inc();
+            m.kind = Kind::Drop;
+            return;
+        }
+        if l3 < 28 + L2_ROOM {
+            self.drop(m, DropReason::NoHeadroom);
+            return;
+        }
+        let quote = (end - l3).min(ICMP_QUOTE_MAX);
+        let new = l3 - 28;
+        let total = 28 + quote;
+        let id = self.next_ident();
+        {
+            let h = &mut raw[new..new + 28];
+            h[0] = 0x45;
+            h[1] = 0xc0; // internetwork control
+            wr16(h, 2, total as u16);
+            wr16(h, 4, id);
+            wr16(h, 6, 0);
+            h[8] = 64;
+            h[9] = 1;
+            wr16(h, 10, 0);
+            h[12..16].copy_from_slice(&me.octets());
+            h[16..20].copy_from_slice(&src.to_be_bytes());
+            let ck = wire::checksum::checksum(&h[..20]);
+            wr16(h, 10, ck);
+            h[20] = typ;
+            h[21] = code;
+            wr16(h, 22, 0);
+            wr16(h, 24, 0);
+            wr16(h, 26, if typ == 3 && code == 4 { mtu } else { 0 });
+        }
+        let ck = wire::checksum::checksum(&raw[new + 20..new + total]);
+        wr16(raw, new + 22, ck);
+        m.l3 = new as u16;
+        m.end = (new + total) as u16;
+        self.stats.icmp_errors.inc();
+        self.route_local(m, ift, view, src);
+    }
+
+    /// Turns the packet into an ARP request for `ip` on interface `ifindex`.
+    fn arp_request<P: Packet>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        ift: &IfTable,
+        ifindex: u32,
+        ip: u32,
+    ) {
+        let Some(ifc) = ift.get(ifindex) else {
+            m.kind = Kind::Drop;
+            return;
+        };
+        // Source address: the interface address on the target's subnet, else the first.
+        let spa = ifc
+            .addrs
+            .iter()
+            .find(|&&(a, len)| {
+                let mask = if len == 0 {
+                    0
+                } else {
+                    u32::MAX << (32 - u32::from(len))
+                };
+                u32::from(a) & mask == ip & mask
+            })
+            .or(ifc.addrs.first())
+            .map_or(0, |a| u32::from(a.0));
+        let l3 = usize::from(m.l3).max(L2_ROOM);
+        let raw = p.raw_mut();
+        if raw.len() < l3 + 46 {
+            m.kind = Kind::Drop;
+            return;
+        }
+        let a = &mut raw[l3..l3 + 46];
+        a.fill(0);
+        wr16(a, 0, 1);
+        wr16(a, 2, ETHERTYPE_IPV4);
+        a[4] = 6;
+        a[5] = 4;
+        wr16(a, 6, 1);
+        a[8..14].copy_from_slice(&ifc.mac);
+        a[14..18].copy_from_slice(&spa.to_be_bytes());
+        a[24..28].copy_from_slice(&ip.to_be_bytes());
+        m.l3 = l3 as u16;
+        m.end = (l3 + 46) as u16; // padded to the 60-byte minimum frame
+        m.ethertype = ETHERTYPE_ARP;
+        if self.l2_header(p, m, [0xff; 6], ifc.mac, ifc.vlan).is_some() {
+            self.stats.arp_requests.inc();
+            m.adj = u32::from(ifc.port);
+            m.kind = Kind::Ready;
+            self.tx_count(ifc.ifindex, p);
+        } else {
+            m.kind = Kind::Drop;
+        }
+    }
+
+    /// MPLS TTL expiry: ICMP time exceeded with the RFC 4950 label stack, sent on
+    /// along the LSP (it reaches the egress, which routes it back to the source).
+    fn mpls_ttl<P: Packet>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        ift: &IfTable,
+        labels: &mpls::LabelReader,
+    ) {
+        let me = ift
+            .get(u32::from(m.rx_if))
+            .and_then(|i| i.primary_addr())
+            .or(ift.router_id);
+        let now = tsc();
+        let Some(me) = me else {
+            self.stats.mpls_drop(mpls::DropReason::TtlExpired);
+            m.kind = Kind::Drop;
+            return;
+        };
+        if !self.icmp.take(now) {
+            self.stats.drops[DropReason::IcmpRateLimited as usize].inc();
+            m.kind = Kind::Drop;
+            return;
+        }
+        let l3 = usize::from(m.l3);
+        let end = usize::from(m.end);
+        let mut rx = [0u8; 512];
+        let n = (end - l3).min(rx.len());
+        let raw = p.raw_mut();
+        rx[..n].copy_from_slice(&raw[l3..l3 + n]);
+        let id = self.next_ident();
+        let guard = labels.pin();
+        // Build the reply where the received stack started; labels go in front.
+        let headroom = l3;
+        match guard.ttl_exceeded_reply(&rx[..n], me, id, raw, headroom) {
+            Ok((off, decision)) => {
+                let depth = (headroom - off.min(headroom)) / 4;
+                let depth = depth.max(mpls_depth(&rx[..n]));
+                let reply_end = headroom + mpls::icmp::time_exceeded_len(mpls_depth(&rx[..n]));
+                let _ = depth;
+                m.l3 = off as u16;
+                m.end = reply_end as u16;
+                match decision {
+                    mpls::MplsDecision::Forward { adj } => {
+                        m.ethertype = ETHERTYPE_MPLS;
+                        m.adj = adj;
+                        m.kind = Kind::Rewrite;
+                        self.stats.icmp_errors.inc();
+                    }
+                    mpls::MplsDecision::Php { adj } => {
+                        m.ethertype = ETHERTYPE_IPV4;
+                        m.adj = adj;
+                        m.kind = Kind::Rewrite;
+                        self.stats.icmp_errors.inc();
+                    }
+                    _ => {
+                        self.stats.mpls_drop(mpls::DropReason::TtlExpired);
+                        m.kind = Kind::Drop;
+                    }
+                }
+            }
+            Err(_) => {
+                self.stats.mpls_drop(mpls::DropReason::TtlExpired);
+                m.kind = Kind::Drop;
+            }
+        }
+    }
+
+    fn next_ident(&mut self) -> u16 {
+        self.ident = self.ident.wrapping_add(1);
+        self.ident
+    }
+
+    /// Writes the Ethernet (and 802.1Q) header in front of `m.l3` and sets the
+    /// packet's window to the frame. None when the headroom is too small.
+    #[inline(always)]
+    fn l2_header<P: Packet>(
+        &self,
+        p: &mut P,
+        m: &Meta,
+        dst: [u8; 6],
+        src: [u8; 6],
+        vlan: Option<u16>,
+    ) -> Option<()> {
+        let l3 = usize::from(m.l3);
+        let hl = if vlan.is_some() {
+            ETH_LEN + VLAN_LEN
+        } else {
+            ETH_LEN
+        };
+        let start = l3.checked_sub(hl)?;
+        let raw = p.raw_mut();
+        let h = raw.get_mut(start..l3)?;
+        h[0..6].copy_from_slice(&dst);
+        h[6..12].copy_from_slice(&src);
+        match vlan {
+            Some(v) => {
+                wr16(h, 12, ETHERTYPE_VLAN);
+                wr16(h, 14, v & 0x0fff);
+                wr16(h, 16, m.ethertype);
+            }
+            None => wr16(h, 12, m.ethertype),
+        }
+        let end = usize::from(m.end);
+        p.set_window(start, end - start).then_some(())
+    }
+
+    #[inline(always)]
+    fn tx_count<P: Packet>(&self, ifindex: u32, p: &P) {
+        if let Some(c) = self.stats.ifaces.get(ifindex as usize) {
+            c.tx_pkts.inc();
+            c.tx_bytes.add(p.window().1 as u64);
+        }
+    }
+
+    /// l2-rewrite for one packet: the adjacency's header; returns the output port.
+    #[inline(always)]
+    fn rewrite<P: Packet>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+    ) -> Option<u16> {
+        let Some(adj) = view.adjacency(m.adj) else {
+            self.drop(m, DropReason::StaleAdjacency);
+            return None;
+        };
+        let Some(ifc) = ift.get(adj.ifindex).filter(|i| i.up) else {
+            self.drop(m, DropReason::InterfaceDown);
+            return None;
+        };
+        if !adj.complete {
+            // Labelled paths (MPLS swap/PHP) whose neighbour is not resolved yet.
+            self.drop(m, DropReason::NeighborIncomplete);
+            return None;
+        }
+        if self
+            .l2_header(p, m, adj.dst_mac, adj.src_mac, adj.vlan.or(ifc.vlan))
+            .is_none()
+        {
+            self.drop(m, DropReason::NoHeadroom);
+            return None;
+        }
+        self.tx_count(ifc.ifindex, p);
+        Some(ifc.port)
+    }
+}
+
+/// The neighbour address of an adjacency whose MAC is unknown: the gateway, or for
+/// attached routes the destination itself.
+#[inline]
+fn adj_neighbor(adj: &fib::Adjacency, dst: u32) -> u32 {
+    let _ = adj;
+    dst
+}
+
+/// Label stack depth at the start of `b` (1 + entries before bottom of stack).
+fn mpls_depth(b: &[u8]) -> usize {
+    let mut d = 0;
+    while d * 4 + 4 <= b.len() && d < mpls::MAX_STACK_DEPTH {
+        d += 1;
+        if b[d * 4 - 2] & 1 != 0 {
+            break;
+        }
+    }
+    d
+}
+
+/// IPv4 header checks; on success trims Ethernet padding (via `m.end`) and returns
+/// the destination address.
+#[inline(always)]
+fn ip4_check(raw: &[u8], m: &mut Meta) -> Result<u32, DropReason> {
+    let l3 = usize::from(m.l3);
+    let end = usize::from(m.end);
+    let ip = raw.get(l3..end).ok_or(DropReason::Ip4Truncated)?;
+    if ip.len() < 20 {
+        return Err(DropReason::Ip4Truncated);
+    }
+    if ip[0] >> 4 != 4 {
+        return Err(DropReason::Ip4BadVersion);
+    }
+    let hl = usize::from(ip[0] & 0x0f) * 4;
+    if hl < 20 {
+        return Err(DropReason::Ip4BadIhl);
+    }
+    if hl > ip.len() {
+        return Err(DropReason::Ip4Truncated);
+    }
+    let total = usize::from(rd16(ip, 2));
+    if total < hl || total > ip.len() {
+        return Err(DropReason::Ip4BadLength);
+    }
+    if !wire::checksum::verify(&ip[..hl]) {
+        return Err(DropReason::Ip4BadChecksum);
+    }
+    let src = rd32(ip, 12);
+    let dst = rd32(ip, 16);
+    //= RFC 1812 §5.3.7: martian addresses are not forwarded.
+    if src >> 24 == 127 || src >> 28 == 0xe || dst >> 24 == 127 || dst >> 24 == 0 {
+        return Err(DropReason::Ip4Martian);
+    }
+    if dst >> 28 == 0xe {
+        return Err(DropReason::Ip4Multicast);
+    }
+    m.end = (l3 + total) as u16;
+    Ok(dst)
+}
+
+impl WorkerStats {
+    /// Bumps a label-table drop counter.
+    pub fn mpls_drop(&self, r: mpls::DropReason) {
+        if let Some(k) = mpls::DropReason::ALL.iter().position(|&x| x == r) {
+            self.mpls_drops[k].inc();
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! Interfaces as the workers see them: an immutable snapshot, replaced as a whole by
+//! the control thread (interfaces change rarely; workers load the current snapshot
+//! once per vector).
+
+use std::net::Ipv4Addr;
+
+use super::stats::MAX_IFACES;
+
+/// One interface: a port, or an 802.1Q sub-interface of a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    /// ifIndex (1..MAX_IFACES): the numbering `show interfaces` and sFlow use.
+    pub ifindex: u32,
+    /// Name (`port0`, `port0.100`).
+    pub name: String,
+    /// DPDK port id.
+    pub port: u16,
+    /// VLAN id for a sub-interface.
+    pub vlan: Option<u16>,
+    /// MAC address (the port's).
+    pub mac: [u8; 6],
+    /// IP MTU.
+    pub mtu: u16,
+    /// Administratively up.
+    pub up: bool,
+    /// IPv4 table the interface belongs to.
+    pub table: u32,
+    /// IPv4 addresses with prefix lengths.
+    pub addrs: Vec<(Ipv4Addr, u8)>,
+}
+
+impl Interface {
+    /// The first IPv4 address (source of ICMP errors sent from this interface).
+    pub fn primary_addr(&self) -> Option<Ipv4Addr> {
+        self.addrs.first().map(|a| a.0)
+    }
+
+    /// Whether `ip` is one of the interface's addresses.
+    pub fn has_addr(&self, ip: Ipv4Addr) -> bool {
+        self.addrs.iter().any(|a| a.0 == ip)
+    }
+}
+
+/// All interfaces, indexed for the data path.
+#[derive(Debug, Clone, Default)]
+pub struct IfTable {
+    by_index: Vec<Option<Interface>>,
+    /// Per DPDK port: the untagged interface and the VLAN sub-interfaces.
+    by_port: Vec<PortIfs>,
+    /// Address used as ICMP source when the interface has none (loopback).
+    pub router_id: Option<Ipv4Addr>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct PortIfs {
+    main: u32,
+    vlans: Vec<(u16, u32)>,
+}
+
+impl IfTable {
+    /// Builds the indexes from a list of interfaces.
+    pub fn new(
+        ifaces: impl IntoIterator<Item = Interface>,
+        router_id: Option<Ipv4Addr>,
+    ) -> IfTable {
+        let mut t = IfTable {
+            by_index: vec![None; MAX_IFACES],
+            by_port: Vec::new(),
+            router_id,
+        };
+        for i in ifaces {
+            let port = usize::from(i.port);
+            if t.by_port.len() <= port {
+                t.by_port.resize(port + 1, PortIfs::default());
+            }
+            match i.vlan {
+                None => t.by_port[port].main = i.ifindex,
+                Some(v) => t.by_port[port].vlans.push((v, i.ifindex)),
+            }
+            let idx = i.ifindex as usize;
+            if idx < MAX_IFACES {
+                t.by_index[idx] = Some(i);
+            }
+        }
+        t
+    }
+
+    /// The interface with this ifIndex.
+    #[inline]
+    pub fn get(&self, ifindex: u32) -> Option<&Interface> {
+        self.by_index.get(ifindex as usize)?.as_ref()
+    }
+
+    /// The interface a frame arrived on: the port's untagged interface, or the
+    /// sub-interface of its VLAN.
+    #[inline]
+    pub fn rx_iface(&self, port: u16, vlan: Option<u16>) -> Option<&Interface> {
+        let p = self.by_port.get(usize::from(port))?;
+        let idx = match vlan {
+            None => p.main,
+            Some(v) => p.vlans.iter().find(|x| x.0 == v)?.1,
+        };
+        self.get(idx)
+    }
+
+    /// All interfaces in ifIndex order.
+    pub fn iter(&self) -> impl Iterator<Item = &Interface> {
+        self.by_index.iter().flatten()
+    }
+}

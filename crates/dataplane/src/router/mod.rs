@@ -1,0 +1,18 @@
+//! The router: interfaces, the forwarding core that carries a vector of packets
+//! through every stage in one pass (IPv4 routing and MPLS switching), the DPDK worker
+//! loop around it, and the counters the control plane reads.
+
+mod control;
+mod core;
+mod iface;
+mod reasons;
+pub mod report;
+mod stats;
+mod worker;
+
+pub use control::{RouterControl, RouterError, WorkerHandle};
+pub use core::{Core, CoreConfig, Event, Out, Tables};
+pub use iface::{IfTable, Interface};
+pub use reasons::{DropReason, PuntReason};
+pub use stats::{IfaceCounters, MAX_IFACES, Stage, StageCounters, WorkerStats};
+pub use worker::{PuntQueue, RouterWorker};

@@ -1,0 +1,166 @@
+//! Why a packet left the forwarding path: every drop and punt has a name and a
+//! counter (`dpctl show errors`). Label-table drops keep the names of
+//! [`mpls::DropReason`] and have their own counters.
+
+/// Drop reasons. The names are the counter names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum DropReason {
+    /// Frame shorter than an Ethernet header (or a VLAN tag).
+    EthTruncated,
+    /// Destination MAC is neither ours, broadcast nor multicast.
+    NotOurMac,
+    /// VLAN id with no sub-interface.
+    UnknownVlan,
+    /// Received on a port with no interface, or the interface is down.
+    InterfaceDown,
+    /// EtherType we do not handle (IPv6 and others).
+    UnknownEthertype,
+    /// Multi-segment frame (the pools hold whole frames; should not happen).
+    MultiSegment,
+    /// IPv4 header shorter than 20 bytes or than its IHL.
+    Ip4Truncated,
+    /// IPv4 version field is not 4.
+    Ip4BadVersion,
+    /// IHL below 5.
+    Ip4BadIhl,
+    /// Total length larger than the frame or smaller than the header.
+    Ip4BadLength,
+    /// Header checksum wrong.
+    Ip4BadChecksum,
+    /// TTL expired (and no ICMP was sent: rate limit or no source address).
+    Ip4TtlExpired,
+    /// No route (ICMP net unreachable sent when allowed).
+    Ip4NoRoute,
+    /// Unreachable route (ICMP host unreachable sent when allowed).
+    Ip4Unreachable,
+    /// Prohibit route (ICMP administratively prohibited sent when allowed).
+    Ip4Prohibit,
+    /// Blackhole route.
+    Ip4Blackhole,
+    /// Source or destination address is martian (0/8, 127/8, multicast source, ...).
+    Ip4Martian,
+    /// Packet larger than the next hop's MTU with DF set (ICMP frag-needed sent when allowed).
+    Ip4MtuExceeded,
+    /// Packet larger than the next hop's MTU with DF clear (no fragmentation here).
+    Ip4FragmentationNeeded,
+    /// IPv4 multicast destination (not forwarded).
+    Ip4Multicast,
+    /// Neighbour not resolved yet (ARP request sent, rate-limited).
+    NeighborIncomplete,
+    /// Adjacency id the FIB no longer knows (route changed under the packet).
+    StaleAdjacency,
+    /// Not enough headroom to push labels or headers.
+    NoHeadroom,
+    /// ICMP error suppressed by the rate limit.
+    IcmpRateLimited,
+    /// ICMP error not sent: about an ICMP error, a fragment, broadcast or multicast.
+    IcmpSuppressed,
+    /// Local delivery of something the dataplane does not answer and nobody takes.
+    LocalUnhandled,
+    /// ARP that is malformed, not Ethernet/IPv4, or not for us.
+    ArpIgnored,
+    /// Punt queue full.
+    PuntQueueFull,
+    /// The device refused the packet on transmit.
+    TxFull,
+}
+
+impl DropReason {
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; 29] = [
+        DropReason::EthTruncated,
+        DropReason::NotOurMac,
+        DropReason::UnknownVlan,
+        DropReason::InterfaceDown,
+        DropReason::UnknownEthertype,
+        DropReason::MultiSegment,
+        DropReason::Ip4Truncated,
+        DropReason::Ip4BadVersion,
+        DropReason::Ip4BadIhl,
+        DropReason::Ip4BadLength,
+        DropReason::Ip4BadChecksum,
+        DropReason::Ip4TtlExpired,
+        DropReason::Ip4NoRoute,
+        DropReason::Ip4Unreachable,
+        DropReason::Ip4Prohibit,
+        DropReason::Ip4Blackhole,
+        DropReason::Ip4Martian,
+        DropReason::Ip4MtuExceeded,
+        DropReason::Ip4FragmentationNeeded,
+        DropReason::Ip4Multicast,
+        DropReason::NeighborIncomplete,
+        DropReason::StaleAdjacency,
+        DropReason::NoHeadroom,
+        DropReason::IcmpRateLimited,
+        DropReason::IcmpSuppressed,
+        DropReason::LocalUnhandled,
+        DropReason::ArpIgnored,
+        DropReason::PuntQueueFull,
+        DropReason::TxFull,
+    ];
+    /// Number of reasons.
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// Counter name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DropReason::EthTruncated => "eth_truncated",
+            DropReason::NotOurMac => "not_our_mac",
+            DropReason::UnknownVlan => "unknown_vlan",
+            DropReason::InterfaceDown => "interface_down",
+            DropReason::UnknownEthertype => "unknown_ethertype",
+            DropReason::MultiSegment => "multi_segment",
+            DropReason::Ip4Truncated => "ip4_truncated",
+            DropReason::Ip4BadVersion => "ip4_bad_version",
+            DropReason::Ip4BadIhl => "ip4_bad_ihl",
+            DropReason::Ip4BadLength => "ip4_bad_length",
+            DropReason::Ip4BadChecksum => "ip4_bad_checksum",
+            DropReason::Ip4TtlExpired => "ip4_ttl_expired",
+            DropReason::Ip4NoRoute => "ip4_no_route",
+            DropReason::Ip4Unreachable => "ip4_unreachable",
+            DropReason::Ip4Prohibit => "ip4_prohibit",
+            DropReason::Ip4Blackhole => "ip4_blackhole",
+            DropReason::Ip4Martian => "ip4_martian",
+            DropReason::Ip4MtuExceeded => "ip4_mtu_exceeded",
+            DropReason::Ip4FragmentationNeeded => "ip4_fragmentation_needed",
+            DropReason::Ip4Multicast => "ip4_multicast",
+            DropReason::NeighborIncomplete => "neighbor_incomplete",
+            DropReason::StaleAdjacency => "stale_adjacency",
+            DropReason::NoHeadroom => "no_headroom",
+            DropReason::IcmpRateLimited => "icmp_rate_limited",
+            DropReason::IcmpSuppressed => "icmp_suppressed",
+            DropReason::LocalUnhandled => "local_unhandled",
+            DropReason::ArpIgnored => "arp_ignored",
+            DropReason::PuntQueueFull => "punt_queue_full",
+            DropReason::TxFull => "tx_full",
+        }
+    }
+}
+
+/// Why a packet went to the control plane (punt queue, later the TAP interfaces).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum PuntReason {
+    /// IPv4 addressed to the router that the dataplane does not answer itself.
+    Local,
+    /// ARP (after the dataplane answered or learned from it).
+    Arp,
+    /// MPLS router alert or OAM.
+    Mpls,
+}
+
+impl PuntReason {
+    /// Every reason.
+    pub const ALL: [PuntReason; 3] = [PuntReason::Local, PuntReason::Arp, PuntReason::Mpls];
+    /// Number of reasons.
+    pub const COUNT: usize = Self::ALL.len();
+    /// Counter name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PuntReason::Local => "punt_local",
+            PuntReason::Arp => "punt_arp",
+            PuntReason::Mpls => "punt_mpls",
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! A worker's counters: per stage (the data behind `show run`), per drop reason
+//! (`show errors`), per interface. One writer (the worker), read by the control
+//! thread while the worker runs.
+
+use crate::counters::Counter;
+
+use super::reasons::{DropReason, PuntReason};
+
+/// Most interfaces (ifIndex values 1..MAX_IFACES-1); index 0 is unused.
+pub const MAX_IFACES: usize = 256;
+
+/// The stages of the forwarding path, in the order a vector goes through them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Stage {
+    /// rx from the queues.
+    Rx,
+    /// Ethernet parse, VLAN to sub-interface, MAC check, EtherType dispatch.
+    EthernetInput,
+    /// MPLS label lookup and swap/pop.
+    MplsLookup,
+    /// IPv4 header checks, LPM lookup, TTL, ECMP, label imposition.
+    Ip4Lookup,
+    /// ARP answers and learning; local delivery; ICMP built by the router.
+    Local,
+    /// L2 rewrite from the adjacency.
+    Rewrite,
+    /// tx to the ports.
+    Tx,
+}
+
+impl Stage {
+    /// Every stage, in order.
+    pub const ALL: [Stage; 7] = [
+        Stage::Rx,
+        Stage::EthernetInput,
+        Stage::MplsLookup,
+        Stage::Ip4Lookup,
+        Stage::Local,
+        Stage::Rewrite,
+        Stage::Tx,
+    ];
+    /// Number of stages.
+    pub const COUNT: usize = Self::ALL.len();
+    /// Name, VPP style.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Stage::Rx => "port-rx",
+            Stage::EthernetInput => "ethernet-input",
+            Stage::MplsLookup => "mpls-lookup",
+            Stage::Ip4Lookup => "ip4-lookup",
+            Stage::Local => "ip4-local-arp",
+            Stage::Rewrite => "l2-rewrite",
+            Stage::Tx => "port-tx",
+        }
+    }
+}
+
+/// One stage's counters.
+#[derive(Debug, Default)]
+pub struct StageCounters {
+    /// Times the stage ran on a non-empty vector.
+    pub calls: Counter,
+    /// Packets it processed.
+    pub pkts: Counter,
+    /// TSC cycles spent in it.
+    pub cycles: Counter,
+}
+
+/// Per-interface counters.
+#[derive(Debug, Default)]
+pub struct IfaceCounters {
+    /// Packets received.
+    pub rx_pkts: Counter,
+    /// Bytes received.
+    pub rx_bytes: Counter,
+    /// Packets sent.
+    pub tx_pkts: Counter,
+    /// Bytes sent.
+    pub tx_bytes: Counter,
+    /// Packets dropped that arrived on the interface.
+    pub drops: Counter,
+}
+
+/// Everything one worker counts.
+#[derive(Debug)]
+pub struct WorkerStats {
+    /// Per stage, indexed by `Stage as usize`.
+    pub stages: [StageCounters; Stage::COUNT],
+    /// Per drop reason, indexed by `DropReason as usize`.
+    pub drops: [Counter; DropReason::COUNT],
+    /// Label-table drops, indexed like `mpls::DropReason::ALL`.
+    pub mpls_drops: [Counter; mpls::DropReason::COUNT],
+    /// Punts, indexed by `PuntReason as usize`.
+    pub punts: [Counter; PuntReason::COUNT],
+    /// Per interface, indexed by ifIndex.
+    pub ifaces: Box<[IfaceCounters]>,
+    /// Loops run.
+    pub loops: Counter,
+    /// Loops that received packets.
+    pub busy_loops: Counter,
+    /// TSC cycles of loops that received packets.
+    pub busy_cycles: Counter,
+    /// Idle sleeps.
+    pub idle_sleeps: Counter,
+    /// ICMP echo replies sent by the dataplane.
+    pub echo_replies: Counter,
+    /// ICMP errors sent (time exceeded, unreachable, frag needed).
+    pub icmp_errors: Counter,
+    /// ARP replies sent for our addresses.
+    pub arp_replies: Counter,
+    /// ARP requests sent to resolve neighbours.
+    pub arp_requests: Counter,
+}
+
+impl Default for WorkerStats {
+    fn default() -> Self {
+        WorkerStats {
+            stages: Default::default(),
+            drops: std::array::from_fn(|_| Counter::new()),
+            mpls_drops: std::array::from_fn(|_| Counter::new()),
+            punts: Default::default(),
+            ifaces: (0..MAX_IFACES).map(|_| IfaceCounters::default()).collect(),
+            loops: Counter::new(),
+            busy_loops: Counter::new(),
+            busy_cycles: Counter::new(),
+            idle_sleeps: Counter::new(),
+            echo_replies: Counter::new(),
+            icmp_errors: Counter::new(),
+            arp_replies: Counter::new(),
+            arp_requests: Counter::new(),
+        }
+    }
+}
+
+impl WorkerStats {
+    /// A drop counter's value.
+    pub fn drop_count(&self, r: DropReason) -> u64 {
+        self.drops[r as usize].get()
+    }
+
+    /// A label-table drop counter's value.
+    pub fn mpls_drop_count(&self, r: mpls::DropReason) -> u64 {
+        mpls::DropReason::ALL
+            .iter()
+            .position(|&x| x == r)
+            .map_or(0, |i| self.mpls_drops[i].get())
+    }
+
+    /// Sum of all drops.
+    pub fn total_drops(&self) -> u64 {
+        self.drops
+            .iter()
+            .chain(self.mpls_drops.iter())
+            .map(Counter::get)
+            .sum()
+    }
+}

@@ -1,0 +1,171 @@
+//! The DPDK side of a routing worker: poll the owned rx queues into one vector,
+//! run the [`Core`] over it, transmit per port, hand punts to the control thread.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crossbeam_queue::ArrayQueue;
+
+use crate::dpdk::{BURST, Burst, Mbuf, tsc};
+use crate::xconnect::IdlePolicy;
+
+use super::core::{Core, Out};
+use super::reasons::{DropReason, PuntReason};
+use super::stats::Stage;
+
+/// Packets asked of one queue per rx call (see `xconnect`): the vector still fills
+/// up to [`BURST`] across calls and queues.
+const RX_CHUNK: usize = 64;
+
+/// Punted packets on their way to the control thread.
+pub type PuntQueue = ArrayQueue<(PuntReason, Mbuf)>;
+
+/// A routing worker bound to its queues.
+pub struct RouterWorker {
+    core: Core,
+    rx: Vec<(u16, u16)>,
+    tx_queue: u16,
+    ports: usize,
+    punts: Arc<PuntQueue>,
+    stop: Arc<AtomicBool>,
+    idle: IdlePolicy,
+}
+
+impl std::fmt::Debug for RouterWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RouterWorker")
+            .field("rx", &self.rx)
+            .field("tx_queue", &self.tx_queue)
+            .finish()
+    }
+}
+
+impl RouterWorker {
+    /// A worker polling `rx` (port, queue) pairs, sending on queue `tx_queue` of each
+    /// of `ports` ports (ids 0..ports).
+    pub fn new(
+        core: Core,
+        rx: Vec<(u16, u16)>,
+        tx_queue: u16,
+        ports: usize,
+        punts: Arc<PuntQueue>,
+        stop: Arc<AtomicBool>,
+        idle: IdlePolicy,
+    ) -> RouterWorker {
+        RouterWorker {
+            core,
+            rx,
+            tx_queue,
+            ports,
+            punts,
+            stop,
+            idle,
+        }
+    }
+
+    /// One loop: receive up to a vector, forward it. Returns the packets received.
+    pub fn poll_once(
+        &mut self,
+        start: usize,
+        rx: &mut Burst,
+        tx: &mut [Burst],
+        out: &mut [Out; BURST],
+    ) -> usize {
+        let t0 = tsc();
+        let nq = self.rx.len();
+        for k in 0..nq {
+            if rx.room() == 0 {
+                break;
+            }
+            let (port, queue) = self.rx[(start + k) % nq];
+            rx.rx_burst(port, queue, rx.room().min(RX_CHUNK));
+        }
+        let n = rx.len();
+        if n == 0 {
+            return 0;
+        }
+        let stats = self.core.stats().clone();
+        let t1 = tsc();
+        let c = &stats.stages[Stage::Rx as usize];
+        c.calls.inc();
+        c.pkts.add(n as u64);
+        c.cycles.add(t1.wrapping_sub(t0));
+
+        self.core.process(rx.as_mut_slice(), &mut out[..n]);
+
+        let t2 = tsc();
+        let ports = self.ports;
+        let tx_queue = self.tx_queue;
+        let punts = &self.punts;
+        rx.drain_each(|i, m| match out[i] {
+            Out::Tx(port) if usize::from(port) < ports => {
+                let b = &mut tx[usize::from(port)];
+                if b.room() == 0 {
+                    flush(b, port, tx_queue, &stats.drops[DropReason::TxFull as usize]);
+                }
+                let _ = b.push(m);
+            }
+            Out::Punt(r) => {
+                if punts.push((r, m)).is_err() {
+                    stats.drops[DropReason::PuntQueueFull as usize].inc();
+                }
+            }
+            _ => drop(m),
+        });
+        for (port, b) in tx.iter_mut().enumerate() {
+            if !b.is_empty() {
+                flush(
+                    b,
+                    port as u16,
+                    tx_queue,
+                    &stats.drops[DropReason::TxFull as usize],
+                );
+            }
+        }
+        let t3 = tsc();
+        let c = &stats.stages[Stage::Tx as usize];
+        c.calls.inc();
+        c.pkts.add(n as u64);
+        c.cycles.add(t3.wrapping_sub(t2));
+        stats.busy_loops.inc();
+        stats.busy_cycles.add(t3.wrapping_sub(t0));
+        n
+    }
+
+    /// Polls until the stop flag is set.
+    pub fn run(&mut self) {
+        let mut rx = Burst::new();
+        let mut tx: Vec<Burst> = (0..self.ports).map(|_| Burst::new()).collect();
+        let mut out = [Out::Drop; BURST];
+        let mut empty = 0u32;
+        let mut sleep_us = 1u32;
+        let mut start = 0usize;
+        let stats = self.core.stats().clone();
+        while !self.stop.load(Ordering::Relaxed) {
+            let got = self.poll_once(start, &mut rx, &mut tx, &mut out);
+            stats.loops.inc();
+            start = start.wrapping_add(1);
+            if got > 0 {
+                empty = 0;
+                sleep_us = 1;
+            } else {
+                empty += 1;
+                if self.idle.max_sleep_us > 0 && empty >= self.idle.spin_loops {
+                    std::thread::sleep(Duration::from_micros(u64::from(sleep_us)));
+                    stats.idle_sleeps.inc();
+                    sleep_us = (sleep_us * 2).min(self.idle.max_sleep_us);
+                }
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn flush(b: &mut Burst, port: u16, queue: u16, refused: &crate::counters::Counter) {
+    b.tx_burst(port, queue);
+    if !b.is_empty() {
+        refused.add(b.len() as u64);
+        b.clear();
+    }
+}
