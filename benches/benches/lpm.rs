@@ -1,0 +1,491 @@
+//! IPv4 longest-prefix match on the shared 2014 RIB (512,621 prefixes): `fib` against
+//! DPDK's `rte_lpm` and `rte_fib` (DIR-24-8, in hugepages), the `prefix-trie` crate,
+//! and a plain safe-Rust DIR-24-8 (`Vec<u32>`, 4 KiB pages), all fed the same table
+//! and the same keys, in the same process.
+//!
+//! Keys: 2^20 uniformly random addresses ("random"), and 2^20 addresses drawn from the
+//! table's prefixes, a random prefix then a random host inside it ("prefix"). Batch
+//! sizes 1, 32 and 256: `fib` pins its reader once per batch (per 256 keys for batch
+//! 1), as a worker pins once per rx burst. Next hop of a prefix = its origin AS (one
+//! path list per AS in `fib`: 29,959 distinct next hops).
+//!
+//! Also measured (before EAL starts, so the threads are not pinned to one core):
+//! full-table load time, route changes per second while a reader thread looks up,
+//! and memory.
+//!
+//! Run: `cargo bench -p benches --bench lpm` (needs hugepages for DPDK:
+//! `/proc/sys/vm/nr_hugepages`). The summary table at the end is what
+//! `benches/RESULTS-fib.md` records.
+
+use std::hint::black_box;
+use std::io::{BufRead, BufReader};
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use benches::cycles::{Tsc, rdtsc, tsc_hz};
+use criterion::{BenchmarkId, Criterion, Throughput};
+use dataplane::dpdk::Eal;
+use dataplane::dpdk::peers::{RteFib, RteLpm};
+use fib::{Fib, FibReader, Interface, Ipv4Prefix, Path, RouteKind};
+use prefix_trie::PrefixMap;
+use rand::{Rng, SeedableRng};
+
+const KEYS: usize = 1 << 20;
+
+/// (address, length, origin AS).
+type Rib = Vec<(u32, u8, u32)>;
+
+fn load_rib() -> Rib {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/rib-v4-2014-05-13.txt.gz");
+    let f = std::fs::File::open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (shared/ must sit beside the repo)", path.display()));
+    let mut rib = Vec::with_capacity(520_000);
+    for line in BufReader::new(flate2::read::GzDecoder::new(f)).lines() {
+        let line = line.expect("read");
+        if line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        let Some((p, asn)) = line.split_once('\t') else {
+            continue;
+        };
+        let Some((a, l)) = p.split_once('/') else {
+            continue;
+        };
+        let (Ok(a), Ok(l)) = (a.parse::<Ipv4Addr>(), l.parse::<u8>()) else {
+            continue;
+        };
+        let m = if l == 0 {
+            0
+        } else {
+            u32::MAX << (32 - u32::from(l))
+        };
+        rib.push((u32::from(a) & m, l, asn.trim().parse().unwrap_or(0)));
+    }
+    rib
+}
+
+fn kind(asn: u32) -> RouteKind {
+    let gw = Ipv4Addr::from(0x0a00_0000 | (asn & 0x00ff_ffff) | 1);
+    RouteKind::Paths(vec![Path::gateway_on(gw, 1)])
+}
+
+fn prefix(a: u32, l: u8) -> Ipv4Prefix {
+    Ipv4Prefix::new_truncated(Ipv4Addr::from(a), l).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn load_fib(rib: &Rib) -> Fib {
+    let mut fib = Fib::new();
+    fib.interface_set(
+        1,
+        Interface {
+            mac: [2, 0, 0, 0, 0, 1],
+            mtu: 1500,
+            vlan: None,
+        },
+    );
+    {
+        let mut b = fib.batch();
+        for &(a, l, asn) in rib {
+            b.route_add(0, prefix(a, l), kind(asn))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    fib
+}
+
+/// A safe-Rust DIR-24-8 (`rte_lpm`'s layout without its hugepages), static build.
+struct Dir248 {
+    t24: Vec<u32>,
+    t8: Vec<u32>,
+}
+
+impl Dir248 {
+    fn new(rib: &Rib) -> Self {
+        let mut sorted = rib.clone();
+        sorted.sort_by_key(|p| p.1);
+        let mut t24 = vec![0u32; 1 << 24];
+        let mut t8: Vec<u32> = Vec::new();
+        for &(a, l, asn) in &sorted {
+            let v = (asn & 0x7fff_ffff).max(1);
+            if l <= 24 {
+                let s = (a >> 8) as usize;
+                for e in &mut t24[s..s + (1 << (24 - l))] {
+                    if *e & 0x8000_0000 != 0 {
+                        let g = (*e & 0x7fff_ffff) as usize;
+                        t8[g * 256..g * 256 + 256].fill(v);
+                    } else {
+                        *e = v;
+                    }
+                }
+            } else {
+                let i = (a >> 8) as usize;
+                if t24[i] & 0x8000_0000 == 0 {
+                    let g = t8.len() / 256;
+                    let old = t24[i];
+                    t8.resize(t8.len() + 256, old);
+                    t24[i] = 0x8000_0000 | g as u32;
+                }
+                let g = (t24[i] & 0x7fff_ffff) as usize;
+                let s = g * 256 + (a & 255) as usize;
+                t8[s..s + (1 << (32 - l))].fill(v);
+            }
+        }
+        Self { t24, t8 }
+    }
+
+    #[inline]
+    fn lookup_burst(&self, keys: &[u32], out: &mut [u32]) {
+        for (k, o) in keys.iter().zip(out.iter_mut()) {
+            let e = self.t24[(*k >> 8) as usize];
+            *o = if e & 0x8000_0000 != 0 {
+                self.t8[((e & 0x7fff_ffff) as usize) * 256 + (*k & 255) as usize]
+            } else {
+                e
+            };
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Impl {
+    Fib,
+    RteLpm,
+    RteFib,
+    PrefixTrie,
+    Dir248,
+}
+
+impl Impl {
+    fn name(self) -> &'static str {
+        match self {
+            Impl::Fib => "fib",
+            Impl::RteLpm => "rte_lpm",
+            Impl::RteFib => "rte_fib",
+            Impl::PrefixTrie => "prefix-trie",
+            Impl::Dir248 => "dir24-8-safe-rust",
+        }
+    }
+}
+
+struct Tables {
+    reader: FibReader,
+    lpm: RteLpm,
+    rfib: RteFib,
+    trie: PrefixMap<(u32, u8), u32>,
+    dir: Dir248,
+}
+
+/// One pass over all `keys` in batches of `batch`; returns a checksum.
+fn pass(t: &mut Tables, which: Impl, keys: &[u32], batch: usize) -> u64 {
+    let mut out = [0u32; 256];
+    let mut out64 = [0u64; 256];
+    let mut sum = 0u64;
+    match which {
+        Impl::Fib if batch == 1 => {
+            for c in keys.chunks(256) {
+                let v = t.reader.read();
+                if let Some(tv) = v.table(0) {
+                    for &k in c {
+                        sum = sum.wrapping_add(u64::from(tv.lookup(k)));
+                    }
+                }
+            }
+        }
+        Impl::Fib => {
+            for c in keys.chunks(batch) {
+                let v = t.reader.read();
+                v.lookup_burst(0, c, &mut out[..c.len()]);
+                sum = sum.wrapping_add(u64::from(out[0]));
+            }
+        }
+        Impl::RteLpm if batch == 1 => {
+            for &k in keys {
+                sum = sum.wrapping_add(u64::from(t.lpm.lookup(k).unwrap_or(0)));
+            }
+        }
+        Impl::RteLpm => {
+            for c in keys.chunks(batch) {
+                t.lpm.lookup_bulk(c, &mut out[..c.len()]);
+                sum = sum.wrapping_add(u64::from(out[0]));
+            }
+        }
+        Impl::RteFib => {
+            for c in keys.chunks(batch) {
+                t.rfib.lookup_bulk(c, &mut out64[..c.len()]);
+                sum = sum.wrapping_add(out64[0]);
+            }
+        }
+        Impl::PrefixTrie => {
+            for &k in keys {
+                sum = sum.wrapping_add(u64::from(t.trie.get_lpm(&(k, 32)).map_or(0, |x| *x.1)));
+            }
+        }
+        Impl::Dir248 => {
+            for c in keys.chunks(batch) {
+                t.dir.lookup_burst(c, &mut out[..c.len()]);
+                sum = sum.wrapping_add(u64::from(out[0]));
+            }
+        }
+    }
+    black_box(sum)
+}
+
+fn cases() -> Vec<(Impl, usize)> {
+    let mut v = Vec::new();
+    for b in [1, 32, 256] {
+        v.push((Impl::Fib, b));
+        v.push((Impl::RteLpm, b));
+        v.push((Impl::RteFib, b));
+    }
+    v.push((Impl::Dir248, 256));
+    v.push((Impl::PrefixTrie, 1));
+    v
+}
+
+/// Route changes per second while a reader thread looks up 256-key bursts.
+fn update_rate(rib: &Rib, keys: &[u32]) {
+    let mut fib = load_fib(rib);
+    let stop = Arc::new(AtomicBool::new(false));
+    let lookups = Arc::new(AtomicU64::new(0));
+    let mut reader = fib.reader();
+    let (s2, l2) = (stop.clone(), lookups.clone());
+    let keys: Arc<Vec<u32>> = Arc::new(keys[..1 << 16].to_vec());
+    let k2 = keys.clone();
+    let h = std::thread::spawn(move || {
+        let mut out = [0u32; 256];
+        while !s2.load(Ordering::Relaxed) {
+            for c in k2.chunks(256) {
+                let v = reader.read();
+                v.lookup_burst(0, c, &mut out);
+                black_box(&out);
+            }
+            l2.fetch_add(k2.len() as u64, Ordering::Relaxed);
+        }
+    });
+    let rate = |l0: u64, t: Instant| {
+        (lookups.load(Ordering::Relaxed) - l0) as f64 / t.elapsed().as_secs_f64() / 1e6
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let (l0, t0) = (lookups.load(Ordering::Relaxed), Instant::now());
+    std::thread::sleep(Duration::from_millis(1000));
+    println!(
+        "reader alone: {:.1} M lookups/s (256-key bursts, random keys)",
+        rate(l0, t0)
+    );
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let n = 200_000;
+    let picks: Vec<(u32, u8, u32)> = (0..n)
+        .map(|_| rib[rng.random_range(0..rib.len())])
+        .collect();
+    let other: Vec<u32> = (0..n)
+        .map(|_| rib[rng.random_range(0..rib.len())].2)
+        .collect();
+
+    // Replace: the prefix moves to another (existing) next hop, one publication each.
+    let (l0, t0) = (lookups.load(Ordering::Relaxed), Instant::now());
+    for (&(a, l, _), &asn) in picks.iter().zip(&other) {
+        fib.route_add(0, prefix(a, l), kind(asn))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let e = t0.elapsed();
+    println!(
+        "replace, one publication each: {:.0} k changes/s ({n} in {e:.2?}); reader meanwhile {:.1} M lookups/s",
+        n as f64 / e.as_secs_f64() / 1e3,
+        rate(l0, t0)
+    );
+    // Withdraw + re-announce (2 changes), one publication each.
+    let (l0, t0) = (lookups.load(Ordering::Relaxed), Instant::now());
+    let mut changes = 0;
+    for &(a, l, asn) in picks.iter().take(n / 2) {
+        if fib.route_del(0, prefix(a, l)).is_ok() {
+            changes += 1;
+        }
+        fib.route_add(0, prefix(a, l), kind(asn))
+            .unwrap_or_else(|e| panic!("{e}"));
+        changes += 1;
+    }
+    let e = t0.elapsed();
+    println!(
+        "withdraw + announce, one publication each: {:.0} k changes/s ({changes} in {e:.2?}); reader meanwhile {:.1} M lookups/s",
+        f64::from(changes) / e.as_secs_f64() / 1e3,
+        rate(l0, t0)
+    );
+    // Batches of 1000 replaces (a netlink burst), one publication per batch.
+    let (l0, t0) = (lookups.load(Ordering::Relaxed), Instant::now());
+    for (pc, oc) in picks.chunks(1000).zip(other.chunks(1000)) {
+        let mut b = fib.batch();
+        for (&(a, l, asn), &o) in pc.iter().zip(oc) {
+            b.route_add(0, prefix(a, l), kind(o ^ asn ^ asn))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    let e = t0.elapsed();
+    println!(
+        "replace, batches of 1000: {:.0} k changes/s ({n} in {e:.2?}); reader meanwhile {:.1} M lookups/s",
+        n as f64 / e.as_secs_f64() / 1e3,
+        rate(l0, t0)
+    );
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap_or_else(|_| panic!("reader thread"));
+}
+
+fn main() {
+    let rib = load_rib();
+    println!("RIB: {} prefixes", rib.len());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let random: Vec<u32> = (0..KEYS).map(|_| rng.random()).collect();
+    let from_prefixes: Vec<u32> = (0..KEYS)
+        .map(|_| {
+            let (a, l, _) = rib[rng.random_range(0..rib.len())];
+            let host = if l == 0 {
+                u32::MAX
+            } else {
+                !(u32::MAX << (32 - u32::from(l)))
+            };
+            a | (rng.random::<u32>() & host)
+        })
+        .collect();
+
+    // ---- load time, memory, updates (no EAL yet: its init pins this thread) ----
+    let t0 = Instant::now();
+    let fib = load_fib(&rib);
+    let fib_load = t0.elapsed();
+    let mem = fib.memory();
+    let t0 = Instant::now();
+    let mut trie = PrefixMap::<(u32, u8), u32>::new();
+    for &(a, l, asn) in &rib {
+        trie.insert((a, l), asn);
+    }
+    let trie_load = t0.elapsed();
+    let t0 = Instant::now();
+    let dir = Dir248::new(&rib);
+    let dir_load = t0.elapsed();
+    println!(
+        "load: fib {fib_load:.2?} (batch, incl. path lists), prefix-trie {trie_load:.2?}, dir24-8 safe Rust {dir_load:.2?}"
+    );
+    println!(
+        "fib memory: LPM {:.2} MiB, forwarding objects {:.2} MiB, control plane {:.2} MiB; {} path lists",
+        mem.lpm_bytes as f64 / 1048576.0,
+        mem.fwd_bytes as f64 / 1048576.0,
+        mem.control_bytes as f64 / 1048576.0,
+        fib.path_list_count()
+    );
+    println!(
+        "dir24-8 memory: {:.2} MiB ({} tbl8 groups)",
+        (dir.t24.len() * 4 + dir.t8.len() * 4) as f64 / 1048576.0,
+        dir.t8.len() / 256
+    );
+    update_rate(&rib, &random);
+
+    // ---- DPDK peers ----
+    let eal = Eal::init(&[
+        "lpm-bench",
+        "--no-pci",
+        "--in-memory",
+        "-l",
+        "0",
+        "--log-level=*:error",
+    ])
+    .unwrap_or_else(|e| panic!("EAL: {e}"));
+    let tbl8 = 1 << 14;
+    let mut lpm = RteLpm::new(eal, "bench_lpm", 1 << 20, tbl8).unwrap_or_else(|e| panic!("{e}"));
+    let t0 = Instant::now();
+    for &(a, l, asn) in &rib {
+        lpm.add(a, l, asn & 0xff_ffff)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let lpm_load = t0.elapsed();
+    let mut rfib =
+        RteFib::new(eal, "bench_fib", 1 << 20, tbl8, 0).unwrap_or_else(|e| panic!("{e}"));
+    let t0 = Instant::now();
+    for &(a, l, asn) in &rib {
+        rfib.add(a, l, u64::from(asn))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let rfib_load = t0.elapsed();
+    println!("load: rte_lpm {lpm_load:.2?}, rte_fib {rfib_load:.2?} (one add per prefix)");
+    println!("rte_lpm/rte_fib memory: tbl24 64 MiB + {tbl8} tbl8 groups x 1 KiB (as configured)");
+
+    let mut t = Tables {
+        reader: fib.reader(),
+        lpm,
+        rfib,
+        trie,
+        dir,
+    };
+    // Same answers (spot check): fib's result ids differ from AS numbers, so compare
+    // "matched or not" with rte_lpm.
+    for &k in random.iter().take(10_000) {
+        let v = t.reader.read();
+        assert_eq!(
+            v.lookup(0, k) != 0,
+            t.lpm.lookup(k).is_some(),
+            "{}",
+            Ipv4Addr::from(k)
+        );
+    }
+
+    let mut c = Criterion::default()
+        .with_measurement(Tsc)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args();
+    for (name, keys) in [("random", &random), ("prefix", &from_prefixes)] {
+        let mut g = c.benchmark_group(format!("lpm/{name}"));
+        g.throughput(Throughput::Elements(KEYS as u64));
+        for (which, batch) in cases() {
+            g.bench_function(BenchmarkId::new(which.name(), batch), |b| {
+                b.iter_custom(|iters| {
+                    let t0 = rdtsc();
+                    for _ in 0..iters {
+                        pass(&mut t, which, keys, batch);
+                    }
+                    rdtsc() - t0
+                })
+            });
+        }
+        g.finish();
+    }
+    c.final_summary();
+
+    // ---- summary: median of 7 passes per case, same process, same keys ----
+    let hz = tsc_hz() as f64;
+    println!(
+        "\nLPM lookups, 2^20 keys per pass, median of 7 passes, TSC {:.2} GHz",
+        hz / 1e9
+    );
+    println!("| keys | impl | batch | cycles/lookup | M lookups/s | vs rte_lpm (same batch) |");
+    println!("|---|---|---:|---:|---:|---:|");
+    for (name, keys) in [("random", &random), ("prefix", &from_prefixes)] {
+        let mut rows = Vec::new();
+        for (which, batch) in cases() {
+            let mut v: Vec<u64> = (0..7)
+                .map(|_| {
+                    let t0 = rdtsc();
+                    pass(&mut t, which, keys, batch);
+                    rdtsc() - t0
+                })
+                .collect();
+            v.sort_unstable();
+            rows.push((which, batch, v[3] as f64 / KEYS as f64));
+        }
+        for &(which, batch, cyc) in &rows {
+            let base = rows
+                .iter()
+                .find(|r| r.0 == Impl::RteLpm && r.1 == batch)
+                .or_else(|| rows.iter().find(|r| r.0 == Impl::RteLpm && r.1 == 256))
+                .map_or(cyc, |r| r.2);
+            println!(
+                "| {name} | {} | {batch} | {cyc:.1} | {:.1} | {:.2}x |",
+                which.name(),
+                hz / cyc / 1e6,
+                base / cyc
+            );
+        }
+    }
+}
