@@ -83,6 +83,30 @@ pub struct Config {
     /// Forwarding mode.
     #[serde(default)]
     pub forwarding: ForwardingSection,
+    /// Router settings.
+    #[serde(default)]
+    pub router: crate::routing::RouterSection,
+    /// Interfaces (router mode).
+    #[serde(default, rename = "interface")]
+    pub interfaces: Vec<crate::routing::InterfaceSection>,
+    /// Static neighbours (router mode).
+    #[serde(default, rename = "neighbor")]
+    pub neighbors: Vec<crate::routing::NeighborSection>,
+    /// Routes (router mode).
+    #[serde(default, rename = "route")]
+    pub routes: Vec<crate::routing::RouteSection>,
+    /// Label entries (router mode).
+    #[serde(default, rename = "label")]
+    pub labels: Vec<crate::routing::LabelSection>,
+}
+
+/// What the workers do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// L2 cross-connect between port pairs.
+    Xconnect,
+    /// IPv4 routing and MPLS switching.
+    Router,
 }
 
 /// `[eal]`.
@@ -235,7 +259,7 @@ fn default_true() -> bool {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ForwardingSection {
-    /// `xconnect` (the only mode so far).
+    /// `xconnect` or `router`.
     #[serde(default = "default_mode")]
     pub mode: String,
     /// Cross-connected port pairs by name; empty pairs ports in order.
@@ -265,8 +289,12 @@ pub struct Plan {
     pub mempool: MempoolSection,
     /// Ports in order.
     pub ports: Vec<PortConfig>,
-    /// For each port (by index), its xconnect peer (index).
+    /// Forwarding mode.
+    pub mode: Mode,
+    /// For each port (by index), its xconnect peer (index); empty in router mode.
     pub peer: Vec<usize>,
+    /// Interfaces, routes, labels (router mode).
+    pub routing: crate::routing::Routing,
     /// Workers.
     pub workers: usize,
     /// Idle policy.
@@ -376,11 +404,27 @@ impl Config {
                 promiscuous: p.promiscuous,
             });
         }
-        if self.forwarding.mode != "xconnect" {
-            return Err(bad(format!(
-                "[forwarding] mode = {:?}: only \"xconnect\" is available",
-                self.forwarding.mode
-            )));
+        let mode = match self.forwarding.mode.as_str() {
+            "xconnect" => Mode::Xconnect,
+            "router" => Mode::Router,
+            m => {
+                return Err(bad(format!(
+                    "[forwarding] mode = {m:?}: use \"xconnect\" or \"router\""
+                )));
+            }
+        };
+        let routed = !(self.interfaces.is_empty()
+            && self.routes.is_empty()
+            && self.labels.is_empty()
+            && self.neighbors.is_empty());
+        if mode == Mode::Xconnect && routed {
+            return Err(bad(
+                "interfaces, neighbors, routes and labels need [forwarding] mode = \"router\""
+                    .into(),
+            ));
+        }
+        if mode == Mode::Router && !self.forwarding.pairs.is_empty() {
+            return Err(bad("[forwarding] pairs is for mode = \"xconnect\"".into()));
         }
         let index = |n: &str| {
             self.ports
@@ -392,7 +436,11 @@ impl Config {
         for [a, b] in &self.forwarding.pairs {
             pairs.push((index(a)?, index(b)?));
         }
-        let peer = pair_ports(ports.len(), &pairs).map_err(|m| bad(format!("[forwarding] {m}")))?;
+        let peer = if mode == Mode::Xconnect {
+            pair_ports(ports.len(), &pairs).map_err(|m| bad(format!("[forwarding] {m}")))?
+        } else {
+            Vec::new()
+        };
         let pci = ports
             .iter()
             .filter(|p| is_pci(&p.device))
@@ -413,11 +461,20 @@ impl Config {
             spin_loops: self.workers.idle_spin_loops,
             max_sleep_us: self.workers.idle_max_sleep_us,
         };
+        let routing = crate::routing::Routing {
+            router: self.router.clone(),
+            interfaces: self.interfaces.clone(),
+            neighbors: self.neighbors.clone(),
+            routes: self.routes.clone(),
+            labels: self.labels.clone(),
+        };
         Ok(Plan {
             eal,
             mempool: self.mempool.clone(),
             ports,
+            mode,
             peer,
+            routing,
             workers,
             idle,
         })
@@ -499,7 +556,7 @@ rx_queues = 1
         );
         assert!(
             err("[forwarding]\nmode = \"route\"\n[[port]]\nname=\"a\"\ndevice=\"x\"\n")
-                .contains("only \"xconnect\"")
+                .contains("use \"xconnect\" or \"router\"")
         );
     }
 

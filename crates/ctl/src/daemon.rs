@@ -1,17 +1,19 @@
-//! The daemon: start EAL, open the ports, launch one worker per worker lcore, report
-//! counters, and stop cleanly on SIGINT/SIGTERM.
+//! The daemon: start EAL, open the ports, launch one worker per worker lcore (L2
+//! cross-connect or router), report counters, and stop cleanly on SIGINT/SIGTERM.
 
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 
 use dataplane::dpdk::{Eal, Mempool, Port, tsc_hz};
+use dataplane::router::{CoreConfig, RouterControl, RouterWorker, Stage, WorkerStats, report};
 use dataplane::xconnect::{RxAssignment, WorkerCounters, XconnectWorker};
 
-use crate::config::Plan;
+use crate::config::{Mode, Plan};
+use crate::routing::{PortInfo, apply};
 
 /// How the daemon reports while it runs.
 #[derive(Debug, Clone, Default)]
@@ -24,8 +26,8 @@ pub struct RunOptions {
     pub duration: Option<Duration>,
 }
 
-/// Assigns rx queues to workers: queue q of every port goes to worker q % workers,
-/// and a worker sends on its own tx queue (its index) of the peer port.
+/// Assigns rx queues to xconnect workers: queue q of every port goes to worker
+/// q % workers, and a worker sends on its own tx queue (its index) of the peer port.
 pub fn assign_queues(plan: &Plan, port_ids: &[u16]) -> Vec<Vec<RxAssignment>> {
     let mut per_worker = vec![Vec::new(); plan.workers];
     for (i, p) in plan.ports.iter().enumerate() {
@@ -42,6 +44,18 @@ pub fn assign_queues(plan: &Plan, port_ids: &[u16]) -> Vec<Vec<RxAssignment>> {
     per_worker
 }
 
+/// The rx queues of each router worker: (port id, queue), same rule as xconnect.
+pub fn router_queues(plan: &Plan, port_ids: &[u16]) -> Vec<Vec<(u16, u16)>> {
+    let mut per_worker = vec![Vec::new(); plan.workers];
+    for (i, p) in plan.ports.iter().enumerate() {
+        for q in 0..p.rx_queues {
+            per_worker[usize::from(q) % plan.workers].push((port_ids[i], q));
+        }
+    }
+    per_worker
+}
+
+#[derive(Clone, Copy)]
 struct Snapshot {
     rx: u64,
     tx: u64,
@@ -50,13 +64,39 @@ struct Snapshot {
     at: Instant,
 }
 
-fn snapshot(workers: &[Arc<WorkerCounters>]) -> Snapshot {
-    Snapshot {
-        rx: workers.iter().map(|w| w.rx_pkts()).sum(),
-        tx: workers.iter().map(|w| w.tx_pkts()).sum(),
-        drops: workers.iter().map(|w| w.tx_drops()).sum(),
-        busy_cycles: workers.iter().map(|w| w.busy_cycles.get()).sum(),
-        at: Instant::now(),
+/// What the periodic report reads: one of the two worker kinds' counters.
+enum Counters {
+    Xconnect(Vec<Arc<WorkerCounters>>),
+    Router(Vec<Arc<WorkerStats>>),
+}
+
+impl Counters {
+    fn snapshot(&self) -> Snapshot {
+        let (rx, tx, drops, busy_cycles) = match self {
+            Counters::Xconnect(ws) => (
+                ws.iter().map(|w| w.rx_pkts()).sum(),
+                ws.iter().map(|w| w.tx_pkts()).sum(),
+                ws.iter().map(|w| w.tx_drops()).sum(),
+                ws.iter().map(|w| w.busy_cycles.get()).sum(),
+            ),
+            Counters::Router(ws) => (
+                ws.iter()
+                    .map(|w| w.stages[Stage::Rx as usize].pkts.get())
+                    .sum(),
+                ws.iter()
+                    .map(|w| w.ifaces.iter().map(|i| i.tx_pkts.get()).sum::<u64>())
+                    .sum(),
+                ws.iter().map(|w| w.total_drops()).sum(),
+                ws.iter().map(|w| w.busy_cycles.get()).sum(),
+            ),
+        };
+        Snapshot {
+            rx,
+            tx,
+            drops,
+            busy_cycles,
+            at: Instant::now(),
+        }
     }
 }
 
@@ -86,42 +126,43 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<()> {
     for pc in &plan.ports {
         ports.push(Port::open(eal, pc, pool.clone())?);
     }
-    let ids: Vec<u16> = ports.iter().map(Port::id).collect();
     for (p, pc) in ports.iter().zip(&plan.ports) {
         let m = p.mac();
         eprintln!(
-            "dataplaned: {} = {} ({}) id {} mac {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} queues {}/{}{}",
+            "dataplaned: {} = {} ({}) id {} mac {} queues {}/{}{}",
             p.name(),
             pc.device,
             p.driver(),
             p.id(),
-            m[0],
-            m[1],
-            m[2],
-            m[3],
-            m[4],
-            m[5],
+            mac_str(m),
             p.rx_queues(),
             p.tx_queues(),
             if p.rss() { " rss" } else { "" }
         );
     }
+    let result = match plan.mode {
+        Mode::Xconnect => run_xconnect(eal, plan, opts, &ports, &stop),
+        Mode::Router => run_router(eal, plan, opts, &ports, &stop),
+    };
+    drop(ports);
+    drop(pool);
+    if let Err(e) = eal.cleanup() {
+        eprintln!("dataplaned: {e}");
+    }
+    result
+}
 
-    let worker_stop = Arc::new(AtomicBool::new(false));
-    let mut counters = Vec::new();
-    let mut plan_queues = Vec::new();
+/// Launches `jobs` on the worker lcores in order; on failure stops what started.
+fn launch_all(
+    eal: &'static Eal,
+    jobs: Vec<Box<dyn FnOnce() -> i32 + Send>>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<u32>> {
     let mut launched = Vec::new();
-    for (w, assignments) in assign_queues(plan, &ids).into_iter().enumerate() {
+    for (w, job) in jobs.into_iter().enumerate() {
         let lcore = eal.worker_lcores()[w];
-        let mut worker = XconnectWorker::new(assignments.clone(), worker_stop.clone(), plan.idle);
-        counters.push(worker.counters());
-        plan_queues.push(assignments);
-        let started = eal.launch(lcore, move || {
-            worker.run();
-            0
-        });
-        if let Err(e) = started {
-            worker_stop.store(true, Ordering::SeqCst);
+        if let Err(e) = eal.launch(lcore, job) {
+            stop.store(true, Ordering::SeqCst);
             for l in launched {
                 eal.wait(l);
             }
@@ -129,53 +170,186 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<()> {
         }
         launched.push(lcore);
     }
-    eprintln!(
-        "dataplaned: forwarding (xconnect) with {} worker(s) on lcores {:?}; SIGINT/SIGTERM stops",
-        plan.workers,
-        eal.worker_lcores()
-    );
+    Ok(launched)
+}
 
+/// The main thread's loop while the workers run: periodic reports, `tick` every
+/// 20 ms (control work), until a signal or the duration.
+fn main_loop(
+    opts: &RunOptions,
+    stop: &AtomicBool,
+    counters: &Counters,
+    mut tick: impl FnMut(),
+) -> Duration {
     let t_start = Instant::now();
-    let mut last = snapshot(&counters);
+    let mut last = counters.snapshot();
     let mut next_report = opts.stats_interval.map(|d| t_start + d);
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(20));
-        if let Some(d) = opts.duration {
-            if t_start.elapsed() >= d {
-                break;
-            }
+        tick();
+        if opts.duration.is_some_and(|d| t_start.elapsed() >= d) {
+            break;
         }
         if let (Some(at), Some(every)) = (next_report, opts.stats_interval) {
             if Instant::now() >= at {
-                let now = snapshot(&counters);
-                report(&last, &now, t_start, opts.stats_json);
+                let now = counters.snapshot();
+                report_line(&last, &now, t_start, opts.stats_json);
                 last = now;
                 next_report = Some(at + every);
             }
         }
     }
+    t_start.elapsed()
+}
 
+fn stop_workers(eal: &Eal, worker_stop: &AtomicBool, launched: Vec<u32>) -> bool {
     worker_stop.store(true, Ordering::SeqCst);
-    let mut failed = false;
+    let mut ok = true;
     for l in launched {
         if eal.wait(l) != 0 {
-            failed = true;
+            ok = false;
         }
     }
-    let elapsed = t_start.elapsed();
-    print_summary(&ports, &counters, &plan_queues, elapsed);
-    drop(ports);
-    drop(pool);
-    if let Err(e) = eal.cleanup() {
-        eprintln!("dataplaned: {e}");
+    ok
+}
+
+fn run_xconnect(
+    eal: &'static Eal,
+    plan: &Plan,
+    opts: &RunOptions,
+    ports: &[Port],
+    stop: &AtomicBool,
+) -> Result<()> {
+    let ids: Vec<u16> = ports.iter().map(Port::id).collect();
+    let worker_stop = Arc::new(AtomicBool::new(false));
+    let mut counters = Vec::new();
+    let mut queues = Vec::new();
+    let mut jobs: Vec<Box<dyn FnOnce() -> i32 + Send>> = Vec::new();
+    for assignments in assign_queues(plan, &ids) {
+        let mut worker = XconnectWorker::new(assignments.clone(), worker_stop.clone(), plan.idle);
+        counters.push(worker.counters());
+        queues.push(assignments);
+        jobs.push(Box::new(move || {
+            worker.run();
+            0
+        }));
     }
-    if failed {
+    let launched = launch_all(eal, jobs, &worker_stop)?;
+    eprintln!(
+        "dataplaned: forwarding (xconnect) with {} worker(s) on lcores {:?}; SIGINT/SIGTERM stops",
+        plan.workers,
+        eal.worker_lcores()
+    );
+    let c = Counters::Xconnect(counters.clone());
+    let elapsed = main_loop(opts, stop, &c, || {});
+    let ok = stop_workers(eal, &worker_stop, launched);
+    print_xconnect_summary(ports, &counters, &queues, elapsed);
+    if !ok {
         bail!("a worker panicked; see the messages above");
     }
     Ok(())
 }
 
-fn report(last: &Snapshot, now: &Snapshot, t0: Instant, json: bool) {
+fn run_router(
+    eal: &'static Eal,
+    plan: &Plan,
+    opts: &RunOptions,
+    ports: &[Port],
+    stop: &AtomicBool,
+) -> Result<()> {
+    let ids: Vec<u16> = ports.iter().map(Port::id).collect();
+    let infos: Vec<PortInfo> = ports
+        .iter()
+        .map(|p| PortInfo {
+            name: p.name().to_string(),
+            id: p.id(),
+            mac: p.mac(),
+        })
+        .collect();
+    let mut ctl = RouterControl::new();
+    apply(&plan.routing, &infos, &mut ctl).map_err(|e| anyhow!(e))?;
+    let mut cfg = CoreConfig::default();
+    if let Some(r) = plan.routing.router.icmp_rate_pps {
+        cfg.icmp_rate_pps = r;
+    }
+    let n_ports = ids.iter().map(|&i| usize::from(i) + 1).max().unwrap_or(0);
+    let worker_stop = Arc::new(AtomicBool::new(false));
+    let mut jobs: Vec<Box<dyn FnOnce() -> i32 + Send>> = Vec::new();
+    for (w, rx) in router_queues(plan, &ids).into_iter().enumerate() {
+        let (core, punts) = ctl.new_core(cfg, tsc_hz());
+        let mut worker = RouterWorker::new(
+            core,
+            rx,
+            w as u16,
+            n_ports,
+            punts,
+            worker_stop.clone(),
+            plan.idle,
+        );
+        jobs.push(Box::new(move || {
+            worker.run();
+            0
+        }));
+    }
+    let launched = launch_all(eal, jobs, &worker_stop)?;
+    eprintln!(
+        "dataplaned: forwarding (router) with {} worker(s) on lcores {:?}, {} interface(s), {} route(s), {} label(s); SIGINT/SIGTERM stops",
+        plan.workers,
+        eal.worker_lcores(),
+        ctl.ifaces().iter().count(),
+        ctl.fib().route_count(0),
+        ctl.labels().len()
+    );
+    let c = Counters::Router(ctl.worker_stats());
+    let handles = ctl.workers().to_vec();
+    let elapsed = main_loop(opts, stop, &c, || {
+        ctl.poll();
+        // Punted packets have no consumer yet (the TAP interfaces come with the Linux
+        // control plane); they are counted by reason and freed here.
+        for h in &handles {
+            while h.punts.pop().is_some() {}
+        }
+    });
+    let ok = stop_workers(eal, &worker_stop, launched);
+    for h in ctl.workers() {
+        while h.punts.pop().is_some() {}
+    }
+    let stats = ctl.worker_stats();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "dataplaned: stopped after {:.1} s",
+        elapsed.as_secs_f64()
+    );
+    let _ = writeln!(
+        out,
+        "{:<12} {:>7} {:>12} {:>14} {:>12} {:>14} {:>10}",
+        "interface", "ifindex", "rx-pkts", "rx-bytes", "tx-pkts", "tx-bytes", "drops"
+    );
+    for r in report::iface_rows(&ctl.ifaces(), &stats) {
+        let _ = writeln!(
+            out,
+            "{:<12} {:>7} {:>12} {:>14} {:>12} {:>14} {:>10}",
+            r.name, r.ifindex, r.rx_pkts, r.rx_bytes, r.tx_pkts, r.tx_bytes, r.drops
+        );
+    }
+    let _ = write!(out, "{}", report::show_run(&stats, tsc_hz()));
+    let _ = write!(out, "{}", report::show_errors(&stats));
+    let _ = out.flush();
+    if !ok {
+        bail!("a worker panicked; see the messages above");
+    }
+    Ok(())
+}
+
+fn mac_str(m: [u8; 6]) -> String {
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        m[0], m[1], m[2], m[3], m[4], m[5]
+    )
+}
+
+fn report_line(last: &Snapshot, now: &Snapshot, t0: Instant, json: bool) {
     let dt = now.at.duration_since(last.at).as_secs_f64().max(1e-9);
     let rx = now.rx - last.rx;
     let tx = now.tx - last.tx;
@@ -187,7 +361,7 @@ fn report(last: &Snapshot, now: &Snapshot, t0: Instant, json: bool) {
     let _ = if json {
         writeln!(
             out,
-            "{{\"t\":{t:.3},\"dt\":{dt:.3},\"rx_pkts\":{rx},\"tx_pkts\":{tx},\"tx_drops\":{drops},\"busy_cycles\":{cyc},\"rx_mpps\":{:.3},\"tx_mpps\":{:.3},\"cycles_per_pkt\":{cpp:.2},\"tsc_hz\":{}}}",
+            "{{\"t\":{t:.3},\"dt\":{dt:.3},\"rx_pkts\":{rx},\"tx_pkts\":{tx},\"drops\":{drops},\"busy_cycles\":{cyc},\"rx_mpps\":{:.3},\"tx_mpps\":{:.3},\"cycles_per_pkt\":{cpp:.2},\"tsc_hz\":{}}}",
             rx as f64 / dt / 1e6,
             tx as f64 / dt / 1e6,
             tsc_hz()
@@ -195,7 +369,7 @@ fn report(last: &Snapshot, now: &Snapshot, t0: Instant, json: bool) {
     } else {
         writeln!(
             out,
-            "t={t:7.1}s  rx {:>10.3} Mpps  tx {:>10.3} Mpps  tx-drops {drops:>8}  busy {cpp:6.1} cycles/pkt",
+            "t={t:7.1}s  rx {:>10.3} Mpps  tx {:>10.3} Mpps  drops {drops:>8}  busy {cpp:6.1} cycles/pkt",
             rx as f64 / dt / 1e6,
             tx as f64 / dt / 1e6
         )
@@ -203,7 +377,7 @@ fn report(last: &Snapshot, now: &Snapshot, t0: Instant, json: bool) {
     let _ = out.flush();
 }
 
-fn print_summary(
+fn print_xconnect_summary(
     ports: &[Port],
     counters: &[Arc<WorkerCounters>],
     queues: &[Vec<RxAssignment>],

@@ -85,6 +85,8 @@ pub struct RouterControl {
     router_id: Option<Ipv4Addr>,
     workers: Vec<WorkerHandle>,
     neighbors: BTreeMap<(u32, Ipv4Addr), [u8; 6]>,
+    /// Host routes installed for learned neighbours: (table, address) → ifindex.
+    host_routes: BTreeMap<(TableId, Ipv4Addr), u32>,
 }
 
 impl std::fmt::Debug for RouterControl {
@@ -113,6 +115,7 @@ impl RouterControl {
             router_id: None,
             workers: Vec::new(),
             neighbors: BTreeMap::new(),
+            host_routes: BTreeMap::new(),
         }
     }
 
@@ -262,8 +265,7 @@ impl RouterControl {
             .map(|k| k.1)
             .collect();
         for ip in nbrs {
-            let _ = self.fib.neighbor_del(ifindex, IpAddr::V4(ip));
-            self.neighbors.remove(&(ifindex, ip));
+            let _ = self.del_neighbor(ifindex, ip);
         }
         self.fib.interface_del(ifindex)?;
         self.iface_list.remove(&ifindex);
@@ -359,21 +361,48 @@ impl RouterControl {
         Ok(())
     }
 
-    /// Sets (or learns) a neighbour's MAC; returns its adjacency id.
+    /// Sets (or learns) a neighbour's MAC; returns its adjacency id. A neighbour on
+    /// one of the interface's connected subnets also gets a /32 host route, so traffic
+    /// to it stops gleaning (unless a route for that /32 exists already).
     pub fn set_neighbor(
         &mut self,
         ifindex: u32,
         ip: Ipv4Addr,
         mac: [u8; 6],
     ) -> Result<u32, RouterError> {
-        self.iface(ifindex)?;
+        let i = self.iface(ifindex)?;
+        let table = i.table;
+        let on_link = i.addrs.iter().any(|&(a, len)| {
+            let mask = if len == 0 {
+                0
+            } else {
+                u32::MAX << (32 - u32::from(len))
+            };
+            u32::from(a) & mask == u32::from(ip) & mask && a != ip
+        });
         let id = self.fib.neighbor_set(ifindex, IpAddr::V4(ip), Some(mac))?;
         self.neighbors.insert((ifindex, ip), mac);
+        if on_link {
+            let host = Ipv4Prefix::new(ip, 32)?;
+            if self.fib.route(table, host).is_none() {
+                self.fib.route_add(
+                    table,
+                    host,
+                    RouteKind::Paths(vec![fib::Path::gateway_on(ip, ifindex)]),
+                )?;
+                self.host_routes.insert((table, ip), ifindex);
+            }
+        }
         Ok(id)
     }
 
-    /// Forgets a neighbour's MAC.
+    /// Forgets a neighbour's MAC (and the host route it brought).
     pub fn del_neighbor(&mut self, ifindex: u32, ip: Ipv4Addr) -> Result<(), RouterError> {
+        let table = self.iface(ifindex)?.table;
+        if self.host_routes.get(&(table, ip)) == Some(&ifindex) {
+            let _ = self.fib.route_del(table, Ipv4Prefix::new(ip, 32)?);
+            self.host_routes.remove(&(table, ip));
+        }
         self.fib.neighbor_del(ifindex, IpAddr::V4(ip))?;
         self.neighbors.remove(&(ifindex, ip));
         Ok(())
