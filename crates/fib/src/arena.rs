@@ -145,3 +145,57 @@ impl BlockAlloc {
         self.pending_units -= released;
     }
 }
+
+/// A fast, non-keyed hasher for the writer's maps (FxHash's multiply-rotate
+/// scheme). The keys are route and path data from the control plane, not packets.
+#[derive(Default, Clone, Copy, Debug)]
+pub(crate) struct FastHasher(u64);
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl std::hash::Hasher for FastHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut c = bytes.chunks_exact(8);
+        for w in &mut c {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+        for &b in c.remainder() {
+            self.write_u64(u64::from(b));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+    #[inline]
+    fn write_u16(&mut self, i: u16) {
+        self.write_u64(u64::from(i));
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(SEED);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        // Spread the high bits down: hashbrown takes its group tag from the top 7.
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
+/// `HashMap` with [`FastHasher`].
+pub(crate) type FastMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+/// `HashSet` with [`FastHasher`].
+pub(crate) type FastSet<K> =
+    std::collections::HashSet<K, std::hash::BuildHasherDefault<FastHasher>>;

@@ -10,14 +10,14 @@
 //! recomputed and their buckets rewritten in place: the prefixes that use them, and
 //! the LPM, are not touched.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use arc_swap::ArcSwap;
 
-use crate::arena::BlockAlloc;
+use crate::arena::{BlockAlloc, FastMap as HashMap, FastSet as HashSet};
 use crate::lpm::{LpmArena, LpmWriter};
 use crate::model::{
     Action, FibError, Interface, Ipv4Prefix, MAX_LABELS, Path, RouteKind, TableId, Via, check_paths,
@@ -96,11 +96,15 @@ struct AdjEntry {
 struct RouteEntry {
     prefix: Ipv4Prefix,
     pl: u32,
+    /// Trie node holding the route (stable while the route exists).
+    node: u32,
 }
 
 #[derive(Debug)]
 struct Table {
     trie: Trie,
+    /// Exact match (address, length) → route slot, so updates skip the trie walk.
+    index: HashMap<(u32, u8), u32>,
     lpm: LpmWriter,
     routes: Vec<RouteEntry>,
     free: Vec<u32>,
@@ -266,21 +270,21 @@ impl Fib {
             republish: false,
             retired: Vec::new(),
             tables: BTreeMap::new(),
-            interfaces: HashMap::new(),
+            interfaces: HashMap::default(),
             lb_alloc,
             bucket_alloc,
             leg_alloc,
             adj_alloc,
             rw_alloc,
-            legs: HashMap::new(),
+            legs: HashMap::default(),
             leg_keys: Vec::new(),
-            adjs: HashMap::new(),
+            adjs: HashMap::default(),
             pls: Vec::new(),
             pl_free: Vec::new(),
-            pl_index: HashMap::new(),
-            route_deps: HashMap::new(),
+            pl_index: HashMap::default(),
+            route_deps: HashMap::default(),
             work: Vec::new(),
-            in_work: HashSet::new(),
+            in_work: HashSet::default(),
             batch: false,
         };
         // Table 0 cannot fail to be created in an empty FIB.
@@ -305,6 +309,7 @@ impl Fib {
             id,
             Table {
                 trie: Trie::new(),
+                index: HashMap::default(),
                 lpm,
                 routes: Vec::new(),
                 free: Vec::new(),
@@ -449,39 +454,43 @@ impl Fib {
                     return Err(FibError::UnknownInterface(i));
                 }
             }
-            RouteKind::Connected { ifindex } => {
-                if !self.interfaces.contains_key(ifindex) {
-                    return Err(FibError::UnknownInterface(*ifindex));
-                }
+            RouteKind::Connected { ifindex } if !self.interfaces.contains_key(ifindex) => {
+                return Err(FibError::UnknownInterface(*ifindex));
             }
             _ => {}
         }
-        let seed = self.tables.get(&table).and_then(|t| {
-            t.trie
-                .get(prefix.addr_u32(), prefix.len())
-                .map(|slot| t.routes[slot as usize].pl)
+        let existing = self.tables.get(&table).and_then(|t| {
+            t.index
+                .get(&(prefix.addr_u32(), prefix.prefix_len()))
+                .copied()
         });
+        let seed =
+            existing.and_then(|slot| self.tables.get(&table).map(|t| t.routes[slot as usize].pl));
         let pl = self.pl_acquire(PlKey { table, kind }, seed);
         let fwd = self.pl(pl).map_or(0, |p| p.fwd);
-        let (addr, len) = (prefix.addr_u32(), prefix.len());
+        let (addr, len) = (prefix.addr_u32(), prefix.prefix_len());
         let rk = (table, addr, len);
         let Some(t) = self.tables.get_mut(&table) else {
             return Err(FibError::UnknownTable(table));
         };
-        if let Some(slot) = t.trie.get(addr, len) {
+        if let Some(slot) = existing {
             let old = t.routes[slot as usize].pl;
             if old == pl {
                 self.pl_release(pl);
             } else {
                 t.routes[slot as usize].pl = pl;
-                t.trie.set_fwd(addr, len, fwd);
+                t.trie.set_fwd(t.routes[slot as usize].node, fwd);
                 t.lpm.mark(addr, len);
                 self.queue_route_deps(rk, None);
                 self.run_work();
                 self.pl_release(old);
             }
         } else {
-            let entry = RouteEntry { prefix, pl };
+            let entry = RouteEntry {
+                prefix,
+                pl,
+                node: NIL,
+            };
             let slot = if let Some(s) = t.free.pop() {
                 t.routes[s as usize] = entry;
                 s
@@ -489,7 +498,9 @@ impl Fib {
                 t.routes.push(entry);
                 (t.routes.len() - 1) as u32
             };
-            t.trie.insert(addr, len, slot, fwd);
+            let (node, _) = t.trie.insert(addr, len, slot, fwd);
+            t.routes[slot as usize].node = node;
+            t.index.insert((addr, len), slot);
             t.lpm.mark(addr, len);
             // Path lists that resolved a gateway inside the new prefix through a less
             // specific route now resolve through this one.
@@ -500,7 +511,7 @@ impl Fib {
             } else {
                 None
             };
-            let ck = cover.map_or((table, 0, 0), |c| (table, c.addr_u32(), c.len()));
+            let ck = cover.map_or((table, 0, 0), |c| (table, c.addr_u32(), c.prefix_len()));
             self.queue_route_deps(ck, Some(prefix));
             self.queue_route_deps(rk, None);
             self.run_work();
@@ -515,7 +526,7 @@ impl Fib {
             .tables
             .get_mut(&table)
             .ok_or(FibError::UnknownTable(table))?;
-        let (addr, len) = (prefix.addr_u32(), prefix.len());
+        let (addr, len) = (prefix.addr_u32(), prefix.prefix_len());
         let slot = t
             .trie
             .remove(addr, len)
@@ -524,9 +535,11 @@ impl Fib {
         let pl = t.routes[slot as usize].pl;
         t.routes[slot as usize].pl = NIL;
         t.free.push(slot);
+        t.index.remove(&(addr, len));
         if t.trie.len() == 0 {
             t.routes = Vec::new();
             t.free = Vec::new();
+            t.index = HashMap::default();
         }
         self.queue_route_deps((table, addr, len), None);
         self.run_work();
@@ -538,7 +551,7 @@ impl Fib {
     /// The result id of the route for exactly `prefix`, if present.
     pub fn route(&self, table: TableId, prefix: Ipv4Prefix) -> Option<u32> {
         let t = self.tables.get(&table)?;
-        let slot = t.trie.get(prefix.addr_u32(), prefix.len())?;
+        let &slot = t.index.get(&(prefix.addr_u32(), prefix.prefix_len()))?;
         self.pl(t.routes[slot as usize].pl).map(|p| p.fwd)
     }
 
@@ -561,7 +574,11 @@ impl Fib {
         let control_bytes = self
             .tables
             .values()
-            .map(|t| t.trie.memory_bytes() + t.routes.capacity() * size_of::<RouteEntry>())
+            .map(|t| {
+                t.trie.memory_bytes()
+                    + t.routes.capacity() * size_of::<RouteEntry>()
+                    + t.index.capacity() * 12
+            })
             .sum::<usize>()
             + self.pls.capacity() * size_of::<Option<PathList>>()
             + self.leg_keys.capacity() * size_of::<Option<LegKey>>();
@@ -847,7 +864,7 @@ impl Fib {
                 .map(|s| s.buckets.clone())
                 .unwrap_or_default(),
             via: Vec::new(),
-            dependents: HashSet::new(),
+            dependents: HashSet::default(),
         };
         let id = if let Some(i) = self.pl_free.pop() {
             self.pls[i as usize] = Some(pl);
@@ -1009,7 +1026,7 @@ impl Fib {
                     return;
                 };
                 let r = t.routes[slot as usize];
-                via.push(((table, r.prefix.addr_u32(), r.prefix.len()), r.pl));
+                via.push(((table, r.prefix.addr_u32(), r.prefix.prefix_len()), r.pl));
                 let Some(y) = self.pl(r.pl) else {
                     return;
                 };

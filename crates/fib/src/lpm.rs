@@ -42,7 +42,7 @@ pub(crate) struct LpmArena {
 /// Index of the 6-bit chunk of `key` that starts at bit `offset` (zero-padded past 32).
 #[inline(always)]
 fn chunk(key: u32, offset: u32) -> u32 {
-    (((u64::from(key)) << (32 + offset)) >> 58) as u32
+    (key << (offset & 31)) >> 26
 }
 
 /// Bits `0..=v` set.
@@ -137,41 +137,45 @@ impl LpmArena {
 
     #[inline(always)]
     fn lookup_chunk(&self, keys: &[u32], out: &mut [u32]) {
-        // Double-buffered work lists, so a pass never reads what it writes.
-        let mut todo = [[0u16; BURST]; 2];
-        let mut node = [[0u32; BURST]; 2];
+        // Pass 1: every direct entry.
+        for (k, o) in keys.iter().zip(out.iter_mut()) {
+            *o = self.direct_entry(*k);
+        }
+        // Pass 2: one node for every key that needs one; the few that go deeper are
+        // listed for the next passes.
+        let mut todo = [0u16; BURST];
+        let mut node = [0u32; BURST];
         let mut m = 0usize;
         for (i, (k, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
-            let d = self.direct_entry(*k);
-            *o = d & !LEAF;
-            todo[0][m] = i as u16;
-            node[0][m] = d;
-            m += usize::from(d & LEAF == 0);
-        }
-        let mut offset = DIRECT_BITS;
-        let mut cur = 0usize;
-        while m > 0 {
-            let (a, b) = todo.split_at_mut(1);
-            let (na, nb) = node.split_at_mut(1);
-            let (src_t, dst_t, src_n, dst_n) = if cur == 0 {
-                (&a[0], &mut b[0], &na[0], &mut nb[0])
+            let d = *o;
+            if d & LEAF != 0 {
+                *o = d & !LEAF;
+                continue;
+            }
+            let (is_node, next, leaf) = self.step(*k, d, DIRECT_BITS);
+            if is_node {
+                todo[m] = i as u16;
+                node[m] = next;
+                m += 1;
             } else {
-                (&b[0], &mut a[0], &nb[0], &mut na[0])
-            };
+                *o = leaf;
+            }
+        }
+        let mut offset = DIRECT_BITS + STRIDE;
+        while m > 0 && offset < 32 {
             let mut m2 = 0usize;
-            for (&i, &nd) in src_t[..m].iter().zip(&src_n[..m]) {
-                let i = usize::from(i);
-                let (is_node, next, leaf) = self.step(keys[i], nd, offset);
+            for j in 0..m {
+                let i = usize::from(todo[j]);
+                let (is_node, next, leaf) = self.step(keys[i], node[j], offset);
                 if is_node {
-                    dst_t[m2] = i as u16;
-                    dst_n[m2] = next;
+                    todo[m2] = i as u16;
+                    node[m2] = next;
                     m2 += 1;
                 } else {
                     out[i] = leaf;
                 }
             }
             m = m2;
-            cur ^= 1;
             offset += STRIDE;
         }
     }
@@ -180,20 +184,15 @@ impl LpmArena {
     #[inline(always)]
     fn step(&self, key: u32, idx: u32, offset: u32) -> (bool, u32, u32) {
         let base = idx as usize * NODE_WORDS;
-        let (Some(vector), Some(leafvec), Some(bases)) = (
-            self.nodes.get(base),
-            self.nodes.get(base + 1),
-            self.nodes.get(base + 2),
-        ) else {
+        let Some(w) = self.nodes.get(base..base + NODE_WORDS) else {
             return (false, 0, 0);
         };
-        let vector = vector.load(Ordering::Relaxed);
-        let leafvec = leafvec.load(Ordering::Relaxed);
-        let bases = bases.load(Ordering::Relaxed);
-        let v = chunk(key, offset.min(31));
+        let vector = w[0].load(Ordering::Relaxed);
+        let leafvec = w[1].load(Ordering::Relaxed);
+        let bases = w[2].load(Ordering::Relaxed);
+        let v = chunk(key, offset);
         let below = upto(v);
-        // A consistent tree never goes below bit 32; the bound keeps a bug finite.
-        let is_node = vector & (1u64 << v) != 0 && offset < 32;
+        let is_node = vector & (1u64 << v) != 0;
         let next = ((bases >> 32) as u32)
             .wrapping_add((vector & below).count_ones())
             .wrapping_sub(1);

@@ -131,7 +131,7 @@ impl Ipv4Prefix {
     }
 
     /// The prefix length.
-    pub fn len(&self) -> u8 {
+    pub fn prefix_len(&self) -> u8 {
         self.len
     }
 

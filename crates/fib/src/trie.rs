@@ -72,8 +72,15 @@ impl Trie {
         }
     }
 
-    /// Stores `route`/`fwd` at `addr/len`; returns the route slot it replaced.
-    pub(crate) fn insert(&mut self, addr: u32, len: u8, route: u32, fwd: u32) -> Option<u32> {
+    /// Stores `route`/`fwd` at `addr/len`; returns the node, and the route slot it
+    /// replaced.
+    pub(crate) fn insert(
+        &mut self,
+        addr: u32,
+        len: u8,
+        route: u32,
+        fwd: u32,
+    ) -> (u32, Option<u32>) {
         let mut n = 0u32;
         for d in 0..u32::from(len) {
             let b = bit(addr, d);
@@ -92,39 +99,16 @@ impl Trie {
         node.fwd = fwd;
         if old == NIL {
             self.routes += 1;
-            None
+            (n, None)
         } else {
-            Some(old)
+            (n, Some(old))
         }
     }
 
-    /// Node index of exactly `addr/len`, if it exists.
-    pub(crate) fn find_node(&self, addr: u32, len: u8) -> Option<u32> {
-        let mut n = 0u32;
-        for d in 0..u32::from(len) {
-            n = self.nodes[n as usize].child[bit(addr, d)];
-            if n == NIL {
-                return None;
-            }
-        }
-        Some(n)
-    }
-
-    /// Route slot stored at exactly `addr/len`.
-    pub(crate) fn get(&self, addr: u32, len: u8) -> Option<u32> {
-        self.find_node(addr, len)
-            .map(|n| self.nodes[n as usize].route)
-            .filter(|&r| r != NIL)
-    }
-
-    /// Changes the result id of the route at `addr/len`. Returns false if absent.
-    pub(crate) fn set_fwd(&mut self, addr: u32, len: u8, fwd: u32) -> bool {
-        match self.find_node(addr, len) {
-            Some(n) if self.nodes[n as usize].route != NIL => {
-                self.nodes[n as usize].fwd = fwd;
-                true
-            }
-            _ => false,
+    /// Changes the result id of the route stored at node `n`.
+    pub(crate) fn set_fwd(&mut self, n: u32, fwd: u32) {
+        if let Some(node) = self.nodes.get_mut(n as usize) {
+            node.fwd = fwd;
         }
     }
 

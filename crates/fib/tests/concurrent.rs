@@ -23,7 +23,7 @@ fn readers_only_see_states_that_existed() {
     // Every label a covering route could give, per probe address (0 = no route).
     let mut by_len: Vec<HashMap<u32, u32>> = vec![HashMap::new(); 33];
     for &(p, asn) in &rib {
-        by_len[p.len() as usize].insert(p.addr_u32(), asn & 0xf_ffff);
+        by_len[p.prefix_len() as usize].insert(p.addr_u32(), asn & 0xf_ffff);
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(3);
     let mut probes: Vec<u32> = Vec::new();
@@ -131,9 +131,9 @@ fn readers_only_see_states_that_existed() {
 }
 
 fn mask(p: Ipv4Prefix) -> u32 {
-    if p.len() == 0 {
+    if p.prefix_len() == 0 {
         0
     } else {
-        u32::MAX << (32 - p.len())
+        u32::MAX << (32 - p.prefix_len())
     }
 }

@@ -54,10 +54,10 @@ impl Reference {
         }
     }
     pub fn insert(&mut self, p: Ipv4Prefix, v: u32) {
-        self.by_len[p.len() as usize].insert(p.addr_u32(), v);
+        self.by_len[p.prefix_len() as usize].insert(p.addr_u32(), v);
     }
     pub fn remove(&mut self, p: Ipv4Prefix) -> Option<u32> {
-        self.by_len[p.len() as usize].remove(&p.addr_u32())
+        self.by_len[p.prefix_len() as usize].remove(&p.addr_u32())
     }
     pub fn lookup(&self, a: u32) -> u32 {
         for len in (0..=32u32).rev() {
