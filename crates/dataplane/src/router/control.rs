@@ -17,7 +17,7 @@ use fib::{FibError, Ipv4Prefix, RouteKind, TableId};
 
 use super::core::{Core, CoreConfig, Event, Tables};
 use super::iface::{IfTable, Interface};
-use super::stats::{MAX_IFACES, WorkerStats};
+use super::stats::{MAX_IFACES, TraceRecord, WorkerStats};
 use super::worker::PuntQueue;
 
 /// Depth of each worker's event queue (neighbours learned from ARP).
@@ -456,6 +456,46 @@ impl RouterControl {
     /// Deletes a label entry.
     pub fn label_del(&mut self, label: u32, eos: bool) -> Result<mpls::LabelAction, RouterError> {
         Ok(self.labels.remove(label, eos)?)
+    }
+
+    /// Traces the next `n` packets of every worker (a budget per worker).
+    pub fn trace_add(&self, n: u32) {
+        for w in &self.workers {
+            let b = &w.stats.trace_budget;
+            b.store(
+                b.load(std::sync::atomic::Ordering::Relaxed)
+                    .saturating_add(n),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// Trace records collected so far, per worker (worker index, record); they stay
+    /// until [`RouterControl::trace_clear`].
+    pub fn trace_records(&self) -> Vec<(usize, TraceRecord)> {
+        let mut v = Vec::new();
+        for (k, w) in self.workers.iter().enumerate() {
+            let mut mine = Vec::new();
+            while let Some(r) = w.stats.traces.pop() {
+                mine.push(r);
+            }
+            for r in &mine {
+                let _ = w.stats.traces.push(r.clone());
+            }
+            v.extend(mine.into_iter().map(|r| (k, r)));
+        }
+        v.sort_by_key(|(_, r)| r.tsc);
+        v
+    }
+
+    /// Stops tracing and forgets the records.
+    pub fn trace_clear(&self) {
+        for w in &self.workers {
+            w.stats
+                .trace_budget
+                .store(0, std::sync::atomic::Ordering::Relaxed);
+            while w.stats.traces.pop().is_some() {}
+        }
     }
 
     /// Handles what the workers reported (neighbours learned from ARP). Returns the

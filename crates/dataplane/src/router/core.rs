@@ -14,6 +14,7 @@
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use arc_swap::ArcSwap;
 use crossbeam_queue::ArrayQueue;
@@ -23,7 +24,7 @@ use crate::packet::Packet;
 
 use super::iface::IfTable;
 use super::reasons::{DropReason, PuntReason};
-use super::stats::{Stage, WorkerStats};
+use super::stats::{Stage, TRACE_BYTES, TraceRecord, WorkerStats};
 
 const ETH_LEN: usize = 14;
 const VLAN_LEN: usize = 4;
@@ -133,6 +134,10 @@ struct Meta {
     local: Local,
     /// Flow hash from the MPLS stage (0 = compute from IPv4).
     hash: u32,
+    /// Stages passed (bit per `Stage`), for the trace.
+    path: u8,
+    /// Drop reason + 1 (`DropReason`), or 100 + index of an MPLS reason; 0 = none.
+    reason: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -148,6 +153,9 @@ enum Local {
     /// MPLS TTL expired inside an LSP.
     MplsTtl,
 }
+
+/// Length and first bytes of a packet before processing (trace).
+type TraceHead = (u16, [u8; TRACE_BYTES]);
 
 /// Token bucket in TSC ticks.
 #[derive(Debug, Clone, Copy)]
@@ -206,6 +214,8 @@ struct Work {
     arp_recent: [(u32, u64); 16],
     arp_retry_ticks: u64,
     ident: u16,
+    /// Heads of the packets of a traced vector (allocated on first trace).
+    trace_heads: Option<Box<[TraceHead; BURST]>>,
 }
 
 impl std::fmt::Debug for Core {
@@ -251,6 +261,7 @@ impl Core {
                 arp_recent: [(0, 0); 16],
                 arp_retry_ticks: tsc_hz / 1000 * u64::from(cfg.arp_retry_ms),
                 ident: 1,
+                trace_heads: None,
             },
         }
     }
@@ -283,6 +294,7 @@ impl Work {
     #[inline(always)]
     fn drop(&self, m: &mut Meta, r: DropReason) {
         m.kind = Kind::Drop;
+        m.reason = r as u8 + 1;
         self.stats.drops[r as usize].inc();
         self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
     }
@@ -297,6 +309,10 @@ impl Work {
         let ifaces = tables.ifaces.load_full();
         let ift: &IfTable = &ifaces;
         let now = tsc();
+        let tracing = self.stats.trace_budget.load(Ordering::Relaxed) > 0;
+        if tracing {
+            self.trace_in(pkts, n);
+        }
         let mut t = now;
 
         // ethernet-input
@@ -321,6 +337,7 @@ impl Work {
                     continue;
                 }
                 let mut m = self.meta[i];
+                m.path |= 1 << Stage::MplsLookup as u8;
                 let raw = pkts[i].raw_mut();
                 let mut off = usize::from(m.l3);
                 let frame = &mut raw[..usize::from(m.end)];
@@ -348,6 +365,7 @@ impl Work {
                         m.kind = Kind::Drop;
                         if let Some(k) = mpls::DropReason::ALL.iter().position(|&x| x == r) {
                             self.stats.mpls_drops[k].inc();
+                            m.reason = 100 + k as u8;
                         }
                         self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
                     }
@@ -374,6 +392,7 @@ impl Work {
                     continue;
                 }
                 let mut m = self.meta[i];
+                m.path |= 1 << Stage::Ip4Lookup as u8;
                 let raw = pkts[i].raw_mut();
                 match ip4_check(raw, &mut m) {
                     Ok(dst) => {
@@ -524,6 +543,7 @@ impl Work {
                     continue;
                 }
                 let mut m = self.meta[i];
+                m.path |= 1 << Stage::Local as u8;
                 self.local(&mut pkts[i], &mut m, ift, &view, &tables.labels, now);
                 self.meta[i] = m;
             }
@@ -537,6 +557,7 @@ impl Work {
             out[i] = match m.kind {
                 Kind::Rewrite => {
                     n_rw += 1;
+                    m.path |= 1 << Stage::Rewrite as u8;
                     match self.rewrite(&mut pkts[i], &mut m, ift, &view) {
                         Some(port) => Out::Tx(port),
                         None => Out::Drop,
@@ -555,6 +576,96 @@ impl Work {
         }
         drop(view);
         self.stage(Stage::Rewrite, n_rw, t);
+        if tracing {
+            self.trace_out(pkts, out, n, now);
+        }
+    }
+
+    /// Keeps the head of every packet of a traced vector before processing.
+    #[cold]
+    #[inline(never)]
+    fn trace_in<P: Packet>(&mut self, pkts: &mut [P], n: usize) {
+        let heads = self
+            .trace_heads
+            .get_or_insert_with(|| Box::new([(0, [0; TRACE_BYTES]); BURST]));
+        for i in 0..n {
+            let (s, l) = pkts[i].window();
+            let raw = pkts[i].raw_mut();
+            let k = l.min(TRACE_BYTES);
+            heads[i].0 = l as u16;
+            heads[i].1 = [0; TRACE_BYTES];
+            heads[i].1[..k].copy_from_slice(&raw[s..s + k]);
+        }
+    }
+
+    /// Records traced packets while the budget lasts.
+    #[cold]
+    #[inline(never)]
+    fn trace_out<P: Packet>(&mut self, pkts: &mut [P], out: &[Out], n: usize, now: u64) {
+        let Some(heads) = self.trace_heads.as_ref() else {
+            return;
+        };
+        for i in 0..n {
+            let b = &self.stats.trace_budget;
+            let left = b.load(Ordering::Relaxed);
+            if left == 0 {
+                break;
+            }
+            b.store(left - 1, Ordering::Relaxed);
+            let m = self.meta[i];
+            let mut stages = vec![Stage::EthernetInput.name()];
+            for st in [
+                Stage::MplsLookup,
+                Stage::Ip4Lookup,
+                Stage::Local,
+                Stage::Rewrite,
+            ] {
+                if m.path & (1 << st as u8) != 0 {
+                    stages.push(st.name());
+                }
+            }
+            let reason = match m.reason {
+                0 => None,
+                r if r >= 100 => mpls::DropReason::ALL
+                    .get(usize::from(r - 100))
+                    .map(|x| x.name()),
+                r => DropReason::ALL.get(usize::from(r - 1)).map(|x| x.name()),
+            };
+            let decision = match out[i] {
+                Out::Tx(p) => match reason {
+                    // an ICMP error or ARP request replaced the packet
+                    Some(r) => format!("tx port {p} (original: {r})"),
+                    None => format!("tx port {p}"),
+                },
+                Out::Punt(r) => format!("punt {}", r.name()),
+                Out::Drop => format!("drop {}", reason.unwrap_or("consumed")),
+            };
+            let mut head_out = [0u8; TRACE_BYTES];
+            let mut len_out = 0u16;
+            if let Out::Tx(_) = out[i] {
+                let (s, l) = pkts[i].window();
+                let raw = pkts[i].raw_mut();
+                let k = l.min(TRACE_BYTES);
+                head_out[..k].copy_from_slice(&raw[s..s + k]);
+                len_out = l as u16;
+            }
+            let rec = TraceRecord {
+                tsc: now,
+                rx_port: pkts[i].port(),
+                rx_if: u32::from(m.rx_if),
+                len_in: heads[i].0,
+                head_in: heads[i].1,
+                stages,
+                decision,
+                len_out,
+                head_out,
+            };
+            if let Err(rec) = self.stats.traces.push(rec) {
+                // full: the oldest record makes room
+                let _ = self.stats.traces.pop();
+                let _ = self.stats.traces.push(rec);
+            }
+        }
     }
 
     /// Parses the L2 header: receiving interface, MAC check, dispatch.
@@ -629,6 +740,7 @@ impl Work {
     /// Marks a packet for an ICMP error (built by the local stage) and counts the
     /// drop reason of the original.
     fn drop_with_icmp(&self, m: &mut Meta, r: DropReason, typ: u8, code: u8, mtu: u16) {
+        m.reason = r as u8 + 1;
         self.stats.drops[r as usize].inc();
         self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
         m.local = Local::IcmpError(typ, code, mtu);

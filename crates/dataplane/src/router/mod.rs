@@ -14,5 +14,7 @@ pub use control::{RouterControl, RouterError, WorkerHandle};
 pub use core::{Core, CoreConfig, Event, Out, Tables};
 pub use iface::{IfTable, Interface};
 pub use reasons::{DropReason, PuntReason};
-pub use stats::{IfaceCounters, MAX_IFACES, Stage, StageCounters, WorkerStats};
+pub use stats::{
+    IfaceCounters, MAX_IFACES, Stage, StageCounters, TRACE_BYTES, TraceRecord, WorkerStats,
+};
 pub use worker::{PuntQueue, RouterWorker};

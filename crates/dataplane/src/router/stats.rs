@@ -2,6 +2,10 @@
 //! (`show errors`), per interface. One writer (the worker), read by the control
 //! thread while the worker runs.
 
+use std::sync::atomic::AtomicU32;
+
+use crossbeam_queue::ArrayQueue;
+
 use crate::counters::Counter;
 
 use super::reasons::{DropReason, PuntReason};
@@ -111,6 +115,36 @@ pub struct WorkerStats {
     pub arp_replies: Counter,
     /// ARP requests sent to resolve neighbours.
     pub arp_requests: Counter,
+    /// Packets still to trace (set by the control thread, counted down by the worker).
+    pub trace_budget: AtomicU32,
+    /// Trace records, oldest first (bounded; the control thread drains them).
+    pub traces: ArrayQueue<TraceRecord>,
+}
+
+/// Bytes of a packet a trace record keeps (before and after processing).
+pub const TRACE_BYTES: usize = 64;
+
+/// One traced packet: what came in, which stages it went through, what left.
+#[derive(Debug, Clone)]
+pub struct TraceRecord {
+    /// TSC when its vector was processed.
+    pub tsc: u64,
+    /// DPDK port it arrived on.
+    pub rx_port: u16,
+    /// Receiving interface (0 if none).
+    pub rx_if: u32,
+    /// Frame length as received.
+    pub len_in: u16,
+    /// First bytes as received.
+    pub head_in: [u8; TRACE_BYTES],
+    /// Stage names it passed, in order.
+    pub stages: Vec<&'static str>,
+    /// Decision: `tx portN`, `drop <reason>` or `punt <reason>`.
+    pub decision: String,
+    /// Frame length as sent (0 if not sent).
+    pub len_out: u16,
+    /// First bytes as sent.
+    pub head_out: [u8; TRACE_BYTES],
 }
 
 impl Default for WorkerStats {
@@ -129,6 +163,8 @@ impl Default for WorkerStats {
             icmp_errors: Counter::new(),
             arp_replies: Counter::new(),
             arp_requests: Counter::new(),
+            trace_budget: AtomicU32::new(0),
+            traces: ArrayQueue::new(1024),
         }
     }
 }
