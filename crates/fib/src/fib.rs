@@ -24,7 +24,7 @@ use crate::model::{
 };
 use crate::qsbr::Qsbr;
 use crate::reader::{
-    FibReader, LEG_WORDS, Planes, RW_COMPLETE, RW_WORDS, Shared, Sizes, VLAN_TAGGED,
+    FibReader, LEG_WORDS, Planes, RW_COMPLETE, RW_NBR_V4, RW_WORDS, Shared, Sizes, VLAN_TAGGED,
 };
 use crate::trie::{NIL, Trie};
 
@@ -354,14 +354,14 @@ impl Fib {
     /// Adds or changes an interface; adjacencies on it are rewritten.
     pub fn interface_set(&mut self, ifindex: u32, iface: Interface) {
         self.interfaces.insert(ifindex, iface);
-        let ids: Vec<(u32, Option<[u8; 6]>)> = self
+        let ids: Vec<(u32, IpAddr, Option<[u8; 6]>)> = self
             .adjs
             .iter()
             .filter(|(k, _)| k.0 == ifindex)
-            .map(|(_, e)| (e.id, e.mac))
+            .map(|(k, e)| (e.id, k.1, e.mac))
             .collect();
-        for (id, mac) in ids {
-            self.adj_write(id, ifindex, mac);
+        for (id, nbr, mac) in ids {
+            self.adj_write(id, ifindex, nbr, mac);
         }
         self.finish();
     }
@@ -403,7 +403,7 @@ impl Fib {
             e.present = true;
             e.mac = mac;
         }
-        self.adj_write(id, ifindex, mac);
+        self.adj_write(id, ifindex, addr, mac);
         self.finish();
         Ok(id)
     }
@@ -419,7 +419,7 @@ impl Fib {
         e.present = false;
         e.mac = None;
         let id = e.id;
-        self.adj_write(id, ifindex, None);
+        self.adj_write(id, ifindex, addr, None);
         self.adj_unref(ifindex, addr);
         self.finish();
         Ok(())
@@ -749,7 +749,7 @@ impl Fib {
                 mac: None,
             },
         );
-        self.adj_write(id, ifindex, None);
+        self.adj_write(id, ifindex, nbr, None);
         id
     }
 
@@ -768,7 +768,7 @@ impl Fib {
     }
 
     /// Writes a new rewrite for adjacency `id` and swings its pointer.
-    fn adj_write(&mut self, id: u32, ifindex: u32, mac: Option<[u8; 6]>) {
+    fn adj_write(&mut self, id: u32, ifindex: u32, nbr: IpAddr, mac: Option<[u8; 6]>) {
         let iface = self.interfaces.get(&ifindex).copied().unwrap_or(Interface {
             mac: [0; 6],
             mtu: 0,
@@ -787,6 +787,13 @@ impl Fib {
             u64::from(ifindex) | u64::from(iface.mtu) << 32,
             Ordering::Relaxed,
         );
+        // The neighbour's address, so the data plane can ARP for it while the
+        // adjacency is incomplete (IPv6 neighbours are resolved by ND elsewhere).
+        let nbr_word = match nbr {
+            IpAddr::V4(a) => u64::from(u32::from(a)) | RW_NBR_V4,
+            IpAddr::V6(_) => 0,
+        };
+        p.rewrites[b + 3].store(nbr_word, Ordering::Relaxed);
         let old = p.adj[id as usize].swap(slot, Ordering::AcqRel);
         if old != 0 {
             self.retire(Arr::Rw, old, 1);

@@ -315,6 +315,9 @@ impl Action {
 /// An adjacency as the data plane reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Adjacency {
+    /// The neighbour's IPv4 address (None for an IPv6 next hop), for ARP while the
+    /// adjacency is incomplete.
+    pub neighbor: Option<Ipv4Addr>,
     /// Output interface.
     pub ifindex: u32,
     /// False while the neighbour's MAC is unknown (needs ARP/ND): punt or drop.

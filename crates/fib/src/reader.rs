@@ -16,6 +16,8 @@ pub(crate) const LEG_WORDS: usize = 16;
 /// 64-bit words per adjacency rewrite.
 pub(crate) const RW_WORDS: usize = 4;
 pub(crate) const RW_COMPLETE: u64 = 1 << 48;
+/// Set in a rewrite's 4th word when it holds an IPv4 neighbour address.
+pub(crate) const RW_NBR_V4: u64 = 1 << 32;
 pub(crate) const VLAN_TAGGED: u64 = 0x1000;
 
 /// All arrays the data plane reads. Shapes never change once published: growing any
@@ -291,7 +293,8 @@ impl<'r> FibView<'r> {
         if slot == 0 {
             return None;
         }
-        let w = p.rewrites.get(slot * RW_WORDS..slot * RW_WORDS + 3)?;
+        let w = p.rewrites.get(slot * RW_WORDS..slot * RW_WORDS + 4)?;
+        let w3 = w[3].load(Ordering::Relaxed);
         let (w0, w1, w2) = (
             w[0].load(Ordering::Relaxed),
             w[1].load(Ordering::Relaxed),
@@ -303,6 +306,7 @@ impl<'r> FibView<'r> {
         };
         let vlan = (w1 >> 48) & 0xffff;
         Some(Adjacency {
+            neighbor: (w3 & RW_NBR_V4 != 0).then(|| std::net::Ipv4Addr::from(w3 as u32)),
             ifindex: w2 as u32,
             complete: w0 & RW_COMPLETE != 0,
             dst_mac: mac(w0),

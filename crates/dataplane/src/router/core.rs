@@ -1180,9 +1180,17 @@ impl Work {
             return None;
         };
         if !adj.complete {
-            // Labelled paths (MPLS swap/PHP) whose neighbour is not resolved yet.
-            self.drop(m, DropReason::NeighborIncomplete);
-            return None;
+            // Labelled paths (MPLS swap/PHP) whose neighbour is not resolved yet: this
+            // packet becomes the ARP request (rate-limited), like the IPv4 path.
+            let Some(nbr) = adj.neighbor else {
+                self.drop(m, DropReason::NeighborIncomplete);
+                return None;
+            };
+            self.resolve(m, adj.ifindex, u32::from(nbr));
+            if let (Kind::Arp, Local::Resolve(ix, ip)) = (m.kind, m.local) {
+                self.arp_request(p, m, ift, ix, ip);
+            }
+            return (m.kind == Kind::Ready).then_some(m.adj as u16);
         }
         if self
             .l2_header(p, m, adj.dst_mac, adj.src_mac, adj.vlan.or(ifc.vlan))
@@ -1200,8 +1208,7 @@ impl Work {
 /// attached routes the destination itself.
 #[inline]
 fn adj_neighbor(adj: &fib::Adjacency, dst: u32) -> u32 {
-    let _ = adj;
-    dst
+    adj.neighbor.map_or(dst, u32::from)
 }
 
 /// Label stack depth at the start of `b` (1 + entries before bottom of stack).
