@@ -37,6 +37,9 @@ const SCALE: u64 = 1 << 20;
 /// Longest chain of recursive resolutions followed.
 const MAX_DEPTH: usize = 8;
 
+/// Single updates between two grace-period checks.
+const RECLAIM_EVERY: u32 = 32;
+
 const INIT_LB: usize = 1024;
 const INIT_BUCKETS: usize = 4096;
 const INIT_LEGS: usize = 1024;
@@ -165,6 +168,7 @@ pub struct Fib {
     work: Vec<u32>,
     in_work: HashSet<u32>,
     batch: bool,
+    since_reclaim: u32,
 }
 
 impl Default for Fib {
@@ -286,6 +290,7 @@ impl Fib {
             work: Vec::new(),
             in_work: HashSet::default(),
             batch: false,
+            since_reclaim: 0,
         };
         // Table 0 cannot fail to be created in an empty FIB.
         let _ = fib.table_add(0);
@@ -598,11 +603,11 @@ impl Fib {
 
     fn finish(&mut self) {
         if !self.batch {
-            self.commit();
+            self.commit(false);
         }
     }
 
-    fn commit(&mut self) {
+    fn commit(&mut self, force_reclaim: bool) {
         let tag = self.shared.qsbr.next_epoch();
         let ids: Vec<TableId> = self.tables.keys().copied().collect();
         for id in ids {
@@ -631,6 +636,13 @@ impl Fib {
             self.shared.current.store(self.planes.clone());
             self.republish = false;
         }
+        // Ending a grace period touches cache lines every reader writes; amortise it
+        // over several single updates. Until then freed slots just wait longer.
+        self.since_reclaim += 1;
+        if self.since_reclaim < RECLAIM_EVERY && !force_reclaim {
+            return;
+        }
+        self.since_reclaim = 0;
         self.shared.qsbr.advance();
         let safe = self.shared.qsbr.safe_epoch();
         for a in [
@@ -1230,6 +1242,6 @@ impl Batch<'_> {
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
         self.fib.batch = false;
-        self.fib.commit();
+        self.fib.commit(true);
     }
 }

@@ -3,7 +3,8 @@
 //! 2015), with a direct-pointing first level of [`DIRECT_BITS`] bits and 6-bit strides.
 //!
 //! Layout (all atomic words, see [`crate::arena`]):
-//! - `direct[key >> (32 - DIRECT_BITS)]`: [`LEAF`] | result id, or the index of a node.
+//! - `direct[key >> (32 - DIRECT_BITS)]`: [`LEAF`] | result id, [`LNODE`] | index of a
+//!   leaf-only node in `leaves`, or the index of a node.
 //! - `nodes`: [`NODE_WORDS`] words per node: `vector` (bit v: child v is a node),
 //!   `leafvec` (bit v: a new run of equal leaves starts at child v), and
 //!   `base0 | base1 << 32` (first leaf, first child node). A node's child nodes and its
@@ -24,6 +25,11 @@ use crate::trie::{NIL, Trie, bit};
 pub const DIRECT_BITS: u32 = 18;
 /// Flag of a direct entry that holds a result id rather than a node index.
 pub(crate) const LEAF: u32 = 1 << 31;
+/// Flag of a direct entry that points at a leaf-only node: a block in `leaves` of
+/// `leafvec` (two words) followed by the leaves. Most /18 regions of a real table hold
+/// nothing longer than /24, so their root has no child nodes; this saves them the
+/// node load (one dependent cache miss fewer for most addresses).
+pub(crate) const LNODE: u32 = 1 << 30;
 /// 64-bit words per node.
 pub(crate) const NODE_WORDS: usize = 3;
 const DIRECT_LEN: usize = 1 << DIRECT_BITS;
@@ -116,9 +122,28 @@ impl LpmArena {
             .map_or(LEAF, |d| d.load(Ordering::Acquire));
         if d & LEAF != 0 {
             d & !LEAF
+        } else if d & LNODE != 0 {
+            self.leaf_block(key, d & !LNODE)
         } else {
             self.walk(key, d, DIRECT_BITS)
         }
+    }
+
+    /// The leaf of `key` in the leaf-only node at `base` (see [`LNODE`]).
+    #[inline(always)]
+    fn leaf_block(&self, key: u32, base: u32) -> u32 {
+        let b = base as usize;
+        let Some(w) = self.leaves.get(b..b + 2) else {
+            return 0;
+        };
+        let lv =
+            u64::from(w[0].load(Ordering::Relaxed)) | u64::from(w[1].load(Ordering::Relaxed)) << 32;
+        let i = base
+            .wrapping_add(1)
+            .wrapping_add((lv & upto(chunk(key, DIRECT_BITS))).count_ones());
+        self.leaves
+            .get(i as usize)
+            .map_or(0, |l| l.load(Ordering::Relaxed))
     }
 
     /// Batched lookup of `min(keys.len(), out.len())` keys.
@@ -150,6 +175,10 @@ impl LpmArena {
             let d = *o;
             if d & LEAF != 0 {
                 *o = d & !LEAF;
+                continue;
+            }
+            if d & LNODE != 0 {
+                *o = self.leaf_block(*k, d & !LNODE);
                 continue;
             }
             let (is_node, next, leaf) = self.step(*k, d, DIRECT_BITS);
@@ -259,7 +288,7 @@ impl LpmWriter {
         (
             Self {
                 nodes: BlockAlloc::new(MIN_NODES, 0, 64),
-                leaves: BlockAlloc::new(MIN_LEAVES, 0, 64),
+                leaves: BlockAlloc::new(MIN_LEAVES, 0, 66),
                 dirty: Vec::new(),
                 dirty_bits: vec![0; DIRECT_LEN / 64],
             },
@@ -383,21 +412,67 @@ impl LpmWriter {
             depth += 1;
         }
         let new = if n != NIL && trie.has_children(n) {
-            let slot = self.nodes.alloc(1).map_err(|_| NeedSpace)?;
-            if let Err(e) = self.build_node(trie, arena, n, best, slot) {
-                self.nodes.free_now(slot, 1);
-                return Err(e);
+            let mut kids = [Child::Leaf(0); 64];
+            expand(trie, n, 0, 0, best, &mut kids);
+            if kids.iter().all(|k| matches!(k, Child::Leaf(_))) {
+                let mut leafvec = 0u64;
+                let mut leaves = [0u32; 64];
+                let mut nleaves = 0usize;
+                let mut prev = None;
+                for (v, k) in kids.iter().enumerate() {
+                    if let Child::Leaf(x) = *k {
+                        if prev != Some(x) {
+                            leafvec |= 1 << v;
+                            leaves[nleaves] = x;
+                            nleaves += 1;
+                            prev = Some(x);
+                        }
+                    }
+                }
+                let base = self.leaves.alloc(2 + nleaves).map_err(|_| NeedSpace)?;
+                let b = base as usize;
+                arena.leaves[b].store(leafvec as u32, Ordering::Relaxed);
+                arena.leaves[b + 1].store((leafvec >> 32) as u32, Ordering::Relaxed);
+                for (i, &x) in leaves[..nleaves].iter().enumerate() {
+                    arena.leaves[b + 2 + i].store(x, Ordering::Relaxed);
+                }
+                LNODE | base
+            } else {
+                self.internal_root(trie, arena, n, best)?
             }
-            slot
         } else {
             LEAF | best
         };
         let old = arena.direct[r as usize].swap(new, Ordering::AcqRel);
         if old & LEAF == 0 {
-            self.nodes.retire(old, 1, tag);
-            self.retire_subtree(arena, old, tag);
+            if old & LNODE != 0 {
+                let b = (old & !LNODE) as usize;
+                let lv = arena.leaves[b].load(Ordering::Relaxed).count_ones()
+                    + arena.leaves[b + 1].load(Ordering::Relaxed).count_ones();
+                self.leaves.retire(old & !LNODE, 2 + lv as usize, tag);
+            } else {
+                self.nodes.retire(old, 1, tag);
+                self.retire_subtree(arena, old, tag);
+            }
         }
         Ok(())
+    }
+
+    fn internal_root(
+        &mut self,
+        trie: &Trie,
+        arena: &LpmArena,
+        n: u32,
+        best: u32,
+    ) -> Result<u32, NeedSpace> {
+        {
+            let slot = self.nodes.alloc(1).map_err(|_| NeedSpace)?;
+            if let Err(e) = self.build_node(trie, arena, n, best, slot) {
+                self.nodes.free_now(slot, 1);
+                return Err(e);
+            }
+            Ok(slot)
+        }
     }
 
     fn retire_subtree(&mut self, arena: &LpmArena, idx: u32, tag: u64) {
