@@ -275,6 +275,10 @@ pub(crate) struct LpmWriter {
     /// Direct entries to rebuild at the next commit.
     dirty: Vec<u32>,
     dirty_bits: Vec<u64>,
+    /// Per region, the best route of length <= DIRECT_BITS covering it...
+    best: Vec<u32>,
+    /// ...valid unless this bit is set (a short route changed): then walk the trie.
+    stale_bits: Vec<u64>,
 }
 
 /// Result of a build step that ran out of space: grow and retry.
@@ -291,6 +295,8 @@ impl LpmWriter {
                 leaves: BlockAlloc::new(MIN_LEAVES, 0, 66),
                 dirty: Vec::new(),
                 dirty_bits: vec![0; DIRECT_LEN / 64],
+                best: vec![0; DIRECT_LEN],
+                stale_bits: vec![u64::MAX; DIRECT_LEN / 64],
             },
             LpmArena::new(MIN_NODES, MIN_LEAVES),
         )
@@ -304,8 +310,12 @@ impl LpmWriter {
         } else {
             1u32 << (DIRECT_BITS - u32::from(len))
         };
+        let short = u32::from(len) <= DIRECT_BITS;
         for r in first..first + count {
             let (w, b) = ((r / 64) as usize, r % 64);
+            if short {
+                self.stale_bits[w] |= 1 << b;
+            }
             if self.dirty_bits[w] & (1 << b) == 0 {
                 self.dirty_bits[w] |= 1 << b;
                 self.dirty.push(r);
@@ -390,27 +400,35 @@ impl LpmWriter {
         r: u32,
         tag: u64,
     ) -> Result<(), NeedSpace> {
-        // Descend DIRECT_BITS bits, remembering the best route on the way.
-        let addr = r << (32 - DIRECT_BITS);
-        let mut best = 0u32;
-        let mut n = 0u32;
-        let mut depth = 0;
-        loop {
-            let node = trie.node(n);
-            if node.route != NIL {
-                best = node.fwd;
+        let (w, b) = ((r / 64) as usize, r % 64);
+        let (n, best) = if self.stale_bits[w] & (1 << b) == 0 {
+            (trie.region_node(r), self.best[r as usize])
+        } else {
+            // Descend DIRECT_BITS bits, remembering the best route on the way.
+            let addr = r << (32 - DIRECT_BITS);
+            let mut best = 0u32;
+            let mut n = 0u32;
+            let mut depth = 0;
+            loop {
+                let node = trie.node(n);
+                if node.route != NIL {
+                    best = node.fwd;
+                }
+                if depth == DIRECT_BITS {
+                    break;
+                }
+                let c = node.child[bit(addr, depth)];
+                if c == NIL {
+                    n = NIL;
+                    break;
+                }
+                n = c;
+                depth += 1;
             }
-            if depth == DIRECT_BITS {
-                break;
-            }
-            let c = node.child[bit(addr, depth)];
-            if c == NIL {
-                n = NIL;
-                break;
-            }
-            n = c;
-            depth += 1;
-        }
+            self.best[r as usize] = best;
+            self.stale_bits[w] &= !(1 << b);
+            (n, best)
+        };
         let new = if n != NIL && trie.has_children(n) {
             let mut kids = [Child::Leaf(0); 64];
             expand(trie, n, 0, 0, best, &mut kids);
@@ -443,7 +461,9 @@ impl LpmWriter {
         } else {
             LEAF | best
         };
-        let old = arena.direct[r as usize].swap(new, Ordering::AcqRel);
+        // Single writer: a plain load and a release store (no locked swap needed).
+        let old = arena.direct[r as usize].load(Ordering::Relaxed);
+        arena.direct[r as usize].store(new, Ordering::Release);
         if old & LEAF == 0 {
             if old & LNODE != 0 {
                 let b = (old & !LNODE) as usize;

@@ -5,6 +5,8 @@
 //! ([`crate::lpm`]) is built from. One node per bit of every stored prefix, pruned on
 //! delete, so a node without a route always has a child.
 
+use crate::lpm::DIRECT_BITS;
+
 /// "No node" / "no route".
 pub(crate) const NIL: u32 = u32::MAX;
 
@@ -35,7 +37,12 @@ pub(crate) struct Trie {
     nodes: Vec<TrieNode>,
     free: Vec<u32>,
     routes: usize,
+    /// Node at depth [`DIRECT_BITS`] per region (or [`NIL`]), so rebuilding a region
+    /// of the lookup structure does not walk down from the root.
+    region: Vec<u32>,
 }
+
+const REGION_DEPTH: u32 = DIRECT_BITS;
 
 impl Trie {
     pub(crate) fn new() -> Self {
@@ -43,6 +50,7 @@ impl Trie {
             nodes: vec![EMPTY],
             free: Vec::new(),
             routes: 0,
+            region: vec![NIL; 1 << REGION_DEPTH],
         }
     }
 
@@ -88,6 +96,9 @@ impl Trie {
             n = if c == NIL {
                 let c = self.alloc();
                 self.nodes[n as usize].child[b] = c;
+                if d + 1 == REGION_DEPTH {
+                    self.region[(addr >> (32 - REGION_DEPTH)) as usize] = c;
+                }
                 c
             } else {
                 c
@@ -135,6 +146,9 @@ impl Trie {
             let parent = path[(d - 1) as usize];
             self.nodes[parent as usize].child[bit(addr, d - 1)] = NIL;
             self.free.push(n);
+            if d == REGION_DEPTH {
+                self.region[(addr >> (32 - REGION_DEPTH)) as usize] = NIL;
+            }
             n = parent;
             d -= 1;
         }
@@ -142,8 +156,15 @@ impl Trie {
             // Give the memory back: everything but the root is free.
             self.nodes = vec![EMPTY];
             self.free = Vec::new();
+            self.region.fill(NIL);
         }
         Some(old)
+    }
+
+    /// The node at depth [`DIRECT_BITS`] for region `r`, or [`NIL`].
+    #[inline]
+    pub(crate) fn region_node(&self, r: u32) -> u32 {
+        self.region.get(r as usize).copied().unwrap_or(NIL)
     }
 
     /// Longest route covering `addr` whose length is at most `max_len`, skipping the
@@ -175,6 +196,8 @@ impl Trie {
 
     /// Bytes held (capacity).
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.nodes.capacity() * size_of::<TrieNode>() + self.free.capacity() * 4
+        self.nodes.capacity() * size_of::<TrieNode>()
+            + self.free.capacity() * 4
+            + self.region.capacity() * 4
     }
 }
