@@ -87,6 +87,9 @@ pub struct RouterControl {
     neighbors: BTreeMap<(u32, Ipv4Addr), [u8; 6]>,
     /// Host routes installed for learned neighbours: (table, address) → ifindex.
     host_routes: BTreeMap<(TableId, Ipv4Addr), u32>,
+    /// Every route as given to the FIB (which keeps only what lookups need), for
+    /// `show` and for diffs: (table, prefix) → kind.
+    routes: BTreeMap<(TableId, Ipv4Prefix), RouteKind>,
 }
 
 impl std::fmt::Debug for RouterControl {
@@ -116,6 +119,7 @@ impl RouterControl {
             workers: Vec::new(),
             neighbors: BTreeMap::new(),
             host_routes: BTreeMap::new(),
+            routes: BTreeMap::new(),
         }
     }
 
@@ -319,13 +323,11 @@ impl RouterControl {
         let table = i.table;
         let host = Ipv4Prefix::new(addr, 32)?;
         let net = Ipv4Prefix::new_truncated(addr, len)?;
-        self.fib.route_add(table, host, RouteKind::Local)?;
+        self.fib_route_add(table, host, RouteKind::Local)?;
         if len < 32 {
-            if let Err(e) = self
-                .fib
-                .route_add(table, net, RouteKind::Connected { ifindex })
+            if let Err(e) = self.fib_route_add(table, net, RouteKind::Connected { ifindex })
             {
-                let _ = self.fib.route_del(table, host);
+                let _ = self.fib_route_del(table, host);
                 return Err(e.into());
             }
         }
@@ -348,11 +350,9 @@ impl RouterControl {
             return Err(RouterError::NoSuchAddress(addr, len, i.name.clone()));
         }
         let table = i.table;
-        let _ = self.fib.route_del(table, Ipv4Prefix::new(addr, 32)?);
+        let _ = self.fib_route_del(table, Ipv4Prefix::new(addr, 32)?);
         if len < 32 {
-            let _ = self
-                .fib
-                .route_del(table, Ipv4Prefix::new_truncated(addr, len)?);
+            let _ = self.fib_route_del(table, Ipv4Prefix::new_truncated(addr, len)?);
         }
         if let Some(i) = self.iface_list.get_mut(&ifindex) {
             i.addrs.retain(|&x| x != (addr, len));
@@ -385,7 +385,7 @@ impl RouterControl {
         if on_link {
             let host = Ipv4Prefix::new(ip, 32)?;
             if self.fib.route(table, host).is_none() {
-                self.fib.route_add(
+                self.fib_route_add(
                     table,
                     host,
                     RouteKind::Paths(vec![fib::Path::gateway_on(ip, ifindex)]),
@@ -400,7 +400,7 @@ impl RouterControl {
     pub fn del_neighbor(&mut self, ifindex: u32, ip: Ipv4Addr) -> Result<(), RouterError> {
         let table = self.iface(ifindex)?.table;
         if self.host_routes.get(&(table, ip)) == Some(&ifindex) {
-            let _ = self.fib.route_del(table, Ipv4Prefix::new(ip, 32)?);
+            let _ = self.fib_route_del(table, Ipv4Prefix::new(ip, 32)?);
             self.host_routes.remove(&(table, ip));
         }
         self.fib.neighbor_del(ifindex, IpAddr::V4(ip))?;
@@ -425,12 +425,49 @@ impl RouterControl {
         prefix: Ipv4Prefix,
         kind: RouteKind,
     ) -> Result<u32, RouterError> {
-        Ok(self.fib.route_add(table, prefix, kind)?)
+        let id = self.fib_route_add(table, prefix, kind)?;
+        // The prefix is the caller's now: forgetting the neighbour later keeps it.
+        if prefix.prefix_len() == 32 {
+            self.host_routes.remove(&(table, prefix.addr()));
+        }
+        Ok(id)
     }
 
     /// Deletes a route.
     pub fn route_del(&mut self, table: TableId, prefix: Ipv4Prefix) -> Result<(), RouterError> {
-        Ok(self.fib.route_del(table, prefix)?)
+        self.fib_route_del(table, prefix)?;
+        if prefix.prefix_len() == 32 {
+            self.host_routes.remove(&(table, prefix.addr()));
+        }
+        Ok(())
+    }
+
+    /// Every route, by table then prefix, with what it does (addresses' local and
+    /// connected routes and neighbours' host routes included).
+    pub fn routes(&self) -> impl Iterator<Item = (TableId, Ipv4Prefix, &RouteKind)> + '_ {
+        self.routes.iter().map(|(&(t, p), k)| (t, p, k))
+    }
+
+    /// What the route for exactly `prefix` in `table` does, if there is one.
+    pub fn route_kind(&self, table: TableId, prefix: Ipv4Prefix) -> Option<&RouteKind> {
+        self.routes.get(&(table, prefix))
+    }
+
+    fn fib_route_add(
+        &mut self,
+        table: TableId,
+        prefix: Ipv4Prefix,
+        kind: RouteKind,
+    ) -> Result<u32, FibError> {
+        let id = self.fib.route_add(table, prefix, kind.clone())?;
+        self.routes.insert((table, prefix), kind);
+        Ok(id)
+    }
+
+    fn fib_route_del(&mut self, table: TableId, prefix: Ipv4Prefix) -> Result<(), FibError> {
+        self.fib.route_del(table, prefix)?;
+        self.routes.remove(&(table, prefix));
+        Ok(())
     }
 
     /// Creates an IPv4 table.
