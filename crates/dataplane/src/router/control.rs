@@ -325,8 +325,7 @@ impl RouterControl {
         let net = Ipv4Prefix::new_truncated(addr, len)?;
         self.fib_route_add(table, host, RouteKind::Local)?;
         if len < 32 {
-            if let Err(e) = self.fib_route_add(table, net, RouteKind::Connected { ifindex })
-            {
+            if let Err(e) = self.fib_route_add(table, net, RouteKind::Connected { ifindex }) {
                 let _ = self.fib_route_del(table, host);
                 return Err(e.into());
             }
