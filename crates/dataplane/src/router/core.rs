@@ -400,11 +400,8 @@ impl Work {
                         self.sel[k] = i as u16;
                         k += 1;
                     }
-                    Err(r) => {
-                        m.kind = Kind::Drop;
-                        self.stats.drops[r as usize].inc();
-                        self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
-                    }
+                    // drop() also records the reason for the trace.
+                    Err(r) => self.drop(&mut m, r),
                 }
                 self.meta[i] = m;
             }
@@ -435,7 +432,7 @@ impl Work {
                 } else if rss != 0 {
                     rss
                 } else {
-                    mpls::ip4_flow_hash(&raw[l3..usize::from(m.end)]) as u32
+                    flow_hash(&raw[l3..usize::from(m.end)])
                 };
                 let raw = pkts[i].raw_mut();
                 let leg = view.leg(self.fwd[j], hash);
@@ -785,6 +782,11 @@ impl Work {
             Local::Resolve(ifindex, ip) => self.arp_request(p, m, ift, ifindex, ip),
             Local::MplsTtl => self.mpls_ttl(p, m, ift, labels),
         }
+        // An echo reply or ICMP error whose destination needs resolving: the packet
+        // becomes the ARP request (resolve() already marked the address as asked).
+        if let (Kind::Arp, Local::Resolve(ifindex, ip)) = (m.kind, m.local) {
+            self.arp_request(p, m, ift, ifindex, ip);
+        }
     }
 
     fn arp_input<P: Packet>(&mut self, p: &mut P, m: &mut Meta, ift: &IfTable) {
@@ -885,29 +887,52 @@ impl Work {
         let ck = wire::checksum::update_u16(rd16(ip, hl + 2), old, rd16(ip, hl));
         wr16(ip, hl + 2, ck);
         self.stats.echo_replies.inc();
-        self.route_local(m, ift, view, src);
+        self.route_local(raw, m, ift, view, src);
     }
 
     /// Sends a packet the router built (echo reply, ICMP error) to `dst`: one lookup
-    /// in the receiving interface's table, then the usual rewrite.
-    fn route_local(&mut self, m: &mut Meta, ift: &IfTable, view: &fib::FibView<'_>, dst: u32) {
+    /// in the receiving interface's table, the route's out-labels (a source behind
+    /// an LSP is reached through it), then the usual rewrite.
+    fn route_local(
+        &mut self,
+        raw: &mut [u8],
+        m: &mut Meta,
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+        dst: u32,
+    ) {
         let table = ift.get(u32::from(m.rx_if)).map_or(0, |i| i.table);
         let fwd = view.lookup(table, dst);
         let leg = view.leg(fwd, dst);
         match leg.action() {
             fib::Action::Forward => {
+                let mut labels = [0u32; fib::MAX_LABELS];
+                let n = leg.labels_into(&mut labels);
+                let mut off = usize::from(m.l3);
+                let mut s = 1u32;
+                // Pushed with the TTL of the IPv4 header the router wrote (64).
+                for &l in labels[..n].iter().rev().filter(|&&l| l != 3) {
+                    if off < 4 + L2_ROOM {
+                        self.drop(m, DropReason::NoHeadroom);
+                        return;
+                    }
+                    off -= 4;
+                    let lse = (l << 12) | (s << 8) | 64;
+                    raw[off..off + 4].copy_from_slice(&lse.to_be_bytes());
+                    s = 0;
+                }
+                m.ethertype = if off == usize::from(m.l3) {
+                    ETHERTYPE_IPV4
+                } else {
+                    ETHERTYPE_MPLS
+                };
+                m.l3 = off as u16;
                 m.adj = leg.target();
-                m.ethertype = ETHERTYPE_IPV4;
                 m.kind = Kind::Rewrite;
             }
+            // The caller (`local`) turns the packet into the ARP request.
             fib::Action::Glean => self.resolve(m, leg.target(), dst),
             _ => self.drop(m, DropReason::Ip4NoRoute),
-        }
-        if m.kind == Kind::Arp {
-            // resolve() wants the local stage again; this packet is the request now.
-            if let Local::Resolve(_, _) = m.local {
-                m.kind = Kind::Drop; // the next packet to this neighbour triggers it
-            }
         }
     }
 
@@ -988,7 +1013,7 @@ impl Work {
         m.l3 = new as u16;
         m.end = (new + total) as u16;
         self.stats.icmp_errors.inc();
-        self.route_local(m, ift, view, src);
+        self.route_local(raw, m, ift, view, src);
     }
 
     /// Turns the packet into an ARP request for `ip` on interface `ifindex`.
@@ -1209,6 +1234,17 @@ impl Work {
 #[inline]
 fn adj_neighbor(adj: &fib::Adjacency, dst: u32) -> u32 {
     adj.neighbor.map_or(dst, u32::from)
+}
+
+/// The ECMP hash of an IPv4 packet. `mpls::ip4_flow_hash` returns the raw 5-tuple
+/// mix (`src << 32 | dst` xor rotated ports), whose low bits are the destination's
+/// low bits; FIB buckets are picked with a low-bit mask, so it is folded and spread
+/// by a Fibonacci multiply first (as `mpls::flow_hash` does for labelled packets).
+#[inline(always)]
+fn flow_hash(ip: &[u8]) -> u32 {
+    let h = mpls::ip4_flow_hash(ip);
+    let x = u64::from((h ^ (h >> 32)) as u32);
+    (x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32
 }
 
 /// Label stack depth at the start of `b` (1 + entries before bottom of stack).

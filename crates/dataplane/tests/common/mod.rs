@@ -1,0 +1,225 @@
+//! Frames, a router and counter helpers shared by the router tests.
+//!
+//! The frames are built byte by byte here, not by the code under test; expected
+//! outputs recompute checksums from scratch so the incremental updates are checked.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use dataplane::router::{DropReason, Interface, PuntReason, RouterControl, WorkerStats};
+use fib::{Ipv4Prefix, Path, RouteKind};
+
+/// Our MAC on DPDK port `p` (sub-interfaces share their port's MAC).
+pub const fn mac_r(p: u8) -> [u8; 6] {
+    [0x02, 0, 0, 0, p, 0x01]
+}
+/// The neighbour behind port `p` (10.(p+1).0.2).
+pub const fn mac_n(p: u8) -> [u8; 6] {
+    [0x02, 0, 0, 0, p, 0x99]
+}
+/// The traffic source on port 0 (10.1.0.2).
+pub const HOST: [u8; 6] = [0x02, 0, 0, 0, 0, 0x55];
+/// The neighbour on the VLAN 200 sub-interface of port 1 (10.200.0.2).
+pub const VNBR: [u8; 6] = [0x02, 0, 0, 0, 0xc8, 0x99];
+pub const BCAST: [u8; 6] = [0xff; 6];
+
+pub const ETH_IP4: u16 = 0x0800;
+pub const ETH_ARP: u16 = 0x0806;
+pub const ETH_MPLS: u16 = 0x8847;
+
+pub fn a(s: &str) -> Ipv4Addr {
+    s.parse().unwrap()
+}
+
+pub fn pfx(s: &str) -> Ipv4Prefix {
+    s.parse().unwrap()
+}
+
+/// Ports 0..5 as ifindex 1..6 with 10.(p+1).0.1/24; sub-interfaces port0.100
+/// (ifindex 10, 10.100.0.1/24) and port1.200 (ifindex 11, 10.200.0.1/24).
+/// Neighbours: the host 10.1.0.2 on port 0, 10.(p+1).0.2 on ports 1..5,
+/// 10.200.0.2 on port1.200.
+pub fn router() -> RouterControl {
+    let mut ctl = RouterControl::new();
+    for p in 0..5u8 {
+        ctl.add_interface(Interface {
+            ifindex: u32::from(p) + 1,
+            name: format!("port{p}"),
+            port: u16::from(p),
+            vlan: None,
+            mac: mac_r(p),
+            mtu: 1500,
+            up: true,
+            table: 0,
+            addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+        })
+        .unwrap();
+    }
+    for (ifindex, port, vlan, addr) in [(10, 0u8, 100, "10.100.0.1"), (11, 1, 200, "10.200.0.1")] {
+        ctl.add_interface(Interface {
+            ifindex,
+            name: format!("port{port}.{vlan}"),
+            port: u16::from(port),
+            vlan: Some(vlan),
+            mac: mac_r(port),
+            mtu: 1500,
+            up: true,
+            table: 0,
+            addrs: vec![(a(addr), 24)],
+        })
+        .unwrap();
+    }
+    ctl.set_neighbor(1, a("10.1.0.2"), HOST).unwrap();
+    for p in 1..5u8 {
+        ctl.set_neighbor(u32::from(p) + 1, Ipv4Addr::new(10, p + 1, 0, 2), mac_n(p))
+            .unwrap();
+    }
+    ctl.set_neighbor(11, a("10.200.0.2"), VNBR).unwrap();
+    ctl
+}
+
+/// A route over gateways (resolved recursively), with out-labels.
+pub fn route(ctl: &mut RouterControl, prefix: &str, gws: &[&str], labels: &[u32]) {
+    let paths = gws
+        .iter()
+        .map(|g| Path::gateway(a(g)).with_labels(labels))
+        .collect();
+    ctl.route_add(0, pfx(prefix), RouteKind::Paths(paths))
+        .unwrap();
+}
+
+/// An IPv4/UDP packet of `len` bytes (at least 28) with a valid header checksum.
+pub fn ip4(src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, sport: u16, len: usize) -> Vec<u8> {
+    let mut p = vec![0u8; len];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+    p[8] = ttl;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&src.octets());
+    p[16..20].copy_from_slice(&dst.octets());
+    ip_fix(&mut p);
+    p[20..22].copy_from_slice(&sport.to_be_bytes());
+    p[22..24].copy_from_slice(&53u16.to_be_bytes());
+    p[24..26].copy_from_slice(&((len - 20) as u16).to_be_bytes());
+    for (i, b) in p[28..].iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    p
+}
+
+/// Recomputes an IPv4 header checksum from scratch.
+pub fn ip_fix(p: &mut [u8]) {
+    let hl = usize::from(p[0] & 0x0f) * 4;
+    p[10..12].fill(0);
+    let c = wire::checksum::checksum(&p[..hl]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+}
+
+/// `p` as the next hop sees it: TTL set, checksum recomputed.
+pub fn with_ttl(p: &[u8], ttl: u8) -> Vec<u8> {
+    let mut q = p.to_vec();
+    q[8] = ttl;
+    ip_fix(&mut q);
+    q
+}
+
+/// An Ethernet frame (with an 802.1Q tag if `vlan`).
+pub fn eth(dst: [u8; 6], src: [u8; 6], vlan: Option<u16>, et: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(18 + payload.len());
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    if let Some(v) = vlan {
+        f.extend_from_slice(&0x8100u16.to_be_bytes());
+        f.extend_from_slice(&v.to_be_bytes());
+    }
+    f.extend_from_slice(&et.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// A label stack entry.
+pub fn lse(label: u32, s: bool, ttl: u8) -> [u8; 4] {
+    ((label << 12) | (u32::from(s) << 8) | u32::from(ttl)).to_be_bytes()
+}
+
+/// `labels` (label, ttl), top first, S on the last, in front of `payload`.
+pub fn labelled(labels: &[(u32, u8)], payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    for (i, &(l, ttl)) in labels.iter().enumerate() {
+        v.extend_from_slice(&lse(l, i + 1 == labels.len(), ttl));
+    }
+    v.extend_from_slice(payload);
+    v
+}
+
+/// An ARP packet (28 bytes).
+pub fn arp(op: u16, sha: [u8; 6], spa: Ipv4Addr, tha: [u8; 6], tpa: Ipv4Addr) -> Vec<u8> {
+    let mut p = vec![0, 1, 0x08, 0x00, 6, 4];
+    p.extend_from_slice(&op.to_be_bytes());
+    p.extend_from_slice(&sha);
+    p.extend_from_slice(&spa.octets());
+    p.extend_from_slice(&tha);
+    p.extend_from_slice(&tpa.octets());
+    p
+}
+
+/// An IPv4 ICMP error as the router should build it: TOS 0xc0, TTL 64, `id`, the
+/// quoted datagram cut at 548 bytes (576 in all).
+pub fn icmp_error(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    id: u16,
+    typ: u8,
+    code: u8,
+    mtu: u16,
+    quote: &[u8],
+) -> Vec<u8> {
+    let quote = &quote[..quote.len().min(548)];
+    let total = 28 + quote.len();
+    let mut p = vec![0u8; total];
+    p[0] = 0x45;
+    p[1] = 0xc0;
+    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    p[4..6].copy_from_slice(&id.to_be_bytes());
+    p[8] = 64;
+    p[9] = 1;
+    p[12..16].copy_from_slice(&src.octets());
+    p[16..20].copy_from_slice(&dst.octets());
+    ip_fix(&mut p);
+    p[20] = typ;
+    p[21] = code;
+    p[26..28].copy_from_slice(&mtu.to_be_bytes());
+    p[28..].copy_from_slice(quote);
+    let c = wire::checksum::checksum(&p[20..]);
+    p[22..24].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+/// Every non-zero event counter of a worker by name: drops (ours and the label
+/// table's), punts, and what the local stage sent. Tests compare the whole map, so
+/// a packet counted twice or under the wrong name fails.
+pub fn counters(s: &WorkerStats) -> BTreeMap<&'static str, u64> {
+    let mut m = BTreeMap::new();
+    for r in DropReason::ALL {
+        m.insert(r.name(), s.drop_count(r));
+    }
+    for r in mpls::DropReason::ALL {
+        m.insert(r.name(), s.mpls_drop_count(r));
+    }
+    for r in PuntReason::ALL {
+        m.insert(r.name(), s.punts[r as usize].get());
+    }
+    m.insert("echo_replies", s.echo_replies.get());
+    m.insert("icmp_errors", s.icmp_errors.get());
+    m.insert("arp_replies", s.arp_replies.get());
+    m.insert("arp_requests", s.arp_requests.get());
+    m.retain(|_, v| *v != 0);
+    m
+}
+
+/// Builds the expected map for [`counters`].
+pub fn expect(items: &[(&'static str, u64)]) -> BTreeMap<&'static str, u64> {
+    items.iter().copied().filter(|x| x.1 != 0).collect()
+}

@@ -1,0 +1,1317 @@
+//! The forwarding core without EAL: [`RouterControl`] builds the tables, [`Core`]
+//! runs vectors of [`VecPacket`]s, and every case checks the bytes that leave and the
+//! exact counters (VPP's `n=257`: one full vector and one packet more).
+
+mod common;
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+use dataplane::dpdk::{BURST, tsc_hz};
+use dataplane::packet::VecPacket;
+use dataplane::router::{Core, CoreConfig, Out, RouterControl, Stage};
+use fib::{Path, RouteKind};
+use mpls::LabelAction;
+use proptest::prelude::*;
+
+const N: usize = 257;
+
+/// ICMP budget large enough for every case of 257.
+fn cfg() -> CoreConfig {
+    CoreConfig {
+        icmp_rate_pps: 1000,
+        icmp_burst: 1000,
+        arp_retry_ms: 100,
+    }
+}
+
+fn core(ctl: &mut RouterControl) -> Core {
+    ctl.new_core(cfg(), tsc_hz()).0
+}
+
+/// Runs `frames` received on `port` through the core in vectors of [`BURST`].
+fn run(core: &mut Core, frames: &[Vec<u8>], port: u16) -> Vec<(Out, Vec<u8>)> {
+    let mut res = Vec::with_capacity(frames.len());
+    for chunk in frames.chunks(BURST) {
+        let mut pkts: Vec<VecPacket> = chunk.iter().map(|f| VecPacket::new(f, port)).collect();
+        let mut out = vec![Out::Drop; chunk.len()];
+        core.process(&mut pkts, &mut out);
+        res.extend(out.iter().zip(&pkts).map(|(o, p)| (*o, p.data().to_vec())));
+    }
+    res
+}
+
+/// Checks that every frame left on `port` as `want(i)`.
+fn assert_all_tx(res: &[(Out, Vec<u8>)], port: u16, mut want: impl FnMut(usize) -> Vec<u8>) {
+    for (i, (o, d)) in res.iter().enumerate() {
+        assert_eq!(*o, Out::Tx(port), "packet {i}");
+        let w = want(i);
+        assert_eq!(d, &w, "packet {i}: got {d:02x?}\nwant {w:02x?}");
+    }
+}
+
+fn stage(core: &Core, s: Stage) -> (u64, u64) {
+    let c = &core.stats().stages[s as usize];
+    (c.calls.get(), c.pkts.get())
+}
+
+fn host_ip(i: usize, dst_net: [u8; 2], ttl: u8, len: usize) -> Vec<u8> {
+    ip4(
+        a("10.1.0.2"),
+        Ipv4Addr::new(dst_net[0], dst_net[1], (i >> 8) as u8, i as u8),
+        ttl,
+        1024 + i as u16,
+        len,
+    )
+}
+
+fn from_host(ip: &[u8]) -> Vec<u8> {
+    eth(mac_r(0), HOST, None, ETH_IP4, ip)
+}
+
+#[test]
+fn ip4_forward_rewrites_ttl_checksum_and_macs() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    let mut core = core(&mut ctl);
+    // Every TTL from 2 to 255 and varied lengths and ids: the incremental checksum
+    // must equal a full recomputation for all of them.
+    let ips: Vec<Vec<u8>> = (0..N)
+        .map(|i| {
+            let mut p = host_ip(i, [198, 18], 2 + (i % 254) as u8, 28 + i * 5 % 1400);
+            p[4..6].copy_from_slice(&((i * 7919) as u16).to_be_bytes());
+            ip_fix(&mut p);
+            p
+        })
+        .collect();
+    let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host(p)).collect();
+    let res = run(&mut core, &frames, 0);
+    assert_all_tx(&res, 1, |i| {
+        eth(
+            mac_n(1),
+            mac_r(1),
+            None,
+            ETH_IP4,
+            &with_ttl(&ips[i], ips[i][8] - 1),
+        )
+    });
+
+    let s = core.stats();
+    assert_eq!(counters(s), expect(&[]));
+    let rx_bytes: u64 = frames.iter().map(|f| f.len() as u64).sum();
+    assert_eq!(s.ifaces[1].rx_pkts.get(), N as u64);
+    assert_eq!(s.ifaces[1].rx_bytes.get(), rx_bytes);
+    assert_eq!(s.ifaces[1].drops.get(), 0);
+    assert_eq!(s.ifaces[2].tx_pkts.get(), N as u64);
+    assert_eq!(s.ifaces[2].tx_bytes.get(), rx_bytes);
+    assert_eq!(stage(&core, Stage::EthernetInput), (2, N as u64));
+    assert_eq!(stage(&core, Stage::MplsLookup), (0, 0));
+    assert_eq!(stage(&core, Stage::Ip4Lookup), (2, N as u64));
+    assert_eq!(stage(&core, Stage::Local), (0, 0));
+    assert_eq!(stage(&core, Stage::Rewrite), (2, N as u64));
+}
+
+#[test]
+fn ip4_forward_strips_ethernet_padding() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    let mut core = core(&mut ctl);
+    let ip = host_ip(1, [198, 18], 64, 28);
+    let mut f = from_host(&ip);
+    f.resize(60, 0xee);
+    let res = run(&mut core, &vec![f; N], 0);
+    assert_all_tx(&res, 1, |_| {
+        eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&ip, 63))
+    });
+    assert_eq!(core.stats().ifaces[2].tx_bytes.get(), 42 * N as u64);
+}
+
+#[test]
+fn pe_ingress_pushes_one_and_three_labels_with_uniform_ttl() {
+    let mut ctl = router();
+    route(&mut ctl, "198.19.0.0/16", &["10.2.0.2"], &[1000]);
+    route(
+        &mut ctl,
+        "198.20.0.0/16",
+        &["10.2.0.2"],
+        &[1000, 2000, 3000],
+    );
+    let mut core = core(&mut ctl);
+    for (net, labels) in [
+        ([198, 19], vec![1000u32]),
+        ([198, 20], vec![1000, 2000, 3000]),
+    ] {
+        let ips: Vec<Vec<u8>> = (0..N)
+            .map(|i| host_ip(i, net, 2 + (i % 250) as u8, 64))
+            .collect();
+        let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host(p)).collect();
+        let res = run(&mut core, &frames, 0);
+        assert_all_tx(&res, 1, |i| {
+            let ttl = ips[i][8] - 1;
+            let stack: Vec<(u32, u8)> = labels.iter().map(|&l| (l, ttl)).collect();
+            eth(
+                mac_n(1),
+                mac_r(1),
+                None,
+                ETH_MPLS,
+                &labelled(&stack, &with_ttl(&ips[i], ttl)),
+            )
+        });
+    }
+    assert_eq!(counters(core.stats()), expect(&[]));
+    assert_eq!(core.stats().ifaces[2].tx_pkts.get(), 2 * N as u64);
+}
+
+#[test]
+fn implicit_null_out_label_sends_plain_ip4() {
+    let mut ctl = router();
+    route(&mut ctl, "198.23.0.0/16", &["10.2.0.2"], &[3]);
+    let mut core = core(&mut ctl);
+    let ip = host_ip(7, [198, 23], 64, 100);
+    let res = run(&mut core, &vec![from_host(&ip); N], 0);
+    assert_all_tx(&res, 1, |_| {
+        eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&ip, 63))
+    });
+}
+
+/// A router with the label entries of the MPLS cases: 100 swap to 200 (and the
+/// non-bottom entry of 100), 101 swap to explicit null, 102 PHP to port 2, 110 swap
+/// to itself, 300 pop and IPv4 lookup; 198.18/16 via port 1.
+fn lsr() -> RouterControl {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    let adj1 = ctl.adjacency(2, a("10.2.0.2")).unwrap();
+    let adj2 = ctl.adjacency(3, a("10.3.0.2")).unwrap();
+    ctl.label_add(100, true, LabelAction::swap(adj1, &[200]))
+        .unwrap();
+    ctl.label_add(100, false, LabelAction::swap(adj1, &[200]))
+        .unwrap();
+    ctl.label_add(110, true, LabelAction::swap(adj1, &[110]))
+        .unwrap();
+    ctl.label_add(101, true, LabelAction::swap(adj1, &[0]))
+        .unwrap();
+    ctl.label_add(102, true, LabelAction::php(adj2)).unwrap();
+    ctl.label_add(300, true, LabelAction::ip4_lookup(0))
+        .unwrap();
+    ctl
+}
+
+fn from_host_mpls(stack: &[(u32, u8)], ip: &[u8]) -> Vec<u8> {
+    eth(mac_r(0), HOST, None, ETH_MPLS, &labelled(stack, ip))
+}
+
+#[test]
+fn p_router_swaps_the_top_label() {
+    let mut ctl = lsr();
+    let mut core = core(&mut ctl);
+    let ips: Vec<Vec<u8>> = (0..N).map(|i| host_ip(i, [198, 18], 64, 80)).collect();
+    for (in_label, out_label) in [(100, 200), (110, 110)] {
+        let frames: Vec<Vec<u8>> = ips
+            .iter()
+            .enumerate()
+            .map(|(i, p)| from_host_mpls(&[(in_label, 2 + (i % 250) as u8)], p))
+            .collect();
+        let res = run(&mut core, &frames, 0);
+        assert_all_tx(&res, 1, |i| {
+            let ttl = 1 + (i % 250) as u8;
+            eth(
+                mac_n(1),
+                mac_r(1),
+                None,
+                ETH_MPLS,
+                &labelled(&[(out_label, ttl)], &ips[i]),
+            )
+        });
+    }
+    // Non-bottom entry: the labels below are untouched.
+    let f = from_host_mpls(&[(100, 64), (5000, 7)], &ips[0]);
+    let res = run(&mut core, &vec![f; N], 0);
+    assert_all_tx(&res, 1, |_| {
+        let mut l = lse(200, false, 63).to_vec();
+        l.extend_from_slice(&lse(5000, true, 7));
+        l.extend_from_slice(&ips[0]);
+        eth(mac_n(1), mac_r(1), None, ETH_MPLS, &l)
+    });
+    assert_eq!(counters(core.stats()), expect(&[]));
+    assert_eq!(stage(&core, Stage::MplsLookup), (6, 3 * N as u64));
+    assert_eq!(stage(&core, Stage::Ip4Lookup), (0, 0));
+}
+
+#[test]
+fn pe_egress_pops_and_looks_up_in_the_same_pass() {
+    let mut ctl = lsr();
+    let mut core = core(&mut ctl);
+    let ips: Vec<Vec<u8>> = (0..N).map(|i| host_ip(i, [198, 18], 64, 90)).collect();
+    // Uniform TTL: the label TTL becomes the IPv4 TTL, then the IPv4 hop takes one.
+    let frames: Vec<Vec<u8>> = ips
+        .iter()
+        .enumerate()
+        .map(|(i, p)| from_host_mpls(&[(300, 2 + (i % 200) as u8)], p))
+        .collect();
+    let res = run(&mut core, &frames, 0);
+    assert_all_tx(&res, 1, |i| {
+        eth(
+            mac_n(1),
+            mac_r(1),
+            None,
+            ETH_IP4,
+            &with_ttl(&ips[i], 1 + (i % 200) as u8),
+        )
+    });
+    assert_eq!(counters(core.stats()), expect(&[]));
+    // One pass: every packet went through mpls-lookup and ip4-lookup once.
+    assert_eq!(stage(&core, Stage::MplsLookup), (2, N as u64));
+    assert_eq!(stage(&core, Stage::Ip4Lookup), (2, N as u64));
+    assert_eq!(stage(&core, Stage::Rewrite), (2, N as u64));
+}
+
+#[test]
+fn explicit_null_at_egress_and_towards_it() {
+    let mut ctl = lsr();
+    let mut core = core(&mut ctl);
+    let ip = host_ip(3, [198, 18], 64, 60);
+    // Received with label 0 (the penultimate hop swapped to explicit null).
+    let res = run(&mut core, &vec![from_host_mpls(&[(0, 30)], &ip); N], 0);
+    assert_all_tx(&res, 1, |_| {
+        eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&ip, 29))
+    });
+    // The penultimate hop: label 0 on the wire.
+    let res = run(&mut core, &vec![from_host_mpls(&[(101, 30)], &ip); N], 0);
+    assert_all_tx(&res, 1, |_| {
+        eth(
+            mac_n(1),
+            mac_r(1),
+            None,
+            ETH_MPLS,
+            &labelled(&[(0, 29)], &ip),
+        )
+    });
+    assert_eq!(counters(core.stats()), expect(&[]));
+}
+
+#[test]
+fn php_sends_the_payload_as_ip4() {
+    let mut ctl = lsr();
+    let mut core = core(&mut ctl);
+    let ips: Vec<Vec<u8>> = (0..N).map(|i| host_ip(i, [198, 18], 64, 70)).collect();
+    let frames: Vec<Vec<u8>> = ips
+        .iter()
+        .enumerate()
+        .map(|(i, p)| from_host_mpls(&[(102, 2 + (i % 100) as u8)], p))
+        .collect();
+    let res = run(&mut core, &frames, 0);
+    assert_all_tx(&res, 2, |i| {
+        eth(
+            mac_n(2),
+            mac_r(2),
+            None,
+            ETH_IP4,
+            &with_ttl(&ips[i], 1 + (i % 100) as u8),
+        )
+    });
+    assert_eq!(counters(core.stats()), expect(&[]));
+    assert_eq!(stage(&core, Stage::Ip4Lookup), (0, 0));
+}
+
+/// Sends `flows` packets of different UDP source ports to one destination and
+/// returns how many left on each port; checks the MACs match the port.
+fn spread(core: &mut Core, dst: Ipv4Addr, flows: usize) -> [usize; 8] {
+    let frames: Vec<Vec<u8>> = (0..flows)
+        .map(|i| from_host(&ip4(a("10.1.0.2"), dst, 64, 1024 + i as u16, 64)))
+        .collect();
+    let res = run(core, &frames, 0);
+    let mut per_port = [0usize; 8];
+    for (o, d) in &res {
+        let Out::Tx(p) = *o else {
+            panic!("not sent: {o:?}")
+        };
+        assert_eq!(&d[..6], &mac_n(p as u8));
+        assert_eq!(&d[6..12], &mac_r(p as u8));
+        per_port[usize::from(p)] += 1;
+    }
+    // The same flow always takes the same path.
+    let again = run(core, &frames, 0);
+    assert!(
+        res.iter().zip(&again).all(|(x, y)| x.0 == y.0),
+        "a flow changed path"
+    );
+    per_port
+}
+
+#[test]
+fn ecmp_spreads_flows_over_two_and_four_paths() {
+    let mut ctl = router();
+    route(&mut ctl, "198.21.0.0/16", &["10.2.0.2", "10.3.0.2"], &[]);
+    route(
+        &mut ctl,
+        "198.22.0.0/16",
+        &["10.2.0.2", "10.3.0.2", "10.4.0.2", "10.5.0.2"],
+        &[],
+    );
+    let mut core = core(&mut ctl);
+    let flows = 16 * BURST;
+    for (dst, ports) in [
+        (a("198.21.0.1"), &[1usize, 2][..]),
+        (a("198.22.0.1"), &[1, 2, 3, 4]),
+    ] {
+        let per_port = spread(&mut core, dst, flows);
+        let even = flows / ports.len();
+        for &p in ports {
+            let dev = per_port[p].abs_diff(even) as f64 / even as f64;
+            assert!(dev < 0.05, "{dst}: {per_port:?} is not within 5% of {even}");
+        }
+        assert_eq!(ports.iter().map(|&p| per_port[p]).sum::<usize>(), flows);
+    }
+    // Flows that differ only by destination spread too.
+    let frames: Vec<Vec<u8>> = (0..flows)
+        .map(|i| from_host(&host_ip(i, [198, 22], 64, 64)))
+        .collect();
+    let res = run(&mut core, &frames, 0);
+    let mut per_port = [0usize; 8];
+    for (o, _) in &res {
+        if let Out::Tx(p) = o {
+            per_port[usize::from(*p)] += 1;
+        }
+    }
+    for p in 1..5 {
+        assert!(
+            per_port[p].abs_diff(flows / 4) < flows / 4 / 20,
+            "{per_port:?}"
+        );
+    }
+    assert_eq!(counters(core.stats()), expect(&[]));
+}
+
+#[test]
+fn vlan_sub_interfaces_in_and_out() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    route(&mut ctl, "198.24.0.0/16", &["10.200.0.2"], &[]);
+    let mut core = core(&mut ctl);
+    let ips: Vec<Vec<u8>> = (0..N).map(|i| host_ip(i, [198, 24], 64, 64)).collect();
+    // Tagged in (VLAN 100 on port 0), tagged out (VLAN 200 on port 1).
+    let frames: Vec<Vec<u8>> = ips
+        .iter()
+        .map(|p| eth(mac_r(0), HOST, Some(100), ETH_IP4, p))
+        .collect();
+    let res = run(&mut core, &frames, 0);
+    assert_all_tx(&res, 1, |i| {
+        eth(VNBR, mac_r(1), Some(200), ETH_IP4, &with_ttl(&ips[i], 63))
+    });
+    // Untagged in, tagged out.
+    let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host(p)).collect();
+    let res = run(&mut core, &frames, 0);
+    assert_all_tx(&res, 1, |i| {
+        eth(VNBR, mac_r(1), Some(200), ETH_IP4, &with_ttl(&ips[i], 63))
+    });
+    // Tagged in, untagged out.
+    let ip = host_ip(9, [198, 18], 64, 64);
+    let res = run(
+        &mut core,
+        &vec![eth(mac_r(0), HOST, Some(100), ETH_IP4, &ip); N],
+        0,
+    );
+    assert_all_tx(&res, 1, |_| {
+        eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&ip, 63))
+    });
+    let s = core.stats();
+    assert_eq!(s.ifaces[10].rx_pkts.get(), 2 * N as u64);
+    assert_eq!(s.ifaces[1].rx_pkts.get(), N as u64);
+    assert_eq!(s.ifaces[11].tx_pkts.get(), 2 * N as u64);
+    assert_eq!(s.ifaces[2].tx_pkts.get(), N as u64);
+    assert_eq!(counters(s), expect(&[]));
+}
+
+#[test]
+fn arp_requests_for_our_addresses_are_answered() {
+    let mut ctl = router();
+    let mut core = core(&mut ctl);
+    let mut req = eth(
+        BCAST,
+        HOST,
+        None,
+        ETH_ARP,
+        &arp(1, HOST, a("10.1.0.2"), [0; 6], a("10.1.0.1")),
+    );
+    req.resize(60, 0);
+    let res = run(&mut core, &vec![req; N], 0);
+    assert_all_tx(&res, 0, |_| {
+        eth(
+            HOST,
+            mac_r(0),
+            None,
+            ETH_ARP,
+            &arp(2, mac_r(0), a("10.1.0.1"), HOST, a("10.1.0.2")),
+        )
+    });
+    // On a sub-interface: the reply is tagged.
+    let host2 = [2, 0, 0, 0, 0x64, 0x55];
+    let req = eth(
+        BCAST,
+        host2,
+        Some(100),
+        ETH_ARP,
+        &arp(1, host2, a("10.100.0.2"), [0; 6], a("10.100.0.1")),
+    );
+    let res = run(&mut core, &vec![req; N], 0);
+    assert_all_tx(&res, 0, |_| {
+        eth(
+            host2,
+            mac_r(0),
+            Some(100),
+            ETH_ARP,
+            &arp(2, mac_r(0), a("10.100.0.1"), host2, a("10.100.0.2")),
+        )
+    });
+    // Requests for other hosts are only learned from.
+    let other = eth(
+        BCAST,
+        HOST,
+        None,
+        ETH_ARP,
+        &arp(1, HOST, a("10.1.0.2"), [0; 6], a("10.1.0.77")),
+    );
+    let res = run(&mut core, &vec![other; N], 0);
+    assert!(res.iter().all(|r| r.0 == Out::Drop));
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[("arp_replies", 2 * N as u64)])
+    );
+    assert_eq!(core.stats().ifaces[1].tx_pkts.get(), N as u64);
+    assert_eq!(core.stats().ifaces[10].tx_pkts.get(), N as u64);
+    // The senders were learned: 10.100.0.2 is new.
+    assert_eq!(ctl.poll(), 3 * N);
+    assert_eq!(ctl.neighbors().get(&(10, a("10.100.0.2"))), Some(&host2));
+}
+
+#[test]
+fn arp_resolves_an_incomplete_adjacency() {
+    let mut ctl = router();
+    // A gateway nobody has resolved yet.
+    route(&mut ctl, "198.25.0.0/16", &["10.3.0.7"], &[]);
+    let mut core = core(&mut ctl);
+    let ip = host_ip(5, [198, 25], 64, 64);
+    let res = run(&mut core, &vec![from_host(&ip); N], 0);
+    // The first packet becomes the ARP request (for the gateway, on its port); the
+    // others are dropped while it is outstanding.
+    let mut request = eth(
+        BCAST,
+        mac_r(2),
+        None,
+        ETH_ARP,
+        &arp(1, mac_r(2), a("10.3.0.1"), [0; 6], a("10.3.0.7")),
+    );
+    request.resize(60, 0);
+    assert_eq!(res[0].0, Out::Tx(2));
+    assert_eq!(res[0].1, request, "{:02x?}", res[0].1);
+    assert!(res[1..].iter().all(|r| r.0 == Out::Drop));
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[("neighbor_incomplete", N as u64), ("arp_requests", 1)])
+    );
+
+    // The reply is learned (and consumed); the control thread installs it.
+    let gw_mac = [2, 0, 0, 0, 7, 7];
+    let reply = eth(
+        mac_r(2),
+        gw_mac,
+        None,
+        ETH_ARP,
+        &arp(2, gw_mac, a("10.3.0.7"), mac_r(2), a("10.3.0.1")),
+    );
+    let res = run(&mut core, &[reply], 2);
+    assert_eq!(res[0].0, Out::Drop);
+    assert_eq!(ctl.poll(), 1);
+    assert_eq!(ctl.neighbors().get(&(3, a("10.3.0.7"))), Some(&gw_mac));
+    let res = run(&mut core, &vec![from_host(&ip); N], 0);
+    assert_all_tx(&res, 2, |_| {
+        eth(gw_mac, mac_r(2), None, ETH_IP4, &with_ttl(&ip, 63))
+    });
+
+    // A host on a connected subnet (glean): the request is for the destination.
+    let ip = ip4(a("10.1.0.2"), a("10.4.0.9"), 64, 1, 64);
+    let res = run(&mut core, &[from_host(&ip)], 0);
+    let mut request = eth(
+        BCAST,
+        mac_r(3),
+        None,
+        ETH_ARP,
+        &arp(1, mac_r(3), a("10.4.0.1"), [0; 6], a("10.4.0.9")),
+    );
+    request.resize(60, 0);
+    assert_eq!(res[0], (Out::Tx(3), request));
+}
+
+fn echo(src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, typ: u8, seq: u16) -> Vec<u8> {
+    let mut p = vec![0u8; 20 + 8 + 32];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&60u16.to_be_bytes());
+    p[4..6].copy_from_slice(&seq.wrapping_mul(31).to_be_bytes());
+    p[6] = 0x40;
+    p[8] = ttl;
+    p[9] = 1;
+    p[12..16].copy_from_slice(&src.octets());
+    p[16..20].copy_from_slice(&dst.octets());
+    ip_fix(&mut p);
+    p[20] = typ;
+    p[24..26].copy_from_slice(&0x4242u16.to_be_bytes());
+    p[26..28].copy_from_slice(&seq.to_be_bytes());
+    for (i, b) in p[28..].iter_mut().enumerate() {
+        *b = 0x10 + i as u8;
+    }
+    let c = wire::checksum::checksum(&p[20..]);
+    p[22..24].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+#[test]
+fn ping_to_the_router_is_answered() {
+    let mut ctl = router();
+    let mut core = core(&mut ctl);
+    for me in ["10.1.0.1", "10.3.0.1"] {
+        let frames: Vec<Vec<u8>> = (0..N)
+            .map(|i| {
+                from_host(&echo(
+                    a("10.1.0.2"),
+                    a(me),
+                    64 - (i % 60) as u8,
+                    8,
+                    i as u16,
+                ))
+            })
+            .collect();
+        let res = run(&mut core, &frames, 0);
+        assert_all_tx(&res, 0, |i| {
+            let mut r = echo(a(me), a("10.1.0.2"), 64, 0, i as u16);
+            // The reply keeps the request's IP id and DF.
+            r[4..6].copy_from_slice(&(i as u16).wrapping_mul(31).to_be_bytes());
+            ip_fix(&mut r);
+            eth(HOST, mac_r(0), None, ETH_IP4, &r)
+        });
+        for (_, d) in &res {
+            assert!(wire::checksum::verify(&d[14..34]));
+            assert!(wire::checksum::verify(&d[34..]));
+        }
+    }
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[("echo_replies", 2 * N as u64)])
+    );
+    // Other traffic to us goes to the control plane.
+    let udp = ip4(a("10.1.0.2"), a("10.1.0.1"), 64, 5, 64);
+    let res = run(&mut core, &vec![from_host(&udp); N], 0);
+    assert!(
+        res.iter()
+            .all(|r| r.0 == Out::Punt(dataplane::router::PuntReason::Local)
+                && r.1 == from_host(&udp))
+    );
+}
+
+#[test]
+fn replies_to_a_source_behind_an_lsp_are_labelled() {
+    let mut ctl = router();
+    route(&mut ctl, "10.9.0.0/16", &["10.2.0.2"], &[1000]);
+    route(&mut ctl, "198.18.0.0/16", &["10.3.0.2"], &[]);
+    let mut core = core(&mut ctl);
+    // Echo reply to 10.9.0.2, whose route pushes label 1000.
+    let req = from_host(&echo(a("10.9.0.2"), a("10.1.0.1"), 60, 8, 1));
+    let res = run(&mut core, &vec![req; N], 0);
+    let mut reply = echo(a("10.1.0.1"), a("10.9.0.2"), 64, 0, 1);
+    reply[4..6].copy_from_slice(&31u16.to_be_bytes());
+    ip_fix(&mut reply);
+    assert_all_tx(&res, 1, |_| {
+        eth(
+            mac_n(1),
+            mac_r(1),
+            None,
+            ETH_MPLS,
+            &labelled(&[(1000, 64)], &reply),
+        )
+    });
+    // ICMP time exceeded back to it.
+    let ip = ip4(a("10.9.0.2"), a("198.18.0.1"), 1, 7, 64);
+    let res = run(&mut core, &vec![from_host(&ip); N], 0);
+    assert_all_tx(&res, 1, |i| {
+        let id = ident(&res[i].1, 18);
+        let icmp = icmp_error(a("10.1.0.1"), a("10.9.0.2"), id, 11, 0, 0, &ip);
+        eth(
+            mac_n(1),
+            mac_r(1),
+            None,
+            ETH_MPLS,
+            &labelled(&[(1000, 64)], &icmp),
+        )
+    });
+}
+
+#[test]
+fn ping_from_an_unresolved_host_sends_an_arp_request() {
+    let mut ctl = router();
+    let mut core = core(&mut ctl);
+    let req = from_host(&echo(a("10.1.0.3"), a("10.1.0.1"), 64, 8, 1));
+    let res = run(&mut core, &[req], 0);
+    let mut want = eth(
+        BCAST,
+        mac_r(0),
+        None,
+        ETH_ARP,
+        &arp(1, mac_r(0), a("10.1.0.1"), [0; 6], a("10.1.0.3")),
+    );
+    want.resize(60, 0);
+    assert_eq!(res[0], (Out::Tx(0), want));
+}
+
+/// The IPv4 id the router put into the ICMP message of `frame` (at `l3`).
+fn ident(frame: &[u8], l3: usize) -> u16 {
+    u16::from_be_bytes([frame[l3 + 4], frame[l3 + 5]])
+}
+
+#[test]
+fn ttl_expiry_in_ip4_sends_time_exceeded_from_the_ingress_address() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    let mut core = core(&mut ctl);
+    let ips: Vec<Vec<u8>> = (0..N)
+        .map(|i| host_ip(i, [198, 18], (i % 2) as u8, 40 + i * 4))
+        .collect();
+    let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host(p)).collect();
+    let res = run(&mut core, &frames, 0);
+    let mut ids = std::collections::BTreeSet::new();
+    assert_all_tx(&res, 0, |i| {
+        let id = ident(&res[i].1, 14);
+        ids.insert(id);
+        eth(
+            HOST,
+            mac_r(0),
+            None,
+            ETH_IP4,
+            &icmp_error(a("10.1.0.1"), a("10.1.0.2"), id, 11, 0, 0, &ips[i]),
+        )
+    });
+    assert_eq!(ids.len(), N, "every ICMP message has its own IP id");
+    // The longest ones are cut to 576 bytes.
+    assert_eq!(res[N - 1].1.len(), 14 + 576);
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[("ip4_ttl_expired", N as u64), ("icmp_errors", N as u64)])
+    );
+}
+
+#[test]
+fn icmp_errors_are_rate_limited() {
+    let mut ctl = router();
+    // 100 in the bucket, one more per second.
+    let mut core = ctl
+        .new_core(
+            CoreConfig {
+                icmp_rate_pps: 1,
+                icmp_burst: 100,
+                arp_retry_ms: 100,
+            },
+            tsc_hz(),
+        )
+        .0;
+    let ip = ip4(a("10.1.0.2"), a("203.0.113.1"), 64, 1, 64);
+    let res = run(&mut core, &vec![from_host(&ip); N], 0);
+    assert_eq!(res.iter().filter(|r| r.0 == Out::Tx(0)).count(), 100);
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[
+            ("ip4_no_route", N as u64),
+            ("icmp_errors", 100),
+            ("icmp_rate_limited", N as u64 - 100)
+        ])
+    );
+}
+
+#[test]
+fn ttl_expiry_inside_an_lsp_sends_icmp_with_the_label_stack_along_it() {
+    let mut ctl = lsr();
+    let mut core = core(&mut ctl);
+    let ips: Vec<Vec<u8>> = (0..N).map(|i| host_ip(i, [198, 18], 64, 40 + i)).collect();
+    for stack in [vec![(100u32, 1u8)], vec![(100, 1), (5000, 9)]] {
+        let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host_mpls(&stack, p)).collect();
+        let res = run(&mut core, &frames, 0);
+        assert_all_tx(&res, 1, |i| {
+            // Along the LSP: the received stack with TTL 64, switched (100 -> 200).
+            let rx = labelled(&stack, &ips[i]);
+            let l3 = 14 + 4 * stack.len();
+            let mut icmp = vec![0u8; 512];
+            let (len, depth) =
+                mpls::build_time_exceeded(&rx, a("10.1.0.1"), ident(&res[i].1, l3), &mut icmp)
+                    .unwrap();
+            assert_eq!(depth, stack.len());
+            let mut out: Vec<(u32, u8)> = vec![(200, 63)];
+            out.extend(stack[1..].iter().map(|&(l, _)| (l, 64)));
+            let mut l = Vec::new();
+            for (k, &(lab, ttl)) in out.iter().enumerate() {
+                l.extend_from_slice(&lse(lab, k + 1 == out.len(), ttl));
+            }
+            l.extend_from_slice(&icmp[..len]);
+            eth(mac_n(1), mac_r(1), None, ETH_MPLS, &l)
+        });
+    }
+    // At the penultimate hop the reply leaves as IPv4 (PHP, uniform TTL).
+    let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host_mpls(&[(102, 1)], p)).collect();
+    let res = run(&mut core, &frames, 0);
+    assert_all_tx(&res, 2, |i| {
+        let rx = labelled(&[(102, 1)], &ips[i]);
+        let mut icmp = vec![0u8; 512];
+        let (len, _) =
+            mpls::build_time_exceeded(&rx, a("10.1.0.1"), ident(&res[i].1, 14), &mut icmp).unwrap();
+        eth(
+            mac_n(2),
+            mac_r(2),
+            None,
+            ETH_IP4,
+            &with_ttl(&icmp[..len], 63),
+        )
+    });
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[("icmp_errors", 3 * N as u64)])
+    );
+}
+
+#[test]
+fn mpls_swap_to_an_unresolved_neighbour_sends_an_arp_request() {
+    let mut ctl = router();
+    let adj = ctl.adjacency(4, a("10.4.0.7")).unwrap();
+    ctl.label_add(120, true, LabelAction::swap(adj, &[220]))
+        .unwrap();
+    let mut core = core(&mut ctl);
+    let ip = host_ip(1, [198, 18], 64, 64);
+    let f = from_host_mpls(&[(120, 64)], &ip);
+    let res = run(&mut core, &vec![f.clone(); N], 0);
+    let mut request = eth(
+        BCAST,
+        mac_r(3),
+        None,
+        ETH_ARP,
+        &arp(1, mac_r(3), a("10.4.0.1"), [0; 6], a("10.4.0.7")),
+    );
+    request.resize(60, 0);
+    assert_eq!(res[0], (Out::Tx(3), request));
+    assert!(res[1..].iter().all(|r| r.0 == Out::Drop));
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[("neighbor_incomplete", N as u64), ("arp_requests", 1)])
+    );
+    let nbr = [2, 0, 0, 0, 4, 7];
+    let reply = eth(
+        mac_r(3),
+        nbr,
+        None,
+        ETH_ARP,
+        &arp(2, nbr, a("10.4.0.7"), mac_r(3), a("10.4.0.1")),
+    );
+    assert_eq!(run(&mut core, &[reply], 3)[0].0, Out::Drop);
+    assert_eq!(ctl.poll(), 1);
+    let res = run(&mut core, &vec![f; N], 0);
+    assert_all_tx(&res, 3, |_| {
+        eth(nbr, mac_r(3), None, ETH_MPLS, &labelled(&[(220, 63)], &ip))
+    });
+}
+
+#[test]
+fn no_route_and_unreachable_routes_send_icmp_unreachable() {
+    let mut ctl = router();
+    ctl.route_add(0, pfx("198.26.0.0/16"), RouteKind::Unreachable)
+        .unwrap();
+    ctl.route_add(0, pfx("198.27.0.0/16"), RouteKind::Prohibit)
+        .unwrap();
+    ctl.route_add(0, pfx("198.28.0.0/16"), RouteKind::Blackhole)
+        .unwrap();
+    let mut core = core(&mut ctl);
+    for (net, code) in [([203, 0], 0u8), ([198, 26], 1), ([198, 27], 13)] {
+        let ips: Vec<Vec<u8>> = (0..N).map(|i| host_ip(i, net, 64, 64)).collect();
+        let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host(p)).collect();
+        let res = run(&mut core, &frames, 0);
+        assert_all_tx(&res, 0, |i| {
+            let id = ident(&res[i].1, 14);
+            eth(
+                HOST,
+                mac_r(0),
+                None,
+                ETH_IP4,
+                &icmp_error(a("10.1.0.1"), a("10.1.0.2"), id, 3, code, 0, &ips[i]),
+            )
+        });
+    }
+    let ip = host_ip(1, [198, 28], 64, 64);
+    let res = run(&mut core, &vec![from_host(&ip); N], 0);
+    assert!(res.iter().all(|r| r.0 == Out::Drop));
+    let n = N as u64;
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[
+            ("ip4_no_route", n),
+            ("ip4_unreachable", n),
+            ("ip4_prohibit", n),
+            ("ip4_blackhole", n),
+            ("icmp_errors", 3 * n)
+        ])
+    );
+    assert_eq!(core.stats().ifaces[1].drops.get(), 4 * n);
+}
+
+#[test]
+fn mtu_exceeded_with_df_sends_frag_needed_with_the_next_hop_mtu() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    route(&mut ctl, "198.19.0.0/16", &["10.2.0.2"], &[1000]);
+    ctl.set_mtu(2, 1000).unwrap();
+    let mut core = core(&mut ctl);
+    let df = |mut p: Vec<u8>| {
+        p[6] |= 0x40;
+        ip_fix(&mut p);
+        p
+    };
+    for (net, mtu) in [([198, 18], 1000u16), ([198, 19], 996)] {
+        let ips: Vec<Vec<u8>> = (0..N)
+            .map(|i| df(host_ip(i, net, 64, usize::from(mtu) + 1 + i)))
+            .collect();
+        let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host(p)).collect();
+        let res = run(&mut core, &frames, 0);
+        assert_all_tx(&res, 0, |i| {
+            let id = ident(&res[i].1, 14);
+            eth(
+                HOST,
+                mac_r(0),
+                None,
+                ETH_IP4,
+                &icmp_error(a("10.1.0.1"), a("10.1.0.2"), id, 3, 4, mtu, &ips[i]),
+            )
+        });
+        // Exactly the MTU passes.
+        let ip = df(host_ip(1, net, 64, usize::from(mtu)));
+        let res = run(&mut core, &vec![from_host(&ip); N], 0);
+        assert!(res.iter().all(|r| r.0 == Out::Tx(1)));
+    }
+    // DF clear: no fragmentation here, dropped.
+    let ip = host_ip(1, [198, 18], 64, 1001);
+    let res = run(&mut core, &vec![from_host(&ip); N], 0);
+    assert!(res.iter().all(|r| r.0 == Out::Drop));
+    let n = N as u64;
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[
+            ("ip4_mtu_exceeded", 2 * n),
+            ("ip4_fragmentation_needed", n),
+            ("icmp_errors", 2 * n)
+        ])
+    );
+}
+
+#[test]
+fn traced_drops_name_their_reason() {
+    let mut ctl = router();
+    let mut core = core(&mut ctl);
+    let mut ip = host_ip(1, [198, 18], 64, 64);
+    ip[10] ^= 1;
+    let mpls = from_host_mpls(&[(5000, 64)], &ip);
+    ctl.trace_add(2);
+    let res = run(&mut core, &[from_host(&ip), mpls], 0);
+    assert!(res.iter().all(|r| r.0 == Out::Drop));
+    let recs = ctl.trace_records();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].1.decision, "drop ip4_bad_checksum");
+    assert_eq!(recs[1].1.decision, "drop mpls_no_label");
+}
+
+/// One malformed frame: what it is, the frame, the port, the counter it must bump.
+struct Bad {
+    what: &'static str,
+    frame: Vec<u8>,
+    port: u16,
+    counter: &'static str,
+}
+
+fn corpus() -> Vec<Bad> {
+    let ip = host_ip(1, [198, 18], 64, 64);
+    let with = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut p = ip.clone();
+        f(&mut p);
+        p
+    };
+    let fixed = |f: &dyn Fn(&mut Vec<u8>)| {
+        with(&|p| {
+            f(p);
+            ip_fix(p)
+        })
+    };
+    let ip4f = |p: Vec<u8>| from_host(&p);
+    let mplsf = |stack: &[(u32, u8)], payload: &[u8]| from_host_mpls(stack, payload);
+    let mut deep = Vec::new();
+    for _ in 0..20 {
+        deep.extend_from_slice(&lse(0, false, 64));
+    }
+    let last = deep.len() - 4;
+    deep[last..].copy_from_slice(&lse(0, true, 64));
+    deep.extend_from_slice(&ip);
+    let mut v = vec![
+        Bad {
+            what: "10-byte frame",
+            frame: vec![0xff; 10],
+            port: 0,
+            counter: "eth_truncated",
+        },
+        Bad {
+            what: "VLAN tag cut short",
+            frame: eth(mac_r(0), HOST, None, 0x8100, &[0]),
+            port: 0,
+            counter: "eth_truncated",
+        },
+        Bad {
+            what: "someone else's MAC",
+            frame: eth([2, 9, 9, 9, 9, 9], HOST, None, ETH_IP4, &ip),
+            port: 0,
+            counter: "not_our_mac",
+        },
+        Bad {
+            what: "VLAN without sub-interface",
+            frame: eth(mac_r(0), HOST, Some(300), ETH_IP4, &ip),
+            port: 0,
+            counter: "unknown_vlan",
+        },
+        Bad {
+            what: "port without interface",
+            frame: from_host(&ip),
+            port: 7,
+            counter: "interface_down",
+        },
+        Bad {
+            what: "IPv6",
+            frame: eth(mac_r(0), HOST, None, 0x86dd, &[0x60; 40]),
+            port: 0,
+            counter: "unknown_ethertype",
+        },
+        Bad {
+            what: "IPv4 header cut at 10 bytes",
+            frame: ip4f(ip[..10].to_vec()),
+            port: 0,
+            counter: "ip4_truncated",
+        },
+        Bad {
+            what: "IHL 15 in a 24-byte packet",
+            frame: ip4f(with(&|p| {
+                p[0] = 0x4f;
+                p.truncate(24);
+                p[2..4].copy_from_slice(&24u16.to_be_bytes());
+            })),
+            port: 0,
+            counter: "ip4_truncated",
+        },
+        Bad {
+            what: "version 6 in an IPv4 frame",
+            frame: ip4f(fixed(&|p| p[0] = 0x65)),
+            port: 0,
+            counter: "ip4_bad_version",
+        },
+        Bad {
+            what: "IHL 4",
+            frame: ip4f(with(&|p| p[0] = 0x44)),
+            port: 0,
+            counter: "ip4_bad_ihl",
+        },
+        Bad {
+            what: "total length beyond the frame",
+            frame: ip4f(fixed(&|p| p[2..4].copy_from_slice(&65u16.to_be_bytes()))),
+            port: 0,
+            counter: "ip4_bad_length",
+        },
+        Bad {
+            what: "total length inside the header",
+            frame: ip4f(fixed(&|p| p[2..4].copy_from_slice(&19u16.to_be_bytes()))),
+            port: 0,
+            counter: "ip4_bad_length",
+        },
+        Bad {
+            what: "bad header checksum",
+            frame: ip4f(with(&|p| p[10] ^= 0x40)),
+            port: 0,
+            counter: "ip4_bad_checksum",
+        },
+        Bad {
+            what: "loopback source",
+            frame: ip4f(fixed(&|p| p[12] = 127)),
+            port: 0,
+            counter: "ip4_martian",
+        },
+        Bad {
+            what: "multicast destination",
+            frame: ip4f(fixed(&|p| p[16] = 239)),
+            port: 0,
+            counter: "ip4_multicast",
+        },
+        Bad {
+            what: "label stack cut short",
+            frame: eth(mac_r(0), HOST, None, ETH_MPLS, &[0, 0x64]),
+            port: 0,
+            counter: "mpls_truncated",
+        },
+        Bad {
+            what: "explicit null over a cut IPv4 header",
+            frame: mplsf(&[(0, 64)], &ip[..12]),
+            port: 0,
+            counter: "mpls_truncated",
+        },
+        Bad {
+            what: "explicit null over something not IPv4",
+            frame: mplsf(&[(0, 64)], &[0x10; 40]),
+            port: 0,
+            counter: "mpls_not_ipv4",
+        },
+        Bad {
+            what: "implicit null on the wire",
+            frame: mplsf(&[(3, 64)], &ip),
+            port: 0,
+            counter: "mpls_implicit_null_on_wire",
+        },
+        Bad {
+            what: "stack of 20 entries",
+            frame: eth(mac_r(0), HOST, None, ETH_MPLS, &deep),
+            port: 0,
+            counter: "mpls_stack_too_deep",
+        },
+        Bad {
+            what: "unknown label",
+            frame: mplsf(&[(5000, 64)], &ip),
+            port: 0,
+            counter: "mpls_no_label",
+        },
+        Bad {
+            what: "unassigned reserved label",
+            frame: mplsf(&[(4, 64)], &ip),
+            port: 0,
+            counter: "mpls_reserved_label",
+        },
+        Bad {
+            what: "label TTL 0",
+            frame: mplsf(&[(100, 0)], &ip),
+            port: 0,
+            counter: "mpls_ttl_expired",
+        },
+        Bad {
+            what: "ARP for another hardware type",
+            frame: eth(BCAST, HOST, None, ETH_ARP, &[6u8; 28]),
+            port: 0,
+            counter: "arp_ignored",
+        },
+        Bad {
+            what: "ARP cut short",
+            frame: eth(
+                BCAST,
+                HOST,
+                None,
+                ETH_ARP,
+                &arp(1, HOST, a("10.1.0.2"), [0; 6], a("10.1.0.1"))[..20],
+            ),
+            port: 0,
+            counter: "arp_ignored",
+        },
+    ];
+    // IPv4 TTL 0: expired (and answered, like TTL 1).
+    v.push(Bad {
+        what: "IPv4 TTL 0",
+        frame: ip4f(fixed(&|p| p[8] = 0)),
+        port: 0,
+        counter: "ip4_ttl_expired",
+    });
+    v
+}
+
+#[test]
+fn malformed_frames_are_dropped_each_with_its_own_counter() {
+    let mut ctl = lsr();
+    for bad in corpus() {
+        let mut core = core(&mut ctl);
+        let res = run(&mut core, &vec![bad.frame.clone(); N], bad.port);
+        let n = N as u64;
+        let mut want = vec![(bad.counter, n)];
+        if bad.counter == "ip4_ttl_expired" {
+            want.push(("icmp_errors", n));
+            assert!(res.iter().all(|r| r.0 == Out::Tx(0)), "{}", bad.what);
+        } else {
+            assert!(
+                res.iter().all(|r| r.0 == Out::Drop),
+                "{}: {:?}",
+                bad.what,
+                res[0].0
+            );
+        }
+        let s = core.stats();
+        assert_eq!(counters(s), expect(&want), "{}", bad.what);
+        // Dropped packets count against the interface they came in on, if any.
+        if bad.port == 0 && !matches!(bad.counter, "eth_truncated" | "unknown_vlan") {
+            assert_eq!(s.ifaces[1].rx_pkts.get(), n, "{}", bad.what);
+            assert_eq!(s.ifaces[1].drops.get(), n, "{}", bad.what);
+        }
+    }
+}
+
+fn fuzz_router() -> RouterControl {
+    let mut ctl = lsr();
+    route(&mut ctl, "198.19.0.0/16", &["10.2.0.2"], &[1000, 2000]);
+    route(&mut ctl, "198.21.0.0/16", &["10.2.0.2", "10.3.0.2"], &[]);
+    route(&mut ctl, "198.25.0.0/16", &["10.3.0.7"], &[]);
+    ctl.route_add(
+        0,
+        pfx("0.0.0.0/0"),
+        RouteKind::Paths(vec![Path::gateway(a("10.4.0.2"))]),
+    )
+    .unwrap();
+    ctl
+}
+
+/// A frame that gets past the Ethernet stage more often than random bytes do.
+fn frame_strategy() -> impl Strategy<Value = (Vec<u8>, u16)> {
+    let head = prop_oneof![
+        Just(eth(mac_r(0), HOST, None, ETH_IP4, &[])),
+        Just(eth(mac_r(0), HOST, None, ETH_MPLS, &[])),
+        Just(eth(BCAST, HOST, None, ETH_ARP, &[])),
+        Just(eth(mac_r(0), HOST, Some(100), ETH_IP4, &[])),
+        Just(Vec::new()),
+    ];
+    let body = prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..120),
+        // A valid packet with a few bytes changed.
+        (
+            0usize..4,
+            prop::collection::vec((0usize..80, any::<u8>()), 0..4),
+            1usize..600
+        )
+            .prop_map(|(k, edits, len)| {
+                let ip = host_ip(len, [198, 18 + k as u8], (len % 3) as u8 + 1, 28 + len);
+                let mut p = match k {
+                    0 => ip,
+                    1 => labelled(&[(100, (len % 3) as u8)], &ip),
+                    2 => labelled(&[(300, 64), (0, 1)], &ip),
+                    _ => labelled(&[(0, 64), (102, 2)], &ip),
+                };
+                for (at, b) in edits {
+                    if let Some(x) = p.get_mut(at) {
+                        *x = b;
+                    }
+                }
+                p
+            }),
+    ];
+    (head, body, 0u16..8).prop_map(|(mut h, b, port)| {
+        h.extend_from_slice(&b);
+        (h, port)
+    })
+}
+
+/// Random and mutated frames through one core (built once: a router with a 2^21-entry
+/// label table is too slow to build per case in a debug build): never a panic, and
+/// whatever is sent is a whole Ethernet frame on a port that exists.
+#[test]
+fn random_bytes_never_panic() {
+    let mut ctl = fuzz_router();
+    let core = std::cell::RefCell::new(core(&mut ctl));
+    let ctl = std::cell::RefCell::new(ctl);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(2048));
+    runner
+        .run(&prop::collection::vec(frame_strategy(), 1..40), |frames| {
+            let mut pkts: Vec<VecPacket> =
+                frames.iter().map(|(f, p)| VecPacket::new(f, *p)).collect();
+            let mut out = vec![Out::Drop; pkts.len()];
+            core.borrow_mut().process(&mut pkts, &mut out);
+            for (o, p) in out.iter().zip(&pkts) {
+                if let Out::Tx(port) = o {
+                    prop_assert!(*port < 8);
+                    prop_assert!(p.data().len() >= 14);
+                }
+            }
+            let _ = ctl.borrow_mut().poll();
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn route_and_label_changes_while_traffic_flows_drop_nothing_valid() {
+    let mut ctl = lsr();
+    route(&mut ctl, "198.19.0.0/16", &["10.2.0.2"], &[]);
+    let adj1 = ctl.adjacency(2, a("10.2.0.2")).unwrap();
+    let adj2 = ctl.adjacency(3, a("10.3.0.2")).unwrap();
+    let mut core = core(&mut ctl);
+    let stop = Arc::new(AtomicBool::new(false));
+
+    // Traffic that has a route (and a label entry) before, during and after.
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    for i in 0..BURST {
+        let f = match i % 4 {
+            0 => from_host(&host_ip(i, [198, 18], 64, 64)),
+            1 => from_host(&host_ip(i, [198, 19], 64, 64)),
+            2 => from_host_mpls(&[(100, 64)], &host_ip(i, [198, 18], 64, 64)),
+            _ => from_host_mpls(&[(300, 64)], &host_ip(i, [198, 19], 64, 64)),
+        };
+        frames.push(f);
+    }
+    let worker = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut pkts: Vec<VecPacket> = frames.iter().map(|f| VecPacket::new(f, 0)).collect();
+            let mut out = vec![Out::Drop; BURST];
+            let mut vectors = 0u64;
+            while !stop.load(Ordering::Relaxed) || vectors < 100 {
+                for (p, f) in pkts.iter_mut().zip(&frames) {
+                    p.reset(f);
+                }
+                core.process(&mut pkts, &mut out);
+                for (i, o) in out.iter().enumerate() {
+                    assert!(
+                        matches!(o, Out::Tx(1) | Out::Tx(2)),
+                        "vector {vectors}, packet {i}: {o:?}"
+                    );
+                }
+                vectors += 1;
+            }
+            (vectors, core)
+        })
+    };
+
+    // The control thread: more-specific routes come and go inside the prefixes in
+    // use, the prefix 198.19/16 and the label 100 move between two next hops, and
+    // unrelated routes and labels churn.
+    let t0 = Instant::now();
+    let mut k = 0u32;
+    while t0.elapsed() < Duration::from_secs(2) {
+        let sub = pfx(&format!("198.18.{}.0/24", k % 256));
+        let via = if k % 2 == 0 { "10.2.0.2" } else { "10.3.0.2" };
+        ctl.route_add(0, sub, RouteKind::Paths(vec![Path::gateway(a(via))]))
+            .unwrap();
+        route(&mut ctl, "198.19.0.0/16", &[via], &[]);
+        let adj = if k % 2 == 0 { adj1 } else { adj2 };
+        ctl.label_add(100, true, LabelAction::swap(adj, &[200 + k % 7]))
+            .unwrap();
+        let other = pfx(&format!("100.{}.{}.0/24", k % 200, (k / 200) % 256));
+        ctl.route_add(
+            0,
+            other,
+            RouteKind::Paths(vec![Path::gateway(a("10.4.0.2"))]),
+        )
+        .unwrap();
+        ctl.label_add(1000 + k % 500, true, LabelAction::swap(adj, &[42]))
+            .unwrap();
+        if k >= 100 {
+            let j = k - 100;
+            let old = pfx(&format!("100.{}.{}.0/24", j % 200, (j / 200) % 256));
+            ctl.route_del(0, old).unwrap();
+            let _ = ctl.label_del(1000 + j % 500, true);
+        }
+        if k % 3 == 0 {
+            ctl.route_del(0, sub).unwrap();
+        }
+        k += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (vectors, core) = worker.join().unwrap();
+    assert!(vectors >= 100 && k > 100, "vectors {vectors}, updates {k}");
+    assert_eq!(counters(core.stats()), expect(&[]));
+}
