@@ -79,7 +79,13 @@ impl RouterWorker {
                 break;
             }
             let (port, queue) = self.rx[(start + k) % nq];
+            let before = rx.len();
             rx.rx_burst(port, queue, rx.room().min(RX_CHUNK));
+            // The core finds the receiving interface by the mbuf's port, and not
+            // every PMD fills it in (net_ring leaves what the allocator put there).
+            for m in &mut rx.as_mut_slice()[before..] {
+                m.set_port(port);
+            }
         }
         let n = rx.len();
         if n == 0 {

@@ -41,12 +41,18 @@ pub fn pfx(s: &str) -> Ipv4Prefix {
 /// Neighbours: the host 10.1.0.2 on port 0, 10.(p+1).0.2 on ports 1..5,
 /// 10.200.0.2 on port1.200.
 pub fn router() -> RouterControl {
+    router_on([0, 1, 2, 3, 4])
+}
+
+/// [`router`] with logical port `p` on DPDK port `ports[p]` (MACs and addresses
+/// still follow the logical number).
+pub fn router_on(ports: [u16; 5]) -> RouterControl {
     let mut ctl = RouterControl::new();
     for p in 0..5u8 {
         ctl.add_interface(Interface {
             ifindex: u32::from(p) + 1,
             name: format!("port{p}"),
-            port: u16::from(p),
+            port: ports[usize::from(p)],
             vlan: None,
             mac: mac_r(p),
             mtu: 1500,
@@ -60,7 +66,7 @@ pub fn router() -> RouterControl {
         ctl.add_interface(Interface {
             ifindex,
             name: format!("port{port}.{vlan}"),
-            port: u16::from(port),
+            port: ports[usize::from(port)],
             vlan: Some(vlan),
             mac: mac_r(port),
             mtu: 1500,

@@ -1,0 +1,546 @@
+//! The router on a real EAL: `net_ring` ports, [`RouterWorker`]s on worker lcores,
+//! 257 frames in, the exact frames out of the tx rings, exact counters, and every
+//! mbuf back in its pool afterwards (forwarded, dropped, refused or punted). EAL runs
+//! once per process, so the tests share it and take a lock.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use common::*;
+use dataplane::dpdk::{BURST, Burst, Eal, EalConfig, Mempool, Port, PortConfig, Ring, tsc_hz};
+use dataplane::router::{
+    CoreConfig, PuntQueue, PuntReason, RouterControl, RouterWorker, Stage, WorkerStats, report,
+};
+use dataplane::xconnect::IdlePolicy;
+use mpls::LabelAction;
+
+const N: usize = 257;
+
+fn eal() -> (&'static Eal, MutexGuard<'static, ()>) {
+    static EAL: OnceLock<&'static Eal> = OnceLock::new();
+    static LOCK: Mutex<()> = Mutex::new(());
+    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let eal = EAL.get_or_init(|| {
+        // Two worker lcores; on a 2-CPU machine they share CPU 1 (and time-share).
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u16;
+        let cfg = EalConfig {
+            program: "router-test".into(),
+            main_cpu: 0,
+            worker_cpus: vec![1 % cpus, 1 % cpus],
+            memory_mb: 256,
+            ..Default::default()
+        };
+        Eal::init_with(&cfg).expect("EAL init (run scripts/setup.sh first)")
+    });
+    (eal, guard)
+}
+
+/// Three ring ports (logical 0..3) with `queues` rx and tx rings each.
+struct Lab {
+    pool: Arc<Mempool>,
+    rx: Vec<Vec<Arc<Ring>>>,
+    tx: Vec<Vec<Arc<Ring>>>,
+    ports: Vec<Port>,
+    /// Logical port → DPDK port id; logical 3 and 4 have no device.
+    ids: [u16; 5],
+}
+
+impl Lab {
+    fn new(eal: &Eal, tag: &str, queues: usize, tx_ring_size: u32) -> Lab {
+        let pool = Mempool::new(eal, &format!("rp_{tag}"), 4095, 0, 2176).unwrap();
+        let ring = |n: String, size: u32| Arc::new(Ring::new(eal, &n, size).unwrap());
+        let rx: Vec<Vec<Arc<Ring>>> = (0..3)
+            .map(|p| {
+                (0..queues)
+                    .map(|q| ring(format!("rr{p}{q}_{tag}"), 1024))
+                    .collect()
+            })
+            .collect();
+        let tx: Vec<Vec<Arc<Ring>>> = (0..3)
+            .map(|p| {
+                (0..queues)
+                    .map(|q| ring(format!("rt{p}{q}_{tag}"), tx_ring_size))
+                    .collect()
+            })
+            .collect();
+        let ports: Vec<Port> = (0..3)
+            .map(|p| {
+                let cfg = PortConfig::new(&format!("port{p}"), &format!("net_ring_r{tag}{p}"));
+                Port::from_rings(eal, &cfg, &rx[p], &tx[p], pool.clone()).unwrap()
+            })
+            .collect();
+        let ids = [ports[0].id(), ports[1].id(), ports[2].id(), 9000, 9001];
+        Lab {
+            pool,
+            rx,
+            tx,
+            ports,
+            ids,
+        }
+    }
+
+    /// Size of the workers' per-port tx array: every real port id fits.
+    fn port_count(&self) -> usize {
+        usize::from(self.ids[..3].iter().copied().max().unwrap()) + 1
+    }
+
+    /// Puts `frames` into rx queue `queue` of logical port `port`.
+    fn feed(&self, port: usize, queue: usize, frames: &[Vec<u8>]) {
+        let mut b = Burst::new();
+        for chunk in frames.chunks(BURST) {
+            for f in chunk {
+                b.push(self.pool.alloc_with(f).unwrap()).unwrap();
+            }
+            assert_eq!(self.rx[port][queue].enqueue_burst(&mut b), chunk.len());
+        }
+    }
+
+    /// Takes every frame out of tx queue `queue` of logical port `port` (and frees
+    /// the mbufs).
+    fn drain(&self, port: usize, queue: usize) -> Vec<Vec<u8>> {
+        let mut b = Burst::new();
+        let mut got = Vec::new();
+        while self.tx[port][queue].dequeue_burst(&mut b) > 0 {
+            got.extend(b.as_slice().iter().map(|m| m.data().to_vec()));
+            b.clear();
+        }
+        got
+    }
+
+    fn rx_empty(&self) -> bool {
+        self.rx.iter().flatten().all(|r| r.count() == 0)
+    }
+}
+
+/// One worker polling `rx` (logical port, queue) pairs and sending on `tx_queue`.
+fn worker(
+    ctl: &mut RouterControl,
+    lab: &Lab,
+    rx: &[(usize, u16)],
+    tx_queue: u16,
+    stop: &Arc<AtomicBool>,
+) -> (RouterWorker, Arc<WorkerStats>, Arc<PuntQueue>) {
+    let cfg = CoreConfig {
+        icmp_rate_pps: 1000,
+        icmp_burst: 1000,
+        arp_retry_ms: 100,
+    };
+    let (core, punts) = ctl.new_core(cfg, tsc_hz());
+    let stats = core.stats().clone();
+    let rx = rx.iter().map(|&(p, q)| (lab.ids[p], q)).collect();
+    let w = RouterWorker::new(
+        core,
+        rx,
+        tx_queue,
+        lab.port_count(),
+        punts.clone(),
+        stop.clone(),
+        IdlePolicy::default(),
+    );
+    (w, stats, punts)
+}
+
+/// Launches the workers on the worker lcores; returns the lcores.
+fn start(eal: &'static Eal, workers: Vec<RouterWorker>) -> Vec<u32> {
+    let lcores: Vec<u32> = eal.worker_lcores()[..workers.len()].to_vec();
+    for (mut w, &lcore) in workers.into_iter().zip(&lcores) {
+        eal.launch(lcore, move || {
+            w.run();
+            0
+        })
+        .unwrap();
+    }
+    lcores
+}
+
+/// Waits for `done` (at most 10 s), then stops the workers.
+fn finish(eal: &'static Eal, lcores: Vec<u32>, stop: &Arc<AtomicBool>, done: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !done() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Let the workers finish the vector they are in.
+    std::thread::sleep(Duration::from_millis(20));
+    stop.store(true, Ordering::Relaxed);
+    for lcore in lcores {
+        assert_eq!(eal.wait(lcore), 0, "worker on lcore {lcore} panicked");
+    }
+}
+
+/// Runs the workers until `done` (or 10 s), then stops them.
+fn run(
+    eal: &'static Eal,
+    workers: Vec<RouterWorker>,
+    stop: &Arc<AtomicBool>,
+    done: impl Fn() -> bool,
+) {
+    let lcores = start(eal, workers);
+    finish(eal, lcores, stop, done);
+}
+
+fn rx_pkts(s: &WorkerStats) -> u64 {
+    s.stages[Stage::Rx as usize].pkts.get()
+}
+
+fn host_ip(i: usize, net: [u8; 2], ttl: u8, len: usize) -> Vec<u8> {
+    ip4(
+        a("10.1.0.2"),
+        std::net::Ipv4Addr::new(net[0], net[1], (i >> 8) as u8, i as u8),
+        ttl,
+        1024 + i as u16,
+        len,
+    )
+}
+
+fn from_host(ip: &[u8]) -> Vec<u8> {
+    eth(mac_r(0), HOST, None, ETH_IP4, ip)
+}
+
+/// [`router_on`] the lab's ports with 198.18/16 via port 1, label 100 swap to 200
+/// (port 1) and label 102 PHP (port 2).
+fn lsr(lab: &Lab) -> RouterControl {
+    let mut ctl = router_on(lab.ids);
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    let adj1 = ctl.adjacency(2, a("10.2.0.2")).unwrap();
+    let adj2 = ctl.adjacency(3, a("10.3.0.2")).unwrap();
+    ctl.label_add(100, true, LabelAction::swap(adj1, &[200]))
+        .unwrap();
+    ctl.label_add(102, true, LabelAction::php(adj2)).unwrap();
+    ctl
+}
+
+#[test]
+fn router_forwards_257_frames_byte_exact_and_returns_every_mbuf() {
+    let (eal, _g) = eal();
+    let lab = Lab::new(eal, "a", 1, 1024);
+    let mut ctl = lsr(&lab);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w, stats, punts) = worker(&mut ctl, &lab, &[(0, 0), (1, 0), (2, 0)], 0, &stop);
+    let ips: Vec<Vec<u8>> = (0..N)
+        .map(|i| host_ip(i, [198, 18], 2 + (i % 250) as u8, 28 + i * 5 % 1400))
+        .collect();
+    let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host(p)).collect();
+    lab.feed(0, 0, &frames);
+    assert_eq!(lab.pool.in_use(), N as u32);
+    run(eal, vec![w], &stop, || {
+        rx_pkts(&stats) == N as u64 && lab.rx_empty()
+    });
+
+    let got = lab.drain(1, 0);
+    let want: Vec<Vec<u8>> = ips
+        .iter()
+        .map(|p| eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(p, p[8] - 1)))
+        .collect();
+    assert_eq!(got.len(), N);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "frame {i}");
+    }
+    assert!(lab.drain(0, 0).is_empty() && lab.drain(2, 0).is_empty());
+    assert_eq!(counters(&stats), expect(&[]));
+    assert!(punts.is_empty());
+    let bytes: u64 = frames.iter().map(|f| f.len() as u64).sum();
+    assert_eq!(stats.ifaces[1].rx_pkts.get(), N as u64);
+    assert_eq!(stats.ifaces[1].rx_bytes.get(), bytes);
+    assert_eq!(stats.ifaces[2].tx_pkts.get(), N as u64);
+    assert_eq!(stats.ifaces[2].tx_bytes.get(), bytes);
+    assert_eq!(stats.stages[Stage::Tx as usize].pkts.get(), N as u64);
+    assert!(stats.busy_loops.get() >= 2, "257 frames need two vectors");
+    let (s0, s1) = (lab.ports[0].stats(), lab.ports[1].stats());
+    // (net_ring counts no bytes.)
+    assert_eq!((s0.rx_pkts, s1.tx_pkts), (N as u64, N as u64));
+    assert_eq!(lab.pool.in_use(), 0);
+    assert_eq!(lab.pool.available(), lab.pool.size());
+}
+
+/// What should become of one frame of the mixed run.
+enum Want {
+    /// Sent on a logical port, exactly.
+    Tx(usize, Vec<u8>),
+    /// An ICMP error about `quote` sent to the host on port 0 (type, code).
+    Icmp(u8, u8, Vec<u8>),
+    /// Punted as is.
+    Punt(Vec<u8>),
+    Drop,
+}
+
+fn echo_request(seq: u16) -> Vec<u8> {
+    let mut p = vec![0u8; 20 + 8 + 16];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&44u16.to_be_bytes());
+    p[8] = 64;
+    p[9] = 1;
+    p[12..16].copy_from_slice(&a("10.1.0.2").octets());
+    p[16..20].copy_from_slice(&a("10.1.0.1").octets());
+    ip_fix(&mut p);
+    p[20] = 8;
+    p[26..28].copy_from_slice(&seq.to_be_bytes());
+    let c = wire::checksum::checksum(&p[20..]);
+    p[22..24].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+fn echo_reply(req: &[u8]) -> Vec<u8> {
+    let mut r = req.to_vec();
+    r[12..16].copy_from_slice(&req[16..20]);
+    r[16..20].copy_from_slice(&req[12..16]);
+    r[8] = 64;
+    ip_fix(&mut r);
+    r[20] = 0;
+    r[22..24].fill(0);
+    let c = wire::checksum::checksum(&r[20..]);
+    r[22..24].copy_from_slice(&c.to_be_bytes());
+    r
+}
+
+#[test]
+fn drops_punts_replies_and_refusals_return_every_mbuf() {
+    let (eal, _g) = eal();
+    // Port 2's tx ring holds 63 frames: the rest of what goes there is refused.
+    let lab = Lab::new(eal, "b", 1, 1024);
+    let mut ctl = lsr(&lab);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w, stats, punts) = worker(&mut ctl, &lab, &[(0, 0), (1, 0), (2, 0)], 0, &stop);
+
+    let mut frames = Vec::new();
+    let mut wants = Vec::new();
+    for i in 0..N {
+        let ip = host_ip(i, [198, 18], 64, 64);
+        let (f, w) = match i % 8 {
+            0 => (
+                from_host(&ip),
+                Want::Tx(
+                    1,
+                    eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&ip, 63)),
+                ),
+            ),
+            1 => (
+                eth(mac_r(0), HOST, None, ETH_MPLS, &labelled(&[(100, 9)], &ip)),
+                Want::Tx(
+                    1,
+                    eth(
+                        mac_n(1),
+                        mac_r(1),
+                        None,
+                        ETH_MPLS,
+                        &labelled(&[(200, 8)], &ip),
+                    ),
+                ),
+            ),
+            2 => (
+                eth(mac_r(0), HOST, None, ETH_MPLS, &labelled(&[(102, 9)], &ip)),
+                Want::Tx(2, eth(mac_n(2), mac_r(2), None, ETH_IP4, &with_ttl(&ip, 8))),
+            ),
+            3 => (
+                eth(
+                    BCAST,
+                    HOST,
+                    None,
+                    ETH_ARP,
+                    &arp(1, HOST, a("10.1.0.2"), [0; 6], a("10.1.0.1")),
+                ),
+                Want::Tx(
+                    0,
+                    eth(
+                        HOST,
+                        mac_r(0),
+                        None,
+                        ETH_ARP,
+                        &arp(2, mac_r(0), a("10.1.0.1"), HOST, a("10.1.0.2")),
+                    ),
+                ),
+            ),
+            4 => {
+                let req = echo_request(i as u16);
+                (
+                    from_host(&req),
+                    Want::Tx(0, eth(HOST, mac_r(0), None, ETH_IP4, &echo_reply(&req))),
+                )
+            }
+            5 => {
+                let mut bad = ip.clone();
+                bad[10] ^= 0xff;
+                (from_host(&bad), Want::Drop)
+            }
+            6 => {
+                let old = with_ttl(&ip, 1);
+                (from_host(&old), Want::Icmp(11, 0, old))
+            }
+            _ => {
+                let mut udp = ip4(a("10.1.0.2"), a("10.1.0.1"), 64, i as u16, 64);
+                udp[30] = i as u8;
+                let f = from_host(&udp);
+                (f.clone(), Want::Punt(f))
+            }
+        };
+        frames.push(f);
+        wants.push(w);
+    }
+    lab.feed(0, 0, &frames);
+    run(eal, vec![w], &stop, || {
+        rx_pkts(&stats) == N as u64 && lab.rx_empty()
+    });
+
+    let mut out: Vec<std::collections::VecDeque<Vec<u8>>> =
+        (0..3).map(|p| lab.drain(p, 0).into()).collect();
+    let mut punted: std::collections::VecDeque<_> = std::iter::from_fn(|| punts.pop()).collect();
+    let mut n = [0u64; 8];
+    for (i, w) in wants.iter().enumerate() {
+        n[i % 8] += 1;
+        match w {
+            Want::Tx(p, f) => assert_eq!(out[*p].pop_front().as_ref(), Some(f), "frame {i}"),
+            Want::Icmp(t, c, quote) => {
+                let g = out[0].pop_front().unwrap();
+                let id = u16::from_be_bytes([g[18], g[19]]);
+                let icmp = icmp_error(a("10.1.0.1"), a("10.1.0.2"), id, *t, *c, 0, quote);
+                assert_eq!(g, eth(HOST, mac_r(0), None, ETH_IP4, &icmp), "frame {i}");
+            }
+            Want::Punt(f) => {
+                let (r, m) = punted.pop_front().unwrap();
+                assert_eq!(r, PuntReason::Local);
+                assert_eq!(m.data(), &f[..], "frame {i}");
+            }
+            Want::Drop => {}
+        }
+    }
+    assert!(out.iter().all(|q| q.is_empty()), "unexpected frames");
+    assert!(punted.is_empty());
+    drop(punted);
+    assert_eq!(
+        counters(&stats),
+        expect(&[
+            ("arp_replies", n[3]),
+            ("echo_replies", n[4]),
+            ("ip4_bad_checksum", n[5]),
+            ("ip4_ttl_expired", n[6]),
+            ("icmp_errors", n[6]),
+            ("punt_local", n[7]),
+        ])
+    );
+    assert_eq!(stats.ifaces[1].rx_pkts.get(), N as u64);
+    assert_eq!(stats.ifaces[1].tx_pkts.get(), n[3] + n[4] + n[6]);
+    assert_eq!(stats.ifaces[1].drops.get(), n[5] + n[6]);
+    assert_eq!(lab.pool.in_use(), 0);
+}
+
+#[test]
+fn refused_tx_and_a_full_punt_queue_free_their_mbufs() {
+    let (eal, _g) = eal();
+    // Port 1's tx ring holds 63 frames.
+    let lab = Lab::new(eal, "c", 1, 64);
+    let mut ctl = lsr(&lab);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w, stats, punts) = worker(&mut ctl, &lab, &[(0, 0)], 0, &stop);
+    let fwd: Vec<Vec<u8>> = (0..N)
+        .map(|i| from_host(&host_ip(i, [198, 18], 64, 64)))
+        .collect();
+    // More punts than the punt queue (1024) holds.
+    let punt: Vec<Vec<u8>> = (0..1100)
+        .map(|i| from_host(&ip4(a("10.1.0.2"), a("10.1.0.1"), 64, i as u16, 64)))
+        .collect();
+    let lcores = start(eal, vec![w]);
+    lab.feed(0, 0, &fwd);
+    for c in punt.chunks(500) {
+        let t0 = Instant::now();
+        while lab.rx[0][0].count() > 0 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        lab.feed(0, 0, c);
+    }
+    finish(eal, lcores, &stop, || {
+        rx_pkts(&stats) == (N + 1100) as u64 && lab.rx_empty()
+    });
+    assert_eq!(lab.tx[1][0].count(), 63);
+    assert_eq!(punts.len(), 1024);
+    assert_eq!(
+        counters(&stats),
+        expect(&[
+            ("tx_full", N as u64 - 63),
+            ("punt_local", 1100),
+            ("punt_queue_full", 1100 - 1024),
+        ])
+    );
+    assert_eq!(lab.pool.in_use(), 63 + 1024);
+    while punts.pop().is_some() {}
+    assert_eq!(lab.drain(1, 0).len(), 63);
+    assert_eq!(lab.pool.in_use(), 0);
+}
+
+#[test]
+fn two_workers_with_two_queues_each_add_up() {
+    let (eal, _g) = eal();
+    let lab = Lab::new(eal, "d", 2, 1024);
+    let mut ctl = lsr(&lab);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w0, s0, _p0) = worker(&mut ctl, &lab, &[(0, 0), (1, 0), (2, 0)], 0, &stop);
+    let (w1, s1, _p1) = worker(&mut ctl, &lab, &[(0, 1), (1, 1), (2, 1)], 1, &stop);
+    let ips: Vec<Vec<u8>> = (0..N).map(|i| host_ip(i, [198, 18], 64, 100)).collect();
+    // Queue 0 of port 0: IPv4; queue 1 of port 0: labelled; queue 1 of port 2: IPv4
+    // from the other side.
+    let ip_frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host(p)).collect();
+    let mpls_frames: Vec<Vec<u8>> = ips
+        .iter()
+        .map(|p| eth(mac_r(0), HOST, None, ETH_MPLS, &labelled(&[(100, 64)], p)))
+        .collect();
+    let far_frames: Vec<Vec<u8>> = ips
+        .iter()
+        .map(|p| eth(mac_r(2), mac_n(2), None, ETH_IP4, p))
+        .collect();
+    lab.feed(0, 0, &ip_frames);
+    lab.feed(0, 1, &mpls_frames);
+    lab.feed(2, 1, &far_frames);
+    let n = N as u64;
+    run(eal, vec![w0, w1], &stop, || {
+        rx_pkts(&s0) + rx_pkts(&s1) == 3 * n && lab.rx_empty()
+    });
+
+    let routed: Vec<Vec<u8>> = ips
+        .iter()
+        .map(|p| eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(p, 63)))
+        .collect();
+    let swapped: Vec<Vec<u8>> = ips
+        .iter()
+        .map(|p| {
+            eth(
+                mac_n(1),
+                mac_r(1),
+                None,
+                ETH_MPLS,
+                &labelled(&[(200, 63)], p),
+            )
+        })
+        .collect();
+    // Worker 0 sent on tx queue 0 only, worker 1 on queue 1 only; each queue keeps
+    // the order of each input queue.
+    assert_eq!(lab.drain(1, 0), routed);
+    let q1 = lab.drain(1, 1);
+    assert_eq!(q1.len(), 2 * N);
+    let (mpls, ip): (Vec<_>, Vec<_>) = q1.into_iter().partition(|f| f[12..14] == [0x88, 0x47]);
+    assert_eq!(mpls, swapped);
+    assert_eq!(ip, routed);
+
+    assert_eq!(rx_pkts(&s0), n);
+    assert_eq!(rx_pkts(&s1), 2 * n);
+    for s in [&s0, &s1] {
+        assert_eq!(counters(s), expect(&[]));
+    }
+    // Per-interface counters add up over the workers.
+    let rows = report::iface_rows(&ctl.ifaces(), &ctl.worker_stats());
+    let row = |ix: u32| rows.iter().find(|r| r.ifindex == ix).unwrap();
+    assert_eq!(
+        (row(1).rx_pkts, row(3).rx_pkts, row(2).tx_pkts),
+        (2 * n, n, 3 * n)
+    );
+    assert_eq!(
+        s0.ifaces[2].tx_pkts.get() + s1.ifaces[2].tx_pkts.get(),
+        3 * n
+    );
+    assert_eq!(lab.ports[1].stats().tx_pkts, 3 * n);
+    assert_eq!(
+        lab.ports[0].stats().rx_pkts + lab.ports[2].stats().rx_pkts,
+        3 * n
+    );
+    assert_eq!(lab.pool.in_use(), 0);
+}
