@@ -541,3 +541,10 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn handles_are_send() {
+    fn send<T: Send>() {}
+    send::<Fib>();
+    send::<fib::FibReader>();
+}
