@@ -1,0 +1,441 @@
+//! The router pipeline: TSC cycles per packet through `Core::process` (ethernet-input,
+//! mpls-lookup, ip4-lookup, local, l2-rewrite in one pass) on vectors of 256 frames,
+//! with the full 2014 IPv4 table (512,621 prefixes) loaded through `RouterControl`.
+//!
+//! Each case is one forwarding path: the frames of a vector all take it. No I/O: the
+//! frames are `VecPacket`s (heap buffers shaped like mbufs), refilled from templates
+//! between vectors outside the timed region (the TSC is read around `process` only).
+//! Destinations are random addresses inside random table prefixes, 16,384 of them
+//! over 64 template vectors used in turn, so the LPM walks a realistic mix of depths
+//! and does not run on 256 hot keys.
+//!
+//! Goals (issue 5) and VPP's figures from the seed article (`show run`, sum of the
+//! nodes between rx and tx): IPv4 <= 35 (104), swap <= 30 (110), push <= 40 (131),
+//! pop + lookup <= 40 (145).
+//!
+//! Run: `cargo bench -p benches --bench pipeline`
+
+use std::io::{BufRead, BufReader};
+use std::net::Ipv4Addr;
+
+use benches::cycles::{Tsc, rdtsc, tsc_hz};
+use criterion::{BenchmarkId, Criterion, Throughput};
+use dataplane::dpdk::BURST;
+use dataplane::packet::VecPacket;
+use dataplane::router::{Core, CoreConfig, Interface, Out, RouterControl, Stage};
+use fib::{Ipv4Prefix, Path, RouteKind};
+use mpls::LabelAction;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::hint::black_box;
+
+/// Template vectors per case (64 × 256 = 16,384 destinations).
+const TEMPLATES: usize = 64;
+/// IPv4 packet length: 46 bytes, a 60-byte frame (64 on the wire with the FCS).
+const IP_LEN: usize = 46;
+
+const fn mac_r(p: u8) -> [u8; 6] {
+    [0x02, 0, 0, 0, p, 0x01]
+}
+const fn mac_n(p: u8) -> [u8; 6] {
+    [0x02, 0, 0, 0, p, 0x99]
+}
+const HOST: [u8; 6] = [0x02, 0, 0, 0, 0, 0x55];
+
+/// (network, length, origin AS) of every prefix in the table.
+fn load_rib() -> Vec<(u32, u8, u32)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/rib-v4-2014-05-13.txt.gz");
+    let f = std::fs::File::open(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}\nthe pipeline bench needs the 2014 RIB: shared/ must sit beside the repository",
+            path.display()
+        )
+    });
+    let mut rib = Vec::with_capacity(520_000);
+    for line in BufReader::new(flate2::read::GzDecoder::new(f)).lines() {
+        let line = line.expect("read the RIB");
+        let Some((p, asn)) = line.split_once('\t') else {
+            continue;
+        };
+        let Some((a, l)) = p.split_once('/') else {
+            continue;
+        };
+        let (Ok(a), Ok(l)) = (a.parse::<Ipv4Addr>(), l.parse::<u8>()) else {
+            continue;
+        };
+        let Ok(p) = Ipv4Prefix::new_truncated(a, l) else {
+            continue;
+        };
+        rib.push((p.addr_u32(), p.prefix_len(), asn.trim().parse().unwrap_or(0)));
+    }
+    assert!(rib.len() > 500_000, "{}: only {} prefixes", path.display(), rib.len());
+    rib
+}
+
+/// Ports 0..5 with 10.(p+1).0.1/24 and a neighbour 10.(p+1).0.2 on ports 1..5; the
+/// table with every prefix via one of those neighbours, odd origin ASes with an
+/// out-label (a PE with labelled and plain routes); label 100 swaps to 200 towards
+/// port 1, 102 is PHP towards port 2, 300 pops and looks up in table 0.
+fn router(rib: &[(u32, u8, u32)]) -> RouterControl {
+    let mut ctl = RouterControl::new();
+    for p in 0..5u8 {
+        ctl.add_interface(Interface {
+            ifindex: u32::from(p) + 1,
+            name: format!("port{p}"),
+            port: u16::from(p),
+            vlan: None,
+            mac: mac_r(p),
+            mtu: 1500,
+            up: true,
+            table: 0,
+            addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+        })
+        .unwrap();
+        if p > 0 {
+            ctl.set_neighbor(u32::from(p) + 1, Ipv4Addr::new(10, p + 1, 0, 2), mac_n(p))
+                .unwrap();
+        }
+    }
+    ctl.set_neighbor(1, Ipv4Addr::new(10, 1, 0, 2), HOST)
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    for &(a, l, asn) in rib {
+        let p = (asn % 4) as u8 + 1;
+        let mut path = Path::gateway_on(Ipv4Addr::new(10, p + 1, 0, 2), u32::from(p) + 1);
+        if asn % 2 == 1 {
+            path = path.with_labels(&[16 + asn % 1000]);
+        }
+        let prefix = Ipv4Prefix::new_truncated(Ipv4Addr::from(a), l).unwrap();
+        ctl.route_add(0, prefix, RouteKind::Paths(vec![path]))
+            .unwrap();
+    }
+    eprintln!(
+        "loaded {} prefixes through RouterControl in {:.1} s",
+        rib.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    let adj1 = ctl.adjacency(2, Ipv4Addr::new(10, 2, 0, 2)).unwrap();
+    let adj2 = ctl.adjacency(3, Ipv4Addr::new(10, 3, 0, 2)).unwrap();
+    ctl.label_add(100, true, LabelAction::swap(adj1, &[200]))
+        .unwrap();
+    ctl.label_add(102, true, LabelAction::php(adj2)).unwrap();
+    ctl.label_add(300, true, LabelAction::ip4_lookup(0))
+        .unwrap();
+    ctl
+}
+
+fn ip4(dst: u32, sport: u16) -> [u8; IP_LEN] {
+    let mut p = [0u8; IP_LEN];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(IP_LEN as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&[10, 1, 0, 2]);
+    p[16..20].copy_from_slice(&dst.to_be_bytes());
+    let c = wire::checksum::checksum(&p[..20]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    p[20..22].copy_from_slice(&sport.to_be_bytes());
+    p[22..24].copy_from_slice(&53u16.to_be_bytes());
+    p[24..26].copy_from_slice(&((IP_LEN - 20) as u16).to_be_bytes());
+    p
+}
+
+/// A frame from the host on port 0: Ethernet, `labels` (label, S on the last, TTL
+/// 64), IPv4 to `dst`.
+fn frame(labels: &[u32], dst: u32, sport: u16) -> Vec<u8> {
+    let mut f = Vec::with_capacity(14 + 4 * labels.len() + IP_LEN);
+    f.extend_from_slice(&mac_r(0));
+    f.extend_from_slice(&HOST);
+    let et: u16 = if labels.is_empty() { 0x0800 } else { 0x8847 };
+    f.extend_from_slice(&et.to_be_bytes());
+    for (i, &l) in labels.iter().enumerate() {
+        let s = u32::from(i + 1 == labels.len());
+        f.extend_from_slice(&((l << 12) | (s << 8) | 64).to_be_bytes());
+    }
+    f.extend_from_slice(&ip4(dst, sport));
+    f
+}
+
+/// One forwarding path: template vectors and the EtherType every frame must leave
+/// with (checked once before timing, so no case measures drops).
+struct Case {
+    name: &'static str,
+    vpp: &'static str,
+    goal: &'static str,
+    templates: Vec<Vec<Vec<u8>>>,
+    out_ethertype: u16,
+    core: Core,
+    pkts: Vec<VecPacket>,
+    next: usize,
+}
+
+/// Destinations inside random table prefixes whose plain IPv4 route leads to an
+/// `want` (0x0800: plain route, 0x8847: labelled route) output, found by running
+/// candidates through `core`.
+fn destinations(rib: &[(u32, u8, u32)], core: &mut Core, want: u16, n: usize) -> Vec<u32> {
+    let mut rng = StdRng::seed_from_u64(u64::from(want));
+    let mut found = Vec::with_capacity(n);
+    let mut out = [Out::Drop; BURST];
+    while found.len() < n {
+        let cand: Vec<u32> = (0..BURST)
+            .map(|_| {
+                let (a, l, _) = rib[rng.random_range(0..rib.len())];
+                let host = if l == 32 { 0 } else { rng.random::<u32>() >> l };
+                a | host
+            })
+            .collect();
+        let mut pkts: Vec<VecPacket> = cand
+            .iter()
+            .map(|&d| VecPacket::new(&frame(&[], d, 1), 0))
+            .collect();
+        core.process(&mut pkts, &mut out);
+        for ((d, o), p) in cand.iter().zip(&out).zip(&pkts) {
+            let et = p.data().get(12..14).map(|e| u16::from_be_bytes([e[0], e[1]]));
+            if matches!(o, Out::Tx(1..=4)) && et == Some(want) && found.len() < n {
+                found.push(*d);
+            }
+        }
+    }
+    found
+}
+
+impl Case {
+    fn new(
+        ctl: &mut RouterControl,
+        name: &'static str,
+        vpp: &'static str,
+        goal: &'static str,
+        dsts: &[u32],
+        labels: &[u32],
+        out_ethertype: u16,
+    ) -> Case {
+        let (core, _) = ctl.new_core(CoreConfig::default(), tsc_hz());
+        let templates: Vec<Vec<Vec<u8>>> = dsts
+            .chunks(BURST)
+            .map(|c| {
+                c.iter()
+                    .enumerate()
+                    .map(|(i, &d)| frame(labels, d, 1024 + i as u16))
+                    .collect()
+            })
+            .collect();
+        let pkts = templates[0].iter().map(|f| VecPacket::new(f, 0)).collect();
+        let mut c = Case {
+            name,
+            vpp,
+            goal,
+            templates,
+            out_ethertype,
+            core,
+            pkts,
+            next: 0,
+        };
+        c.check();
+        c
+    }
+
+    /// Every frame of every template leaves on a neighbour port with the expected
+    /// EtherType.
+    fn check(&mut self) {
+        let mut out = [Out::Drop; BURST];
+        for t in 0..self.templates.len() {
+            self.refill(t);
+            self.core.process(&mut self.pkts, &mut out);
+            for (i, (o, p)) in out.iter().zip(&self.pkts).enumerate() {
+                let et = u16::from_be_bytes([p.data()[12], p.data()[13]]);
+                assert!(
+                    matches!(o, Out::Tx(1..=4)) && et == self.out_ethertype,
+                    "{}: template {t} frame {i}: {o:?}, ethertype {et:#06x}",
+                    self.name
+                );
+            }
+        }
+    }
+
+    fn refill(&mut self, t: usize) {
+        for (p, f) in self.pkts.iter_mut().zip(&self.templates[t]) {
+            p.reset(f);
+        }
+    }
+
+    /// `iters` vectors, each refilled from the next template untimed; returns the
+    /// TSC cycles spent in `process`.
+    fn timed(&mut self, iters: u64) -> u64 {
+        let mut out = [Out::Drop; BURST];
+        let mut total = 0;
+        for _ in 0..iters {
+            self.refill(self.next);
+            self.next = (self.next + 1) % self.templates.len();
+            let t0 = rdtsc();
+            self.core.process(black_box(&mut self.pkts), &mut out);
+            total += rdtsc() - t0;
+            black_box(&out);
+        }
+        total
+    }
+
+    /// Cycles per packet of each stage, from the core's own counters.
+    fn stages(&self) -> String {
+        let s = self.core.stats();
+        [
+            Stage::EthernetInput,
+            Stage::MplsLookup,
+            Stage::Ip4Lookup,
+            Stage::Local,
+            Stage::Rewrite,
+        ]
+        .iter()
+        .filter_map(|&st| {
+            let c = &s.stages[st as usize];
+            let pkts = c.pkts.get();
+            (pkts > 0).then(|| format!("{} {:.1}", st.name(), c.cycles.get() as f64 / pkts as f64))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+}
+
+fn cases() -> (Vec<Case>, LpmOnly) {
+    let rib = load_rib();
+    let mut ctl = router(&rib);
+    let n = TEMPLATES * BURST;
+    let (mut probe, _) = ctl.new_core(CoreConfig::default(), tsc_hz());
+    let plain = destinations(&rib, &mut probe, 0x0800, n);
+    let labelled = destinations(&rib, &mut probe, 0x8847, n);
+    let lpm = LpmOnly {
+        reader: ctl.fib().reader(),
+        keys: plain.clone(),
+        next: 0,
+    };
+    let cases = vec![
+        Case::new(
+            &mut ctl,
+            "ip4_forward",
+            "104",
+            "<= 35",
+            &plain,
+            &[],
+            0x0800,
+        ),
+        Case::new(&mut ctl, "p_swap", "110", "<= 30", &plain, &[100], 0x8847),
+        Case::new(
+            &mut ctl,
+            "pe_push",
+            "131",
+            "<= 40",
+            &labelled,
+            &[],
+            0x8847,
+        ),
+        Case::new(
+            &mut ctl,
+            "pe_explicit_null",
+            "125",
+            "",
+            &plain,
+            &[0],
+            0x0800,
+        ),
+        Case::new(
+            &mut ctl,
+            "pe_pop_lookup",
+            "145",
+            "<= 40",
+            &plain,
+            &[300],
+            0x0800,
+        ),
+        Case::new(&mut ctl, "php", "113", "", &plain, &[102], 0x0800),
+    ];
+    (cases, lpm)
+}
+
+/// The FIB lookup alone over the IPv4 case's destinations: the floor under the
+/// IPv4 paths (a batched LPM of 256 keys per vector, same keys in the same order).
+struct LpmOnly {
+    reader: fib::FibReader,
+    keys: Vec<u32>,
+    next: usize,
+}
+
+impl LpmOnly {
+    fn timed(&mut self, iters: u64) -> u64 {
+        let mut out = [0u32; BURST];
+        let mut total = 0;
+        for _ in 0..iters {
+            let keys = &self.keys[self.next * BURST..(self.next + 1) * BURST];
+            self.next = (self.next + 1) % TEMPLATES;
+            let t0 = rdtsc();
+            let view = self.reader.read();
+            view.lookup_burst(0, black_box(keys), &mut out);
+            drop(view);
+            total += rdtsc() - t0;
+            black_box(&out);
+        }
+        total
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .with_measurement(Tsc)
+        .configure_from_args();
+    let (mut cs, mut lpm) = cases();
+    {
+        let mut g = c.benchmark_group("pipeline");
+        g.throughput(Throughput::Elements(BURST as u64));
+        g.bench_function(BenchmarkId::from_parameter("lpm_only"), |b| {
+            b.iter_custom(|iters| lpm.timed(iters))
+        });
+        g.finish();
+    }
+    {
+        let mut g = c.benchmark_group("pipeline");
+        g.throughput(Throughput::Elements(BURST as u64));
+        for case in cs.iter_mut() {
+            g.bench_function(BenchmarkId::from_parameter(case.name), |b| {
+                b.iter_custom(|iters| case.timed(iters))
+            });
+        }
+        g.finish();
+    }
+    c.final_summary();
+
+    // A plain summary: median of 2001 vectors per case, and the per-stage split the
+    // core counted over the whole run (the `show run` view).
+    let hz = tsc_hz();
+    println!(
+        "\npipeline, TSC cycles/packet (median of 2001 vectors of {BURST}), TSC {:.2} GHz",
+        hz as f64 / 1e9
+    );
+    println!(
+        "{:<18} {:>8} {:>8} {:>6} {:>6}   stages (cycles/packet)",
+        "path", "cyc/pkt", "Mpps", "goal", "VPP"
+    );
+    let mut v: Vec<u64> = (0..2001).map(|_| lpm.timed(1)).collect();
+    v.sort_unstable();
+    let per = v[v.len() / 2] as f64 / BURST as f64;
+    println!(
+        "{:<18} {:>8.1} {:>8.1} {:>6} {:>6}   (fib lookup_burst only)",
+        "lpm_only",
+        per,
+        hz as f64 / per / 1e6,
+        "",
+        ""
+    );
+    for case in cs.iter_mut() {
+        let mut v: Vec<u64> = (0..2001).map(|_| case.timed(1)).collect();
+        v.sort_unstable();
+        let per = v[v.len() / 2] as f64 / BURST as f64;
+        println!(
+            "{:<18} {:>8.1} {:>8.1} {:>6} {:>6}   {}",
+            case.name,
+            per,
+            hz as f64 / per / 1e6,
+            case.goal,
+            case.vpp,
+            case.stages()
+        );
+    }
+}
