@@ -50,7 +50,7 @@ impl Trie {
             nodes: vec![EMPTY],
             free: Vec::new(),
             routes: 0,
-            region: vec![NIL; 1 << REGION_DEPTH],
+            region: Vec::new(),
         }
     }
 
@@ -89,6 +89,10 @@ impl Trie {
         route: u32,
         fwd: u32,
     ) -> (u32, Option<u32>) {
+        if self.region.is_empty() {
+            // Allocated with the first route, freed with the last.
+            self.region = vec![NIL; 1 << REGION_DEPTH];
+        }
         let mut n = 0u32;
         for d in 0..u32::from(len) {
             let b = bit(addr, d);
@@ -156,7 +160,7 @@ impl Trie {
             // Give the memory back: everything but the root is free.
             self.nodes = vec![EMPTY];
             self.free = Vec::new();
-            self.region.fill(NIL);
+            self.region = Vec::new();
         }
         Some(old)
     }
