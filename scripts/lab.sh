@@ -1,93 +1,281 @@
 #!/usr/bin/env bash
-# The demo: two host network namespaces joined by one dataplaned over veth pairs
-# (net_af_packet), a ping across it, then the router's counters.
+# The MPLS lab of the seed article, reproduced with four dataplaned routers:
 #
-#   host-a (10.99.1.1/24) --veth-- [port0  dataplaned  port1] --veth-- host-b (10.99.1.2/24)
+#   host-a --- r3 ===== r2 ===== r1 ===== r0 --- host-b
+#   10.0.1.0   PE      P        P        PE     10.0.1.1
 #
-# Run as root after scripts/setup.sh (`make lab` does both). Cleans up after itself,
-# also when interrupted. Traffic stays inside the namespaces this script creates.
+# LSP 100 runs westbound (r3 -> r0), LSP 103 eastbound (r0 -> r3), configured in the
+# article's shape: the ingress PE routes the far host's /32 with an out-label, the P
+# routers swap, the egress PE pops and looks up the IPv4 payload. A ping from host-a
+# to host-b is captured on every link, in three modes:
+#   1. plain LSPs (label 100/103 on every core link),
+#   2. explicit null: the penultimate router swaps to label 0,
+#   3. penultimate hop popping: the penultimate router swaps to implicit null (3), so
+#      the last core link carries plain IPv4.
+# Each link's label, S bit and TTL are printed and checked; then `show run` of a P
+# router; then everything is torn down (also when interrupted).
+#
+# Label TTLs follow RFC 3032 §2.4.3: the ingress PE decrements the IP TTL (64 -> 63)
+# and copies it into the label, so the three core links carry 63/62/61 where the
+# article's VPP shows 64/63/62 (VPP copies the TTL before its own decrement, which
+# hides the ingress PE from traceroute).
+#
+# Run as root after scripts/setup.sh and a release build (`make lab` does all).
+# LAB_QUIET=1 prints only the checks. Exit status 0 only if every check passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${BIN:-target/release/dataplaned}
-P=dplab                      # prefix of everything this script creates
+P=dplab
 WORK=$(mktemp -d /tmp/dplab.XXXXXX)
-DP_PID=
+PIDS=()
+FAILS=0
+say() { [ -n "${LAB_QUIET:-}" ] || echo "$@"; }
 
-teardown_net() {
-    for s in a b; do
-        ip link del "${P}-${s}0" 2>/dev/null || true
-        ip netns del "${P}-host-${s}" 2>/dev/null || true
+NS=(host-a r3 r2 r1 r0 host-b)
+# links: left-ns left-if right-ns right-if
+LINKS=(
+  "host-a ha0 r3 r3e"
+  "r3 r3w r2 r2e"
+  "r2 r2w r1 r1e"
+  "r1 r1w r0 r0e"
+  "r0 r0w host-b hb0"
+)
+
+teardown() {
+    set +e
+    for pid in "${PIDS[@]}"; do
+        kill -INT "$pid" 2>/dev/null
     done
+    for pid in "${PIDS[@]}"; do
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null
+    done
+    PIDS=()
+    for n in "${NS[@]}"; do ip netns del "$P-$n" 2>/dev/null; done
     return 0
 }
-cleanup() {
-    set +e
-    if [ -n "$DP_PID" ] && kill -0 "$DP_PID" 2>/dev/null; then
-        kill -INT "$DP_PID"; sleep 1; kill -0 "$DP_PID" 2>/dev/null && kill -KILL "$DP_PID"
-    fi
-    teardown_net
-    rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
+cleanup() { teardown; rm -rf "$WORK"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 [ "$(id -u)" -eq 0 ] || { echo "lab: run as root (network namespaces)"; exit 1; }
 [ -x "$BIN" ] || { echo "lab: $BIN missing: run 'cargo build --release -p ctl' (make lab does)"; exit 1; }
-teardown_net   # leftovers of an interrupted run
+teardown   # leftovers of an interrupted run
 
-echo "== topology: ${P}-host-a <-> dataplaned (xconnect) <-> ${P}-host-b"
-i=1
-for s in a b; do
-    ip netns add "${P}-host-${s}"
-    ip link add "${P}-${s}0" type veth peer name "${P}-${s}1"
-    ip link set "${P}-${s}1" netns "${P}-host-${s}"
-    sysctl -qw "net.ipv6.conf.${P}-${s}0.disable_ipv6=1"
-    ip link set "${P}-${s}0" up
-    ip -n "${P}-host-${s}" addr add "10.99.1.${i}/24" dev "${P}-${s}1"
-    ip -n "${P}-host-${s}" link set "${P}-${s}1" up
-    ip -n "${P}-host-${s}" link set lo up
-    i=$((i + 1))
+in_ns() { local n=$1; shift; ip netns exec "$P-$n" "$@"; }
+
+say "== topology: host-a - r3 - r2 - r1 - r0 - host-b (namespaces $P-*)"
+for n in "${NS[@]}"; do
+    ip netns add "$P-$n"
+    in_ns "$n" ip link set lo up
+    in_ns "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 done
+for l in "${LINKS[@]}"; do
+    read -r ln li rn ri <<< "$l"
+    ip link add "$li" netns "$P-$ln" type veth peer name "$ri" netns "$P-$rn"
+    in_ns "$ln" ip link set "$li" up
+    in_ns "$rn" ip link set "$ri" up
+done
+# hosts (the article's host1-0 and host1-1)
+in_ns host-a ip addr add 192.0.2.0/31 dev ha0
+in_ns host-a ip addr add 10.0.1.0/32 dev lo
+in_ns host-a ip route add 10.0.1.1/32 via 192.0.2.1 src 10.0.1.0
+in_ns host-b ip addr add 192.0.2.2/31 dev hb0
+in_ns host-b ip addr add 10.0.1.1/32 dev lo
+in_ns host-b ip route add 10.0.1.0/32 via 192.0.2.3 src 10.0.1.1
 
-cat > "$WORK/dataplaned.toml" <<CFG
-# dataplaned for the lab: one worker, adaptive polling so it shares 2 cores politely.
+# router  port0(west)  addr0              port1(east)  addr1              main/worker CPU
+ROUTERS=(
+  "r3 r3w 192.168.11.11/31 r3e 192.0.2.1/31     0 1"
+  "r2 r2w 192.168.11.9/31  r2e 192.168.11.10/31 1 0"
+  "r1 r1w 192.168.11.7/31  r1e 192.168.11.8/31  0 1"
+  "r0 r0w 192.0.2.3/31     r0e 192.168.11.6/31  1 0"
+)
+
+# The LSPs in the article's shape; $1 is the penultimate hop's out-label for the
+# last core link: 100/103 (plain), 0 (explicit null) or 3 (PHP).
+lsp_config() {
+    local r=$1 mode=$2 w e
+    case $mode in plain) w=100; e=103 ;; explicit-null) w=0; e=0 ;; php) w=3; e=3 ;; esac
+    case $r in
+    r3) cat <<CFG
+[[route]]          # ingress PE, westbound LSP 100
+prefix = "10.0.1.1/32"
+via = [{ gateway = "192.168.11.10", interface = "port0", out_labels = [100] }]
+[[label]]          # egress PE of LSP 103
+label = 103
+lookup_table = 0
+[[route]]
+prefix = "10.0.1.0/32"
+via = [{ gateway = "192.0.2.0" }]
+CFG
+    ;;
+    r2) cat <<CFG
+[[label]]
+label = 100
+via = [{ gateway = "192.168.11.8", interface = "port0", out_labels = [100] }]
+[[label]]          # penultimate hop of LSP 103
+label = 103
+via = [{ gateway = "192.168.11.11", interface = "port1", out_labels = [$e] }]
+CFG
+    ;;
+    r1) cat <<CFG
+[[label]]          # penultimate hop of LSP 100
+label = 100
+via = [{ gateway = "192.168.11.6", interface = "port0", out_labels = [$w] }]
+[[label]]
+label = 103
+via = [{ gateway = "192.168.11.9", interface = "port1", out_labels = [103] }]
+CFG
+    ;;
+    r0) cat <<CFG
+[[label]]          # egress PE of LSP 100
+label = 100
+lookup_table = 0
+[[route]]
+prefix = "10.0.1.1/32"
+via = [{ gateway = "192.0.2.2" }]
+[[route]]          # ingress PE, eastbound LSP 103
+prefix = "10.0.1.0/32"
+via = [{ gateway = "192.168.11.7", interface = "port1", out_labels = [103] }]
+CFG
+    ;;
+    esac
+}
+
+start_routers() {
+    local mode=$1
+    for r in "${ROUTERS[@]}"; do
+        read -r name p0 a0 p1 a1 mcpu wcpu <<< "$r"
+        cat > "$WORK/$name.toml" <<CFG
+# $name ($mode)
 [eal]
-memory = "auto"
-memory_mb = 256
-
+main_cpu = $mcpu
+memory_mb = 64
 [mempool]
-mbufs = 4095
-
+mbufs = 2047
+cache = 64
 [workers]
-cpus = [1]
-
+cpus = [$wcpu]
+# qdisc_bypass=0: the router's own transmissions go through the qdisc, so tcpdump
+# on the router's side of a link sees both directions.
 [[port]]
 name = "port0"
-device = "net_af_packet0,iface=${P}-a0"
-
+device = "net_af_packet_${name}w,iface=$p0,qdisc_bypass=0"
 [[port]]
 name = "port1"
-device = "net_af_packet1,iface=${P}-b0"
-
+device = "net_af_packet_${name}e,iface=$p1,qdisc_bypass=0"
 [forwarding]
-mode = "xconnect"
-pairs = [["port0", "port1"]]
+mode = "router"
+[router]
+router_id = "${a0%/*}"
+[[interface]]
+name = "port0"
+addresses = ["$a0"]
+[[interface]]
+name = "port1"
+addresses = ["$a1"]
+$(lsp_config "$name" "$mode")
 CFG
-echo "== config"; sed 's/^/   /' "$WORK/dataplaned.toml"
+        # `ip netns exec` execs the program, so $! is the daemon itself.
+        ip netns exec "$P-$name" "$BIN" -c "$WORK/$name.toml" > "$WORK/$name.out" 2> "$WORK/$name.err" &
+        PIDS+=($!)
+    done
+    for r in "${ROUTERS[@]}"; do
+        read -r name _ <<< "$r"
+        for _ in $(seq 100); do
+            grep -q forwarding "$WORK/$name.err" 2>/dev/null && break
+            sleep 0.1
+        done
+        grep -q forwarding "$WORK/$name.err" || { echo "lab: $name did not start:"; cat "$WORK/$name.err"; exit 1; }
+    done
+}
 
-"$BIN" -c "$WORK/dataplaned.toml" > "$WORK/out.log" 2> "$WORK/err.log" &
-DP_PID=$!
-for _ in $(seq 100); do
-    grep -q forwarding "$WORK/err.log" 2>/dev/null && break
-    kill -0 "$DP_PID" 2>/dev/null || { cat "$WORK/err.log"; exit 1; }
-    sleep 0.1
-done
-sed 's/^/   /' "$WORK/err.log"
+stop_routers() {
+    for pid in "${PIDS[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    PIDS=()
+}
 
-echo "== ping host-a -> host-b through dataplaned"
-ip netns exec "${P}-host-a" ping -c 5 -i 0.2 -W 2 10.99.1.2
+# Captures the ping on every link, then checks label/S/TTL per link and direction.
+run_mode() {
+    local mode=$1
+    say ""
+    say "==== mode: $mode"
+    start_routers "$mode"
+    # warm up: ARP on every hop, in both directions (without a hold queue the first
+    # packet to an unresolved neighbour becomes the ARP request)
+    for _ in $(seq 20); do
+        in_ns host-a ping -c 1 -W 1 -I 10.0.1.0 10.0.1.1 > /dev/null 2>&1 && break
+    done
+    local caps=()
+    for l in "${LINKS[@]}"; do
+        read -r ln li _ _ <<< "$l"
+        ip netns exec "$P-$ln" timeout 30 tcpdump -Uqni "$li" -w "$WORK/$mode-$li.pcap" 'icmp or mpls' 2> /dev/null &
+        caps+=($!)
+    done
+    sleep 1
+    local out
+    out=$(in_ns host-a ping -c 3 -i 0.3 -W 2 -I 10.0.1.0 10.0.1.1 || true)
+    sleep 0.5
+    for c in "${caps[@]}"; do kill -INT "$c" 2>/dev/null || true; done
+    for c in "${caps[@]}"; do wait "$c" 2>/dev/null || true; done
+    say "$out" | tail -2
+    if grep -q ' 0% packet loss' <<< "$out"; then
+        echo "PASS $mode: host-a -> host-b ping, 0% loss"
+    else
+        echo "FAIL $mode: ping lost packets"; FAILS=$((FAILS + 1))
+    fi
+    # expected (request westbound, reply eastbound) per link, top label "L S TTL" or ipv4
+    local exp
+    case $mode in
+        plain)         exp=("ipv4 ipv4" "100 S 63|103 S 61" "100 S 62|103 S 62" "100 S 61|103 S 63" "ipv4 ipv4") ;;
+        explicit-null) exp=("ipv4 ipv4" "100 S 63|0 S 61"   "100 S 62|103 S 62" "0 S 61|103 S 63"   "ipv4 ipv4") ;;
+        php)           exp=("ipv4 ipv4" "100 S 63|ipv4"     "100 S 62|103 S 62" "ipv4|103 S 63"     "ipv4 ipv4") ;;
+    esac
+    local k=0
+    for l in "${LINKS[@]}"; do
+        read -r ln li rn _ <<< "$l"
+        local dump req rep want_req want_rep
+        dump=$(tcpdump -enr "$WORK/$mode-$li.pcap" 2> /dev/null || true)
+        say "-- link $ln - $rn ($li):"
+        [ -n "${LAB_QUIET:-}" ] || sed -n '1,4p' <<< "$dump" | cut -c1-160 | sed 's/^/   /'
+        req=$(summarize "$dump" "echo request")
+        rep=$(summarize "$dump" "echo reply")
+        IFS='|' read -r want_req want_rep <<< "${exp[$k]/ ipv4/|ipv4}"
+        [ "${exp[$k]}" = "ipv4 ipv4" ] && { want_req=ipv4; want_rep=ipv4; }
+        if [ "$req" = "$want_req" ] && [ "$rep" = "$want_rep" ]; then
+            echo "PASS $mode $ln-$rn: request [$req] reply [$rep]"
+        else
+            echo "FAIL $mode $ln-$rn: request [$req] want [$want_req], reply [$rep] want [$want_rep]"
+            FAILS=$((FAILS + 1))
+        fi
+        k=$((k + 1))
+    done
+}
 
-echo "== stopping dataplaned (SIGINT) — its counters:"
-kill -INT "$DP_PID"; wait "$DP_PID" || true; DP_PID=
-sed 's/^/   /' "$WORK/out.log"
-echo "== done"
+# "100 S 63" for the first labelled frame carrying $2, "ipv4" for a plain one.
+summarize() {
+    local line
+    line=$(grep -m1 "$2" <<< "$1" || true)
+    if [ -z "$line" ]; then echo "none"; return; fi
+    if grep -q 'MPLS (label' <<< "$line"; then
+        sed -E 's/.*MPLS \(label ([0-9]+), (exp|tc) [0-9]+, (\[S\], )?ttl ([0-9]+)\).*/\1 \3\4/; s/\[S\], /S /' <<< "$line" \
+            | awk '{ if (NF == 3) print $1, "S", $3; else print $1, "-", $2 }'
+    else
+        echo "ipv4"
+    fi
+}
+
+run_mode plain
+say ""
+say "==== show run of P router r2 (plain mode):"
+stop_routers
+[ -n "${LAB_QUIET:-}" ] || sed -n '/^Thread/,$p' "$WORK/r2.out" | sed 's/^/   /'
+run_mode explicit-null
+stop_routers
+run_mode php
+stop_routers
+echo ""
+if [ "$FAILS" -eq 0 ]; then echo "lab: all checks passed"; else echo "lab: $FAILS check(s) failed"; exit 1; fi
