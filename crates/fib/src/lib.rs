@@ -42,23 +42,31 @@
 //! # Lookup structure, and why
 //!
 //! A Poptrie (Asai & Ohara, SIGCOMM 2015): an 18-bit direct array, then 6-bit-stride
-//! nodes that find a child or a leaf with one `popcnt`, leaves of equal value merged.
-//! The full 2014 table (512,621 prefixes, 29,959 next hops) takes 3.5 MiB of LPM
-//! arrays (capacity; direct array 1 MiB), so lookups run out of L2/L3, where DIR-24-8
-//! (`rte_lpm`, `rte_fib`) touches a 64 MiB `tbl24`.
+//! nodes that find a child or a leaf with one `popcnt`, runs of equal leaves merged.
+//! One addition: a region (/18) whose root has no child nodes — most of them in a
+//! real table, where little is longer than /24 — is a single leaf block pointed at by
+//! the direct entry, one dependent load fewer. The full 2014 table (512,621 prefixes,
+//! 29,959 next hops) takes 6 MiB of LPM arrays (capacity; the direct array is 1 MiB),
+//! so lookups run out of L2/L3, where DIR-24-8 (`rte_lpm`, `rte_fib`) has a 64 MiB
+//! `tbl24` that random keys take to DRAM.
 //!
-//! Chosen by measurement on this project's 2-core AMD EPYC guest (noisy, shared),
-//! 2^22 keys, batches of 256 (`crates/fib` scratch runs during development):
+//! Chosen by measurement on this project's 2-core AMD EPYC guest (shared and noisy;
+//! ranges over repeated runs), 2^22 keys in batches of 256, before the leaf-block
+//! addition:
 //!
-//! | structure | memory | random keys | keys from prefixes |
+//! | structure | memory | random keys | keys drawn from prefixes |
 //! |---|---:|---:|---:|
 //! | Poptrie, direct 16 bits | 10.3 MiB | 80-140 M/s | 27-32 M/s |
 //! | Poptrie, direct 18 bits (chosen) | 3.5 MiB | 170-210 M/s | 83-92 M/s |
 //! | Poptrie, direct 20 bits | 9.0 MiB | 95-180 M/s | 50-67 M/s |
 //! | DIR-24-8 in safe Rust (4 KiB pages) | 66 MiB | 107-125 M/s | 140-190 M/s |
 //!
-//! The same-run comparison with `rte_lpm`, `rte_fib` and `prefix-trie` is in
-//! `benches/benches/lpm.rs`, results in `benches/RESULTS-fib.md`.
+//! Same-run comparison (`cargo bench -p benches --bench lpm`, full table in
+//! `benches/RESULTS-fib.md`), warm, batch 256: random keys 14.0 TSC cycles per lookup
+//! (185 M/s), 1.89x `rte_lpm`; keys drawn from the table's prefixes 28.3 cycles (92
+//! M/s), 0.64x `rte_lpm` — those keys touch only the `tbl24` lines of routed space,
+//! which fit in this L3, and then DIR-24-8 needs one cache access where the Poptrie
+//! needs two or three. Full-table load 365-448 ms.
 //!
 //! The batched lookup is level-synchronous: one pass reads the direct entry of every
 //! key of the burst, each further pass moves every unfinished key one node down.
@@ -80,6 +88,16 @@
 //! one. When an array must grow, the writer deep-copies the snapshot and publishes
 //! the copy; the old one is frozen and freed by the writer once no reader holds it.
 //! Readers never lock, allocate or wait; the writer never waits for readers.
+//!
+//! # Costs and limits
+//!
+//! Per table: 1 MiB direct array plus node and leaf arrays, and on the writer side a
+//! 1 MiB covering-route cache, a binary trie and an exact-match index (about 58 MiB
+//! for the full table, most of it the trie). Route changes cost one rebuild of the
+//! affected /18 region each (shorter prefixes: every region they cover); measured
+//! 170-420 k changes/s with one publication per change and 380-630 k/s in batches of
+//! 1,000, while a reader runs. Out-label stacks concatenate on recursion (outer labels
+//! of the route resolved through first); implicit-null is not interpreted here.
 //!
 //! # Route model
 //!
