@@ -27,7 +27,7 @@
 //! ```
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use thiserror::Error;
@@ -65,7 +65,7 @@ pub enum ConfigError {
 }
 
 /// The whole file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// EAL options.
@@ -98,6 +98,40 @@ pub struct Config {
     /// Label entries (router mode).
     #[serde(default, rename = "label")]
     pub labels: Vec<crate::routing::LabelSection>,
+    /// The control socket.
+    #[serde(default)]
+    pub control: ControlSection,
+}
+
+/// Where `dataplaned` listens for `dpctl`, unless `--socket` says otherwise.
+pub const DEFAULT_SOCKET: &str = "/run/dataplaned.sock";
+
+/// `[control]`: the API socket.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlSection {
+    /// Path of the unix socket (default `/run/dataplaned.sock`).
+    #[serde(default = "default_socket")]
+    pub socket: String,
+    /// Permissions of the socket file (default `0o600`: root only).
+    #[serde(default = "default_socket_mode")]
+    pub socket_mode: u32,
+}
+
+fn default_socket() -> String {
+    DEFAULT_SOCKET.into()
+}
+fn default_socket_mode() -> u32 {
+    0o600
+}
+
+impl Default for ControlSection {
+    fn default() -> Self {
+        ControlSection {
+            socket: default_socket(),
+            socket_mode: default_socket_mode(),
+        }
+    }
 }
 
 /// What the workers do.
@@ -110,7 +144,7 @@ pub enum Mode {
 }
 
 /// `[eal]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EalSection {
     /// CPU of the main lcore (control thread).
@@ -157,7 +191,7 @@ impl Default for EalSection {
 }
 
 /// `[mempool]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MempoolSection {
     /// Mbufs in the pool (2^n - 1 is the most memory-efficient size).
@@ -192,7 +226,7 @@ impl Default for MempoolSection {
 }
 
 /// `[workers]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkersSection {
     /// One worker per entry, pinned to that CPU.
@@ -227,7 +261,7 @@ impl Default for WorkersSection {
 }
 
 /// `[[port]]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PortSection {
     /// Our name (`port0`).
@@ -256,7 +290,7 @@ fn default_true() -> bool {
 }
 
 /// `[forwarding]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ForwardingSection {
     /// `xconnect` or `router`.
@@ -299,6 +333,10 @@ pub struct Plan {
     pub workers: usize,
     /// Idle policy.
     pub idle: IdlePolicy,
+    /// The control socket: path and permissions.
+    pub socket: PathBuf,
+    /// Permissions of the socket file.
+    pub socket_mode: u32,
 }
 
 impl Config {
@@ -461,6 +499,22 @@ impl Config {
             spin_loops: self.workers.idle_spin_loops,
             max_sleep_us: self.workers.idle_max_sleep_us,
         };
+        if self.control.socket.is_empty() {
+            return Err(bad("[control] socket is empty: give a path".into()));
+        }
+        // sun_path holds 108 bytes with the terminating NUL.
+        if self.control.socket.len() > 107 {
+            return Err(bad(format!(
+                "[control] socket {:?} is longer than 107 bytes (a unix socket limit)",
+                self.control.socket
+            )));
+        }
+        if self.control.socket_mode > 0o777 {
+            return Err(bad(format!(
+                "[control] socket_mode = {:o}: give permission bits like 0o600",
+                self.control.socket_mode
+            )));
+        }
         let routing = crate::routing::Routing {
             router: self.router.clone(),
             interfaces: self.interfaces.clone(),
@@ -477,7 +531,35 @@ impl Config {
             routing,
             workers,
             idle,
+            socket: PathBuf::from(&self.control.socket),
+            socket_mode: self.control.socket_mode,
         })
+    }
+
+    /// What differs between this (running) configuration and `new` in the sections
+    /// only a restart can apply: EAL, memory, workers, ports, forwarding mode, the
+    /// control socket. Empty when a reload can apply `new`.
+    pub fn restart_sections(&self, new: &Config) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.eal != new.eal {
+            v.push("[eal]");
+        }
+        if self.mempool != new.mempool {
+            v.push("[mempool]");
+        }
+        if self.workers != new.workers {
+            v.push("[workers]");
+        }
+        if self.ports != new.ports {
+            v.push("[[port]]");
+        }
+        if self.forwarding != new.forwarding {
+            v.push("[forwarding]");
+        }
+        if self.control != new.control {
+            v.push("[control]");
+        }
+        v
     }
 }
 

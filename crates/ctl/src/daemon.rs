@@ -1,22 +1,28 @@
 //! The daemon: start EAL, open the ports, launch one worker per worker lcore (L2
-//! cross-connect or router), report counters, and stop cleanly on SIGINT/SIGTERM.
+//! cross-connect or router), then run the control thread on the EAL main lcore until
+//! SIGINT/SIGTERM: a current-thread tokio runtime serving the control socket, the
+//! 20 ms control tick, the periodic counters report and SIGHUP (reload).
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use tokio::sync::mpsc;
 
 use dataplane::dpdk::{Eal, Mempool, Port, tsc_hz};
 use dataplane::router::{CoreConfig, RouterControl, RouterWorker, Stage, WorkerStats, report};
 use dataplane::xconnect::{RxAssignment, WorkerCounters, XconnectWorker};
 
-use crate::config::{Mode, Plan};
+use crate::api::{DaemonInfo, DpdkPorts, RouterApi, XconnectApi, XconnectPort};
+use crate::config::{Config, Mode, Plan};
 use crate::routing::{PortInfo, apply};
+use crate::server::{ControlSocket, Job, Service, accept_loop};
 
 /// How the daemon reports while it runs.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Print a counters line this often.
     pub stats_interval: Option<Duration>,
@@ -24,6 +30,18 @@ pub struct RunOptions {
     pub stats_json: bool,
     /// Stop by itself after this long.
     pub duration: Option<Duration>,
+    /// The configuration file, re-read on reload.
+    pub config_path: Option<PathBuf>,
+    /// The control socket (`--socket`, else `[control] socket`).
+    pub socket: PathBuf,
+}
+
+/// Everything the control thread needs besides the service.
+struct Control<'a> {
+    opts: &'a RunOptions,
+    stop: &'a AtomicBool,
+    hup: &'a AtomicBool,
+    socket: ControlSocket,
 }
 
 /// Assigns rx queues to xconnect workers: queue q of every port goes to worker
@@ -100,8 +118,9 @@ impl Counters {
     }
 }
 
-/// Runs the router until a signal (or `opts.duration`). Returns after a clean stop.
-pub fn run(plan: &Plan, opts: &RunOptions) -> Result<()> {
+/// Runs the router until a signal (or `opts.duration`). `config` is the file as
+/// loaded (reload compares against it). Returns after a clean stop.
+pub fn run(config: &Config, plan: &Plan, opts: &RunOptions) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while stopping kills the process (exit code 1).
@@ -109,6 +128,19 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<()> {
             .context("installing signal handlers")?;
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
+    // SIGHUP reloads; registered before EAL so an early one does not kill the daemon.
+    let hup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
+        .context("installing signal handlers")?;
+    // Before EAL: a second daemon on the same socket is refused before it touches
+    // hugepages or devices.
+    let socket = ControlSocket::bind(&opts.socket, plan.socket_mode)?;
+    let control = Control {
+        opts,
+        stop: &stop,
+        hup: &hup,
+        socket,
+    };
 
     let eal = Eal::init_with(&plan.eal)?;
     if eal.worker_lcores().len() != plan.workers {
@@ -140,9 +172,17 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<()> {
             if p.rss() { " rss" } else { "" }
         );
     }
+    let info = DaemonInfo {
+        config_path: opts.config_path.clone(),
+        config: config.clone(),
+        socket: opts.socket.clone(),
+        lcores: eal.worker_lcores().to_vec(),
+        tsc_hz: tsc_hz(),
+        started: Instant::now(),
+    };
     let result = match plan.mode {
-        Mode::Xconnect => run_xconnect(eal, plan, opts, &ports, &stop),
-        Mode::Router => run_router(eal, plan, opts, &ports, &stop),
+        Mode::Xconnect => run_xconnect(eal, plan, control, info, &ports),
+        Mode::Router => run_router(eal, plan, control, info, &ports),
     };
     drop(ports);
     drop(pool);
@@ -173,33 +213,66 @@ fn launch_all(
     Ok(launched)
 }
 
-/// The main thread's loop while the workers run: periodic reports, `tick` every
-/// 20 ms (control work), until a signal or the duration.
-fn main_loop(
-    opts: &RunOptions,
-    stop: &AtomicBool,
+/// The control thread while the workers run, on the EAL main lcore: a
+/// current-thread tokio runtime that serves the control socket, calls
+/// `svc.tick()` every 20 ms, prints the periodic report, reloads on SIGHUP, and
+/// returns on SIGINT/SIGTERM or after the duration.
+fn control_loop(
+    c: &mut Control<'_>,
     counters: &Counters,
-    mut tick: impl FnMut(),
-) -> Duration {
-    let t_start = Instant::now();
-    let mut last = counters.snapshot();
-    let mut next_report = opts.stats_interval.map(|d| t_start + d);
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(20));
-        tick();
-        if opts.duration.is_some_and(|d| t_start.elapsed() >= d) {
-            break;
-        }
-        if let (Some(at), Some(every)) = (next_report, opts.stats_interval) {
-            if Instant::now() >= at {
-                let now = counters.snapshot();
-                report_line(&last, &now, t_start, opts.stats_json);
-                last = now;
-                next_report = Some(at + every);
+    svc: &mut dyn Service,
+) -> Result<Duration> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the control thread's runtime")?;
+    let opts = c.opts;
+    let (stop, hup) = (c.stop, c.hup);
+    rt.block_on(async {
+        let listener = c.socket.take_listener()?;
+        let (tx, mut jobs) = mpsc::channel::<Job>(64);
+        let acceptor = tokio::spawn(accept_loop(listener, tx));
+        let t_start = Instant::now();
+        let mut last = counters.snapshot();
+        let mut next_report = opts.stats_interval.map(|d| t_start + d);
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    svc.tick();
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if hup.swap(false, Ordering::Relaxed) {
+                        match svc.handle(&["reload".to_string()]) {
+                            Ok(v) => eprintln!(
+                                "dataplaned: SIGHUP: {}",
+                                v["message"].as_str().unwrap_or("reloaded")
+                            ),
+                            Err(e) => eprintln!("dataplaned: SIGHUP: {e}"),
+                        }
+                    }
+                    if opts.duration.is_some_and(|d| t_start.elapsed() >= d) {
+                        break;
+                    }
+                    if let (Some(at), Some(every)) = (next_report, opts.stats_interval) {
+                        if Instant::now() >= at {
+                            let now = counters.snapshot();
+                            report_line(&last, &now, t_start, opts.stats_json);
+                            last = now;
+                            next_report = Some(at + every);
+                        }
+                    }
+                }
+                Some(job) = jobs.recv() => {
+                    let _ = job.reply.send(svc.handle(&job.args));
+                }
             }
         }
-    }
-    t_start.elapsed()
+        acceptor.abort();
+        Ok(t_start.elapsed())
+    })
 }
 
 fn stop_workers(eal: &Eal, worker_stop: &AtomicBool, launched: Vec<u32>) -> bool {
@@ -216,9 +289,9 @@ fn stop_workers(eal: &Eal, worker_stop: &AtomicBool, launched: Vec<u32>) -> bool
 fn run_xconnect(
     eal: &'static Eal,
     plan: &Plan,
-    opts: &RunOptions,
+    mut control: Control<'_>,
+    info: DaemonInfo,
     ports: &[Port],
-    stop: &AtomicBool,
 ) -> Result<()> {
     let ids: Vec<u16> = ports.iter().map(Port::id).collect();
     let worker_stop = Arc::new(AtomicBool::new(false));
@@ -236,13 +309,41 @@ fn run_xconnect(
     }
     let launched = launch_all(eal, jobs, &worker_stop)?;
     eprintln!(
-        "dataplaned: forwarding (xconnect) with {} worker(s) on lcores {:?}; SIGINT/SIGTERM stops",
+        "dataplaned: forwarding (xconnect) with {} worker(s) on lcores {:?}; control socket {}; SIGINT/SIGTERM stops",
         plan.workers,
-        eal.worker_lcores()
+        eal.worker_lcores(),
+        control.socket.path().display()
     );
     let c = Counters::Xconnect(counters.clone());
-    let elapsed = main_loop(opts, stop, &c, || {});
+    let name = |id: u16| {
+        ports
+            .iter()
+            .find(|p| p.id() == id)
+            .map_or("?", |p| p.name())
+            .to_string()
+    };
+    let port_list = ports
+        .iter()
+        .enumerate()
+        .map(|(k, p)| XconnectPort {
+            name: p.name().to_string(),
+            id: p.id(),
+            driver: p.driver().to_string(),
+            mac: p.mac(),
+            peer: name(ids[plan.peer[k]]),
+        })
+        .collect();
+    let dpdk_ports = DpdkPorts(ports);
+    let mut api = XconnectApi::new(
+        &dpdk_ports,
+        port_list,
+        counters.clone(),
+        queues.clone(),
+        info,
+    );
+    let elapsed = control_loop(&mut control, &c, &mut api);
     let ok = stop_workers(eal, &worker_stop, launched);
+    let elapsed = elapsed?;
     print_xconnect_summary(ports, &counters, &queues, elapsed);
     if !ok {
         bail!("a worker panicked; see the messages above");
@@ -253,9 +354,9 @@ fn run_xconnect(
 fn run_router(
     eal: &'static Eal,
     plan: &Plan,
-    opts: &RunOptions,
+    mut control: Control<'_>,
+    info: DaemonInfo,
     ports: &[Port],
-    stop: &AtomicBool,
 ) -> Result<()> {
     let ids: Vec<u16> = ports.iter().map(Port::id).collect();
     let infos: Vec<PortInfo> = ports
@@ -293,24 +394,21 @@ fn run_router(
     }
     let launched = launch_all(eal, jobs, &worker_stop)?;
     eprintln!(
-        "dataplaned: forwarding (router) with {} worker(s) on lcores {:?}, {} interface(s), {} route(s), {} label(s); SIGINT/SIGTERM stops",
+        "dataplaned: forwarding (router) with {} worker(s) on lcores {:?}, {} interface(s), {} route(s), {} label(s); control socket {}; SIGINT/SIGTERM stops",
         plan.workers,
         eal.worker_lcores(),
         ctl.ifaces().iter().count(),
         ctl.fib().route_count(0),
-        ctl.labels().len()
+        ctl.labels().len(),
+        control.socket.path().display()
     );
     let c = Counters::Router(ctl.worker_stats());
-    let handles = ctl.workers().to_vec();
-    let elapsed = main_loop(opts, stop, &c, || {
-        ctl.poll();
-        // Punted packets have no consumer yet (the TAP interfaces come with the Linux
-        // control plane); they are counted by reason and freed here.
-        for h in &handles {
-            while h.punts.pop().is_some() {}
-        }
-    });
+    let dpdk_ports = DpdkPorts(ports);
+    let mut api = RouterApi::new(&mut ctl, &dpdk_ports, infos, plan.routing.clone(), info);
+    let elapsed = control_loop(&mut control, &c, &mut api);
+    drop(api);
     let ok = stop_workers(eal, &worker_stop, launched);
+    let elapsed = elapsed?;
     for h in ctl.workers() {
         while h.punts.pop().is_some() {}
     }

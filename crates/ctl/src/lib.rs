@@ -1,7 +1,15 @@
-//! Control plane of the router: the configuration file ([`config`]) and the daemon
-//! ([`daemon`]) behind the `dataplaned` binary, and the routing part of the
-//! configuration ([`routing`]).
+//! Control plane of the router: the configuration file ([`config`], [`routing`]),
+//! the daemon behind `dataplaned` ([`daemon`]) with its control socket ([`server`],
+//! [`api`]), and the `dpctl` command language, protocol and output ([`cli`],
+//! [`proto`], [`render`]).
 
+pub mod api;
+pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod decode;
+pub mod proto;
+pub mod render;
 pub mod routing;
+pub mod server;
+pub mod spec;

@@ -40,17 +40,19 @@
 //! lookup_table = 0
 //! ```
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
 use serde::Deserialize;
 
-use dataplane::router::{Interface, RouterControl, RouterError};
-use fib::{Ipv4Prefix, Path, RouteKind};
+use dataplane::router::{Interface, MAX_IFACES, RouterControl};
+use fib::{Ipv4Prefix, TableId};
+
+use crate::spec::{self, LabelSpec, RouteTarget, Special, ViaSpec, eos_word};
 
 /// `[router]`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouterSection {
     /// ICMP source address for interfaces without one.
@@ -65,7 +67,7 @@ pub struct RouterSection {
 }
 
 /// `[[interface]]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InterfaceSection {
     /// A port name (the port's own interface) or a new name (with `parent`+`vlan`).
@@ -95,7 +97,7 @@ fn yes() -> bool {
 }
 
 /// `[[neighbor]]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NeighborSection {
     /// Interface name.
@@ -107,7 +109,7 @@ pub struct NeighborSection {
 }
 
 /// A path of a route or label.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ViaSection {
     /// Next hop address (omit for an attached route on `interface`).
@@ -129,7 +131,7 @@ fn one() -> u32 {
 }
 
 /// `[[route]]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSection {
     /// `a.b.c.d/len`.
@@ -146,7 +148,7 @@ pub struct RouteSection {
 }
 
 /// `[[label]]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LabelSection {
     /// Incoming label (16..2^20).
@@ -169,7 +171,7 @@ pub struct LabelSection {
 }
 
 /// Everything routing-related of the file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Routing {
     /// `[router]`.
     pub router: RouterSection,
@@ -235,37 +237,136 @@ pub struct PortInfo {
     pub mac: [u8; 6],
 }
 
-/// Applies the routing configuration to a fresh router: one interface per port
-/// (ifIndex = position + 1), sub-interfaces after them, then addresses, neighbours,
-/// routes and labels. Any error names the section and leaves the daemon unstarted.
-pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result<(), String> {
-    if let Some(id) = &r.router.router_id {
-        ctl.set_router_id(Some(
-            parse_ip(id).map_err(|e| format!("[router] router_id: {e}"))?,
-        ));
+impl ViaSection {
+    /// The path, checked for syntax.
+    pub fn spec(&self) -> Result<ViaSpec, String> {
+        Ok(ViaSpec {
+            gateway: self.gateway.as_deref().map(parse_ip).transpose()?,
+            interface: self.interface.clone(),
+            out_labels: self.out_labels.clone(),
+            weight: self.weight,
+        })
     }
-    for &t in &r.router.tables {
-        if t != 0 {
-            ctl.table_add(t)
-                .map_err(|e| format!("[router] tables: {e}"))?;
+}
+
+impl RouteSection {
+    /// Table, prefix and target, checked for syntax.
+    pub fn spec(&self) -> Result<(TableId, Ipv4Prefix, RouteTarget), String> {
+        let prefix = parse_prefix(&self.prefix)?;
+        let target = match (&self.kind, self.via.is_empty()) {
+            (Some(_), false) => return Err("give either kind or via, not both".into()),
+            (Some(k), true) => RouteTarget::Special(Special::from_word(k).ok_or_else(|| {
+                format!("kind {k:?}: use blackhole, unreachable, prohibit or local")
+            })?),
+            (None, true) => return Err("needs via = [...] or kind".into()),
+            (None, false) => RouteTarget::Paths(
+                self.via
+                    .iter()
+                    .map(ViaSection::spec)
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        target.check()?;
+        Ok((self.table, prefix, target))
+    }
+}
+
+impl LabelSection {
+    /// The action, checked for syntax and shape.
+    pub fn spec(&self) -> Result<LabelSpec, String> {
+        let ttl_mode = match self.ttl_mode.as_deref() {
+            None | Some("uniform") => mpls::TtlMode::Uniform,
+            Some("pipe") => mpls::TtlMode::pipe(),
+            Some(m) => return Err(format!("ttl_mode {m:?}: use uniform or pipe")),
+        };
+        let n_forms = usize::from(!self.via.is_empty())
+            + usize::from(self.lookup_table.is_some())
+            + usize::from(self.action.is_some());
+        if n_forms != 1 {
+            return Err("give exactly one of via, lookup_table or action".into());
         }
+        let spec = if let Some(table) = self.lookup_table {
+            LabelSpec::Ip4Lookup { table, ttl_mode }
+        } else if let Some(a) = &self.action {
+            match a.as_str() {
+                "drop" => LabelSpec::Drop,
+                "punt" => LabelSpec::Punt,
+                "pop" => LabelSpec::Pop { ttl_mode },
+                a => return Err(format!("action {a:?}: use drop, punt or pop")),
+            }
+        } else {
+            LabelSpec::Forward {
+                paths: self
+                    .via
+                    .iter()
+                    .map(ViaSection::spec)
+                    .collect::<Result<_, _>>()?,
+                ttl_mode,
+            }
+        };
+        spec.check(self.label, self.eos)?;
+        Ok(spec)
     }
+
+    fn what(&self) -> String {
+        format!("[[label]] {} {}", self.label, eos_word(self.eos))
+    }
+}
+
+/// An interface as the file describes it, defaults filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct IfaceWant {
+    /// Port (index into the ports) and VLAN.
+    port: usize,
+    vlan: Option<u16>,
+    addrs: Vec<(Ipv4Addr, u8)>,
+    mtu: u16,
+    up: bool,
+    table: TableId,
+}
+
+/// The interfaces the file describes, by name: every port's own interface (with
+/// defaults when it has no section) and the sub-interfaces. Checks names, parents
+/// and duplicates.
+fn wanted_ifaces(r: &Routing, ports: &[PortInfo]) -> Result<BTreeMap<String, IfaceWant>, String> {
     let mut seen = HashSet::new();
     for i in &r.interfaces {
         if !seen.insert(i.name.as_str()) {
             return Err(format!("[[interface]] {} is configured twice", i.name));
         }
     }
-    let mut next_ifindex = ports.len() as u32 + 1;
-    // Ports' own interfaces first, in port order.
+    let attrs = |i: Option<&InterfaceSection>, name: &str| -> Result<_, String> {
+        let mut addrs = Vec::new();
+        if let Some(s) = i {
+            for a in &s.addresses {
+                addrs.push(parse_addr_len(a).map_err(|e| format!("[[interface]] {name}: {e}"))?);
+            }
+        }
+        Ok((
+            addrs,
+            i.and_then(|s| s.mtu).unwrap_or(1500),
+            i.is_none_or(|s| s.up),
+            i.map_or(0, |s| s.table),
+        ))
+    };
+    let mut out = BTreeMap::new();
     for (k, p) in ports.iter().enumerate() {
         let sec = r
             .interfaces
             .iter()
             .find(|i| i.name == p.name && i.parent.is_none());
-        let iface = make_iface(k as u32 + 1, p, None, sec)?;
-        ctl.add_interface(iface)
-            .map_err(|e| format!("[[interface]] {}: {e}", p.name))?;
+        let (addrs, mtu, up, table) = attrs(sec, &p.name)?;
+        out.insert(
+            p.name.clone(),
+            IfaceWant {
+                port: k,
+                vlan: None,
+                addrs,
+                mtu,
+                up,
+                table,
+            },
+        );
     }
     for i in &r.interfaces {
         match (&i.parent, i.vlan) {
@@ -278,13 +379,30 @@ pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result
                 }
             }
             (Some(parent), Some(vlan)) => {
-                let p = ports.iter().find(|p| &p.name == parent).ok_or_else(|| {
-                    format!("[[interface]] {}: parent {parent:?} is not a port", i.name)
-                })?;
-                let iface = make_iface(next_ifindex, p, Some((i.name.clone(), vlan)), Some(i))?;
-                next_ifindex += 1;
-                ctl.add_interface(iface)
-                    .map_err(|e| format!("[[interface]] {}: {e}", i.name))?;
+                let k = ports
+                    .iter()
+                    .position(|p| &p.name == parent)
+                    .ok_or_else(|| {
+                        format!("[[interface]] {}: parent {parent:?} is not a port", i.name)
+                    })?;
+                if ports.iter().any(|p| p.name == i.name) {
+                    return Err(format!(
+                        "[[interface]] {}: a port has that name; name sub-interfaces like {parent}.{vlan}",
+                        i.name
+                    ));
+                }
+                let (addrs, mtu, up, table) = attrs(Some(i), &i.name)?;
+                out.insert(
+                    i.name.clone(),
+                    IfaceWant {
+                        port: k,
+                        vlan: Some(vlan),
+                        addrs,
+                        mtu,
+                        up,
+                        table,
+                    },
+                );
             }
             _ => {
                 return Err(format!(
@@ -294,140 +412,380 @@ pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result
             }
         }
     }
-    let ifindex = |ctl: &RouterControl, name: &str| -> Result<u32, String> {
-        ctl.iface_by_name(name)
-            .map(|i| i.ifindex)
-            .map_err(|e| e.to_string())
-    };
+    Ok(out)
+}
+
+fn make_iface(ifindex: u32, name: &str, w: &IfaceWant, ports: &[PortInfo]) -> Interface {
+    Interface {
+        ifindex,
+        name: name.to_string(),
+        port: ports[w.port].id,
+        vlan: w.vlan,
+        mac: ports[w.port].mac,
+        mtu: w.mtu,
+        up: w.up,
+        table: w.table,
+        addrs: w.addrs.clone(),
+    }
+}
+
+/// Routes of the file by (table, prefix), checked for syntax and duplicates.
+fn wanted_routes(r: &Routing) -> Result<BTreeMap<(TableId, Ipv4Prefix), RouteTarget>, String> {
+    let mut out = BTreeMap::new();
+    for rt in &r.routes {
+        let (table, prefix, target) = rt
+            .spec()
+            .map_err(|e| format!("[[route]] {}: {e}", rt.prefix))?;
+        if out.insert((table, prefix), target).is_some() {
+            return Err(format!(
+                "[[route]] {prefix} in table {table} is configured twice"
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Label entries of the file by (label, eos), checked for syntax and duplicates.
+fn wanted_labels(r: &Routing) -> Result<BTreeMap<(u32, bool), LabelSpec>, String> {
+    let mut out = BTreeMap::new();
+    for l in &r.labels {
+        let spec = l.spec().map_err(|e| format!("{}: {e}", l.what()))?;
+        if out.insert((l.label, l.eos), spec).is_some() {
+            return Err(format!("{} is configured twice", l.what()));
+        }
+    }
+    Ok(out)
+}
+
+/// Static neighbours of the file by (interface, address) → MAC.
+fn wanted_neighbors(r: &Routing) -> Result<BTreeMap<(String, Ipv4Addr), [u8; 6]>, String> {
+    let mut out = BTreeMap::new();
     for n in &r.neighbors {
         let ctx = |e: String| format!("[[neighbor]] {} on {}: {e}", n.address, n.interface);
-        let ix = ifindex(ctl, &n.interface).map_err(ctx)?;
         let ip = parse_ip(&n.address).map_err(ctx)?;
         let mac = parse_mac(&n.mac).map_err(ctx)?;
+        if out.insert((n.interface.clone(), ip), mac).is_some() {
+            return Err(ctx("configured twice".into()));
+        }
+    }
+    Ok(out)
+}
+
+fn router_id(r: &Routing) -> Result<Option<Ipv4Addr>, String> {
+    r.router
+        .router_id
+        .as_deref()
+        .map(parse_ip)
+        .transpose()
+        .map_err(|e| format!("[router] router_id: {e}"))
+}
+
+/// Applies the routing configuration to a fresh router: one interface per port
+/// (ifIndex = position + 1), sub-interfaces after them, then neighbours, routes and
+/// labels. Any error names the section and leaves the daemon unstarted.
+pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result<(), String> {
+    ctl.set_router_id(router_id(r)?);
+    for &t in &r.router.tables {
+        if t != 0 {
+            ctl.table_add(t)
+                .map_err(|e| format!("[router] tables: {e}"))?;
+        }
+    }
+    let ifaces = wanted_ifaces(r, ports)?;
+    // Ports' own interfaces first, in port order, then sub-interfaces in file order.
+    for (k, p) in ports.iter().enumerate() {
+        let iface = make_iface(k as u32 + 1, &p.name, &ifaces[&p.name], ports);
+        ctl.add_interface(iface)
+            .map_err(|e| format!("[[interface]] {}: {e}", p.name))?;
+    }
+    let subs = r.interfaces.iter().filter(|i| i.parent.is_some());
+    for (ifindex, i) in (ports.len() as u32 + 1..).zip(subs) {
+        let iface = make_iface(ifindex, &i.name, &ifaces[&i.name], ports);
+        ctl.add_interface(iface)
+            .map_err(|e| format!("[[interface]] {}: {e}", i.name))?;
+    }
+    for ((ifname, ip), mac) in wanted_neighbors(r)? {
+        let ctx = |e: String| format!("[[neighbor]] {ip} on {ifname}: {e}");
+        let ix = spec::ifindex(ctl, &ifname).map_err(ctx)?;
         ctl.set_neighbor(ix, ip, mac)
             .map_err(|e| ctx(e.to_string()))?;
     }
-    for rt in &r.routes {
-        let ctx = |e: String| format!("[[route]] {}: {e}", rt.prefix);
-        let prefix = parse_prefix(&rt.prefix).map_err(ctx)?;
-        let kind = route_kind(rt, ctl).map_err(ctx)?;
-        ctl.route_add(rt.table, prefix, kind)
+    for ((table, prefix), target) in wanted_routes(r)? {
+        let ctx = |e: String| format!("[[route]] {prefix}: {e}");
+        let kind = spec::resolve_route(ctl, &target).map_err(ctx)?;
+        ctl.route_add(table, prefix, kind)
             .map_err(|e| ctx(e.to_string()))?;
     }
-    for l in &r.labels {
-        let ctx = |e: String| {
-            format!(
-                "[[label]] {} {}: {e}",
-                l.label,
-                if l.eos { "eos" } else { "non-eos" }
-            )
-        };
-        let action = label_action(l, ctl).map_err(ctx)?;
-        ctl.label_add(l.label, l.eos, action)
-            .map_err(|e| ctx(e.to_string()))?;
+    for ((label, eos), s) in wanted_labels(r)? {
+        spec::install_label(ctl, label, eos, &s)
+            .map_err(|e| format!("[[label]] {label} {}: {e}", eos_word(eos)))?;
     }
     Ok(())
 }
 
-fn make_iface(
-    ifindex: u32,
-    p: &PortInfo,
-    sub: Option<(String, u16)>,
-    sec: Option<&InterfaceSection>,
-) -> Result<Interface, String> {
-    let name = sub.as_ref().map_or_else(|| p.name.clone(), |s| s.0.clone());
-    let mut addrs = Vec::new();
-    if let Some(s) = sec {
-        for a in &s.addresses {
-            addrs.push(parse_addr_len(a).map_err(|e| format!("[[interface]] {name}: {e}"))?);
-        }
-    }
-    Ok(Interface {
-        ifindex,
-        name,
-        port: p.id,
-        vlan: sub.map(|s| s.1),
-        mac: p.mac,
-        mtu: sec.and_then(|s| s.mtu).unwrap_or(1500),
-        up: sec.is_none_or(|s| s.up),
-        table: sec.map_or(0, |s| s.table),
-        addrs,
-    })
+/// Counts of what a reload changed, per kind of entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Changes {
+    /// Added.
+    pub added: usize,
+    /// Removed.
+    pub removed: usize,
+    /// Changed in place.
+    pub changed: usize,
 }
 
-fn route_kind(rt: &RouteSection, ctl: &mut RouterControl) -> Result<RouteKind, String> {
-    match (&rt.kind, rt.via.is_empty()) {
-        (Some(_), false) => Err("give either kind or via, not both".into()),
-        (Some(k), true) => match k.as_str() {
-            "blackhole" | "drop" => Ok(RouteKind::Blackhole),
-            "unreachable" => Ok(RouteKind::Unreachable),
-            "prohibit" => Ok(RouteKind::Prohibit),
-            "local" => Ok(RouteKind::Local),
-            k => Err(format!(
-                "kind {k:?}: use blackhole, unreachable, prohibit or local"
-            )),
-        },
-        (None, true) => Err("needs via = [...] or kind".into()),
-        (None, false) => {
-            let mut paths = Vec::new();
-            for v in &rt.via {
-                let ix = match &v.interface {
-                    Some(n) => Some(ctl.iface_by_name(n).map_err(|e| e.to_string())?.ifindex),
-                    None => None,
-                };
-                let mut p = match (&v.gateway, ix) {
-                    (Some(g), Some(ix)) => Path::gateway_on(parse_ip(g)?, ix),
-                    (Some(g), None) => Path::gateway(parse_ip(g)?),
-                    (None, Some(ix)) => Path::attached(ix),
-                    (None, None) => return Err("a via needs a gateway or an interface".into()),
-                };
-                if !v.out_labels.is_empty() {
-                    mpls::validate_out_labels(&v.out_labels, fib::MAX_LABELS)
-                        .map_err(|e| e.to_string())?;
-                    p = p.with_labels(&v.out_labels);
-                }
-                paths.push(p.with_weight(v.weight));
+impl Changes {
+    fn is_empty(&self) -> bool {
+        *self == Changes::default()
+    }
+}
+
+/// What a reload did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReloadSummary {
+    /// Sub-interfaces, and interface attributes (MTU, admin state).
+    pub interfaces: Changes,
+    /// Interface addresses.
+    pub addresses: Changes,
+    /// Static neighbours.
+    pub neighbors: Changes,
+    /// Routes.
+    pub routes: Changes,
+    /// Label entries.
+    pub labels: Changes,
+}
+
+impl std::fmt::Display for ReloadSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts = [
+            ("interfaces", &self.interfaces),
+            ("addresses", &self.addresses),
+            ("neighbors", &self.neighbors),
+            ("routes", &self.routes),
+            ("labels", &self.labels),
+        ];
+        let changed: Vec<String> = parts
+            .iter()
+            .filter(|(_, c)| !c.is_empty())
+            .map(|(n, c)| format!("{n} +{} -{} ~{}", c.added, c.removed, c.changed))
+            .collect();
+        if changed.is_empty() {
+            f.write_str("no changes")
+        } else {
+            f.write_str(&changed.join(", "))
+        }
+    }
+}
+
+/// Applies the difference between the routing configuration the router was last
+/// given (`old`) and `new`, without stopping anything: entries only in `new` are
+/// added, entries only in `old` removed, entries in both but different replaced in
+/// place (a route or label entry is swapped atomically for the workers). Changes
+/// made with `dpctl` since are kept unless the file changes the same entry.
+///
+/// `new` is first applied in full to a scratch router, so every error in the file is
+/// found before the running router is touched; what needs a restart (moving an
+/// interface to another table, removing a table, `icmp_rate_pps`) is refused, and
+/// nothing is applied.
+pub fn reload(
+    old: &Routing,
+    new: &Routing,
+    ports: &[PortInfo],
+    ctl: &mut RouterControl,
+) -> Result<ReloadSummary, String> {
+    // 1. The new file must be right on its own (it is what a restart would load).
+    apply(new, ports, &mut RouterControl::new())?;
+    if old.router.icmp_rate_pps != new.router.icmp_rate_pps {
+        return Err("[router] icmp_rate_pps changed: restart dataplaned to apply it".into());
+    }
+    if let Some(t) = old
+        .router
+        .tables
+        .iter()
+        .find(|t| **t != 0 && !new.router.tables.contains(t))
+    {
+        return Err(format!(
+            "[router] tables: removing table {t} needs a restart of dataplaned"
+        ));
+    }
+    let (old_if, new_if) = (wanted_ifaces(old, ports)?, wanted_ifaces(new, ports)?);
+    let (old_rt, new_rt) = (wanted_routes(old)?, wanted_routes(new)?);
+    let (old_lb, new_lb) = (wanted_labels(old)?, wanted_labels(new)?);
+    let (old_nb, new_nb) = (wanted_neighbors(old)?, wanted_neighbors(new)?);
+
+    // 2. Checks against the running router.
+    let mut sub_del = Vec::new();
+    let mut sub_add = Vec::new();
+    for (name, w) in &old_if {
+        if w.vlan.is_some()
+            && new_if
+                .get(name)
+                .is_none_or(|n| n.port != w.port || n.vlan != w.vlan || n.table != w.table)
+        {
+            sub_del.push(name.clone());
+        }
+    }
+    for (name, w) in &new_if {
+        match old_if.get(name) {
+            Some(o) if w.vlan.is_none() && o.table != w.table => {
+                return Err(format!(
+                    "[[interface]] {name}: moving it to table {} needs a restart of dataplaned",
+                    w.table
+                ));
             }
-            Ok(RouteKind::Paths(paths))
+            Some(o) if o.port == w.port && o.vlan == w.vlan && o.table == w.table => {}
+            _ if w.vlan.is_some() => {
+                if !sub_del.contains(name) && ctl.iface_by_name(name).is_ok() {
+                    return Err(format!(
+                        "[[interface]] {name}: an interface of that name exists (made with dpctl?); delete it first"
+                    ));
+                }
+                sub_add.push(name.clone());
+            }
+            _ => {}
         }
     }
-}
+    let used: HashSet<u32> = ctl.ifaces().iter().map(|i| i.ifindex).collect();
+    let free = (1..MAX_IFACES as u32).filter(|i| !used.contains(i)).count();
+    if free + sub_del.len() < sub_add.len() {
+        return Err(format!("too many interfaces (at most {})", MAX_IFACES - 1));
+    }
 
-fn label_action(l: &LabelSection, ctl: &mut RouterControl) -> Result<mpls::LabelAction, String> {
-    let ttl_mode = match l.ttl_mode.as_deref() {
-        None | Some("uniform") => mpls::TtlMode::Uniform,
-        Some("pipe") => mpls::TtlMode::pipe(),
-        Some(m) => return Err(format!("ttl_mode {m:?}: use uniform or pipe")),
+    // 3. Apply: what goes away first (it may hold references to what goes next),
+    //    then what stays or comes.
+    let mut sum = ReloadSummary::default();
+    let fail = |what: String, e: String| {
+        format!(
+            "reload stopped at {what}: {e}; the router runs part of the new configuration: fix the file and reload again"
+        )
     };
-    let n_forms = usize::from(!l.via.is_empty())
-        + usize::from(l.lookup_table.is_some())
-        + usize::from(l.action.is_some());
-    if n_forms != 1 {
-        return Err("give exactly one of via, lookup_table or action".into());
+    for ((label, eos), _) in old_lb.iter().filter(|(k, _)| !new_lb.contains_key(k)) {
+        if ctl.labels().get(*label, *eos).is_some() {
+            ctl.label_del(*label, *eos)
+                .map_err(|e| fail(format!("label {label}"), e.to_string()))?;
+        }
+        sum.labels.removed += 1;
     }
-    if let Some(t) = l.lookup_table {
-        return Ok(mpls::LabelAction::Ip4Lookup { table: t, ttl_mode });
+    for ((table, prefix), _) in old_rt.iter().filter(|(k, _)| !new_rt.contains_key(k)) {
+        if ctl.route_kind(*table, *prefix).is_some() {
+            ctl.route_del(*table, *prefix)
+                .map_err(|e| fail(format!("route {prefix}"), e.to_string()))?;
+        }
+        sum.routes.removed += 1;
     }
-    if let Some(a) = &l.action {
-        return match a.as_str() {
-            "drop" => Ok(mpls::LabelAction::Drop),
-            "punt" => Ok(mpls::LabelAction::Punt),
-            "pop" => Ok(mpls::LabelAction::Pop { ttl_mode }),
-            a => Err(format!("action {a:?}: use drop, punt or pop")),
-        };
+    for ((ifname, ip), _) in old_nb.iter().filter(|(k, _)| !new_nb.contains_key(k)) {
+        if let Ok(ix) = spec::ifindex(ctl, ifname) {
+            if ctl.neighbors().contains_key(&(ix, *ip)) {
+                ctl.del_neighbor(ix, *ip)
+                    .map_err(|e| fail(format!("neighbor {ip}"), e.to_string()))?;
+            }
+        }
+        sum.neighbors.removed += 1;
     }
-    let mut paths = Vec::new();
-    for v in &l.via {
-        let (Some(g), Some(ifn)) = (&v.gateway, &v.interface) else {
-            return Err("a label path needs gateway and interface".into());
-        };
-        let ix = ctl.iface_by_name(ifn).map_err(|e| e.to_string())?.ifindex;
-        let adj = ctl
-            .adjacency(ix, parse_ip(g)?)
-            .map_err(|e: RouterError| e.to_string())?;
-        paths.push(mpls::NextHop::new(adj, &v.out_labels));
+    for name in &sub_del {
+        if let Ok(ix) = spec::ifindex(ctl, name) {
+            ctl.del_interface(ix)
+                .map_err(|e| fail(format!("interface {name}"), e.to_string()))?;
+        }
+        sum.interfaces.removed += 1;
     }
-    Ok(mpls::LabelAction::Forward { paths, ttl_mode })
+    // Interfaces that stay: addresses and attributes.
+    for (name, w) in &new_if {
+        let Some(o) = old_if.get(name) else { continue };
+        if sub_del.contains(name) {
+            continue;
+        }
+        let ix = spec::ifindex(ctl, name).map_err(|e| fail(format!("interface {name}"), e))?;
+        for &(a, l) in o.addrs.iter().filter(|x| !w.addrs.contains(x)) {
+            if ctl
+                .ifaces()
+                .get(ix)
+                .is_some_and(|i| i.addrs.contains(&(a, l)))
+            {
+                ctl.del_address(ix, a, l)
+                    .map_err(|e| fail(format!("address {a}/{l}"), e.to_string()))?;
+            }
+            sum.addresses.removed += 1;
+        }
+        for &(a, l) in w.addrs.iter().filter(|x| !o.addrs.contains(x)) {
+            ctl.add_address(ix, a, l)
+                .map_err(|e| fail(format!("address {a}/{l}"), e.to_string()))?;
+            sum.addresses.added += 1;
+        }
+        if o.mtu != w.mtu {
+            ctl.set_mtu(ix, w.mtu)
+                .map_err(|e| fail(format!("interface {name}"), e.to_string()))?;
+        }
+        if o.up != w.up {
+            ctl.set_up(ix, w.up)
+                .map_err(|e| fail(format!("interface {name}"), e.to_string()))?;
+        }
+        if o.mtu != w.mtu || o.up != w.up {
+            sum.interfaces.changed += 1;
+        }
+    }
+    for &t in &new.router.tables {
+        if t != 0 && !ctl.fib().tables().any(|x| x == t) {
+            ctl.table_add(t)
+                .map_err(|e| fail("[router] tables".into(), e.to_string()))?;
+        }
+    }
+    let rid = router_id(new)?;
+    if router_id(old)? != rid {
+        ctl.set_router_id(rid);
+    }
+    for name in &sub_add {
+        let used: HashSet<u32> = ctl.ifaces().iter().map(|i| i.ifindex).collect();
+        let ix = (ports.len() as u32 + 1..MAX_IFACES as u32)
+            .find(|i| !used.contains(i))
+            .ok_or_else(|| fail(format!("interface {name}"), "no free ifIndex".into()))?;
+        ctl.add_interface(make_iface(ix, name, &new_if[name], ports))
+            .map_err(|e| fail(format!("interface {name}"), e.to_string()))?;
+        sum.interfaces.added += 1;
+    }
+    for ((ifname, ip), mac) in &new_nb {
+        let before = old_nb.get(&(ifname.clone(), *ip));
+        if before == Some(mac) {
+            continue;
+        }
+        let ix = spec::ifindex(ctl, ifname).map_err(|e| fail(format!("neighbor {ip}"), e))?;
+        ctl.set_neighbor(ix, *ip, *mac)
+            .map_err(|e| fail(format!("neighbor {ip}"), e.to_string()))?;
+        if before.is_some() {
+            sum.neighbors.changed += 1;
+        } else {
+            sum.neighbors.added += 1;
+        }
+    }
+    for ((table, prefix), target) in &new_rt {
+        let before = old_rt.get(&(*table, *prefix));
+        if before == Some(target) && ctl.route_kind(*table, *prefix).is_some() {
+            continue;
+        }
+        let kind =
+            spec::resolve_route(ctl, target).map_err(|e| fail(format!("route {prefix}"), e))?;
+        ctl.route_add(*table, *prefix, kind)
+            .map_err(|e| fail(format!("route {prefix}"), e.to_string()))?;
+        if before.is_some() {
+            sum.routes.changed += 1;
+        } else {
+            sum.routes.added += 1;
+        }
+    }
+    for ((label, eos), s) in &new_lb {
+        let before = old_lb.get(&(*label, *eos));
+        if before == Some(s) && ctl.labels().get(*label, *eos).is_some() {
+            continue;
+        }
+        spec::install_label(ctl, *label, *eos, s)
+            .map_err(|e| fail(format!("label {label} {}", eos_word(*eos)), e))?;
+        if before.is_some() {
+            sum.labels.changed += 1;
+        } else {
+            sum.labels.added += 1;
+        }
+    }
+    Ok(sum)
 }
 
 #[cfg(test)]
@@ -447,5 +805,153 @@ mod tests {
         assert!(parse_addr_len("10.0.0.1/33").is_err());
         assert!(parse_prefix("10.0.0.1/24").is_err(), "host bits set");
         assert!(parse_prefix("10.0.0.0/24").is_ok());
+    }
+
+    const PORTS: &str = r#"
+[[interface]]
+name = "port0"
+addresses = ["192.168.11.9/31"]
+[[interface]]
+name = "port1"
+addresses = ["192.168.11.10/31"]
+"#;
+
+    fn routing(extra: &str) -> Routing {
+        let text = format!(
+            "[[port]]\nname=\"port0\"\ndevice=\"net_null0\"\n[[port]]\nname=\"port1\"\ndevice=\"net_null1\"\n[forwarding]\nmode=\"router\"\n{PORTS}{extra}"
+        );
+        crate::config::Config::parse(&text, "t")
+            .unwrap()
+            .plan("t")
+            .unwrap()
+            .routing
+    }
+
+    fn ports() -> Vec<PortInfo> {
+        (0..2)
+            .map(|i| PortInfo {
+                name: format!("port{i}"),
+                id: i,
+                mac: [2, 0, 0, 0, 0, i as u8 + 1],
+            })
+            .collect()
+    }
+
+    fn routes(ctl: &RouterControl) -> Vec<String> {
+        ctl.routes()
+            .map(|(t, p, k)| format!("{t} {p} {k:?}"))
+            .collect()
+    }
+
+    #[test]
+    fn reload_applies_the_difference() {
+        let a = routing(
+            r#"
+[[neighbor]]
+interface = "port0"
+address = "192.168.11.8"
+mac = "02:00:00:00:00:08"
+[[route]]
+prefix = "10.0.1.1/32"
+via = [{ gateway = "192.168.11.8", interface = "port0", out_labels = [100] }]
+[[route]]
+prefix = "10.0.2.0/24"
+kind = "blackhole"
+[[label]]
+label = 100
+via = [{ gateway = "192.168.11.8", interface = "port0", out_labels = [100] }]
+"#,
+        );
+        let b = routing(
+            r#"
+[[interface]]
+name = "port0.100"
+parent = "port0"
+vlan = 100
+addresses = ["10.1.100.1/24"]
+[[neighbor]]
+interface = "port0"
+address = "192.168.11.8"
+mac = "02:00:00:00:00:09"
+[[route]]
+prefix = "10.0.1.1/32"
+via = [{ gateway = "192.168.11.8", interface = "port0", out_labels = [200] }]
+[[route]]
+prefix = "10.0.3.0/24"
+kind = "unreachable"
+[[label]]
+label = 100
+via = [{ gateway = "192.168.11.8", interface = "port0", out_labels = [100] }]
+[[label]]
+label = 103
+lookup_table = 0
+"#,
+        );
+        let mut live = RouterControl::new();
+        apply(&a, &ports(), &mut live).unwrap();
+        let sum = reload(&a, &b, &ports(), &mut live).unwrap();
+        assert_eq!(
+            sum.routes,
+            Changes {
+                added: 1,
+                removed: 1,
+                changed: 1
+            }
+        );
+        assert_eq!(sum.labels.added, 1);
+        assert_eq!(sum.labels.changed, 0);
+        assert_eq!(sum.neighbors.changed, 1);
+        assert_eq!(sum.interfaces.added, 1);
+        assert_eq!(sum.addresses, Changes::default(), "{sum}");
+        // The same routes as a router started with b (ifindexes agree: port0.100 is 3).
+        let mut fresh = RouterControl::new();
+        apply(&b, &ports(), &mut fresh).unwrap();
+        assert_eq!(routes(&live), routes(&fresh));
+        let labels = |c: &RouterControl| {
+            c.labels()
+                .iter()
+                .map(|(l, e, _)| (l, e))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(labels(&live), labels(&fresh));
+        // And back.
+        let sum = reload(&b, &a, &ports(), &mut live).unwrap();
+        assert_eq!(sum.interfaces.removed, 1, "{sum}");
+        let mut fresh = RouterControl::new();
+        apply(&a, &ports(), &mut fresh).unwrap();
+        assert_eq!(routes(&live), routes(&fresh));
+        assert_eq!(
+            reload(&a, &a, &ports(), &mut live).unwrap().to_string(),
+            "no changes"
+        );
+    }
+
+    #[test]
+    fn bad_reload_changes_nothing() {
+        let a = routing("[[route]]\nprefix = \"10.0.2.0/24\"\nkind = \"blackhole\"\n");
+        let mut live = RouterControl::new();
+        apply(&a, &ports(), &mut live).unwrap();
+        let before = routes(&live);
+        for (extra, want) in [
+            (
+                "[[route]]\nprefix = \"10.0.3.0/24\"\nvia = [{ gateway = \"1.2.3.4\", interface = \"port9\" }]\n",
+                "unknown interface \"port9\"",
+            ),
+            (
+                "[[route]]\nprefix = \"10.0.3.0/24\"\nkind = \"blackhole\"\n[[route]]\nprefix = \"10.0.3.0/24\"\nkind = \"unreachable\"\n",
+                "configured twice",
+            ),
+            ("[[label]]\nlabel = 3\nlookup_table = 0\n", "in-label 3"),
+            (
+                "[[interface]]\nname = \"port0\"\naddresses = [\"192.168.11.9/31\"]\ntable = 5\n[router]\ntables = [5]\n",
+                "configured twice",
+            ),
+            ("[router]\nicmp_rate_pps = 5\n", "restart"),
+        ] {
+            let b = routing(extra);
+            let e = reload(&a, &b, &ports(), &mut live).unwrap_err();
+            assert!(e.contains(want), "{extra}: {e}");
+            assert_eq!(routes(&live), before, "{extra}");
+        }
     }
 }

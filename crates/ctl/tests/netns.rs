@@ -97,6 +97,8 @@ impl Lab {
         let mut child = Command::new(env!("CARGO_BIN_EXE_dataplaned"))
             .arg("-c")
             .arg(&cfg)
+            .arg("--socket")
+            .arg(self.dir.join("ctl.sock"))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -269,6 +271,8 @@ fn bad_config_is_one_clear_error_line() {
         let o = Command::new(env!("CARGO_BIN_EXE_dataplaned"))
             .arg("-c")
             .arg(&p)
+            .arg("--socket")
+            .arg(dir.join(format!("{name}.sock")))
             .output()
             .unwrap();
         (

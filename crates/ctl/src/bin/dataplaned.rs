@@ -1,5 +1,6 @@
 //! `dataplaned`: the router daemon. Reads a TOML configuration, starts DPDK, forwards
-//! until SIGINT/SIGTERM, prints its counters and exits.
+//! and serves `dpctl` on its control socket until SIGINT/SIGTERM, prints its counters
+//! and exits. SIGHUP re-reads the configuration (like `dpctl reload`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,15 +30,18 @@ struct Args {
     /// Stop by itself after N seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
+    /// Control socket for dpctl (default: [control] socket, else /run/dataplaned.sock).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let path = args.config.display().to_string();
     let result = Config::load(&args.config)
-        .and_then(|c| c.plan(&path))
+        .and_then(|c| c.plan(&path).map(|p| (c, p)))
         .map_err(anyhow::Error::from)
-        .and_then(|plan| {
+        .and_then(|(config, plan)| {
             if args.check {
                 println!(
                     "dataplaned: {path}: ok ({} ports, {} workers)",
@@ -53,8 +57,10 @@ fn main() -> ExitCode {
                     .duration
                     .filter(|d| d.is_finite() && *d > 0.0)
                     .map(Duration::from_secs_f64),
+                config_path: Some(args.config.clone()),
+                socket: args.socket.clone().unwrap_or_else(|| plan.socket.clone()),
             };
-            run(&plan, &opts)
+            run(&config, &plan, &opts)
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,1378 @@
+//! What the control thread answers: every `dpctl` command, run against the router
+//! (or the cross-connect), with results as JSON.
+//!
+//! Each request is checked completely (names, existence, duplicates, what depends on
+//! what) before the first change, so a refused request leaves the router as it was.
+//! Counters are written by the workers only; `clear counters` records a baseline
+//! here, and every `show` subtracts it.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use dataplane::dpdk::PortStats;
+use dataplane::router::{
+    DropReason, Interface, MAX_IFACES, PuntReason, RouterControl, Stage, WorkerStats,
+};
+use dataplane::xconnect::{RxAssignment, WorkerCounters};
+use fib::{Ipv4Prefix, RouteKind, TableId, Via};
+
+use crate::cli::{self, Command, RouteFilter};
+use crate::config::Config;
+use crate::decode;
+use crate::routing::{self, PortInfo, Routing};
+use crate::server::Service;
+use crate::spec::{self, check_table, eos_word, ifindex};
+
+/// Link state and device counters of the ports, by DPDK port id.
+pub trait PortSource {
+    /// Link up and counters of port `id`, if there is such a port.
+    fn port_state(&self, id: u16) -> Option<(bool, PortStats)>;
+}
+
+/// The DPDK ports.
+#[derive(Debug, Clone, Copy)]
+pub struct DpdkPorts<'a>(pub &'a [dataplane::dpdk::Port]);
+
+impl PortSource for DpdkPorts<'_> {
+    fn port_state(&self, id: u16) -> Option<(bool, PortStats)> {
+        self.0
+            .iter()
+            .find(|p| p.id() == id)
+            .map(|p| (p.link().up, p.stats()))
+    }
+}
+
+/// No ports (tests without DPDK).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoPorts;
+
+impl PortSource for NoPorts {
+    fn port_state(&self, _: u16) -> Option<(bool, PortStats)> {
+        None
+    }
+}
+
+/// Facts about the daemon for `show version` and `reload`.
+#[derive(Debug, Clone)]
+pub struct DaemonInfo {
+    /// The configuration file (reload re-reads it).
+    pub config_path: Option<PathBuf>,
+    /// The configuration running now.
+    pub config: Config,
+    /// The control socket.
+    pub socket: PathBuf,
+    /// Worker lcore ids, by worker index.
+    pub lcores: Vec<u32>,
+    /// TSC frequency.
+    pub tsc_hz: u64,
+    /// When the daemon started forwarding.
+    pub started: Instant,
+}
+
+impl DaemonInfo {
+    fn version(&self, mode: &str) -> Value {
+        json!({
+            "name": "dataplaned",
+            "version": env!("CARGO_PKG_VERSION"),
+            "pid": std::process::id(),
+            "mode": mode,
+            "config": self.config_path.as_ref().map(|p| p.display().to_string()),
+            "socket": self.socket.display().to_string(),
+            "workers": self.lcores.len(),
+            "uptime_s": self.started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Re-reads the file and refuses it when a section that needs a restart changed.
+    fn reread(&self) -> Result<(Config, Routing), String> {
+        let path = self
+            .config_path
+            .as_ref()
+            .ok_or("this dataplaned was started without a configuration file to reload")?;
+        let shown = path.display().to_string();
+        let new = Config::load(path).map_err(|e| format!("reload: {e}; nothing was applied"))?;
+        let plan = new
+            .plan(&shown)
+            .map_err(|e| format!("reload: {e}; nothing was applied"))?;
+        let restart = self.config.restart_sections(&new);
+        if !restart.is_empty() {
+            return Err(format!(
+                "reload: {} changed in {shown}: restart dataplaned to apply that; nothing was applied (the routing sections neither)",
+                restart.join(", ")
+            ));
+        }
+        Ok((new, plan.routing))
+    }
+}
+
+fn mac_str(m: [u8; 6]) -> String {
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        m[0], m[1], m[2], m[3], m[4], m[5]
+    )
+}
+
+fn per_sec(n: u64, secs: f64) -> f64 {
+    if secs > 0.0 { n as f64 / secs } else { 0.0 }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// A stage row of `show run`.
+fn stage_json(name: &str, state: &str, calls: u64, vectors: u64, cycles: u64) -> Value {
+    json!({
+        "name": name,
+        "state": state,
+        "calls": calls,
+        "vectors": vectors,
+        "suspends": 0,
+        "cycles": cycles,
+        "clocks_per_packet": ratio(cycles, vectors),
+        "vectors_per_call": ratio(vectors, calls),
+    })
+}
+
+// ---------------------------------------------------------------- router counters
+
+/// Interface counters in a snapshot: rx pkts, rx bytes, tx pkts, tx bytes, drops.
+type IfSnap = [u64; 5];
+
+/// Every counter of one router worker at one moment.
+#[derive(Debug, Clone)]
+struct WorkerSnap {
+    stages: [[u64; 3]; Stage::COUNT],
+    drops: [u64; DropReason::COUNT],
+    mpls_drops: [u64; mpls::DropReason::COUNT],
+    punts: [u64; PuntReason::COUNT],
+    ifaces: Vec<IfSnap>,
+    loops: u64,
+    busy_loops: u64,
+    busy_cycles: u64,
+    idle_sleeps: u64,
+    echo_replies: u64,
+    icmp_errors: u64,
+    arp_replies: u64,
+    arp_requests: u64,
+}
+
+impl WorkerSnap {
+    fn take(s: &WorkerStats) -> WorkerSnap {
+        WorkerSnap {
+            stages: std::array::from_fn(|i| {
+                let c = &s.stages[i];
+                [c.calls.get(), c.pkts.get(), c.cycles.get()]
+            }),
+            drops: std::array::from_fn(|i| s.drops[i].get()),
+            mpls_drops: std::array::from_fn(|i| s.mpls_drops[i].get()),
+            punts: std::array::from_fn(|i| s.punts[i].get()),
+            ifaces: s
+                .ifaces
+                .iter()
+                .map(|c| {
+                    [
+                        c.rx_pkts.get(),
+                        c.rx_bytes.get(),
+                        c.tx_pkts.get(),
+                        c.tx_bytes.get(),
+                        c.drops.get(),
+                    ]
+                })
+                .collect(),
+            loops: s.loops.get(),
+            busy_loops: s.busy_loops.get(),
+            busy_cycles: s.busy_cycles.get(),
+            idle_sleeps: s.idle_sleeps.get(),
+            echo_replies: s.echo_replies.get(),
+            icmp_errors: s.icmp_errors.get(),
+            arp_replies: s.arp_replies.get(),
+            arp_requests: s.arp_requests.get(),
+        }
+    }
+
+    /// What was counted since `base`.
+    fn since(&self, base: &WorkerSnap) -> WorkerSnap {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        WorkerSnap {
+            stages: std::array::from_fn(|i| {
+                std::array::from_fn(|k| d(self.stages[i][k], base.stages[i][k]))
+            }),
+            drops: std::array::from_fn(|i| d(self.drops[i], base.drops[i])),
+            mpls_drops: std::array::from_fn(|i| d(self.mpls_drops[i], base.mpls_drops[i])),
+            punts: std::array::from_fn(|i| d(self.punts[i], base.punts[i])),
+            ifaces: self
+                .ifaces
+                .iter()
+                .zip(&base.ifaces)
+                .map(|(a, b)| std::array::from_fn(|k| d(a[k], b[k])))
+                .collect(),
+            loops: d(self.loops, base.loops),
+            busy_loops: d(self.busy_loops, base.busy_loops),
+            busy_cycles: d(self.busy_cycles, base.busy_cycles),
+            idle_sleeps: d(self.idle_sleeps, base.idle_sleeps),
+            echo_replies: d(self.echo_replies, base.echo_replies),
+            icmp_errors: d(self.icmp_errors, base.icmp_errors),
+            arp_replies: d(self.arp_replies, base.arp_replies),
+            arp_requests: d(self.arp_requests, base.arp_requests),
+        }
+    }
+
+    fn total_drops(&self) -> u64 {
+        self.drops.iter().chain(&self.mpls_drops).sum()
+    }
+}
+
+fn port_diff(a: PortStats, b: PortStats) -> PortStats {
+    PortStats {
+        rx_pkts: a.rx_pkts.saturating_sub(b.rx_pkts),
+        tx_pkts: a.tx_pkts.saturating_sub(b.tx_pkts),
+        rx_bytes: a.rx_bytes.saturating_sub(b.rx_bytes),
+        tx_bytes: a.tx_bytes.saturating_sub(b.tx_bytes),
+        rx_missed: a.rx_missed.saturating_sub(b.rx_missed),
+        rx_errors: a.rx_errors.saturating_sub(b.rx_errors),
+        tx_errors: a.tx_errors.saturating_sub(b.tx_errors),
+        rx_nombuf: a.rx_nombuf.saturating_sub(b.rx_nombuf),
+    }
+}
+
+/// The counters `clear counters` recorded.
+#[derive(Debug, Clone)]
+struct RouterBaseline {
+    workers: Vec<WorkerSnap>,
+    /// By DPDK port id.
+    ports: Vec<(u16, PortStats)>,
+    at: Instant,
+}
+
+// ---------------------------------------------------------------- router
+
+/// The router's API: the control thread's state besides the router itself.
+pub struct RouterApi<'a> {
+    ctl: &'a mut RouterControl,
+    ports: &'a dyn PortSource,
+    port_infos: Vec<PortInfo>,
+    info: DaemonInfo,
+    /// The routing sections as last applied from the file (reload diffs against it).
+    routing: Routing,
+    baseline: RouterBaseline,
+}
+
+impl std::fmt::Debug for RouterApi<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RouterApi").finish_non_exhaustive()
+    }
+}
+
+impl<'a> RouterApi<'a> {
+    /// The API over a router that was configured from `routing`.
+    pub fn new(
+        ctl: &'a mut RouterControl,
+        ports: &'a dyn PortSource,
+        port_infos: Vec<PortInfo>,
+        routing: Routing,
+        info: DaemonInfo,
+    ) -> RouterApi<'a> {
+        let mut api = RouterApi {
+            ctl,
+            ports,
+            port_infos,
+            info,
+            routing,
+            baseline: RouterBaseline {
+                workers: Vec::new(),
+                ports: Vec::new(),
+                at: Instant::now(),
+            },
+        };
+        api.baseline = api.zero_baseline();
+        api
+    }
+
+    fn zero_baseline(&self) -> RouterBaseline {
+        let stats = self.ctl.worker_stats();
+        let zero = WorkerSnap::take(&WorkerStats::default());
+        RouterBaseline {
+            workers: vec![zero; stats.len()],
+            ports: Vec::new(),
+            at: self.info.started,
+        }
+    }
+
+    fn snaps(&self) -> Vec<WorkerSnap> {
+        self.ctl
+            .worker_stats()
+            .iter()
+            .zip(&self.baseline.workers)
+            .map(|(s, b)| WorkerSnap::take(s).since(b))
+            .collect()
+    }
+
+    fn port_counters(&self, id: u16) -> Option<(bool, PortStats)> {
+        let (up, now) = self.ports.port_state(id)?;
+        let base = self
+            .baseline
+            .ports
+            .iter()
+            .find(|(p, _)| *p == id)
+            .map_or(PortStats::default(), |b| b.1);
+        Some((up, port_diff(now, base)))
+    }
+
+    /// Runs one parsed command.
+    pub fn run(&mut self, cmd: Command) -> Result<Value, String> {
+        match cmd {
+            Command::RouteAdd {
+                table,
+                prefix,
+                target,
+                replace,
+            } => {
+                check_table(self.ctl, table)?;
+                if let Some(owner) = self.address_route(table, prefix) {
+                    return Err(format!(
+                        "{prefix} in table {table} is the route of {owner}; change the address instead (interface address del|add)"
+                    ));
+                }
+                if !replace {
+                    if let Some(k) = self.ctl.route_kind(table, prefix) {
+                        return Err(format!(
+                            "route {prefix} exists in table {table} ({}); use `route replace` to change it, or `route del` first",
+                            self.kind_text(k)
+                        ));
+                    }
+                }
+                let kind = spec::resolve_route(self.ctl, &target)
+                    .map_err(|e| format!("route {prefix}: {e}"))?;
+                self.ctl
+                    .route_add(table, prefix, kind)
+                    .map_err(|e| format!("route {prefix}: {e}"))?;
+                Ok(Value::Null)
+            }
+            Command::RouteDel { table, prefix } => {
+                check_table(self.ctl, table)?;
+                if self.ctl.route_kind(table, prefix).is_none() {
+                    return Err(format!(
+                        "no route {prefix} in table {table} (dpctl route show table {table} lists them)"
+                    ));
+                }
+                if let Some(owner) = self.address_route(table, prefix) {
+                    return Err(format!(
+                        "{prefix} in table {table} is the route of {owner}; remove the address instead (interface address del)"
+                    ));
+                }
+                self.ctl
+                    .route_del(table, prefix)
+                    .map_err(|e| format!("route {prefix}: {e}"))?;
+                Ok(Value::Null)
+            }
+            Command::RouteShow { table, filter } => self.route_show(table, filter),
+            Command::LabelAdd {
+                label,
+                eos,
+                spec: s,
+                replace,
+            } => {
+                if !replace && self.ctl.labels().get(label, eos).is_some() {
+                    return Err(format!(
+                        "label {label} {} exists; use `label replace` to change it, or `label del` first",
+                        eos_word(eos)
+                    ));
+                }
+                spec::install_label(self.ctl, label, eos, &s)
+                    .map_err(|e| format!("label {label} {}: {e}", eos_word(eos)))?;
+                Ok(Value::Null)
+            }
+            Command::LabelDel { label, eos } => {
+                if self.ctl.labels().get(label, eos).is_none() {
+                    let other = self.ctl.labels().get(label, !eos).is_some();
+                    return Err(format!(
+                        "no label {label} {}{} (dpctl label show lists them)",
+                        eos_word(eos),
+                        if other {
+                            format!("; there is a {} entry", eos_word(!eos))
+                        } else {
+                            String::new()
+                        }
+                    ));
+                }
+                self.ctl.label_del(label, eos).map_err(|e| e.to_string())?;
+                Ok(Value::Null)
+            }
+            Command::LabelShow { label } => Ok(self.label_show(label)),
+            Command::Address {
+                add,
+                interface,
+                addr,
+                len,
+            } => self.address(add, &interface, addr, len),
+            Command::Mtu { interface, mtu } => {
+                let ix = ifindex(self.ctl, &interface)?;
+                self.ctl.set_mtu(ix, mtu).map_err(|e| e.to_string())?;
+                Ok(Value::Null)
+            }
+            Command::SetUp { interface, up } => {
+                let ix = ifindex(self.ctl, &interface)?;
+                self.ctl.set_up(ix, up).map_err(|e| e.to_string())?;
+                Ok(Value::Null)
+            }
+            Command::SubAdd { parent, vlan } => self.sub_add(&parent, vlan),
+            Command::SubDel { interface } => self.sub_del(&interface),
+            Command::NeighborAdd { interface, ip, mac } => {
+                let ix = ifindex(self.ctl, &interface)?;
+                self.ctl
+                    .set_neighbor(ix, ip, mac)
+                    .map_err(|e| format!("neighbor {ip} on {interface}: {e}"))?;
+                Ok(Value::Null)
+            }
+            Command::NeighborDel { interface, ip, mac } => {
+                let ix = ifindex(self.ctl, &interface)?;
+                let Some(have) = self.ctl.neighbors().get(&(ix, ip)).copied() else {
+                    let on: Vec<String> = self
+                        .ctl
+                        .neighbors()
+                        .keys()
+                        .filter(|k| k.0 == ix)
+                        .map(|k| k.1.to_string())
+                        .collect();
+                    return Err(format!(
+                        "no neighbor {ip} on {interface} (neighbors on {interface}: {})",
+                        if on.is_empty() {
+                            "none".into()
+                        } else {
+                            on.join(", ")
+                        }
+                    ));
+                };
+                if let Some(m) = mac {
+                    if m != have {
+                        return Err(format!(
+                            "neighbor {ip} on {interface} has MAC {}, not {}",
+                            mac_str(have),
+                            mac_str(m)
+                        ));
+                    }
+                }
+                self.ctl
+                    .del_neighbor(ix, ip)
+                    .map_err(|e| format!("neighbor {ip} on {interface}: {e}"))?;
+                Ok(Value::Null)
+            }
+            Command::NeighborShow => {
+                let ift = self.ctl.ifaces();
+                let v: Vec<Value> = self
+                    .ctl
+                    .neighbors()
+                    .iter()
+                    .map(|(&(ix, ip), &mac)| {
+                        json!({
+                            "interface": ift.get(ix).map_or("?", |i| i.name.as_str()),
+                            "address": ip.to_string(),
+                            "mac": mac_str(mac),
+                        })
+                    })
+                    .collect();
+                Ok(json!({ "neighbors": v }))
+            }
+            Command::ShowInterfaces { name } => self.show_interfaces(name.as_deref()),
+            Command::ShowAddresses => {
+                let v: Vec<Value> = self
+                    .ctl
+                    .ifaces()
+                    .iter()
+                    .map(|i| {
+                        json!({
+                            "name": i.name,
+                            "up": i.up,
+                            "table": i.table,
+                            "addresses": i.addrs.iter().map(|(a, l)| format!("{a}/{l}")).collect::<Vec<_>>(),
+                        })
+                    })
+                    .collect();
+                Ok(json!({ "interfaces": v }))
+            }
+            Command::ShowRun => Ok(self.show_run()),
+            Command::ShowErrors => Ok(self.show_errors()),
+            Command::ShowTrace => Ok(self.show_trace()),
+            Command::ShowVersion => Ok(self.info.version("router")),
+            Command::TraceAdd(n) => {
+                if self.ctl.workers().is_empty() {
+                    return Err("no workers to trace".into());
+                }
+                self.ctl.trace_add(n);
+                Ok(json!({
+                    "message": format!("tracing the next {n} packets of each of {} worker(s); dpctl show trace", self.ctl.workers().len())
+                }))
+            }
+            Command::TraceClear => {
+                self.ctl.trace_clear();
+                Ok(Value::Null)
+            }
+            Command::ClearCounters => {
+                let stats = self.ctl.worker_stats();
+                let ports = self
+                    .port_infos
+                    .iter()
+                    .filter_map(|p| Some((p.id, self.ports.port_state(p.id)?.1)))
+                    .collect();
+                self.baseline = RouterBaseline {
+                    workers: stats.iter().map(|s| WorkerSnap::take(s)).collect(),
+                    ports,
+                    at: Instant::now(),
+                };
+                Ok(Value::Null)
+            }
+            Command::Reload => self.reload(),
+        }
+    }
+
+    /// Re-reads the configuration file and applies its routing sections as a diff.
+    pub fn reload(&mut self) -> Result<Value, String> {
+        let (new, routing) = self.info.reread()?;
+        let sum = routing::reload(&self.routing, &routing, &self.port_infos, self.ctl)
+            .map_err(|e| format!("reload: {e}"))?;
+        self.routing = routing;
+        self.info.config = new;
+        Ok(json!({ "message": format!("reload: {sum}"), "changes": sum }))
+    }
+
+    /// If `prefix` is the local or connected route of an interface address, which.
+    fn address_route(&self, table: TableId, prefix: Ipv4Prefix) -> Option<String> {
+        for i in self.ctl.ifaces().iter().filter(|i| i.table == table) {
+            for &(a, l) in &i.addrs {
+                let host = Ipv4Prefix::new(a, 32).ok();
+                let net = Ipv4Prefix::new_truncated(a, l).ok();
+                if host == Some(prefix) || (l < 32 && net == Some(prefix)) {
+                    return Some(format!("address {a}/{l} on {}", i.name));
+                }
+            }
+        }
+        None
+    }
+
+    fn iface_name(&self, ix: u32) -> String {
+        self.ctl
+            .ifaces()
+            .get(ix)
+            .map_or_else(|| format!("if{ix}"), |i| i.name.clone())
+    }
+
+    fn kind_text(&self, k: &RouteKind) -> String {
+        match k {
+            RouteKind::Paths(ps) => ps
+                .iter()
+                .map(|p| {
+                    let mut s = String::from("via");
+                    match p.via {
+                        Via::Gateway(g) => s += &format!(" {g}"),
+                        Via::Gateway6(g) => s += &format!(" {g}"),
+                        Via::Attached => {}
+                    }
+                    if let Some(ix) = p.ifindex {
+                        s += &format!(" {}", self.iface_name(ix));
+                    }
+                    if !p.labels.is_empty() {
+                        s += " out-labels";
+                        for l in &p.labels {
+                            s += &format!(" {l}");
+                        }
+                    }
+                    s
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            RouteKind::Blackhole => "blackhole".into(),
+            RouteKind::Unreachable => "unreachable".into(),
+            RouteKind::Prohibit => "prohibit".into(),
+            RouteKind::Local => "local".into(),
+            RouteKind::Connected { ifindex } => format!("connected {}", self.iface_name(*ifindex)),
+        }
+    }
+
+    fn route_json(&self, table: TableId, prefix: Ipv4Prefix, k: &RouteKind) -> Value {
+        let mut v = json!({ "table": table, "prefix": prefix.to_string() });
+        let kind = match k {
+            RouteKind::Paths(ps) => {
+                v["paths"] = ps
+                    .iter()
+                    .map(|p| {
+                        json!({
+                            "gateway": match p.via {
+                                Via::Gateway(g) => Some(g.to_string()),
+                                Via::Gateway6(g) => Some(g.to_string()),
+                                Via::Attached => None,
+                            },
+                            "interface": p.ifindex.map(|ix| self.iface_name(ix)),
+                            "out_labels": p.labels,
+                            "weight": p.weight,
+                        })
+                    })
+                    .collect();
+                "paths"
+            }
+            RouteKind::Blackhole => "blackhole",
+            RouteKind::Unreachable => "unreachable",
+            RouteKind::Prohibit => "prohibit",
+            RouteKind::Local => "local",
+            RouteKind::Connected { ifindex } => {
+                v["interface"] = json!(self.iface_name(*ifindex));
+                "connected"
+            }
+        };
+        v["kind"] = json!(kind);
+        v
+    }
+
+    fn route_show(
+        &self,
+        table: Option<TableId>,
+        filter: Option<RouteFilter>,
+    ) -> Result<Value, String> {
+        if let Some(t) = table {
+            check_table(self.ctl, t)?;
+        }
+        let in_table = |t: TableId| table.is_none_or(|x| x == t);
+        let mut rows = Vec::new();
+        match filter {
+            None => {
+                for (t, p, k) in self.ctl.routes().filter(|r| in_table(r.0)) {
+                    rows.push(self.route_json(t, p, k));
+                }
+            }
+            Some(RouteFilter::Prefix(pf)) => {
+                for (t, p, k) in self.ctl.routes().filter(|r| in_table(r.0) && r.1 == pf) {
+                    rows.push(self.route_json(t, p, k));
+                }
+            }
+            Some(RouteFilter::Address(a)) => {
+                // The longest match per table: the route that forwards `a`.
+                let mut best: Vec<(TableId, Ipv4Prefix, &RouteKind)> = Vec::new();
+                for (t, p, k) in self
+                    .ctl
+                    .routes()
+                    .filter(|r| in_table(r.0) && r.1.contains(u32::from(a)))
+                {
+                    match best.iter_mut().find(|b| b.0 == t) {
+                        Some(b) if b.1.prefix_len() < p.prefix_len() => *b = (t, p, k),
+                        Some(_) => {}
+                        None => best.push((t, p, k)),
+                    }
+                }
+                for (t, p, k) in best {
+                    rows.push(self.route_json(t, p, k));
+                }
+            }
+        }
+        let mut tables: Vec<TableId> = self.ctl.fib().tables().filter(|t| in_table(*t)).collect();
+        tables.sort_unstable();
+        let counts: Vec<Value> = tables
+            .iter()
+            .map(|&t| json!({ "table": t, "routes": self.ctl.fib().route_count(t) }))
+            .collect();
+        Ok(json!({ "tables": counts, "routes": rows }))
+    }
+
+    fn label_show(&self, only: Option<u32>) -> Value {
+        let mut reader = self.ctl.fib().reader();
+        let view = reader.read();
+        let rows: Vec<Value> = self
+            .ctl
+            .labels()
+            .iter()
+            .filter(|(l, _, _)| only.is_none_or(|x| x == *l))
+            .map(|(label, eos, a)| {
+                let mut v = json!({ "label": label, "eos": eos });
+                let ttl = |m: &mpls::TtlMode| match m {
+                    mpls::TtlMode::Uniform => "uniform",
+                    mpls::TtlMode::Pipe { .. } => "pipe",
+                };
+                match a {
+                    mpls::LabelAction::Forward { paths, ttl_mode } => {
+                        v["action"] = json!("forward");
+                        v["ttl_mode"] = json!(ttl(ttl_mode));
+                        v["paths"] = paths
+                            .iter()
+                            .map(|h| {
+                                let adj = view.adjacency(h.adj);
+                                json!({
+                                    "gateway": adj.and_then(|a| a.neighbor).map(|g| g.to_string()),
+                                    "interface": adj.map(|a| self.iface_name(a.ifindex)),
+                                    "out_labels": h.out_labels,
+                                    "neighbor_mac": adj.filter(|a| a.complete).map(|a| mac_str(a.dst_mac)),
+                                    "op": match h.out_labels.as_slice() {
+                                        [] | [3] => "php",
+                                        [0] | [2] => "explicit-null",
+                                        _ => "swap",
+                                    },
+                                })
+                            })
+                            .collect();
+                    }
+                    mpls::LabelAction::Ip4Lookup { table, ttl_mode } => {
+                        v["action"] = json!("ip4-lookup");
+                        v["table"] = json!(table);
+                        v["ttl_mode"] = json!(ttl(ttl_mode));
+                    }
+                    mpls::LabelAction::Pop { ttl_mode } => {
+                        v["action"] = json!("pop");
+                        v["ttl_mode"] = json!(ttl(ttl_mode));
+                    }
+                    mpls::LabelAction::Drop => v["action"] = json!("drop"),
+                    mpls::LabelAction::Punt => v["action"] = json!("punt"),
+                }
+                v
+            })
+            .collect();
+        json!({ "labels": rows })
+    }
+
+    fn address(&mut self, add: bool, name: &str, addr: Ipv4Addr, len: u8) -> Result<Value, String> {
+        let ix = ifindex(self.ctl, name)?;
+        let ift = self.ctl.ifaces();
+        let Some(i) = ift.get(ix) else {
+            return Err(format!("unknown interface {name:?}"));
+        };
+        let list = |i: &Interface| {
+            if i.addrs.is_empty() {
+                "none".to_string()
+            } else {
+                i.addrs
+                    .iter()
+                    .map(|(a, l)| format!("{a}/{l}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        if !add {
+            if !i.addrs.contains(&(addr, len)) {
+                return Err(format!(
+                    "{addr}/{len} is not an address of {name} (its addresses: {})",
+                    list(i)
+                ));
+            }
+            self.ctl
+                .del_address(ix, addr, len)
+                .map_err(|e| e.to_string())?;
+            return Ok(Value::Null);
+        }
+        if let Some(o) = ift.iter().find(|o| o.table == i.table && o.has_addr(addr)) {
+            return Err(format!("{addr} is already an address of {}", o.name));
+        }
+        let host = Ipv4Prefix::new(addr, 32).map_err(|e| e.to_string())?;
+        let net = Ipv4Prefix::new_truncated(addr, len).map_err(|e| e.to_string())?;
+        for p in [Some(host), (len < 32).then_some(net)]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(k) = self.ctl.route_kind(i.table, p) {
+                return Err(format!(
+                    "route {p} exists in table {} ({}); an address needs that prefix for itself: delete the route first",
+                    i.table,
+                    self.kind_text(k)
+                ));
+            }
+        }
+        self.ctl
+            .add_address(ix, addr, len)
+            .map_err(|e| e.to_string())?;
+        Ok(Value::Null)
+    }
+
+    fn sub_add(&mut self, parent: &str, vlan: u16) -> Result<Value, String> {
+        let pix = ifindex(self.ctl, parent)?;
+        let ift = self.ctl.ifaces();
+        let Some(p) = ift.get(pix) else {
+            return Err(format!("unknown interface {parent:?}"));
+        };
+        if p.vlan.is_some() {
+            let ports: Vec<&str> = self.port_infos.iter().map(|p| p.name.as_str()).collect();
+            return Err(format!(
+                "{parent} is a sub-interface; sub-interfaces go on a port ({})",
+                ports.join(", ")
+            ));
+        }
+        let name = format!("{parent}.{vlan}");
+        if ift.iter().any(|i| i.name == name) {
+            return Err(format!("interface {name} exists"));
+        }
+        if let Some(o) = ift
+            .iter()
+            .find(|i| i.port == p.port && i.vlan == Some(vlan))
+        {
+            return Err(format!(
+                "VLAN {vlan} of {parent} is interface {} already",
+                o.name
+            ));
+        }
+        let first = self.port_infos.len() as u32 + 1;
+        let ix = (first..MAX_IFACES as u32)
+            .find(|&k| ift.get(k).is_none())
+            .ok_or_else(|| format!("too many interfaces (at most {})", MAX_IFACES - 1))?;
+        let iface = Interface {
+            ifindex: ix,
+            name: name.clone(),
+            port: p.port,
+            vlan: Some(vlan),
+            mac: p.mac,
+            mtu: p.mtu,
+            up: true,
+            table: p.table,
+            addrs: Vec::new(),
+        };
+        self.ctl
+            .add_interface(iface)
+            .map_err(|e| format!("{name}: {e}"))?;
+        // A reused ifIndex starts from zero in `show interfaces`.
+        for (s, b) in self
+            .ctl
+            .worker_stats()
+            .iter()
+            .zip(&mut self.baseline.workers)
+        {
+            if let (Some(c), Some(slot)) =
+                (s.ifaces.get(ix as usize), b.ifaces.get_mut(ix as usize))
+            {
+                *slot = [
+                    c.rx_pkts.get(),
+                    c.rx_bytes.get(),
+                    c.tx_pkts.get(),
+                    c.tx_bytes.get(),
+                    c.drops.get(),
+                ];
+            }
+        }
+        Ok(
+            json!({ "message": format!("created {name} (ifindex {ix})"), "name": name, "ifindex": ix }),
+        )
+    }
+
+    fn sub_del(&mut self, name: &str) -> Result<Value, String> {
+        let ix = ifindex(self.ctl, name)?;
+        let ift = self.ctl.ifaces();
+        let Some(i) = ift.get(ix).cloned() else {
+            return Err(format!("unknown interface {name:?}"));
+        };
+        if i.vlan.is_none() {
+            return Err(format!(
+                "{name} is a port's interface; only sub-interfaces can be deleted"
+            ));
+        }
+        let own: Vec<Ipv4Prefix> = i
+            .addrs
+            .iter()
+            .filter_map(|&(a, l)| Ipv4Prefix::new_truncated(a, l).ok())
+            .collect();
+        let mut users = Vec::new();
+        for (t, p, k) in self.ctl.routes() {
+            let uses = match k {
+                RouteKind::Paths(ps) => ps.iter().any(|x| x.ifindex == Some(ix)),
+                RouteKind::Connected { ifindex } => *ifindex == ix && !own.contains(&p),
+                _ => false,
+            };
+            if uses {
+                users.push(format!("route {p} (table {t})"));
+            }
+        }
+        {
+            let mut reader = self.ctl.fib().reader();
+            let view = reader.read();
+            for (l, eos, a) in self.ctl.labels().iter() {
+                if let mpls::LabelAction::Forward { paths, .. } = a {
+                    if paths
+                        .iter()
+                        .any(|h| view.adjacency(h.adj).is_some_and(|x| x.ifindex == ix))
+                    {
+                        users.push(format!("label {l} {}", eos_word(eos)));
+                    }
+                }
+            }
+        }
+        if !users.is_empty() {
+            let n = users.len();
+            users.truncate(5);
+            return Err(format!(
+                "{name} is in use by {}{}; delete those first",
+                users.join(", "),
+                if n > 5 {
+                    format!(" and {} more", n - 5)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        let nbrs: Vec<(Ipv4Addr, [u8; 6])> = self
+            .ctl
+            .neighbors()
+            .iter()
+            .filter(|(k, _)| k.0 == ix)
+            .map(|(k, m)| (k.1, *m))
+            .collect();
+        if let Err(e) = self.ctl.del_interface(ix) {
+            // Put back what went before the refusal.
+            for &(a, l) in &i.addrs {
+                if self
+                    .ctl
+                    .ifaces()
+                    .get(ix)
+                    .is_some_and(|x| !x.addrs.contains(&(a, l)))
+                {
+                    let _ = self.ctl.add_address(ix, a, l);
+                }
+            }
+            for (ip, mac) in nbrs {
+                let _ = self.ctl.set_neighbor(ix, ip, mac);
+            }
+            return Err(format!(
+                "{name}: {e} (routes still resolve through it; delete them first)"
+            ));
+        }
+        Ok(Value::Null)
+    }
+
+    fn show_interfaces(&self, only: Option<&str>) -> Result<Value, String> {
+        if let Some(n) = only {
+            ifindex(self.ctl, n)?;
+        }
+        let snaps = self.snaps();
+        let ift = self.ctl.ifaces();
+        let rows: Vec<Value> = ift
+            .iter()
+            .filter(|i| only.is_none_or(|n| n == i.name))
+            .map(|i| {
+                let ix = i.ifindex as usize;
+                let sum = |k: usize| -> u64 {
+                    snaps.iter().filter_map(|s| s.ifaces.get(ix)).map(|c| c[k]).sum()
+                };
+                let port = self.port_counters(i.port);
+                let mut counters = json!({
+                    "rx_packets": sum(0),
+                    "rx_bytes": sum(1),
+                    "tx_packets": sum(2),
+                    "tx_bytes": sum(3),
+                    "drops": sum(4),
+                });
+                if let (None, Some((_, ps))) = (i.vlan, port) {
+                    counters["rx_missed"] = json!(ps.rx_missed);
+                    counters["rx_errors"] = json!(ps.rx_errors);
+                    counters["tx_errors"] = json!(ps.tx_errors);
+                    counters["rx_no_mbuf"] = json!(ps.rx_nombuf);
+                }
+                json!({
+                    "name": i.name,
+                    "ifindex": i.ifindex,
+                    "port": i.port,
+                    "vlan": i.vlan,
+                    "mac": mac_str(i.mac),
+                    "mtu": i.mtu,
+                    "up": i.up,
+                    "link": port.map(|p| p.0),
+                    "table": i.table,
+                    "addresses": i.addrs.iter().map(|(a, l)| format!("{a}/{l}")).collect::<Vec<_>>(),
+                    "counters": counters,
+                })
+            })
+            .collect();
+        Ok(json!({ "interfaces": rows }))
+    }
+
+    fn show_run(&self) -> Value {
+        let secs = self.baseline.at.elapsed().as_secs_f64();
+        let workers: Vec<Value> = self
+            .snaps()
+            .iter()
+            .enumerate()
+            .map(|(w, s)| {
+                let stages: Vec<Value> = Stage::ALL
+                    .iter()
+                    .filter(|st| s.stages[**st as usize][0] > 0)
+                    .map(|st| {
+                        let [calls, pkts, cycles] = s.stages[*st as usize];
+                        let state = if *st == Stage::Rx {
+                            "polling"
+                        } else {
+                            "active"
+                        };
+                        stage_json(st.name(), state, calls, pkts, cycles)
+                    })
+                    .collect();
+                let rx = s.stages[Stage::Rx as usize][1];
+                let tx: u64 = s.ifaces.iter().map(|c| c[2]).sum();
+                let punts: u64 = s.punts.iter().sum();
+                json!({
+                    "worker": w,
+                    "lcore": self.info.lcores.get(w),
+                    "loops": s.loops,
+                    "busy_loops": s.busy_loops,
+                    "busy_cycles": s.busy_cycles,
+                    "idle_sleeps": s.idle_sleeps,
+                    "echo_replies": s.echo_replies,
+                    "icmp_errors": s.icmp_errors,
+                    "arp_replies": s.arp_replies,
+                    "arp_requests": s.arp_requests,
+                    "rates": {
+                        "in": per_sec(rx, secs),
+                        "out": per_sec(tx, secs),
+                        "drop": per_sec(s.total_drops(), secs),
+                        "punt": per_sec(punts, secs),
+                    },
+                    "stages": stages,
+                })
+            })
+            .collect();
+        json!({ "time_s": secs, "tsc_hz": self.info.tsc_hz, "workers": workers })
+    }
+
+    fn show_errors(&self) -> Value {
+        let snaps = self.snaps();
+        let mut rows = Vec::new();
+        let mut push = |name: &str, kind: &str, n: u64| {
+            if n > 0 {
+                rows.push(json!({ "count": n, "reason": name, "type": kind }));
+            }
+        };
+        for r in DropReason::ALL {
+            push(
+                r.name(),
+                "drop",
+                snaps.iter().map(|s| s.drops[r as usize]).sum(),
+            );
+        }
+        for (k, r) in mpls::DropReason::ALL.iter().enumerate() {
+            push(
+                r.name(),
+                "drop",
+                snaps.iter().map(|s| s.mpls_drops[k]).sum(),
+            );
+        }
+        for r in PuntReason::ALL {
+            push(
+                r.name(),
+                "punt",
+                snaps.iter().map(|s| s.punts[r as usize]).sum(),
+            );
+        }
+        json!({ "errors": rows })
+    }
+
+    fn show_trace(&self) -> Value {
+        let ift = self.ctl.ifaces();
+        let recs: Vec<Value> = self
+            .ctl
+            .trace_records()
+            .iter()
+            .map(|(w, r)| {
+                let n_in = usize::from(r.len_in).min(r.head_in.len());
+                let n_out = usize::from(r.len_out).min(r.head_out.len());
+                json!({
+                    "worker": w,
+                    "tsc": r.tsc,
+                    "rx_port": r.rx_port,
+                    "rx_interface": ift.get(r.rx_if).map(|i| i.name.clone()),
+                    "stages": r.stages,
+                    "decision": r.decision,
+                    "len_in": r.len_in,
+                    "head_in": decode::hex(&r.head_in[..n_in]),
+                    "summary_in": decode::frame(&r.head_in[..n_in]),
+                    "len_out": r.len_out,
+                    "head_out": decode::hex(&r.head_out[..n_out]),
+                    "summary_out": (r.len_out > 0).then(|| decode::frame(&r.head_out[..n_out])),
+                })
+            })
+            .collect();
+        json!({ "packets": recs })
+    }
+}
+
+impl Service for RouterApi<'_> {
+    fn tick(&mut self) {
+        self.ctl.poll();
+        // Punted packets have no consumer yet (the TAP interfaces come with the Linux
+        // control plane); they are counted by reason and freed here.
+        for h in self.ctl.workers() {
+            while h.punts.pop().is_some() {}
+        }
+    }
+
+    fn handle(&mut self, args: &[String]) -> Result<Value, String> {
+        let cmd = cli::parse(args).map_err(|e| e.to_string())?;
+        self.run(cmd)
+    }
+}
+
+// ---------------------------------------------------------------- cross-connect
+
+/// One port of the cross-connect as `show interfaces` needs it.
+#[derive(Debug, Clone)]
+pub struct XconnectPort {
+    /// Name.
+    pub name: String,
+    /// DPDK port id.
+    pub id: u16,
+    /// Driver.
+    pub driver: String,
+    /// MAC.
+    pub mac: [u8; 6],
+    /// Name of the peer port.
+    pub peer: String,
+}
+
+#[derive(Debug, Clone)]
+struct XcSnap {
+    /// Per queue assignment: rx, tx, tx drops.
+    queues: Vec<[u64; 3]>,
+    loops: u64,
+    busy_loops: u64,
+    busy_cycles: u64,
+    idle_sleeps: u64,
+}
+
+impl XcSnap {
+    fn take(c: &WorkerCounters) -> XcSnap {
+        XcSnap {
+            queues: c
+                .queues
+                .iter()
+                .map(|q| [q.rx_pkts.get(), q.tx_pkts.get(), q.tx_drops.get()])
+                .collect(),
+            loops: c.loops.get(),
+            busy_loops: c.busy_loops.get(),
+            busy_cycles: c.busy_cycles.get(),
+            idle_sleeps: c.idle_sleeps.get(),
+        }
+    }
+
+    fn since(&self, b: &XcSnap) -> XcSnap {
+        XcSnap {
+            queues: self
+                .queues
+                .iter()
+                .zip(&b.queues)
+                .map(|(a, b)| std::array::from_fn(|k| a[k].saturating_sub(b[k])))
+                .collect(),
+            loops: self.loops.saturating_sub(b.loops),
+            busy_loops: self.busy_loops.saturating_sub(b.busy_loops),
+            busy_cycles: self.busy_cycles.saturating_sub(b.busy_cycles),
+            idle_sleeps: self.idle_sleeps.saturating_sub(b.idle_sleeps),
+        }
+    }
+}
+
+/// The cross-connect's API: interfaces, run and errors, counters.
+pub struct XconnectApi<'a> {
+    ports: &'a dyn PortSource,
+    port_list: Vec<XconnectPort>,
+    counters: Vec<Arc<WorkerCounters>>,
+    queues: Vec<Vec<RxAssignment>>,
+    info: DaemonInfo,
+    base_workers: Vec<XcSnap>,
+    base_ports: Vec<PortStats>,
+    base_at: Instant,
+}
+
+impl std::fmt::Debug for XconnectApi<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XconnectApi").finish_non_exhaustive()
+    }
+}
+
+impl<'a> XconnectApi<'a> {
+    /// The API over running cross-connect workers.
+    pub fn new(
+        ports: &'a dyn PortSource,
+        port_list: Vec<XconnectPort>,
+        counters: Vec<Arc<WorkerCounters>>,
+        queues: Vec<Vec<RxAssignment>>,
+        info: DaemonInfo,
+    ) -> XconnectApi<'a> {
+        let base_workers = counters
+            .iter()
+            .map(|c| XcSnap {
+                queues: vec![[0; 3]; c.queues.len()],
+                loops: 0,
+                busy_loops: 0,
+                busy_cycles: 0,
+                idle_sleeps: 0,
+            })
+            .collect();
+        let n = port_list.len();
+        let base_at = info.started;
+        XconnectApi {
+            ports,
+            port_list,
+            counters,
+            queues,
+            info,
+            base_workers,
+            base_ports: vec![PortStats::default(); n],
+            base_at,
+        }
+    }
+
+    fn snaps(&self) -> Vec<XcSnap> {
+        self.counters
+            .iter()
+            .zip(&self.base_workers)
+            .map(|(c, b)| XcSnap::take(c).since(b))
+            .collect()
+    }
+
+    /// Runs one parsed command.
+    pub fn run(&mut self, cmd: Command) -> Result<Value, String> {
+        let snaps = self.snaps();
+        match cmd {
+            Command::ShowInterfaces { name } => {
+                if let Some(n) = &name {
+                    if !self.port_list.iter().any(|p| &p.name == n) {
+                        let names: Vec<&str> =
+                            self.port_list.iter().map(|p| p.name.as_str()).collect();
+                        return Err(format!(
+                            "unknown interface {n:?} (interfaces: {})",
+                            names.join(", ")
+                        ));
+                    }
+                }
+                let rows: Vec<Value> = self
+                    .port_list
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| name.as_ref().is_none_or(|n| *n == p.name))
+                    .map(|(k, p)| {
+                        let (link, now) = self.ports.port_state(p.id).unwrap_or_default();
+                        let s = port_diff(now, self.base_ports[k]);
+                        // Drops are counted where the frame was received, against the
+                        // port it could not leave on.
+                        let drops: u64 = self
+                            .queues
+                            .iter()
+                            .zip(&snaps)
+                            .flat_map(|(qs, sn)| qs.iter().zip(&sn.queues))
+                            .filter(|(a, _)| a.peer == p.id)
+                            .map(|(_, c)| c[2])
+                            .sum();
+                        json!({
+                            "name": p.name,
+                            "ifindex": k + 1,
+                            "port": p.id,
+                            "driver": p.driver,
+                            "mac": mac_str(p.mac),
+                            "up": true,
+                            "link": link,
+                            "peer": p.peer,
+                            "counters": {
+                                "rx_packets": s.rx_pkts,
+                                "rx_bytes": s.rx_bytes,
+                                "tx_packets": s.tx_pkts,
+                                "tx_bytes": s.tx_bytes,
+                                "drops": drops,
+                                "rx_missed": s.rx_missed,
+                                "rx_errors": s.rx_errors,
+                                "tx_errors": s.tx_errors,
+                                "rx_no_mbuf": s.rx_nombuf,
+                            },
+                        })
+                    })
+                    .collect();
+                Ok(json!({ "interfaces": rows }))
+            }
+            Command::ShowRun => {
+                let secs = self.base_at.elapsed().as_secs_f64();
+                let workers: Vec<Value> = snaps
+                    .iter()
+                    .enumerate()
+                    .map(|(w, s)| {
+                        let rx: u64 = s.queues.iter().map(|q| q[0]).sum();
+                        let tx: u64 = s.queues.iter().map(|q| q[1]).sum();
+                        let drops: u64 = s.queues.iter().map(|q| q[2]).sum();
+                        let stages = if s.busy_loops > 0 {
+                            vec![stage_json(
+                                "l2-xconnect",
+                                "polling",
+                                s.busy_loops,
+                                rx,
+                                s.busy_cycles,
+                            )]
+                        } else {
+                            Vec::new()
+                        };
+                        json!({
+                            "worker": w,
+                            "lcore": self.info.lcores.get(w),
+                            "loops": s.loops,
+                            "busy_loops": s.busy_loops,
+                            "busy_cycles": s.busy_cycles,
+                            "idle_sleeps": s.idle_sleeps,
+                            "rates": {
+                                "in": per_sec(rx, secs),
+                                "out": per_sec(tx, secs),
+                                "drop": per_sec(drops, secs),
+                                "punt": 0.0,
+                            },
+                            "stages": stages,
+                        })
+                    })
+                    .collect();
+                Ok(json!({ "time_s": secs, "tsc_hz": self.info.tsc_hz, "workers": workers }))
+            }
+            Command::ShowErrors => {
+                let drops: u64 = snaps.iter().flat_map(|s| &s.queues).map(|q| q[2]).sum();
+                let rows: Vec<Value> = if drops > 0 {
+                    vec![json!({ "count": drops, "reason": "tx_full", "type": "drop" })]
+                } else {
+                    Vec::new()
+                };
+                Ok(json!({ "errors": rows }))
+            }
+            Command::ShowVersion => Ok(self.info.version("xconnect")),
+            Command::ClearCounters => {
+                self.base_workers = self.counters.iter().map(|c| XcSnap::take(c)).collect();
+                self.base_ports = self
+                    .port_list
+                    .iter()
+                    .map(|p| self.ports.port_state(p.id).unwrap_or_default().1)
+                    .collect();
+                self.base_at = Instant::now();
+                Ok(Value::Null)
+            }
+            Command::Reload => {
+                let (new, _) = self.info.reread()?;
+                self.info.config = new;
+                Ok(
+                    json!({ "message": "reload: no changes (a cross-connect has no routing sections)" }),
+                )
+            }
+            other => Err(format!(
+                "{} needs [forwarding] mode = \"router\"; this dataplaned is an L2 cross-connect (it serves show interfaces|run|errors|version, clear counters, reload)",
+                command_name(&other)
+            )),
+        }
+    }
+}
+
+impl Service for XconnectApi<'_> {
+    fn handle(&mut self, args: &[String]) -> Result<Value, String> {
+        let cmd = cli::parse(args).map_err(|e| e.to_string())?;
+        self.run(cmd)
+    }
+}
+
+fn command_name(c: &Command) -> &'static str {
+    match c {
+        Command::RouteAdd { .. } | Command::RouteDel { .. } | Command::RouteShow { .. } => "route",
+        Command::LabelAdd { .. } | Command::LabelDel { .. } | Command::LabelShow { .. } => "label",
+        Command::Address { .. }
+        | Command::Mtu { .. }
+        | Command::SetUp { .. }
+        | Command::SubAdd { .. }
+        | Command::SubDel { .. }
+        | Command::ShowAddresses => "interface",
+        Command::NeighborAdd { .. } | Command::NeighborDel { .. } | Command::NeighborShow => {
+            "neighbor"
+        }
+        Command::ShowTrace | Command::TraceAdd(_) | Command::TraceClear => "trace",
+        _ => "this command",
+    }
+}

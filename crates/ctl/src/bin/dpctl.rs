@@ -1,0 +1,87 @@
+//! `dpctl`: configure and inspect a running `dataplaned` over its control socket.
+//!
+//! ```sh
+//! dpctl route add 10.0.1.1/32 via 192.168.11.10 port0 out-labels 100
+//! dpctl label add 100 eos via 192.168.11.8 port0 out-labels 100
+//! dpctl show run
+//! dpctl --json show interfaces
+//! ```
+//!
+//! Exit code 0 when the daemon applied the command (or answered the show), 1 with one
+//! `dpctl: error: ...` line on stderr otherwise.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+use ctl::cli::{self, USAGE};
+use ctl::config::DEFAULT_SOCKET;
+use ctl::proto::Client;
+use ctl::render::render;
+
+/// Configure and inspect a running dataplaned.
+#[derive(Debug, Parser)]
+#[command(
+    name = "dpctl",
+    version,
+    about,
+    after_help = format!("Commands:\n{}", indent(USAGE)),
+)]
+struct Args {
+    /// dataplaned's control socket.
+    #[arg(long, value_name = "PATH", env = "DPCTL_SOCKET", default_value = DEFAULT_SOCKET)]
+    socket: PathBuf,
+    /// Print results as JSON (one object).
+    #[arg(long)]
+    json: bool,
+    /// Seconds to wait for dataplaned.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    timeout: f64,
+    /// The command, e.g. `show run` or `route add 10.0.1.1/32 via 192.168.11.10 port0`.
+    #[arg(value_name = "COMMAND", required = true, num_args = 1..)]
+    command: Vec<String>,
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if matches!(args.command.first().map(String::as_str), Some("help" | "?")) {
+        print!("{}", indent(USAGE));
+        return ExitCode::SUCCESS;
+    }
+    // Syntax errors are reported here, before anything is sent; the daemon parses
+    // the same words again and checks them against the running router.
+    let cmd = match cli::parse(&args.command) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("dpctl: error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let timeout = Duration::try_from_secs_f64(args.timeout)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .unwrap_or(Duration::from_secs(5));
+    let result = Client::connect(&args.socket, timeout).and_then(|mut c| c.call(&args.command));
+    match result {
+        Ok(data) => {
+            if args.json {
+                if cmd.is_show() || !data.is_null() {
+                    println!("{data}");
+                }
+            } else {
+                print!("{}", render(&cmd, &data));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("dpctl: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,930 @@
+//! The `dpctl` command language: words in, a [`Command`] out.
+//!
+//! The same parser runs twice: in `dpctl`, so a typo is reported before anything is
+//! sent, and in the daemon, which parses the words it receives again and is the
+//! authority (any client may talk to the socket). Everything that needs the running
+//! router (interface names, existing routes) is checked by the daemon.
+//!
+//! Syntax follows VPP and the Linux `ip` tool where they agree; [`USAGE`] lists it.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+
+use fib::{Ipv4Prefix, TableId};
+
+use crate::routing::{parse_addr_len, parse_mac, parse_prefix};
+use crate::spec::{LabelSpec, RouteTarget, Special, ViaSpec, check_in_label};
+
+/// Every command, one per line, as `dpctl help` prints it.
+pub const USAGE: &str = "\
+route add PREFIX [table N] via GATEWAY [INTERFACE] [out-labels L...] [weight W] [via ...]
+route add PREFIX [table N] via INTERFACE              (attached)
+route add PREFIX [table N] blackhole|unreachable|prohibit
+route replace ...                                     (same as add; replaces an existing route)
+route del PREFIX [table N]
+route show [PREFIX|ADDRESS] [table N]
+label add LABEL eos|non-eos via GATEWAY INTERFACE [out-labels L...] [via ...] [pipe]
+label add LABEL eos via ip4-lookup [table N] [pipe]
+label add LABEL non-eos pop
+label add LABEL eos|non-eos drop|punt
+label replace ...                                     (same as add; replaces an existing entry)
+label del LABEL eos|non-eos
+label show [LABEL]
+interface address add|del INTERFACE ADDRESS/LEN
+interface mtu INTERFACE MTU
+interface up|down INTERFACE
+interface sub add INTERFACE VLAN                      (creates INTERFACE.VLAN)
+interface sub del INTERFACE.VLAN
+neighbor add INTERFACE ADDRESS MAC
+neighbor del INTERFACE ADDRESS [MAC]
+neighbor show
+show interfaces [INTERFACE]
+show interfaces address
+show run
+show errors
+show trace
+show version
+trace add N
+clear trace
+clear counters
+reload";
+
+/// A `dpctl` request, checked for syntax.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `route add|replace`.
+    RouteAdd {
+        /// Table.
+        table: TableId,
+        /// Prefix.
+        prefix: Ipv4Prefix,
+        /// What it does.
+        target: RouteTarget,
+        /// `replace`: an existing route is replaced instead of refused.
+        replace: bool,
+    },
+    /// `route del`.
+    RouteDel {
+        /// Table.
+        table: TableId,
+        /// Prefix.
+        prefix: Ipv4Prefix,
+    },
+    /// `route show`.
+    RouteShow {
+        /// Only this table.
+        table: Option<TableId>,
+        /// Only this prefix, or the longest match for this address.
+        filter: Option<RouteFilter>,
+    },
+    /// `label add|replace`.
+    LabelAdd {
+        /// In-label.
+        label: u32,
+        /// Bottom-of-stack entry.
+        eos: bool,
+        /// What it does.
+        spec: LabelSpec,
+        /// `replace`.
+        replace: bool,
+    },
+    /// `label del`.
+    LabelDel {
+        /// In-label.
+        label: u32,
+        /// Bottom-of-stack entry.
+        eos: bool,
+    },
+    /// `label show`.
+    LabelShow {
+        /// Only this label.
+        label: Option<u32>,
+    },
+    /// `interface address add|del`.
+    Address {
+        /// Add or delete.
+        add: bool,
+        /// Interface.
+        interface: String,
+        /// Address.
+        addr: Ipv4Addr,
+        /// Prefix length.
+        len: u8,
+    },
+    /// `interface mtu`.
+    Mtu {
+        /// Interface.
+        interface: String,
+        /// IP MTU.
+        mtu: u16,
+    },
+    /// `interface up|down`.
+    SetUp {
+        /// Interface.
+        interface: String,
+        /// Admin state.
+        up: bool,
+    },
+    /// `interface sub add`.
+    SubAdd {
+        /// Parent (a port interface).
+        parent: String,
+        /// VLAN id.
+        vlan: u16,
+    },
+    /// `interface sub del`.
+    SubDel {
+        /// The sub-interface.
+        interface: String,
+    },
+    /// `neighbor add`.
+    NeighborAdd {
+        /// Interface.
+        interface: String,
+        /// Address.
+        ip: Ipv4Addr,
+        /// MAC.
+        mac: [u8; 6],
+    },
+    /// `neighbor del`.
+    NeighborDel {
+        /// Interface.
+        interface: String,
+        /// Address.
+        ip: Ipv4Addr,
+        /// Must match, if given.
+        mac: Option<[u8; 6]>,
+    },
+    /// `neighbor show`.
+    NeighborShow,
+    /// `show interfaces`.
+    ShowInterfaces {
+        /// Only this one.
+        name: Option<String>,
+    },
+    /// `show interfaces address`.
+    ShowAddresses,
+    /// `show run`.
+    ShowRun,
+    /// `show errors`.
+    ShowErrors,
+    /// `show trace`.
+    ShowTrace,
+    /// `show version`.
+    ShowVersion,
+    /// `trace add N`.
+    TraceAdd(u32),
+    /// `clear trace`.
+    TraceClear,
+    /// `clear counters`.
+    ClearCounters,
+    /// `reload`.
+    Reload,
+}
+
+/// `route show` filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteFilter {
+    /// Exactly this prefix.
+    Prefix(Ipv4Prefix),
+    /// The route that forwards this address (longest match).
+    Address(Ipv4Addr),
+}
+
+/// Most packets one `trace add` asks for (per worker; a worker keeps 1024 records).
+pub const MAX_TRACE: u32 = 1024;
+
+impl Command {
+    /// True for commands that only read (their output has a `--json` form).
+    pub fn is_show(&self) -> bool {
+        matches!(
+            self,
+            Command::RouteShow { .. }
+                | Command::LabelShow { .. }
+                | Command::NeighborShow
+                | Command::ShowInterfaces { .. }
+                | Command::ShowAddresses
+                | Command::ShowRun
+                | Command::ShowErrors
+                | Command::ShowTrace
+                | Command::ShowVersion
+        )
+    }
+}
+
+/// A command that does not parse. The message says what is wrong and what was
+/// expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError(pub String);
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+type Result<T> = std::result::Result<T, ParseError>;
+
+/// Words of a command with a cursor, and the usage line to quote in errors.
+struct Words<'a> {
+    w: &'a [String],
+    i: usize,
+    usage: &'static str,
+}
+
+impl<'a> Words<'a> {
+    fn peek(&self) -> Option<&'a str> {
+        self.w.get(self.i).map(String::as_str)
+    }
+
+    fn next(&mut self) -> Option<&'a str> {
+        let w = self.peek();
+        self.i += usize::from(w.is_some());
+        w
+    }
+
+    fn err<T>(&self, msg: impl Into<String>) -> Result<T> {
+        Err(ParseError(format!(
+            "{} (usage: {})",
+            msg.into(),
+            self.usage
+        )))
+    }
+
+    fn expect(&mut self, what: &str) -> Result<&'a str> {
+        match self.next() {
+            Some(w) => Ok(w),
+            None => self.err(format!("missing {what}")),
+        }
+    }
+
+    fn end(&self) -> Result<()> {
+        match self.peek() {
+            None => Ok(()),
+            Some(w) => self.err(format!("unexpected {w:?}")),
+        }
+    }
+
+    fn number<T: std::str::FromStr>(&mut self, what: &str) -> Result<T> {
+        let w = self.expect(what)?;
+        w.parse()
+            .map_err(|_| ParseError(format!("{what} {w:?} is not a number")))
+    }
+}
+
+fn bad(msg: impl Into<String>) -> ParseError {
+    ParseError(msg.into())
+}
+
+fn prefix(w: &str) -> Result<Ipv4Prefix> {
+    parse_prefix(w).map_err(|e| {
+        bad(if w.contains('/') {
+            format!("{e} (want a.b.c.d/len with no host bits, e.g. 10.0.1.0/24)")
+        } else {
+            format!("{e}: a prefix needs a length (e.g. {w}/32)")
+        })
+    })
+}
+
+fn ipv4(w: &str) -> Option<Ipv4Addr> {
+    w.parse().ok()
+}
+
+fn label_value(w: &str, what: &str) -> Result<u32> {
+    w.parse()
+        .map_err(|_| bad(format!("{what} {w:?} is not a number")))
+}
+
+fn interface_name(w: &str) -> Result<String> {
+    if w.is_empty()
+        || !w
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        return Err(bad(format!(
+            "{w:?} is not an interface name (letters, digits, '-', '_', '.')"
+        )));
+    }
+    Ok(w.to_string())
+}
+
+fn eos(w: &mut Words<'_>) -> Result<bool> {
+    match w.next() {
+        Some("eos") => Ok(true),
+        Some("non-eos") => Ok(false),
+        Some(x) => w.err(format!("{x:?} after the label: say eos or non-eos")),
+        None => w.err("missing eos or non-eos after the label"),
+    }
+}
+
+const ROUTE_ADD: &str = "route add PREFIX [table N] via GATEWAY [INTERFACE] [out-labels L...] [weight W] [via ...] | route add PREFIX blackhole|unreachable|prohibit";
+const LABEL_ADD: &str = "label add LABEL eos|non-eos via GATEWAY INTERFACE [out-labels L...] [via ...] | label add LABEL eos via ip4-lookup [table N] | label add LABEL non-eos pop";
+
+/// Words that end a `via` clause or are keywords, never interface names.
+const KEYWORDS: &[&str] = &[
+    "via",
+    "table",
+    "out-labels",
+    "weight",
+    "pipe",
+    "uniform",
+    "blackhole",
+    "unreachable",
+    "prohibit",
+    "local",
+    "drop",
+];
+
+/// Parses a command from its words (what follows `dpctl`).
+pub fn parse(words: &[String]) -> Result<Command> {
+    let mut w = Words {
+        w: words,
+        i: 0,
+        usage: "dpctl help",
+    };
+    let Some(first) = w.next() else {
+        return Err(bad("no command (dpctl help lists them)"));
+    };
+    let cmd = match first {
+        "route" | "ip" => route(&mut w)?,
+        "label" | "mpls" => label(&mut w)?,
+        "interface" | "int" => interface(&mut w)?,
+        "neighbor" | "neighbour" | "neigh" => neighbor(&mut w)?,
+        "show" | "sh" => show(&mut w)?,
+        "trace" => {
+            w.usage = "trace add N | show trace | clear trace";
+            match w.next() {
+                Some("add") => {
+                    let n: u32 = w.number("packet count")?;
+                    if n == 0 || n > MAX_TRACE {
+                        return Err(bad(format!(
+                            "trace add {n}: give 1..{MAX_TRACE} packets (per worker)"
+                        )));
+                    }
+                    Command::TraceAdd(n)
+                }
+                Some("show") => Command::ShowTrace,
+                Some("clear") => Command::TraceClear,
+                Some(x) => return w.err(format!("unknown trace command {x:?}")),
+                None => return w.err("missing add, show or clear"),
+            }
+        }
+        "clear" => {
+            w.usage = "clear counters | clear trace";
+            match w.next() {
+                Some("counters" | "errors" | "run" | "runtime" | "interfaces") => {
+                    Command::ClearCounters
+                }
+                Some("trace") => Command::TraceClear,
+                Some(x) => return w.err(format!("cannot clear {x:?}")),
+                None => return w.err("missing what to clear"),
+            }
+        }
+        "reload" => {
+            w.usage = "reload";
+            Command::Reload
+        }
+        x => {
+            return Err(bad(format!(
+                "unknown command {x:?} (commands: route, label, interface, neighbor, show, trace, clear, reload; dpctl help lists them)"
+            )));
+        }
+    };
+    w.end()?;
+    Ok(cmd)
+}
+
+fn route(w: &mut Words<'_>) -> Result<Command> {
+    w.usage = "route add|replace|del|show ...";
+    let verb = w.expect("add, replace, del or show")?;
+    match verb {
+        "add" | "replace" => {
+            w.usage = ROUTE_ADD;
+            let p = prefix(w.expect("PREFIX")?)?;
+            let mut table = 0;
+            let mut vias: Vec<ViaSpec> = Vec::new();
+            let mut special = None;
+            while let Some(x) = w.next() {
+                match x {
+                    "table" => table = w.number("table")?,
+                    "via" => vias.push(via(w, true)?),
+                    s if Special::from_word(s).is_some() => {
+                        if special.is_some() {
+                            return w.err("give one of blackhole, unreachable, prohibit");
+                        }
+                        special = Special::from_word(s);
+                    }
+                    x => return w.err(format!("unexpected {x:?}")),
+                }
+            }
+            let target = match (special, vias.is_empty()) {
+                (Some(_), false) => {
+                    return w.err(format!(
+                        "{p}: give either via ... or a special route, not both"
+                    ));
+                }
+                (Some(s), true) => RouteTarget::Special(s),
+                (None, true) => return w.err(format!("missing via for {p}")),
+                (None, false) => RouteTarget::Paths(vias),
+            };
+            target.check().map_err(|e| bad(format!("route {p}: {e}")))?;
+            Ok(Command::RouteAdd {
+                table,
+                prefix: p,
+                target,
+                replace: verb == "replace",
+            })
+        }
+        "del" | "delete" => {
+            w.usage = "route del PREFIX [table N]";
+            let p = prefix(w.expect("PREFIX")?)?;
+            let table = table_opt(w)?.unwrap_or(0);
+            Ok(Command::RouteDel { table, prefix: p })
+        }
+        "show" => route_show(w),
+        x => w.err(format!("unknown route command {x:?}")),
+    }
+}
+
+fn route_show(w: &mut Words<'_>) -> Result<Command> {
+    w.usage = "route show [PREFIX|ADDRESS] [table N]";
+    let mut filter = None;
+    let mut table = None;
+    while let Some(x) = w.next() {
+        if x == "table" {
+            table = Some(w.number("table")?);
+        } else if filter.is_none() && x.contains('/') {
+            filter = Some(RouteFilter::Prefix(prefix(x)?));
+        } else if let (None, Some(a)) = (filter, ipv4(x)) {
+            filter = Some(RouteFilter::Address(a));
+        } else {
+            return w.err(format!("unexpected {x:?}"));
+        }
+    }
+    Ok(Command::RouteShow { table, filter })
+}
+
+fn table_opt(w: &mut Words<'_>) -> Result<Option<TableId>> {
+    if w.peek() == Some("table") {
+        w.next();
+        return Ok(Some(w.number("table")?));
+    }
+    Ok(None)
+}
+
+/// One `via` clause (after the word `via`).
+fn via(w: &mut Words<'_>, route: bool) -> Result<ViaSpec> {
+    let first = w.expect("a next hop or an interface after via")?;
+    let mut v = ViaSpec {
+        gateway: None,
+        interface: None,
+        out_labels: Vec::new(),
+        weight: 1,
+    };
+    if let Some(a) = ipv4(first) {
+        v.gateway = Some(a);
+        if let Some(n) = w.peek() {
+            if !KEYWORDS.contains(&n) && ipv4(n).is_none() {
+                w.next();
+                v.interface = Some(interface_name(n)?);
+            }
+        }
+    } else if KEYWORDS.contains(&first) || first.contains('/') {
+        return w.err(format!(
+            "via {first:?}: want a next-hop address or an interface"
+        ));
+    } else if first.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(bad(format!("via {first:?}: not an IPv4 address")));
+    } else {
+        v.interface = Some(interface_name(first)?);
+    }
+    loop {
+        match w.peek() {
+            Some("out-labels" | "out-label") => {
+                w.next();
+                let mut n = 0;
+                while let Some(x) = w.peek() {
+                    if !x.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+                        break;
+                    }
+                    w.next();
+                    v.out_labels.push(label_value(x, "out-label")?);
+                    n += 1;
+                }
+                if n == 0 {
+                    return w.err("out-labels needs at least one label");
+                }
+            }
+            Some("weight") if route => {
+                w.next();
+                v.weight = w.number("weight")?;
+            }
+            _ => break,
+        }
+    }
+    Ok(v)
+}
+
+fn label(w: &mut Words<'_>) -> Result<Command> {
+    w.usage = "label add|replace|del|show ...";
+    // VPP spells it `mpls local-label add ...`.
+    if w.peek() == Some("local-label") {
+        w.next();
+    }
+    let verb = w.expect("add, replace, del or show")?;
+    match verb {
+        "add" | "replace" => {
+            w.usage = LABEL_ADD;
+            let l = label_value(w.expect("LABEL")?, "label")?;
+            check_in_label(l).map_err(bad)?;
+            let e = eos(w)?;
+            let mut ttl_mode = mpls::TtlMode::Uniform;
+            let mut paths = Vec::new();
+            let mut other: Option<LabelSpec> = None;
+            let set_other = |w: &Words<'_>, o: &mut Option<LabelSpec>, s: LabelSpec| {
+                if o.is_some() {
+                    return w.err("give one action: via ..., ip4-lookup, pop, drop or punt");
+                }
+                *o = Some(s);
+                Ok(())
+            };
+            let uniform = mpls::TtlMode::Uniform;
+            while let Some(x) = w.next() {
+                match x {
+                    "via" => match w.peek() {
+                        Some("ip4-lookup") => {
+                            w.next();
+                            let table = table_opt(w)?.unwrap_or(0);
+                            let s = LabelSpec::Ip4Lookup {
+                                table,
+                                ttl_mode: uniform,
+                            };
+                            set_other(w, &mut other, s)?;
+                        }
+                        Some("ip4-lookup-in-table") => {
+                            w.next();
+                            let table = w.number("table")?;
+                            let s = LabelSpec::Ip4Lookup {
+                                table,
+                                ttl_mode: uniform,
+                            };
+                            set_other(w, &mut other, s)?;
+                        }
+                        _ => paths.push(via(w, false)?),
+                    },
+                    "ip4-lookup" => {
+                        let table = table_opt(w)?.unwrap_or(0);
+                        let s = LabelSpec::Ip4Lookup {
+                            table,
+                            ttl_mode: uniform,
+                        };
+                        set_other(w, &mut other, s)?;
+                    }
+                    "pop" => set_other(w, &mut other, LabelSpec::Pop { ttl_mode: uniform })?,
+                    "drop" => set_other(w, &mut other, LabelSpec::Drop)?,
+                    "punt" => set_other(w, &mut other, LabelSpec::Punt)?,
+                    "pipe" => ttl_mode = mpls::TtlMode::pipe(),
+                    "uniform" => ttl_mode = mpls::TtlMode::Uniform,
+                    "weight" => return w.err("label paths have no weight"),
+                    x => return w.err(format!("unexpected {x:?}")),
+                }
+            }
+            let mut spec = match (other, paths.is_empty()) {
+                (Some(_), false) => {
+                    return w
+                        .err("give either via GATEWAY INTERFACE ... or another action, not both");
+                }
+                (Some(s), true) => s,
+                (None, false) => LabelSpec::Forward {
+                    paths,
+                    ttl_mode: uniform,
+                },
+                (None, true) => return w.err(format!("missing via for label {l}")),
+            };
+            match &mut spec {
+                LabelSpec::Forward { ttl_mode: t, .. }
+                | LabelSpec::Ip4Lookup { ttl_mode: t, .. }
+                | LabelSpec::Pop { ttl_mode: t } => *t = ttl_mode,
+                LabelSpec::Drop | LabelSpec::Punt => {}
+            }
+            spec.check(l, e)
+                .map_err(|m| bad(format!("label {l} {}: {m}", crate::spec::eos_word(e))))?;
+            Ok(Command::LabelAdd {
+                label: l,
+                eos: e,
+                spec,
+                replace: verb == "replace",
+            })
+        }
+        "del" | "delete" => {
+            w.usage = "label del LABEL eos|non-eos";
+            let l = label_value(w.expect("LABEL")?, "label")?;
+            check_in_label(l).map_err(bad)?;
+            let e = eos(w)?;
+            Ok(Command::LabelDel { label: l, eos: e })
+        }
+        "show" => {
+            w.usage = "label show [LABEL]";
+            let label = match w.next() {
+                Some(x) => Some(label_value(x, "label")?),
+                None => None,
+            };
+            Ok(Command::LabelShow { label })
+        }
+        x => w.err(format!("unknown label command {x:?}")),
+    }
+}
+
+fn interface(w: &mut Words<'_>) -> Result<Command> {
+    w.usage = "interface address|mtu|up|down|sub ...";
+    match w.expect("address, mtu, up, down or sub")? {
+        "address" | "addr" => {
+            w.usage = "interface address add|del INTERFACE ADDRESS/LEN";
+            let add = match w.expect("add or del")? {
+                "add" => true,
+                "del" | "delete" => false,
+                x => return w.err(format!("unexpected {x:?}: say add or del")),
+            };
+            let interface = interface_name(w.expect("INTERFACE")?)?;
+            let (addr, len) = parse_addr_len(w.expect("ADDRESS/LEN")?).map_err(bad)?;
+            Ok(Command::Address {
+                add,
+                interface,
+                addr,
+                len,
+            })
+        }
+        "mtu" => {
+            w.usage = "interface mtu INTERFACE MTU";
+            let interface = interface_name(w.expect("INTERFACE")?)?;
+            let mtu: u16 = w.number("MTU")?;
+            if !(68..=9600).contains(&mtu) {
+                return Err(bad(format!("MTU {mtu} is out of range 68..9600")));
+            }
+            Ok(Command::Mtu { interface, mtu })
+        }
+        s @ ("up" | "down") => {
+            w.usage = "interface up|down INTERFACE";
+            let interface = interface_name(w.expect("INTERFACE")?)?;
+            Ok(Command::SetUp {
+                interface,
+                up: s == "up",
+            })
+        }
+        "sub" | "sub-interface" => {
+            w.usage = "interface sub add INTERFACE VLAN | interface sub del INTERFACE.VLAN";
+            match w.expect("add or del")? {
+                "add" => {
+                    let parent = interface_name(w.expect("INTERFACE")?)?;
+                    let vlan: u16 = w.number("VLAN")?;
+                    if !(1..=4094).contains(&vlan) {
+                        return Err(bad(format!("VLAN {vlan} is out of range 1..4094")));
+                    }
+                    Ok(Command::SubAdd { parent, vlan })
+                }
+                "del" | "delete" => Ok(Command::SubDel {
+                    interface: interface_name(w.expect("INTERFACE.VLAN")?)?,
+                }),
+                x => w.err(format!("unexpected {x:?}: say add or del")),
+            }
+        }
+        x => w.err(format!("unknown interface command {x:?}")),
+    }
+}
+
+fn neighbor(w: &mut Words<'_>) -> Result<Command> {
+    w.usage =
+        "neighbor add INTERFACE ADDRESS MAC | neighbor del INTERFACE ADDRESS [MAC] | neighbor show";
+    match w.expect("add, del or show")? {
+        "add" => {
+            let interface = interface_name(w.expect("INTERFACE")?)?;
+            let ip = address(w.expect("ADDRESS")?)?;
+            let mac = parse_mac(w.expect("MAC (aa:bb:cc:dd:ee:ff)")?).map_err(bad)?;
+            Ok(Command::NeighborAdd { interface, ip, mac })
+        }
+        "del" | "delete" => {
+            let interface = interface_name(w.expect("INTERFACE")?)?;
+            let ip = address(w.expect("ADDRESS")?)?;
+            let mac = match w.next() {
+                Some(m) => Some(parse_mac(m).map_err(bad)?),
+                None => None,
+            };
+            Ok(Command::NeighborDel { interface, ip, mac })
+        }
+        "show" => Ok(Command::NeighborShow),
+        x => w.err(format!("unknown neighbor command {x:?}")),
+    }
+}
+
+fn address(s: &str) -> Result<Ipv4Addr> {
+    let a = ipv4(s).ok_or_else(|| bad(format!("bad IPv4 address {s:?}")))?;
+    crate::spec::check_next_hop(a).map_err(|_| {
+        bad(format!(
+            "{a} cannot be a neighbour (unspecified, loopback, multicast or broadcast)"
+        ))
+    })?;
+    Ok(a)
+}
+
+fn show(w: &mut Words<'_>) -> Result<Command> {
+    w.usage = "show interfaces|run|errors|trace|version|route|label|neighbor";
+    match w.expect("what to show")? {
+        "interfaces" | "interface" | "int" => {
+            w.usage = "show interfaces [INTERFACE] | show interfaces address";
+            match w.next() {
+                None => Ok(Command::ShowInterfaces { name: None }),
+                Some("address" | "addr") => Ok(Command::ShowAddresses),
+                Some(n) => Ok(Command::ShowInterfaces {
+                    name: Some(interface_name(n)?),
+                }),
+            }
+        }
+        "run" | "runtime" => Ok(Command::ShowRun),
+        "errors" | "error" => Ok(Command::ShowErrors),
+        "trace" => Ok(Command::ShowTrace),
+        "version" => Ok(Command::ShowVersion),
+        "route" | "routes" | "fib" => route_show(w),
+        "label" | "labels" | "mpls" => {
+            w.usage = "show labels [LABEL]";
+            let label = match w.next() {
+                Some(x) => Some(label_value(x, "label")?),
+                None => None,
+            };
+            Ok(Command::LabelShow { label })
+        }
+        "neighbor" | "neighbors" | "neighbour" | "neighbours" => Ok(Command::NeighborShow),
+        x => w.err(format!("cannot show {x:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Command> {
+        let words: Vec<String> = s.split_whitespace().map(str::to_string).collect();
+        parse(&words)
+    }
+
+    fn err(s: &str) -> String {
+        match p(s) {
+            Ok(c) => panic!("{s:?} parsed as {c:?}"),
+            Err(e) => e.0,
+        }
+    }
+
+    fn v(g: Option<&str>, i: Option<&str>, labels: &[u32], weight: u32) -> ViaSpec {
+        ViaSpec {
+            gateway: g.map(|g| g.parse().unwrap()),
+            interface: i.map(str::to_string),
+            out_labels: labels.to_vec(),
+            weight,
+        }
+    }
+
+    #[test]
+    fn seed_article_commands() {
+        assert_eq!(
+            p("route add 10.0.1.1/32 via 192.168.11.10 port0 out-labels 100").unwrap(),
+            Command::RouteAdd {
+                table: 0,
+                prefix: "10.0.1.1/32".parse().unwrap(),
+                target: RouteTarget::Paths(vec![v(
+                    Some("192.168.11.10"),
+                    Some("port0"),
+                    &[100],
+                    1
+                )]),
+                replace: false,
+            }
+        );
+        for (out, labels) in [("100", vec![100]), ("0", vec![0]), ("3", vec![3])] {
+            assert_eq!(
+                p(&format!(
+                    "label add 100 eos via 192.168.11.8 port0 out-labels {out}"
+                ))
+                .unwrap(),
+                Command::LabelAdd {
+                    label: 100,
+                    eos: true,
+                    spec: LabelSpec::Forward {
+                        paths: vec![v(Some("192.168.11.8"), Some("port0"), &labels, 1)],
+                        ttl_mode: mpls::TtlMode::Uniform,
+                    },
+                    replace: false,
+                }
+            );
+        }
+        let lookup = Command::LabelAdd {
+            label: 100,
+            eos: true,
+            spec: LabelSpec::Ip4Lookup {
+                table: 0,
+                ttl_mode: mpls::TtlMode::Uniform,
+            },
+            replace: false,
+        };
+        assert_eq!(p("label add 100 eos via ip4-lookup").unwrap(), lookup);
+        assert_eq!(
+            p("label add 100 eos via ip4-lookup table 0").unwrap(),
+            lookup
+        );
+        assert_eq!(
+            p("mpls local-label add 100 eos via ip4-lookup-in-table 0").unwrap(),
+            lookup
+        );
+    }
+
+    #[test]
+    fn ecmp_weights_tables_specials() {
+        let c = p("route replace 10.0.0.0/8 table 5 via 1.1.1.1 weight 3 via 2.2.2.2 port1 out-labels 16 17 via port0").unwrap();
+        assert_eq!(
+            c,
+            Command::RouteAdd {
+                table: 5,
+                prefix: "10.0.0.0/8".parse().unwrap(),
+                target: RouteTarget::Paths(vec![
+                    v(Some("1.1.1.1"), None, &[], 3),
+                    v(Some("2.2.2.2"), Some("port1"), &[16, 17], 1),
+                    v(None, Some("port0"), &[], 1),
+                ]),
+                replace: true,
+            }
+        );
+        assert!(matches!(
+            p("route add 10.66.0.0/16 blackhole").unwrap(),
+            Command::RouteAdd {
+                target: RouteTarget::Special(Special::Blackhole),
+                ..
+            }
+        ));
+        assert_eq!(
+            p("label add 200 non-eos pop").unwrap(),
+            Command::LabelAdd {
+                label: 200,
+                eos: false,
+                spec: LabelSpec::Pop {
+                    ttl_mode: mpls::TtlMode::Uniform
+                },
+                replace: false
+            }
+        );
+        assert_eq!(
+            p("route show 10.0.0.1 table 5").unwrap(),
+            Command::RouteShow {
+                table: Some(5),
+                filter: Some(RouteFilter::Address("10.0.0.1".parse().unwrap()))
+            }
+        );
+        assert_eq!(
+            p("interface sub add port0 100").unwrap(),
+            Command::SubAdd {
+                parent: "port0".into(),
+                vlan: 100
+            }
+        );
+        assert_eq!(
+            p("show int").unwrap(),
+            Command::ShowInterfaces { name: None }
+        );
+        assert_eq!(p("clear counters").unwrap(), Command::ClearCounters);
+        assert_eq!(p("trace add 10").unwrap(), Command::TraceAdd(10));
+    }
+
+    #[test]
+    fn bad_input_says_what_is_wrong() {
+        assert!(err("route add 10.0.1.1 via 1.2.3.4").contains("needs a length"));
+        assert!(err("route add 10.0.1.1/33 via 1.2.3.4").contains("10.0.1.1/33"));
+        assert!(err("route add 10.0.1.1/24 via 1.2.3.4").contains("host bits"));
+        assert!(err("route add 10.0.1.0/24").contains("missing via"));
+        assert!(err("route add 10.0.1.0/24 via").contains("missing a next hop"));
+        assert!(err("route add 10.0.1.0/24 via 1.2.3.4 out-labels 1").contains("out-label 1"));
+        assert!(
+            err("route add 10.0.1.0/24 via 1.2.3.4 out-labels 1048576").contains("out of range")
+        );
+        assert!(err("route add 10.0.1.0/24 via 1.2.3.4 out-labels").contains("at least one"));
+        assert!(err("route add 10.0.1.0/24 via 1.2.3.4 weight 0").contains("weight 0"));
+        assert!(err("route add 10.0.1.0/24 via 1.2.3 port0").contains("not an IPv4"));
+        assert!(err("route add 10.0.1.0/24 via 1.2.3.4 port0 blackhole").contains("not both"));
+        assert!(err("label add 3 eos via 1.2.3.4 port0 out-labels 100").contains("in-label 3"));
+        assert!(err("label add 1 eos via 1.2.3.4 port0 out-labels 100").contains("in-label 1"));
+        assert!(err("label add 100 via 1.2.3.4 port0").contains("eos or non-eos"));
+        assert!(err("label add 100 eos via 1.2.3.4 out-labels 100").contains("interface"));
+        assert!(err("label add 100 eos via 1.2.3.4 port0 out-labels 2 1").contains("out-label 1"));
+        assert!(err("label add 100 eos").contains("missing via"));
+        assert!(err("label add 100 eos pop").contains("non-eos"));
+        assert!(err("label add 100 non-eos via ip4-lookup").contains("bottom-of-stack"));
+        assert!(err("label add 1048576 eos drop").contains("out of range"));
+        assert!(err("interface mtu port0 20").contains("68..9600"));
+        assert!(err("interface sub add port0 4095").contains("1..4094"));
+        assert!(err("neighbor add port0 10.0.0.1 02:00:00:00:00").contains("bad MAC"));
+        assert!(err("neighbor add port0 224.0.0.1 02:00:00:00:00:01").contains("neighbour"));
+        assert!(err("route add 10.0.0.0/8 via 1.2.3.4 port0 extra").contains("unexpected"));
+        assert!(err("frobnicate").contains("unknown command"));
+        assert!(err("").contains("no command"));
+        assert!(err("trace add 0").contains("1..1024"));
+        assert!(err("show run now").contains("unexpected \"now\""));
+    }
+}

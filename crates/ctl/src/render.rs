@@ -1,0 +1,394 @@
+//! `dpctl`'s text output: the JSON the daemon returns, laid out in aligned columns
+//! the way VPP's CLI prints the same tables. `--json` prints the JSON instead, so
+//! text and JSON always show the same numbers.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use crate::cli::Command;
+
+fn s(v: &Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(0.0)
+}
+
+fn arr(v: &Value) -> &[Value] {
+    v.as_array().map_or(&[], Vec::as_slice)
+}
+
+/// Renders the result of `cmd`. Changes print their message, if any.
+pub fn render(cmd: &Command, data: &Value) -> String {
+    match cmd {
+        Command::RouteShow { .. } => routes(data),
+        Command::LabelShow { .. } => labels(data),
+        Command::NeighborShow => neighbors(data),
+        Command::ShowInterfaces { .. } => interfaces(data),
+        Command::ShowAddresses => addresses(data),
+        Command::ShowRun => run(data),
+        Command::ShowErrors => errors(data),
+        Command::ShowTrace => trace(data),
+        Command::ShowVersion => version(data),
+        _ => data
+            .get("message")
+            .and_then(Value::as_str)
+            .map(|m| format!("{m}\n"))
+            .unwrap_or_default(),
+    }
+}
+
+fn labels_text(v: &Value) -> String {
+    let l: Vec<String> = arr(v).iter().map(|x| n(x).to_string()).collect();
+    if l.is_empty() {
+        String::new()
+    } else {
+        format!(" out-labels {}", l.join(" "))
+    }
+}
+
+fn path_text(p: &Value) -> String {
+    let mut o = String::from("via");
+    if let Some(g) = p["gateway"].as_str() {
+        let _ = write!(o, " {g}");
+    }
+    if let Some(i) = p["interface"].as_str() {
+        let _ = write!(o, " {i}");
+    }
+    o += &labels_text(&p["out_labels"]);
+    o
+}
+
+fn routes(d: &Value) -> String {
+    let mut o = String::new();
+    for t in arr(&d["tables"]) {
+        let _ = writeln!(
+            o,
+            "ipv4 table {}: {} routes",
+            n(&t["table"]),
+            n(&t["routes"])
+        );
+    }
+    let rows = arr(&d["routes"]);
+    if rows.is_empty() {
+        return o;
+    }
+    let _ = writeln!(o, "{:<6} {:<20} Forwarding", "Table", "Prefix");
+    for r in rows {
+        let head = format!("{:<6} {:<20}", n(&r["table"]), s(&r["prefix"]));
+        match s(&r["kind"]) {
+            "paths" => {
+                let paths = arr(&r["paths"]);
+                let weighted = paths.iter().any(|p| n(&p["weight"]) != 1);
+                for (k, p) in paths.iter().enumerate() {
+                    let mut t = path_text(p);
+                    if weighted {
+                        let _ = write!(t, " weight {}", n(&p["weight"]));
+                    }
+                    if k == 0 {
+                        let _ = writeln!(o, "{head} {t}");
+                    } else {
+                        let _ = writeln!(o, "{:<27} {t}", "");
+                    }
+                }
+            }
+            "connected" => {
+                let _ = writeln!(o, "{head} connected {}", s(&r["interface"]));
+            }
+            k => {
+                let _ = writeln!(o, "{head} {k}");
+            }
+        }
+    }
+    o
+}
+
+fn labels(d: &Value) -> String {
+    let rows = arr(&d["labels"]);
+    let mut o = format!("{} label entries\n", rows.len());
+    if rows.is_empty() {
+        return o;
+    }
+    let _ = writeln!(o, "{:<8} {:<8} Action", "Label", "EOS");
+    for r in rows {
+        let eos = if r["eos"].as_bool() == Some(true) {
+            "eos"
+        } else {
+            "non-eos"
+        };
+        let head = format!("{:<8} {:<8}", n(&r["label"]), eos);
+        let pipe = if s(&r["ttl_mode"]) == "pipe" {
+            " pipe"
+        } else {
+            ""
+        };
+        match s(&r["action"]) {
+            "forward" => {
+                for (k, p) in arr(&r["paths"]).iter().enumerate() {
+                    let mac = p["neighbor_mac"]
+                        .as_str()
+                        .map_or_else(|| " (unresolved)".to_string(), |m| format!(" ({m})"));
+                    let t = format!("{} {}{mac}{pipe}", s(&p["op"]), path_text(p));
+                    if k == 0 {
+                        let _ = writeln!(o, "{head} {t}");
+                    } else {
+                        let _ = writeln!(o, "{:<17} {t}", "");
+                    }
+                }
+            }
+            "ip4-lookup" => {
+                let _ = writeln!(o, "{head} pop, ip4-lookup table {}{pipe}", n(&r["table"]));
+            }
+            "pop" => {
+                let _ = writeln!(o, "{head} pop, lookup next label{pipe}");
+            }
+            a => {
+                let _ = writeln!(o, "{head} {a}");
+            }
+        }
+    }
+    o
+}
+
+fn neighbors(d: &Value) -> String {
+    let mut o = format!("{:<16} {:<16} {}\n", "Interface", "Address", "MAC");
+    for r in arr(&d["neighbors"]) {
+        let _ = writeln!(
+            o,
+            "{:<16} {:<16} {}",
+            s(&r["interface"]),
+            s(&r["address"]),
+            s(&r["mac"])
+        );
+    }
+    o
+}
+
+/// `show interfaces`, VPP's `show interface` layout: one line per counter, only the
+/// counters that are not zero.
+fn interfaces(d: &Value) -> String {
+    let mut o = format!(
+        "{:<24}{:>5}{:>8}{:>7}{:>7}     {:<16}{:>16}\n",
+        "Name", "Idx", "State", "Link", "MTU", "Counter", "Count"
+    );
+    const NAMES: [(&str, &str); 9] = [
+        ("rx_packets", "rx packets"),
+        ("rx_bytes", "rx bytes"),
+        ("tx_packets", "tx packets"),
+        ("tx_bytes", "tx bytes"),
+        ("drops", "drops"),
+        ("rx_missed", "rx missed"),
+        ("rx_errors", "rx errors"),
+        ("tx_errors", "tx errors"),
+        ("rx_no_mbuf", "rx no mbuf"),
+    ];
+    for i in arr(&d["interfaces"]) {
+        let state = if i["up"].as_bool() == Some(false) {
+            "down"
+        } else {
+            "up"
+        };
+        let link = match i["link"].as_bool() {
+            Some(true) => "up",
+            Some(false) => "down",
+            None => "-",
+        };
+        let mtu = i["mtu"]
+            .as_u64()
+            .map_or_else(|| "-".to_string(), |m| m.to_string());
+        let head = format!(
+            "{:<24}{:>5}{:>8}{:>7}{:>7}",
+            s(&i["name"]),
+            n(&i["ifindex"]),
+            state,
+            link,
+            mtu
+        );
+        let c = &i["counters"];
+        let mut lines = NAMES
+            .iter()
+            .filter(|(k, _)| n(&c[*k]) > 0)
+            .map(|(k, label)| format!("     {label:<16}{:>16}", n(&c[*k])));
+        match lines.next() {
+            Some(first) => {
+                let _ = writeln!(o, "{head}{first}");
+                for l in lines {
+                    let _ = writeln!(o, "{:<51}{l}", "");
+                }
+            }
+            None => {
+                let _ = writeln!(o, "{head}");
+            }
+        }
+    }
+    o
+}
+
+fn addresses(d: &Value) -> String {
+    let mut o = String::new();
+    for i in arr(&d["interfaces"]) {
+        let st = if i["up"].as_bool() == Some(false) {
+            "dn"
+        } else {
+            "up"
+        };
+        let _ = writeln!(o, "{} ({st}):", s(&i["name"]));
+        if n(&i["table"]) != 0 {
+            let _ = writeln!(o, "  table {}", n(&i["table"]));
+        }
+        for a in arr(&i["addresses"]) {
+            let _ = writeln!(o, "  L3 {}", s(a));
+        }
+    }
+    o
+}
+
+/// `show run`, VPP's `show runtime` layout per worker thread.
+fn run(d: &Value) -> String {
+    let mut o = String::new();
+    let t = f(&d["time_s"]);
+    for (k, w) in arr(&d["workers"]).iter().enumerate() {
+        let lcore = w["lcore"]
+            .as_u64()
+            .map_or_else(|| "?".to_string(), |l| l.to_string());
+        let _ = writeln!(
+            o,
+            "Thread {} dp_wk_{} (lcore {lcore})",
+            k + 1,
+            n(&w["worker"])
+        );
+        let loops = n(&w["loops"]);
+        let _ = writeln!(
+            o,
+            "Time {t:.1}, loops {loops}, busy loops {}, idle sleeps {}, loops/sec {:.2}",
+            n(&w["busy_loops"]),
+            n(&w["idle_sleeps"]),
+            if t > 0.0 { loops as f64 / t } else { 0.0 }
+        );
+        let r = &w["rates"];
+        let _ = writeln!(
+            o,
+            "  vector rates in {:.4e}, out {:.4e}, drop {:.4e}, punt {:.4e}",
+            f(&r["in"]),
+            f(&r["out"]),
+            f(&r["drop"]),
+            f(&r["punt"])
+        );
+        let _ = writeln!(
+            o,
+            "{:>30}{:>14}{:>15}{:>17}{:>16}{:>15}{:>19}",
+            "Name", "State", "Calls", "Vectors", "Suspends", "Clocks", "Vectors/Call"
+        );
+        for st in arr(&w["stages"]) {
+            let _ = writeln!(
+                o,
+                "{:<30}{:>14}{:>15}{:>17}{:>16}{:>15.2e}{:>19.2}",
+                s(&st["name"]),
+                s(&st["state"]),
+                n(&st["calls"]),
+                n(&st["vectors"]),
+                n(&st["suspends"]),
+                f(&st["clocks_per_packet"]),
+                f(&st["vectors_per_call"])
+            );
+        }
+        let _ = writeln!(o, "---------------");
+    }
+    o
+}
+
+fn errors(d: &Value) -> String {
+    let mut o = format!("{:>12}  {:<6} {}\n", "Count", "Type", "Reason");
+    for e in arr(&d["errors"]) {
+        let _ = writeln!(
+            o,
+            "{:>12}  {:<6} {}",
+            n(&e["count"]),
+            s(&e["type"]),
+            s(&e["reason"])
+        );
+    }
+    o
+}
+
+fn trace(d: &Value) -> String {
+    let pkts = arr(&d["packets"]);
+    if pkts.is_empty() {
+        return "No packets in trace buffer (dpctl trace add N starts a trace)\n".into();
+    }
+    let mut o = String::new();
+    for (k, p) in pkts.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "Packet {} (worker {}, rx {}, tsc {})",
+            k + 1,
+            n(&p["worker"]),
+            p["rx_interface"]
+                .as_str()
+                .map_or_else(|| format!("port {}", n(&p["rx_port"])), str::to_string),
+            n(&p["tsc"])
+        );
+        let _ = writeln!(o, "  in  {:>5} B  {}", n(&p["len_in"]), s(&p["summary_in"]));
+        let stages: Vec<&str> = arr(&p["stages"]).iter().map(s).collect();
+        let _ = writeln!(o, "  stages    {}", stages.join(" -> "));
+        let _ = writeln!(o, "  decision  {}", s(&p["decision"]));
+        if let Some(out) = p["summary_out"].as_str() {
+            let _ = writeln!(o, "  out {:>5} B  {out}", n(&p["len_out"]));
+        }
+        o.push('\n');
+    }
+    o
+}
+
+fn version(d: &Value) -> String {
+    format!(
+        "{} {}, pid {}, mode {}, {} worker(s), up {:.1} s\nconfig {}\nsocket {}\n",
+        s(&d["name"]),
+        s(&d["version"]),
+        n(&d["pid"]),
+        s(&d["mode"]),
+        n(&d["workers"]),
+        f(&d["uptime_s"]),
+        d["config"].as_str().unwrap_or("-"),
+        s(&d["socket"])
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn run_and_interfaces_are_aligned() {
+        let d = json!({"time_s": 2.0, "workers": [{"worker": 0, "lcore": 1, "loops": 100,
+            "busy_loops": 10, "idle_sleeps": 90, "rates": {"in": 5.0, "out": 5.0, "drop": 0.0, "punt": 0.0},
+            "stages": [{"name": "port-rx", "state": "polling", "calls": 10, "vectors": 20,
+                        "suspends": 0, "clocks_per_packet": 123.0, "vectors_per_call": 2.0}]}]});
+        let t = run(&d);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "Thread 1 dp_wk_0 (lcore 1)");
+        let (h, r) = (lines[3], lines[4]);
+        assert!(r.starts_with("port-rx"));
+        // Right-aligned columns end where their headers end.
+        for col in ["Calls", "Vectors", "Vectors/Call"] {
+            let end = h.find(col).unwrap() + col.len();
+            assert_ne!(r.as_bytes()[end - 1], b' ', "{col}:\n{h}\n{r}");
+        }
+        let d = json!({"interfaces": [{"name": "port0", "ifindex": 1, "up": true, "link": true,
+            "mtu": 1500, "counters": {"rx_packets": 3, "tx_bytes": 300}}]});
+        let t = interfaces(&d);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        assert!(
+            lines[1].starts_with("port0") && lines[1].ends_with("rx packets                     3")
+        );
+        assert_eq!(lines[2].find("tx bytes"), lines[1].find("rx packets"));
+    }
+}
