@@ -115,15 +115,19 @@ fn actual(fib: &Fib, a: u32) -> Fwd {
     match leg.action() {
         Action::Forward => {
             let adj = v.adjacency(leg.target()).expect("adjacency");
-            // Find which neighbour this adjacency is.
-            let nbr = (0..=255u8)
-                .flat_map(|x| [Ipv4Addr::new(10, 0, 1, x), Ipv4Addr::new(10, 0, 2, x)])
-                .find(|g| fib.adjacency_id(adj.ifindex, IpAddr::V4(*g)) == Some(leg.target()));
+            let nbr = adj.neighbor;
+            prop_assert_eq_adj(fib, adj.ifindex, nbr, leg.target());
             (Action::Forward, adj.ifindex, nbr, l[..n].to_vec())
         }
         Action::Glean => (Action::Glean, leg.target(), None, vec![]),
         other => (other, 0, None, vec![]),
     }
+}
+
+/// The adjacency the leg points at is the FIB's adjacency for that neighbour.
+fn prop_assert_eq_adj(fib: &Fib, ifindex: u32, nbr: Option<Ipv4Addr>, id: u32) {
+    let nbr = nbr.expect("IPv4 neighbour");
+    assert_eq!(fib.adjacency_id(ifindex, IpAddr::V4(nbr)), Some(id));
 }
 
 #[derive(Clone, Debug)]
@@ -158,7 +162,7 @@ proptest! {
         for l in universe {
             for p in l {
                 let p = pfx(p);
-                probes.extend([p.addr_u32(), p.last(), p.addr_u32() | (p.last() - p.addr_u32()) / 2]);
+                probes.extend([p.addr_u32(), p.last(), p.addr_u32() | ((p.last() - p.addr_u32()) / 2)]);
             }
         }
         for g in ["10.0.1.1", "10.0.1.200", "10.0.2.5", "172.16.1.1", "172.16.2.2", "172.17.0.1"] {
