@@ -391,10 +391,11 @@ impl<'a> RouterApi<'a> {
                 if self.ctl.labels().get(label, eos).is_none() {
                     let other = self.ctl.labels().get(label, !eos).is_some();
                     return Err(format!(
-                        "no label {label} {}{} (dpctl label show lists them)",
+                        "no label {label} {} ({}dpctl label show lists them)",
                         eos_word(eos),
                         if other {
-                            format!("; there is a {} entry", eos_word(!eos))
+                            let a = if eos { "a non-eos" } else { "an eos" };
+                            format!("label {label} has only {a} entry; ")
                         } else {
                             String::new()
                         }

@@ -577,22 +577,27 @@ impl std::fmt::Display for ReloadSummary {
     }
 }
 
-/// Applies the difference between the routing configuration the router was last
-/// given (`old`) and `new`, without stopping anything: entries only in `new` are
-/// added, entries only in `old` removed, entries in both but different replaced in
-/// place (a route or label entry is swapped atomically for the workers). Changes
-/// made with `dpctl` since are kept unless the file changes the same entry.
-///
-/// `new` is first applied in full to a scratch router, so every error in the file is
-/// found before the running router is touched; what needs a restart (moving an
-/// interface to another table, removing a table, `icmp_rate_pps`) is refused, and
-/// nothing is applied.
-pub fn reload(
+/// The two files side by side, and the sub-interfaces to remove and create.
+struct Diff {
+    old_if: BTreeMap<String, IfaceWant>,
+    new_if: BTreeMap<String, IfaceWant>,
+    old_rt: BTreeMap<(TableId, Ipv4Prefix), RouteTarget>,
+    new_rt: BTreeMap<(TableId, Ipv4Prefix), RouteTarget>,
+    old_lb: BTreeMap<(u32, bool), LabelSpec>,
+    new_lb: BTreeMap<(u32, bool), LabelSpec>,
+    old_nb: BTreeMap<(String, Ipv4Addr), [u8; 6]>,
+    new_nb: BTreeMap<(String, Ipv4Addr), [u8; 6]>,
+    sub_del: Vec<String>,
+    sub_add: Vec<String>,
+}
+
+/// Everything [`reload`] checks before it changes anything.
+fn diff(
     old: &Routing,
     new: &Routing,
     ports: &[PortInfo],
-    ctl: &mut RouterControl,
-) -> Result<ReloadSummary, String> {
+    ctl: &RouterControl,
+) -> Result<Diff, String> {
     // 1. The new file must be right on its own (it is what a restart would load).
     apply(new, ports, &mut RouterControl::new())?;
     if old.router.icmp_rate_pps != new.router.icmp_rate_pps {
@@ -650,6 +655,48 @@ pub fn reload(
     if free + sub_del.len() < sub_add.len() {
         return Err(format!("too many interfaces (at most {})", MAX_IFACES - 1));
     }
+    Ok(Diff {
+        old_if,
+        new_if,
+        old_rt,
+        new_rt,
+        old_lb,
+        new_lb,
+        old_nb,
+        new_nb,
+        sub_del,
+        sub_add,
+    })
+}
+
+/// Applies the difference between the routing configuration the router was last
+/// given (`old`) and `new`, without stopping anything: entries only in `new` are
+/// added, entries only in `old` removed, entries in both but different replaced in
+/// place (a route or label entry is swapped atomically for the workers). Changes
+/// made with `dpctl` since are kept unless the file changes the same entry.
+///
+/// `new` is first applied in full to a scratch router, so every error in the file is
+/// found before the running router is touched; what needs a restart (moving an
+/// interface to another table, removing a table, `icmp_rate_pps`) is refused, and
+/// nothing is applied.
+pub fn reload(
+    old: &Routing,
+    new: &Routing,
+    ports: &[PortInfo],
+    ctl: &mut RouterControl,
+) -> Result<ReloadSummary, String> {
+    let Diff {
+        old_if,
+        new_if,
+        old_rt,
+        new_rt,
+        old_lb,
+        new_lb,
+        old_nb,
+        new_nb,
+        sub_del,
+        sub_add,
+    } = diff(old, new, ports, ctl).map_err(|e| format!("{e}; nothing was applied"))?;
 
     // 3. Apply: what goes away first (it may hold references to what goes next),
     //    then what stays or comes.
@@ -708,6 +755,13 @@ pub fn reload(
             sum.addresses.removed += 1;
         }
         for &(a, l) in w.addrs.iter().filter(|x| !o.addrs.contains(x)) {
+            if ctl
+                .ifaces()
+                .get(ix)
+                .is_some_and(|i| i.addrs.contains(&(a, l)))
+            {
+                continue; // added with dpctl already
+            }
             ctl.add_address(ix, a, l)
                 .map_err(|e| fail(format!("address {a}/{l}"), e.to_string()))?;
             sum.addresses.added += 1;
