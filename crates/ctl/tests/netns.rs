@@ -1,7 +1,8 @@
 //! Two host network namespaces joined by a real dataplaned over veth pairs
 //! (xconnect and router modes)
 //! (net_af_packet): ping and a numbered burst of 257 raw frames must cross intact,
-//! in both directions. Needs root (CI runs as root) and iproute2, iputils-ping,
+//! in both directions; in router mode, dpctl's counters, trace and reload while
+//! traffic flows. Needs root (CI runs as root) and iproute2, iputils-ping,
 //! python3 (scripts/setup.sh installs them).
 
 use std::io::{BufRead, BufReader, Read};
@@ -81,19 +82,42 @@ impl Lab {
         lab
     }
 
-    fn start_daemon(&mut self, extra: &str) {
+    /// The configuration file: ports, then `extra`.
+    fn config(&self, extra: &str) -> String {
         let t = &self.tag;
-        let cfg = self.dir.join("dataplaned.toml");
-        std::fs::write(
-            &cfg,
-            format!(
-                "[eal]\nmemory = \"auto\"\nmemory_mb = 256\n[mempool]\nmbufs = 4095\n\
-                 [workers]\ncpus = [1]\n\
-                 [[port]]\nname = \"port0\"\ndevice = \"net_af_packet_{t}a,iface=dp{t}a0\"\n\
-                 [[port]]\nname = \"port1\"\ndevice = \"net_af_packet_{t}b,iface=dp{t}b0\"\n{extra}"
-            ),
+        format!(
+            "[eal]\nmemory = \"auto\"\nmemory_mb = 256\n[mempool]\nmbufs = 4095\n\
+             [workers]\ncpus = [1]\n\
+             [[port]]\nname = \"port0\"\ndevice = \"net_af_packet_{t}a,iface=dp{t}a0\"\n\
+             [[port]]\nname = \"port1\"\ndevice = \"net_af_packet_{t}b,iface=dp{t}b0\"\n{extra}"
         )
-        .unwrap();
+    }
+
+    /// dpctl against this lab's daemon: exit code, stdout, stderr.
+    fn dpctl(&self, args: &str) -> (i32, String, String) {
+        let o = Command::new(env!("CARGO_BIN_EXE_dpctl"))
+            .arg("--socket")
+            .arg(self.dir.join("ctl.sock"))
+            .args(args.split_whitespace())
+            .output()
+            .unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    }
+
+    /// `dpctl --json ARGS`, which must succeed.
+    fn json(&self, args: &str) -> serde_json::Value {
+        let (code, out, err) = self.dpctl(&format!("--json {args}"));
+        assert_eq!(code, 0, "dpctl {args}: {err}");
+        serde_json::from_str(&out).unwrap()
+    }
+
+    fn start_daemon(&mut self, extra: &str) {
+        let cfg = self.dir.join("dataplaned.toml");
+        std::fs::write(&cfg, self.config(extra)).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_dataplaned"))
             .arg("-c")
             .arg(&cfg)
@@ -381,5 +405,170 @@ fn router_mode_routes_pings_and_reports_unreachable() {
     let summary = lab.stop_daemon();
     eprintln!("{summary}");
     assert!(summary.contains("ip4_unreachable"), "{summary}");
+    assert!(summary.contains("ip4-lookup"), "{summary}");
+}
+
+/// `ping -c n` from namespace `ns`: packets received.
+fn ping(ns: &str, dst: &str, n: u32, interval: &str) -> (u32, String) {
+    let o = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "ping",
+        "-c",
+        &n.to_string(),
+        "-i",
+        interval,
+        "-W",
+        "1",
+        dst,
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let got = out
+        .split(", ")
+        .find(|p| p.ends_with("received"))
+        .and_then(|p| p.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    (got, out)
+}
+
+#[test]
+fn dpctl_counters_trace_and_reload_under_traffic() {
+    let mut lab = Lab::new(
+        "d",
+        ["10.99.10.1/24", "10.99.11.1/24"],
+        Some(["10.99.10.254", "10.99.11.254"]),
+    );
+    let routing = "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.99.10.254/24\"]\n\
+         [[interface]]\nname = \"port1\"\naddresses = [\"10.99.11.254/24\"]\n";
+    let with_66 =
+        format!("{routing}[[route]]\nprefix = \"10.99.66.0/24\"\nkind = \"unreachable\"\n");
+    let with_77 = format!("{routing}[[route]]\nprefix = \"10.99.77.0/24\"\nkind = \"blackhole\"\n");
+    lab.start_daemon(&with_66);
+    let ns_a = format!("dp{}a", lab.tag);
+    // Neighbours learned both ways (the first packet is lost to ARP).
+    let (got, out) = ping(&ns_a, "10.99.11.1", 3, "0.2");
+    assert!(got >= 2, "warm-up: {out}");
+
+    // Counters: clear, then exactly what the pings add (plus stray IPv6/ARP frames).
+    let (code, _, err) = lab.dpctl("clear counters");
+    assert_eq!(code, 0, "{err}");
+    let (got, out) = ping(&ns_a, "10.99.11.1", 5, "0.1");
+    assert_eq!(got, 5, "{out}");
+    let ifs = lab.json("show interfaces");
+    let counter = |name: &str, c: &str| {
+        ifs["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == name)
+            .map(|i| i["counters"][c].as_u64().unwrap())
+            .unwrap()
+    };
+    for (name, c) in [
+        ("port0", "rx_packets"),
+        ("port0", "tx_packets"),
+        ("port1", "rx_packets"),
+        ("port1", "tx_packets"),
+    ] {
+        let n = counter(name, c);
+        assert!(
+            (5..15).contains(&n),
+            "{name} {c} = {n} after clear + 5 pings: {ifs}"
+        );
+    }
+    let run = lab.json("show run");
+    let stage = |name: &str| -> u64 {
+        run["workers"][0]["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .map_or(0, |s| s["vectors"].as_u64().unwrap())
+    };
+    let ip4 = stage("ip4-lookup");
+    assert!((10..20).contains(&ip4), "ip4-lookup vectors {ip4}: {run}");
+    let (_, text, _) = lab.dpctl("show run");
+    eprintln!("{text}");
+    assert!(
+        text.contains("ip4-lookup") && text.contains("Vectors/Call"),
+        "{text}"
+    );
+
+    // Trace: the next packets of the worker, decoded.
+    let (code, _, err) = lab.dpctl("trace add 4");
+    assert_eq!(code, 0, "{err}");
+    let (got, _) = ping(&ns_a, "10.99.11.1", 2, "0.1");
+    assert_eq!(got, 2);
+    let tr = lab.json("show trace");
+    let pkts = tr["packets"].as_array().unwrap();
+    assert!(!pkts.is_empty(), "{tr}");
+    assert!(
+        pkts.iter().any(|p| {
+            p["summary_in"]
+                .as_str()
+                .unwrap()
+                .contains("10.99.10.1 > 10.99.11.1: icmp echo request, ttl 64")
+                && p["decision"].as_str().unwrap().starts_with("tx")
+                && p["summary_out"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("icmp echo request, ttl 63"))
+        }),
+        "{tr}"
+    );
+    let (_, text, _) = lab.dpctl("show trace");
+    eprintln!("{text}");
+    let (_, ifs, _) = lab.dpctl("show interfaces");
+    eprintln!("{ifs}");
+    assert!(text.contains("Packet 1"), "{text}");
+    let (code, _, _) = lab.dpctl("clear trace");
+    assert_eq!(code, 0);
+    assert!(
+        lab.json("show trace")["packets"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // Reloads while a ping flows: routes come and go, no echo is lost.
+    let cfg = lab.dir.join("dataplaned.toml");
+    let flow = {
+        let ns = ns_a.clone();
+        std::thread::spawn(move || ping(&ns, "10.99.11.1", 100, "0.02"))
+    };
+    let routes = |lab: &Lab| -> Vec<String> {
+        lab.json("route show")["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["prefix"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for k in 0..6 {
+        std::thread::sleep(Duration::from_millis(150));
+        let (text, want, gone) = if k % 2 == 0 {
+            (&with_77, "10.99.77.0/24", "10.99.66.0/24")
+        } else {
+            (&with_66, "10.99.66.0/24", "10.99.77.0/24")
+        };
+        std::fs::write(&cfg, lab.config(text)).unwrap();
+        let (code, out, err) = lab.dpctl("reload");
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out.trim(), "reload: routes +1 -1 ~0");
+        let rs = routes(&lab);
+        assert!(
+            rs.contains(&want.to_string()) && !rs.contains(&gone.to_string()),
+            "{rs:?}"
+        );
+    }
+    let (got, out) = flow.join().unwrap();
+    assert_eq!(got, 100, "echoes lost during reloads: {out}");
+    // The route that came with the last reload forwards as configured.
+    let (got, out) = ping(&ns_a, "10.99.66.1", 1, "0.2");
+    assert!(got == 0 && out.contains("Unreachable"), "{out}");
+    let summary = lab.stop_daemon();
     assert!(summary.contains("ip4-lookup"), "{summary}");
 }
