@@ -97,20 +97,19 @@ struct AdjEntry {
 
 #[derive(Debug, Clone, Copy)]
 struct RouteEntry {
-    prefix: Ipv4Prefix,
     pl: u32,
     /// Trie node holding the route (stable while the route exists).
     node: u32,
 }
 
+/// Control-plane state of one table. The trie stores each route's path list (its
+/// "route" field) and result id; the exact-match index finds a route's trie node
+/// without walking down, so most updates never descend the trie.
 #[derive(Debug)]
 struct Table {
     trie: Trie,
-    /// Exact match (address, length) → route slot, so updates skip the trie walk.
-    index: HashMap<(u32, u8), u32>,
+    index: HashMap<(u32, u8), RouteEntry>,
     lpm: LpmWriter,
-    routes: Vec<RouteEntry>,
-    free: Vec<u32>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -316,8 +315,6 @@ impl Fib {
                 trie: Trie::new(),
                 index: HashMap::default(),
                 lpm,
-                routes: Vec::new(),
-                free: Vec::new(),
             },
         );
         self.replace_planes(None, Some((id, arena)), None);
@@ -332,10 +329,9 @@ impl Fib {
         }
         let t = self.tables.get(&id).ok_or(FibError::UnknownTable(id))?;
         let prefixes: Vec<Ipv4Prefix> = t
-            .routes
-            .iter()
-            .filter(|r| r.pl != NIL)
-            .map(|r| r.prefix)
+            .index
+            .keys()
+            .filter_map(|&(a, l)| Ipv4Prefix::new(std::net::Ipv4Addr::from(a), l).ok())
             .collect();
         let was = self.batch;
         self.batch = true;
@@ -469,8 +465,7 @@ impl Fib {
                 .get(&(prefix.addr_u32(), prefix.prefix_len()))
                 .copied()
         });
-        let seed =
-            existing.and_then(|slot| self.tables.get(&table).map(|t| t.routes[slot as usize].pl));
+        let seed = existing.map(|e| e.pl);
         let pl = self.pl_acquire(PlKey { table, kind }, seed);
         let fwd = self.pl(pl).map_or(0, |p| p.fwd);
         let (addr, len) = (prefix.addr_u32(), prefix.prefix_len());
@@ -478,41 +473,28 @@ impl Fib {
         let Some(t) = self.tables.get_mut(&table) else {
             return Err(FibError::UnknownTable(table));
         };
-        if let Some(slot) = existing {
-            let old = t.routes[slot as usize].pl;
+        if let Some(e) = existing {
+            let old = e.pl;
             if old == pl {
                 self.pl_release(pl);
             } else {
-                t.routes[slot as usize].pl = pl;
-                t.trie.set_fwd(t.routes[slot as usize].node, fwd);
+                t.index.insert((addr, len), RouteEntry { pl, node: e.node });
+                t.trie.set_route(e.node, pl, fwd);
                 t.lpm.mark(addr, len);
                 self.queue_route_deps(rk, None);
                 self.run_work();
                 self.pl_release(old);
             }
         } else {
-            let entry = RouteEntry {
-                prefix,
-                pl,
-                node: NIL,
-            };
-            let slot = if let Some(s) = t.free.pop() {
-                t.routes[s as usize] = entry;
-                s
-            } else {
-                t.routes.push(entry);
-                (t.routes.len() - 1) as u32
-            };
-            let (node, _) = t.trie.insert(addr, len, slot, fwd);
-            t.routes[slot as usize].node = node;
-            t.index.insert((addr, len), slot);
+            let (node, _) = t.trie.insert(addr, len, pl, fwd);
+            t.index.insert((addr, len), RouteEntry { pl, node });
             t.lpm.mark(addr, len);
             // Path lists that resolved a gateway inside the new prefix through a less
             // specific route now resolve through this one.
             let cover = if len > 0 {
                 t.trie
                     .longest_match(addr, len - 1, |_| false)
-                    .map(|(s, _)| t.routes[s as usize].prefix)
+                    .and_then(|(_, l)| Ipv4Prefix::new_truncated(prefix.addr(), l).ok())
             } else {
                 None
             };
@@ -532,18 +514,13 @@ impl Fib {
             .get_mut(&table)
             .ok_or(FibError::UnknownTable(table))?;
         let (addr, len) = (prefix.addr_u32(), prefix.prefix_len());
-        let slot = t
+        let pl = t
             .trie
             .remove(addr, len)
             .ok_or(FibError::NoSuchRoute(prefix, table))?;
         t.lpm.mark(addr, len);
-        let pl = t.routes[slot as usize].pl;
-        t.routes[slot as usize].pl = NIL;
-        t.free.push(slot);
         t.index.remove(&(addr, len));
         if t.trie.len() == 0 {
-            t.routes = Vec::new();
-            t.free = Vec::new();
             t.index = HashMap::default();
         }
         self.queue_route_deps((table, addr, len), None);
@@ -556,8 +533,8 @@ impl Fib {
     /// The result id of the route for exactly `prefix`, if present.
     pub fn route(&self, table: TableId, prefix: Ipv4Prefix) -> Option<u32> {
         let t = self.tables.get(&table)?;
-        let &slot = t.index.get(&(prefix.addr_u32(), prefix.prefix_len()))?;
-        self.pl(t.routes[slot as usize].pl).map(|p| p.fwd)
+        let e = t.index.get(&(prefix.addr_u32(), prefix.prefix_len()))?;
+        self.pl(e.pl).map(|p| p.fwd)
     }
 
     /// Number of routes in `table` (0 for an unknown table).
@@ -579,11 +556,7 @@ impl Fib {
         let control_bytes = self
             .tables
             .values()
-            .map(|t| {
-                t.trie.memory_bytes()
-                    + t.routes.capacity() * size_of::<RouteEntry>()
-                    + t.index.capacity() * 12
-            })
+            .map(|t| t.trie.memory_bytes() + t.index.capacity() * 16)
             .sum::<usize>()
             + self.pls.capacity() * size_of::<Option<PathList>>()
             + self.leg_keys.capacity() * size_of::<Option<LegKey>>();
@@ -1036,17 +1009,13 @@ impl Fib {
                     return;
                 };
                 let g = u32::from(gw);
-                let hit = t.trie.longest_match(g, 32, |slot| {
-                    let rp = t.routes[slot as usize].pl;
-                    self.depends_on(rp, id, 0)
-                });
-                let Some((slot, _)) = hit else {
+                let hit = t.trie.longest_match(g, 32, |rp| self.depends_on(rp, id, 0));
+                let Some((rpl, rlen)) = hit else {
                     via.push(((table, 0, 0), NIL));
                     return;
                 };
-                let r = t.routes[slot as usize];
-                via.push(((table, r.prefix.addr_u32(), r.prefix.prefix_len()), r.pl));
-                let Some(y) = self.pl(r.pl) else {
+                via.push(((table, g & crate::model::mask(rlen), rlen), rpl));
+                let Some(y) = self.pl(rpl) else {
                     return;
                 };
                 match &y.key.kind {

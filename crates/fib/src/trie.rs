@@ -14,7 +14,7 @@ pub(crate) const NIL: u32 = u32::MAX;
 pub(crate) struct TrieNode {
     /// Child for bit 0 and bit 1, or [`NIL`].
     pub(crate) child: [u32; 2],
-    /// Route slot stored at this node, or [`NIL`].
+    /// Path list of the route stored at this node, or [`NIL`].
     pub(crate) route: u32,
     /// Result id the data plane returns for this route (valid when `route != NIL`).
     pub(crate) fwd: u32,
@@ -80,7 +80,7 @@ impl Trie {
         }
     }
 
-    /// Stores `route`/`fwd` at `addr/len`; returns the node, and the route slot it
+    /// Stores `route`/`fwd` at `addr/len`; returns the node, and the route it
     /// replaced.
     pub(crate) fn insert(
         &mut self,
@@ -120,14 +120,15 @@ impl Trie {
         }
     }
 
-    /// Changes the result id of the route stored at node `n`.
-    pub(crate) fn set_fwd(&mut self, n: u32, fwd: u32) {
+    /// Changes the route (and its result id) stored at node `n`.
+    pub(crate) fn set_route(&mut self, n: u32, route: u32, fwd: u32) {
         if let Some(node) = self.nodes.get_mut(n as usize) {
+            node.route = route;
             node.fwd = fwd;
         }
     }
 
-    /// Removes the route at `addr/len`, prunes empty nodes, returns its slot.
+    /// Removes the route at `addr/len`, prunes empty nodes, returns its path list.
     pub(crate) fn remove(&mut self, addr: u32, len: u8) -> Option<u32> {
         let mut path = [0u32; 33];
         let mut n = 0u32;
@@ -172,7 +173,7 @@ impl Trie {
     }
 
     /// Longest route covering `addr` whose length is at most `max_len`, skipping the
-    /// route slots for which `skip` returns true. Returns (slot, length).
+    /// routes (path lists) for which `skip` returns true. Returns (path list, length).
     pub(crate) fn longest_match(
         &self,
         addr: u32,
