@@ -425,6 +425,20 @@ impl<'a> RouterApi<'a> {
             Command::SubDel { interface } => self.sub_del(&interface),
             Command::NeighborAdd { interface, ip, mac } => {
                 let ix = ifindex(self.ctl, &interface)?;
+                let Some(mac) = mac else {
+                    if self.ctl.neighbors().contains_key(&(ix, ip)) {
+                        return Ok(
+                            json!({ "message": format!("{ip} on {interface} is resolved already") }),
+                        );
+                    }
+                    // An incomplete entry: the workers ARP for it when traffic needs it.
+                    self.ctl
+                        .adjacency(ix, ip)
+                        .map_err(|e| format!("neighbor {ip} on {interface}: {e}"))?;
+                    return Ok(json!({
+                        "message": format!("{ip} on {interface}: incomplete, resolved by ARP when traffic uses it")
+                    }));
+                };
                 self.ctl
                     .set_neighbor(ix, ip, mac)
                     .map_err(|e| format!("neighbor {ip} on {interface}: {e}"))?;

@@ -35,7 +35,7 @@ interface mtu INTERFACE MTU
 interface up|down INTERFACE
 interface sub add INTERFACE VLAN                      (creates INTERFACE.VLAN)
 interface sub del INTERFACE.VLAN
-neighbor add INTERFACE ADDRESS MAC
+neighbor add INTERFACE ADDRESS [MAC]                  (no MAC: resolved by ARP)
 neighbor del INTERFACE ADDRESS [MAC]
 neighbor show
 show interfaces [INTERFACE]
@@ -143,8 +143,8 @@ pub enum Command {
         interface: String,
         /// Address.
         ip: Ipv4Addr,
-        /// MAC.
-        mac: [u8; 6],
+        /// MAC; `None` leaves it to ARP.
+        mac: Option<[u8; 6]>,
     },
     /// `neighbor del`.
     NeighborDel {
@@ -701,7 +701,10 @@ fn neighbor(w: &mut Words<'_>) -> Result<Command> {
         "add" => {
             let interface = interface_name(w.expect("INTERFACE")?)?;
             let ip = address(w.expect("ADDRESS")?)?;
-            let mac = parse_mac(w.expect("MAC (aa:bb:cc:dd:ee:ff)")?).map_err(bad)?;
+            let mac = match w.next() {
+                Some(m) => Some(parse_mac(m).map_err(bad)?),
+                None => None,
+            };
             Ok(Command::NeighborAdd { interface, ip, mac })
         }
         "del" | "delete" => {
