@@ -21,7 +21,7 @@
 //! [`MAX_LINE`] bytes; requests from all connections are handled one at a time by
 //! the control thread, in arrival order.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -244,8 +244,6 @@ impl Client {
         }
     }
 }
-
-use std::io::Read as _;
 
 #[cfg(test)]
 mod tests {

@@ -30,7 +30,7 @@ struct Args {
     /// Stop by itself after N seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
-    /// Control socket for dpctl (default: [control] socket, else /run/dataplaned.sock).
+    /// Control socket for dpctl (default: `[control] socket`, else /run/dataplaned.sock).
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
 }
