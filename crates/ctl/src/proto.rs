@@ -17,8 +17,8 @@
 //! then applies it, so a failed request changes nothing. `data` is the command's
 //! result as JSON (what `dpctl --json` prints); `dpctl` renders it as text otherwise.
 //! A request line is applied only once it is complete (ends in a newline): a client
-//! that disconnects in the middle of one changes nothing. Lines are at most
-//! [`MAX_LINE`] bytes; requests from all connections are handled one at a time by
+//! that disconnects in the middle of one changes nothing. Request lines are at most
+//! [`MAX_REQUEST`] bytes; requests from all connections are handled one at a time by
 //! the control thread, in arrival order.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -30,8 +30,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Longest request or response line, newline included.
-pub const MAX_LINE: usize = 16 << 20;
+/// Longest response line a client reads, newline included (`route show` of a full
+/// Internet table is about 60 MiB of JSON).
+pub const MAX_LINE: usize = 512 << 20;
 
 /// Longest request line the daemon accepts.
 pub const MAX_REQUEST: usize = 64 << 10;
