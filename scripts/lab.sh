@@ -76,6 +76,10 @@ for l in "${LINKS[@]}"; do
     ip link add "$li" netns "$P-$ln" type veth peer name "$ri" netns "$P-$rn"
     in_ns "$ln" ip link set "$li" up
     in_ns "$rn" ip link set "$ri" up
+    # veth leaves TCP/UDP checksums to "hardware", and af_packet hands the router the
+    # frame before the kernel fills them in: have the kernel compute them in software.
+    in_ns "$ln" ethtool -K "$li" tx off > /dev/null
+    in_ns "$rn" ethtool -K "$ri" tx off > /dev/null
 done
 # hosts (the article's host1-0 and host1-1)
 in_ns host-a ip addr add 192.0.2.0/31 dev ha0
@@ -166,6 +170,8 @@ device = "net_af_packet_${name}w,iface=$p0,qdisc_bypass=0"
 [[port]]
 name = "port1"
 device = "net_af_packet_${name}e,iface=$p1,qdisc_bypass=0"
+[control]
+socket = "$WORK/$name.sock"
 [forwarding]
 mode = "router"
 [router]
@@ -269,6 +275,19 @@ summarize() {
 }
 
 run_mode plain
+# traceroute through the LSPs: the P routers answer TTL expiry with ICMP time exceeded
+# carrying the RFC 4950 label stack, sent on along the LSP to the egress PE.
+say ""
+say "==== traceroute host-a -> host-b (plain LSPs)"
+tr=$(in_ns host-a traceroute -n -q 1 -N 1 -w 2 -s 10.0.1.0 10.0.1.1 2>&1 || true)
+say "$tr" | sed 's/^/   /'
+hops=$(awk 'NR > 1 { print $2 }' <<< "$tr" | paste -sd' ')
+want="192.0.2.1 192.168.11.10 192.168.11.8 192.168.11.6 10.0.1.1"
+if [ "$hops" = "$want" ]; then
+    echo "PASS traceroute: every hop answers ($hops)"
+else
+    echo "FAIL traceroute: hops [$hops] want [$want]"; FAILS=$((FAILS + 1))
+fi
 say ""
 say "==== show run of P router r2 (plain mode):"
 stop_routers

@@ -18,7 +18,7 @@ PACKAGES=(
     # bindgen needs libclang; the C shim is built by cc (gcc is on the image).
     clang libclang-dev
     # lab and network tests
-    iproute2 iputils-ping tcpdump tshark python3-scapy traceroute
+    iproute2 iputils-ping tcpdump tshark python3-scapy traceroute ethtool
     # l3fwd sources for the benchmark peer
     dpdk-doc make
 )
