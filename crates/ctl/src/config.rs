@@ -643,6 +643,33 @@ rx_queues = 1
     }
 
     #[test]
+    fn control_section_and_restart_sections() {
+        let plan = Config::parse(GOOD, "t").unwrap().plan("t").unwrap();
+        assert_eq!(plan.socket, PathBuf::from(DEFAULT_SOCKET));
+        assert_eq!(plan.socket_mode, 0o600);
+        let t = format!("{GOOD}[control]\nsocket = \"/run/r1.sock\"\nsocket_mode = 0o660\n");
+        let c = Config::parse(&t, "t").unwrap();
+        let plan = c.plan("t").unwrap();
+        assert_eq!(plan.socket, PathBuf::from("/run/r1.sock"));
+        assert_eq!(plan.socket_mode, 0o660);
+        assert!(err(&format!("{GOOD}[control]\nsocket = \"\"\n")).contains("socket is empty"));
+        assert!(err(&format!("{GOOD}[control]\nsocket_mode = 0o7777\n")).contains("socket_mode"));
+        assert!(
+            err(&format!(
+                "{GOOD}[control]\nsocket = \"/{}\"\n",
+                "x".repeat(120)
+            ))
+            .contains("107 bytes")
+        );
+        assert!(err(&format!("{GOOD}[control]\nsockett = 1\n")).contains("unknown field"));
+        let base = Config::parse(GOOD, "t").unwrap();
+        assert!(base.restart_sections(&base).is_empty());
+        assert_eq!(base.restart_sections(&c), ["[control]"]);
+        let more = Config::parse(&GOOD.replace("cpus = [1, 1]", "cpus = [1]"), "t").unwrap();
+        assert_eq!(base.restart_sections(&more), ["[workers]"]);
+    }
+
+    #[test]
     fn pci_devices_go_to_eal() {
         let t = "[[port]]\nname=\"a\"\ndevice=\"0000:01:00.0\"\n[[port]]\nname=\"b\"\ndevice=\"0000:01:00.1\"\n";
         let plan = Config::parse(t, "t").unwrap().plan("t").unwrap();
