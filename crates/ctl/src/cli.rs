@@ -348,7 +348,12 @@ pub fn parse(words: &[String]) -> Result<Command> {
         return Err(bad("no command (dpctl help lists them)"));
     };
     let cmd = match first {
-        "route" | "ip" => route(&mut w)?,
+        "route" => route(&mut w)?,
+        // VPP spells it `ip route add ...`.
+        "ip" if w.peek() == Some("route") => {
+            w.next();
+            route(&mut w)?
+        }
         "label" | "mpls" => label(&mut w)?,
         "interface" | "int" => interface(&mut w)?,
         "neighbor" | "neighbour" | "neigh" => neighbor(&mut w)?,
@@ -837,6 +842,15 @@ mod tests {
         assert_eq!(
             p("mpls local-label add 100 eos via ip4-lookup-in-table 0").unwrap(),
             lookup
+        );
+        // The article's lines work with dpctl in front (interface names aside).
+        assert_eq!(
+            p("ip route add 10.0.1.1/32 via 192.0.2.2").unwrap(),
+            p("route add 10.0.1.1/32 via 192.0.2.2").unwrap()
+        );
+        assert_eq!(
+            p("mpls local-label add 100 eos via 192.168.11.8 port0 out-labels 100").unwrap(),
+            p("label add 100 eos via 192.168.11.8 port0 out-labels 100").unwrap()
         );
     }
 
