@@ -437,7 +437,7 @@ impl Agent {
             .position(|s| s.id == worker && s.worker.is_some())
             .ok_or(ConfigError::NoSuchWorker(worker))?;
         let now = Instant::now();
-        while let Some(rec) = self.subs[i].worker.as_ref().and_then(SampleConsumer::pop) {
+        while let Some(rec) = self.subs[i].worker.as_mut().and_then(SampleConsumer::pop) {
             self.encode_flow(i, &rec, now);
         }
         self.flush_sub(i, now);
@@ -649,7 +649,7 @@ impl Agent {
                 let i = (self.rr + j) % n;
                 let mut k = 0;
                 while k < ROUND && budget > 0 {
-                    let Some(rec) = self.subs[i].worker.as_ref().and_then(SampleConsumer::pop)
+                    let Some(rec) = self.subs[i].worker.as_mut().and_then(SampleConsumer::pop)
                     else {
                         break;
                     };

@@ -40,6 +40,7 @@ mod config;
 pub mod decode;
 pub mod proto;
 mod record;
+mod ring;
 mod sampler;
 
 pub use agent::{

@@ -165,8 +165,8 @@ pub struct SampleRecord {
     pub dst_vlan: u16,
     /// Priority out.
     pub dst_priority: u8,
-    header_len: u16,
-    header: [u8; HEADER_CAPACITY],
+    pub(crate) header_len: u16,
+    pub(crate) header: [u8; HEADER_CAPACITY],
 }
 
 impl SampleRecord {

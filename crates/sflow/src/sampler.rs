@@ -31,7 +31,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crossbeam_queue::ArrayQueue;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -40,6 +39,7 @@ use crate::config::{
     validate_ifindex,
 };
 use crate::record::{Direction, PacketInfo, SampleRecord};
+use crate::ring::{Consumer, Producer, SampleMeta, ring};
 
 /// Packets in a full vector (VPP's `VLIB_FRAME_SIZE`).
 pub const BURST: usize = 256;
@@ -285,11 +285,11 @@ pub fn channel(
     if ring_capacity == 0 {
         return Err(ConfigError::RingCapacity);
     }
-    let ring = Arc::new(ArrayQueue::new(ring_capacity));
+    let (producer, consumer) = ring(ring_capacity);
     let counters = Arc::new(WorkerCounters::default());
     let consumer = SampleConsumer {
         worker,
-        ring: ring.clone(),
+        ring: consumer,
         counters: counters.clone(),
         table: table.clone(),
     };
@@ -297,12 +297,13 @@ pub fn channel(
         skip: [Box::new([u64::MAX; SLOTS]), Box::new([u64::MAX; SLOTS])],
         counts: [Box::new([[0u16; 4]; SLOTS]), Box::new([[0u16; 4]; SLOTS])],
         enabled: [Vec::with_capacity(SLOTS), Vec::with_capacity(SLOTS)],
+        expiring: Box::new([false; SLOTS]),
         sources: Box::new([Source::default(); SLOTS]),
         // Workers must not share a sequence: mix the id into the seed.
         rng: SmallRng::seed_from_u64(seed ^ u64::from(worker).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
         generation: u64::MAX,
         table,
-        ring,
+        ring: producer,
         counters,
         header_bytes: usize::from(DEFAULT_HEADER_BYTES),
         worker,
@@ -316,7 +317,7 @@ pub fn channel(
 #[derive(Debug)]
 pub struct SampleConsumer {
     worker: u32,
-    ring: Arc<ArrayQueue<SampleRecord>>,
+    ring: Consumer,
     counters: Arc<WorkerCounters>,
     table: Arc<SamplingTable>,
 }
@@ -328,8 +329,8 @@ impl SampleConsumer {
     }
 
     /// Takes the oldest sample.
-    pub fn pop(&self) -> Option<SampleRecord> {
-        self.ring.pop()
+    pub fn pop(&mut self) -> Option<SampleRecord> {
+        self.ring.pop(self.worker)
     }
 
     /// Samples waiting.
@@ -339,7 +340,7 @@ impl SampleConsumer {
 
     /// No samples waiting.
     pub fn is_empty(&self) -> bool {
-        self.ring.is_empty()
+        self.ring.len() == 0
     }
 
     /// The worker's counters.
@@ -368,11 +369,14 @@ pub struct WorkerSampler {
     counts: [Box<[[u16; 4]; SLOTS]>; 2],
     /// Per direction, the ifIndexes sampled.
     enabled: [Vec<u32>; 2],
+    /// Interfaces whose skip expires in the chunk being checked (all false between
+    /// calls).
+    expiring: Box<[bool; SLOTS]>,
     sources: Box<[Source; SLOTS]>,
     rng: SmallRng,
     generation: u64,
     table: Arc<SamplingTable>,
-    ring: Arc<ArrayQueue<SampleRecord>>,
+    ring: Producer,
     counters: Arc<WorkerCounters>,
     header_bytes: usize,
     worker: u32,
@@ -560,6 +564,7 @@ impl WorkerSampler {
         key: &impl Fn(usize) -> u32,
         picks: &mut Picks,
     ) {
+        let mut expiring = false;
         for j in 0..self.enabled[d].len() {
             let k = slot(self.enabled[d][j]);
             let c = std::mem::take(&mut self.counts[d][k]);
@@ -568,34 +573,43 @@ impl WorkerSampler {
             if total < *skip {
                 *skip -= total;
             } else {
-                self.expire_burst(d, k, start, n, key, picks);
+                self.expiring[k] = true;
+                expiring = true;
             }
+        }
+        if expiring {
+            self.expire_burst(d, start, n, key, picks);
         }
     }
 
+    /// One walk over the chunk for every interface whose skip expires in it: their
+    /// skips count down per packet, the others are left alone.
     #[cold]
     #[inline(never)]
     fn expire_burst(
         &mut self,
         d: usize,
-        k: usize,
         start: usize,
         n: usize,
         key: &impl Fn(usize) -> u32,
         picks: &mut Picks,
     ) {
-        let mut left = self.skip[d][k];
         for i in start..start + n {
-            if slot(key(i)) != k {
+            let k = slot(key(i));
+            if !self.expiring[k] {
                 continue;
             }
-            left -= 1;
-            if left == 0 {
+            let left = &mut self.skip[d][k];
+            *left -= 1;
+            if *left == 0 {
                 self.take(d, k, i, picks);
-                left = self.sources[k].drawn[d];
+                self.skip[d][k] = self.sources[k].drawn[d];
             }
         }
-        self.skip[d][k] = left;
+        for j in 0..self.enabled[d].len() {
+            let k = slot(self.enabled[d][j]);
+            self.expiring[k] = false;
+        }
     }
 
     /// Samples packet `index` for sampler (`k`, `d`) and draws the next skip into
@@ -633,22 +647,19 @@ impl WorkerSampler {
     #[inline]
     pub fn submit(&mut self, pick: &Pick, pkt: &PacketInfo<'_>) -> bool {
         let k = slot(pick.ifindex);
-        let rec = SampleRecord::new(
-            self.worker,
-            pick.direction,
-            pick.ifindex,
-            pick.rate,
-            pick.pool,
-            self.sources[k].drops,
-            self.header_bytes,
-            pkt,
-        );
-        match self.ring.push(rec) {
-            Ok(()) => true,
-            Err(_) => {
-                self.ring_full(k);
-                false
-            }
+        let meta = SampleMeta {
+            direction: pick.direction,
+            source: pick.ifindex,
+            rate: pick.rate,
+            pool: pick.pool,
+            drops: self.sources[k].drops,
+            header_bytes: self.header_bytes,
+        };
+        if self.ring.push(&meta, pkt) {
+            true
+        } else {
+            self.ring_full(k);
+            false
         }
     }
 

@@ -76,7 +76,7 @@ fn pools_in_records_are_exact() {
     // plus vectors of odd sizes: the pool in each record counts rx + tx packets seen
     // through the sampled one.
     let t = table_with(&[(3, 7, Directions::Both)]);
-    let (mut s, c) = sampler(&t, 100_000, 42);
+    let (mut s, mut c) = sampler(&t, 100_000, 42);
     let mut picks = Picks::new();
     let mut rx_seen = 0u64;
     let mut tx_seen = 0u64;
@@ -260,7 +260,7 @@ fn off_interfaces_and_directions_pick_nothing() {
 #[test]
 fn refresh_applies_changes_and_keeps_pools() {
     let t = table_with(&[(1, 10, Directions::Rx)]);
-    let (mut s, c) = sampler(&t, 4096, 3);
+    let (mut s, mut c) = sampler(&t, 4096, 3);
     let mut picks = Picks::new();
     for _ in 0..100 {
         s.select_run(Direction::Rx, 1, 0, 256, &mut picks);
@@ -385,7 +385,7 @@ fn bad_settings_change_nothing() {
 #[test]
 fn full_ring_drops_without_blocking_and_next_sample_reports_it() {
     let t = table_with(&[(1, 1, Directions::Rx)]);
-    let (mut s, c) = sampler(&t, 4, 1);
+    let (mut s, mut c) = sampler(&t, 4, 1);
     let mut picks = Picks::new();
     let labels = [lse(100, 0, true, 64)];
     let f = frame(
@@ -464,12 +464,17 @@ fn workers_run_in_parallel_with_a_draining_agent_thread() {
         }));
     }
     let mut got = [0u64; 2];
+    let mut last_pool = [0u64; 2];
     let mut done = false;
     while !done {
         done = handles.iter().all(|h| h.is_finished());
-        for (i, c) in consumers.iter().enumerate() {
+        for (i, c) in consumers.iter_mut().enumerate() {
             while let Some(r) = c.pop() {
                 assert_eq!(r.worker, i as u32);
+                // In order, whole: the pool only grows, the header is intact.
+                assert!(r.sample_pool > last_pool[i]);
+                last_pool[i] = r.sample_pool;
+                assert_eq!(r.header().len(), 62);
                 got[i] += 1;
             }
         }

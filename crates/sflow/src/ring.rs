@@ -1,0 +1,403 @@
+//! The per-worker sample ring: bounded, single producer (the worker), single
+//! consumer (the agent), lock-free, no `unsafe`.
+//!
+//! Slots are arrays of `AtomicU64` words, so the worker writes a sample straight
+//! into its slot (only the header words the frame fills, relaxed stores, no
+//! zeroing, no record built on the stack and copied) and publishes it with one
+//! release store of the tail; the agent reads the words after an acquire load of
+//! the tail and frees the slot with a release store of the head. Each side keeps
+//! the other side's index cached and rereads it only when the ring looks full
+//! (or empty), so in steady state neither touches the other's cache line. An MPMC
+//! queue (crossbeam's `ArrayQueue`) measured ~120 cycles per sample here, mostly
+//! building the 400-byte record and copying it into the slot; this ring writes a
+//! 128-byte sample in a fraction of that (see benches/RESULTS-sflow.md).
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crate::proto::Interface;
+use crate::record::{
+    Direction, HEADER_CAPACITY, LabelWords, MAX_RECORD_LABELS, PacketInfo, SampleRecord,
+};
+
+/// Words of metadata in front of the header in a slot.
+const META_WORDS: usize = 16;
+/// Words of a slot.
+const SLOT_WORDS: usize = META_WORDS + HEADER_CAPACITY / 8;
+const LABEL_IN: usize = 8;
+const LABEL_OUT: usize = 12;
+
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Index(AtomicUsize);
+
+#[derive(Debug)]
+struct Ring {
+    slots: Box<[AtomicU64]>,
+    capacity: usize,
+    /// Samples taken by the consumer (monotonic, wrapping).
+    head: Index,
+    /// Samples published by the producer (monotonic, wrapping).
+    tail: Index,
+}
+
+/// The worker's end.
+#[derive(Debug)]
+pub(crate) struct Producer {
+    ring: Arc<Ring>,
+    tail: usize,
+    slot: usize,
+    head_cache: usize,
+}
+
+/// The agent's end.
+#[derive(Debug)]
+pub(crate) struct Consumer {
+    ring: Arc<Ring>,
+    head: usize,
+    slot: usize,
+    tail_cache: usize,
+}
+
+/// A ring of `capacity` samples (at least 1).
+pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
+    let capacity = capacity.max(1);
+    let ring = Arc::new(Ring {
+        slots: (0..capacity * SLOT_WORDS)
+            .map(|_| AtomicU64::new(0))
+            .collect(),
+        capacity,
+        head: Index::default(),
+        tail: Index::default(),
+    });
+    (
+        Producer {
+            ring: ring.clone(),
+            tail: 0,
+            slot: 0,
+            head_cache: 0,
+        },
+        Consumer {
+            ring,
+            head: 0,
+            slot: 0,
+            tail_cache: 0,
+        },
+    )
+}
+
+impl Ring {
+    fn len(&self) -> usize {
+        let tail = self.tail.0.load(Ordering::Acquire);
+        let head = self.head.0.load(Ordering::Acquire);
+        tail.wrapping_sub(head).min(self.capacity)
+    }
+
+    fn slot(&self, i: usize) -> &[AtomicU64] {
+        let base = i * SLOT_WORDS;
+        self.slots.get(base..base + SLOT_WORDS).unwrap_or(&[])
+    }
+}
+
+#[inline(always)]
+fn st(slot: &[AtomicU64], i: usize, v: u64) {
+    if let Some(w) = slot.get(i) {
+        w.store(v, Ordering::Relaxed);
+    }
+}
+
+#[inline(always)]
+fn ld(slot: &[AtomicU64], i: usize) -> u64 {
+    slot.get(i).map_or(0, |w| w.load(Ordering::Relaxed))
+}
+
+fn iface_word(i: Interface) -> u64 {
+    let (tag, v) = match i {
+        Interface::Index(v) => (0u64, v),
+        Interface::Internal => (1, 0),
+        Interface::Discarded(v) => (2, v),
+        Interface::Multiple(v) => (3, v),
+    };
+    tag << 32 | u64::from(v)
+}
+
+fn word_iface(w: u64) -> Interface {
+    let v = w as u32;
+    match w >> 32 {
+        1 => Interface::Internal,
+        2 => Interface::Discarded(v),
+        3 => Interface::Multiple(v),
+        _ => Interface::Index(v),
+    }
+}
+
+fn store_labels(slot: &[AtomicU64], at: usize, labels: &[u32]) -> u64 {
+    let n = labels.len().min(MAX_RECORD_LABELS);
+    for (j, pair) in labels[..n].chunks(2).enumerate() {
+        let lo = u64::from(pair[0]);
+        let hi = pair.get(1).map_or(0, |&x| u64::from(x));
+        st(slot, at + j, hi << 32 | lo);
+    }
+    n as u64
+}
+
+fn load_labels(slot: &[AtomicU64], at: usize, n: usize) -> LabelWords {
+    let n = n.min(MAX_RECORD_LABELS);
+    let mut w = [0u32; MAX_RECORD_LABELS];
+    for j in 0..n.div_ceil(2) {
+        let x = ld(slot, at + j);
+        w[2 * j] = x as u32;
+        if 2 * j + 1 < MAX_RECORD_LABELS {
+            w[2 * j + 1] = (x >> 32) as u32;
+        }
+    }
+    LabelWords::from_slice(&w[..n])
+}
+
+/// What the sampler knows about a sample besides the packet.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SampleMeta {
+    pub(crate) direction: Direction,
+    pub(crate) source: u32,
+    pub(crate) rate: u32,
+    pub(crate) pool: u64,
+    pub(crate) drops: u64,
+    pub(crate) header_bytes: usize,
+}
+
+impl Producer {
+    /// Writes a sample into the next free slot; false (nothing written) if the ring
+    /// is full. Never waits.
+    #[inline]
+    pub(crate) fn push(&mut self, m: &SampleMeta, pkt: &PacketInfo<'_>) -> bool {
+        let cap = self.ring.capacity;
+        if self.tail.wrapping_sub(self.head_cache) >= cap {
+            self.head_cache = self.ring.head.0.load(Ordering::Acquire);
+            if self.tail.wrapping_sub(self.head_cache) >= cap {
+                return false;
+            }
+        }
+        let slot = self.ring.slot(self.slot);
+        let n = pkt
+            .frame
+            .len()
+            .min(m.header_bytes)
+            .min(HEADER_CAPACITY)
+            .min(pkt.frame_len as usize);
+        st(slot, 0, u64::from(m.rate) << 32 | u64::from(m.source));
+        st(slot, 1, m.pool);
+        st(slot, 2, m.drops);
+        st(slot, 3, iface_word(pkt.input));
+        st(slot, 4, iface_word(pkt.output));
+        let (has_nh, nh) = match pkt.next_hop {
+            Some(a) => (1u64, u64::from(u32::from(a))),
+            None => (0, 0),
+        };
+        st(
+            slot,
+            5,
+            u64::from(pkt.frame_len) | (n as u64) << 32 | (m.direction as u64) << 48 | has_nh << 56,
+        );
+        let n_in = store_labels(slot, LABEL_IN, pkt.in_labels);
+        let n_out = store_labels(slot, LABEL_OUT, pkt.out_labels);
+        st(
+            slot,
+            6,
+            nh | u64::from(pkt.src_mask_len) << 32
+                | u64::from(pkt.dst_mask_len) << 40
+                | n_in << 48
+                | n_out << 56,
+        );
+        st(
+            slot,
+            7,
+            u64::from(pkt.src_vlan)
+                | u64::from(pkt.src_priority) << 16
+                | u64::from(pkt.dst_vlan) << 24
+                | u64::from(pkt.dst_priority) << 40,
+        );
+        let header = &pkt.frame[..n];
+        let mut chunks = header.chunks_exact(8);
+        let mut i = META_WORDS;
+        for c in &mut chunks {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            st(slot, i, u64::from_ne_bytes(b));
+            i += 1;
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            st(slot, i, u64::from_ne_bytes(b));
+        }
+        self.tail = self.tail.wrapping_add(1);
+        self.slot = if self.slot + 1 == cap {
+            0
+        } else {
+            self.slot + 1
+        };
+        self.ring.tail.0.store(self.tail, Ordering::Release);
+        true
+    }
+}
+
+impl Consumer {
+    /// Takes the oldest sample.
+    pub(crate) fn pop(&mut self, worker: u32) -> Option<SampleRecord> {
+        if self.head == self.tail_cache {
+            self.tail_cache = self.ring.tail.0.load(Ordering::Acquire);
+            if self.head == self.tail_cache {
+                return None;
+            }
+        }
+        let slot = self.ring.slot(self.slot);
+        let w0 = ld(slot, 0);
+        let w5 = ld(slot, 5);
+        let w6 = ld(slot, 6);
+        let w7 = ld(slot, 7);
+        let n = ((w5 >> 32) as u16 as usize).min(HEADER_CAPACITY);
+        let mut header = [0u8; HEADER_CAPACITY];
+        for (j, chunk) in header[..n.div_ceil(8) * 8].chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&ld(slot, META_WORDS + j).to_ne_bytes());
+        }
+        let rec = SampleRecord {
+            worker,
+            direction: if (w5 >> 48) as u8 == 1 {
+                Direction::Tx
+            } else {
+                Direction::Rx
+            },
+            source: w0 as u32,
+            sampling_rate: (w0 >> 32) as u32,
+            sample_pool: ld(slot, 1),
+            drops: ld(slot, 2),
+            input: word_iface(ld(slot, 3)),
+            output: word_iface(ld(slot, 4)),
+            frame_len: w5 as u32,
+            next_hop: ((w5 >> 56) & 1 == 1).then_some(Ipv4Addr::from(w6 as u32)),
+            src_mask_len: (w6 >> 32) as u8,
+            dst_mask_len: (w6 >> 40) as u8,
+            in_labels: load_labels(slot, LABEL_IN, (w6 >> 48) as u8 as usize),
+            out_labels: load_labels(slot, LABEL_OUT, (w6 >> 56) as usize),
+            src_vlan: w7 as u16,
+            src_priority: (w7 >> 16) as u8,
+            dst_vlan: (w7 >> 24) as u16,
+            dst_priority: (w7 >> 40) as u8,
+            header_len: n as u16,
+            header,
+        };
+        self.head = self.head.wrapping_add(1);
+        self.slot = if self.slot + 1 == self.ring.capacity {
+            0
+        } else {
+            self.slot + 1
+        };
+        self.ring.head.0.store(self.head, Ordering::Release);
+        Some(rec)
+    }
+
+    /// Samples waiting.
+    pub(crate) fn len(&self) -> usize {
+        self.ring.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(pool: u64) -> SampleMeta {
+        SampleMeta {
+            direction: Direction::Tx,
+            source: 7,
+            rate: 1000,
+            pool,
+            drops: 3,
+            header_bytes: 256,
+        }
+    }
+
+    /// Every field survives the ring exactly as `SampleRecord::new` would make it,
+    /// for odd header lengths, every interface form, deep and empty stacks.
+    #[test]
+    fn test_fields_round_trip() {
+        let frame: Vec<u8> = (0..=255u8).cycle().take(300).collect();
+        let labels: Vec<u32> = (0..11).map(|i| 0x1234_5600 + i).collect();
+        let outputs = [
+            Interface::Index(0x3fff_fffe),
+            Interface::Internal,
+            Interface::Discarded(257),
+            Interface::Multiple(u32::MAX),
+        ];
+        let (mut p, mut c) = ring(3);
+        for (k, len) in [0usize, 1, 7, 8, 9, 63, 64, 127, 128, 129, 255, 256, 300]
+            .into_iter()
+            .enumerate()
+        {
+            let pkt = PacketInfo {
+                frame: &frame[..len],
+                frame_len: 1500,
+                input: Interface::Index(k as u32),
+                output: outputs[k % 4],
+                next_hop: (k % 2 == 0).then_some(Ipv4Addr::new(10, 0, k as u8, 1)),
+                src_mask_len: 16,
+                dst_mask_len: 32,
+                in_labels: &labels[..k.min(11)],
+                out_labels: &labels[11 - k.min(11)..],
+                src_vlan: 4095,
+                src_priority: 7,
+                dst_vlan: 100 + k as u16,
+                dst_priority: 1,
+            };
+            let m = meta(k as u64 * 1_000_000_007);
+            assert!(p.push(&m, &pkt));
+            let got = c.pop(9).expect("a sample");
+            let want = SampleRecord::new(
+                9,
+                m.direction,
+                m.source,
+                m.rate,
+                m.pool,
+                m.drops,
+                m.header_bytes,
+                &pkt,
+            );
+            assert_eq!(got, want, "header length {len}");
+            assert_eq!(got.header().len(), len.min(256));
+        }
+        assert!(c.pop(9).is_none());
+    }
+
+    #[test]
+    fn test_full_and_wrap() {
+        let frame = [0xabu8; 100];
+        let pkt = PacketInfo {
+            frame: &frame,
+            frame_len: 100,
+            ..PacketInfo::default()
+        };
+        let (mut p, mut c) = ring(5);
+        let mut next = 0u64;
+        let mut want = 0u64;
+        for round in 0..50 {
+            // Fill up: exactly 5 fit.
+            while p.push(&meta(next), &pkt) {
+                next += 1;
+            }
+            assert_eq!(c.len(), 5);
+            // Take a varying number, in order.
+            for _ in 0..(1 + round % 5) {
+                assert_eq!(c.pop(0).map(|r| r.sample_pool), Some(want));
+                want += 1;
+            }
+        }
+        while let Some(r) = c.pop(0) {
+            assert_eq!(r.sample_pool, want);
+            want += 1;
+        }
+        assert_eq!(want, next);
+        assert_eq!(c.len(), 0);
+    }
+}
