@@ -97,63 +97,46 @@ ROUTERS=(
   "r0 r0w 192.0.2.3/31     r0e 192.168.11.6/31  1 0"
 )
 
-# The LSPs in the article's shape; $1 is the penultimate hop's out-label for the
-# last core link: 100/103 (plain), 0 (explicit null) or 3 (PHP).
-lsp_config() {
-    local r=$1 mode=$2 w e
-    case $mode in plain) w=100; e=103 ;; explicit-null) w=0; e=0 ;; php) w=3; e=3 ;; esac
-    case $r in
-    r3) cat <<CFG
-[[route]]          # ingress PE, westbound LSP 100
-prefix = "10.0.1.1/32"
-via = [{ gateway = "192.168.11.10", interface = "port0", out_labels = [100] }]
-[[label]]          # egress PE of LSP 103
-label = 103
-lookup_table = 0
-[[route]]
-prefix = "10.0.1.0/32"
-via = [{ gateway = "192.0.2.0" }]
-CFG
-    ;;
-    r2) cat <<CFG
-[[label]]
-label = 100
-via = [{ gateway = "192.168.11.8", interface = "port0", out_labels = [100] }]
-[[label]]          # penultimate hop of LSP 103
-label = 103
-via = [{ gateway = "192.168.11.11", interface = "port1", out_labels = [$e] }]
-CFG
-    ;;
-    r1) cat <<CFG
-[[label]]          # penultimate hop of LSP 100
-label = 100
-via = [{ gateway = "192.168.11.6", interface = "port0", out_labels = [$w] }]
-[[label]]
-label = 103
-via = [{ gateway = "192.168.11.9", interface = "port1", out_labels = [103] }]
-CFG
-    ;;
-    r0) cat <<CFG
-[[label]]          # egress PE of LSP 100
-label = 100
-lookup_table = 0
-[[route]]
-prefix = "10.0.1.1/32"
-via = [{ gateway = "192.0.2.2" }]
-[[route]]          # ingress PE, eastbound LSP 103
-prefix = "10.0.1.0/32"
-via = [{ gateway = "192.168.11.7", interface = "port1", out_labels = [103] }]
-CFG
-    ;;
-    esac
+DPCTL=${DPCTL:-$(dirname "$BIN")/dpctl}
+dp() {
+    local r=$1; shift
+    say "   $r# dpctl $*"
+    if ! "$DPCTL" --socket "$WORK/$r.sock" "$@" > /dev/null; then
+        echo "FAIL $r: dpctl $*"; FAILS=$((FAILS + 1))
+    fi
+}
+
+# The LSPs, configured with dpctl in the article's own words (its GigabitEthernet10/0/0
+# is our port0, westbound; 10/0/1 is port1, eastbound).
+configure_lsps() {
+    say "== LSP 100 westbound (r3 -> r0) and LSP 103 eastbound (r0 -> r3)"
+    dp r3 ip route add 10.0.1.1/32 via 192.168.11.10 port0 out-labels 100
+    dp r2 mpls local-label add 100 eos via 192.168.11.8 port0 out-labels 100
+    dp r1 mpls local-label add 100 eos via 192.168.11.6 port0 out-labels 100
+    dp r0 mpls local-label add 100 eos via ip4-lookup-in-table 0
+    dp r0 ip route add 10.0.1.1/32 via 192.0.2.2
+    dp r0 ip route add 10.0.1.0/32 via 192.168.11.7 port1 out-labels 103
+    dp r1 mpls local-label add 103 eos via 192.168.11.9 port1 out-labels 103
+    dp r2 mpls local-label add 103 eos via 192.168.11.11 port1 out-labels 103
+    dp r3 mpls local-label add 103 eos via ip4-lookup-in-table 0
+    dp r3 ip route add 10.0.1.0/32 via 192.0.2.0
+}
+
+# The penultimate hops (r1 for LSP 100, r2 for LSP 103) swap to `out` (0: explicit
+# null, 3: implicit null = PHP) instead of what they had, as the article does: del + add.
+penultimate() {
+    local old_w=$1 old_e=$2 out=$3
+    dp r1 mpls local-label del 100 eos via 192.168.11.6 port0 out-labels "$old_w"
+    dp r1 mpls local-label add 100 eos via 192.168.11.6 port0 out-labels "$out"
+    dp r2 mpls local-label del 103 eos via 192.168.11.11 port1 out-labels "$old_e"
+    dp r2 mpls local-label add 103 eos via 192.168.11.11 port1 out-labels "$out"
 }
 
 start_routers() {
-    local mode=$1
     for r in "${ROUTERS[@]}"; do
         read -r name p0 a0 p1 a1 mcpu wcpu <<< "$r"
         cat > "$WORK/$name.toml" <<CFG
-# $name ($mode)
+# $name
 [eal]
 main_cpu = $mcpu
 memory_mb = 64
@@ -182,7 +165,6 @@ addresses = ["$a0"]
 [[interface]]
 name = "port1"
 addresses = ["$a1"]
-$(lsp_config "$name" "$mode")
 CFG
         # `ip netns exec` execs the program, so $! is the daemon itself.
         ip netns exec "$P-$name" "$BIN" -c "$WORK/$name.toml" > "$WORK/$name.out" 2> "$WORK/$name.err" &
@@ -209,7 +191,6 @@ run_mode() {
     local mode=$1
     say ""
     say "==== mode: $mode"
-    start_routers "$mode"
     # warm up: ARP on every hop, in both directions (without a hold queue the first
     # packet to an unresolved neighbour becomes the ARP request)
     for _ in $(seq 20); do
@@ -274,6 +255,8 @@ summarize() {
     fi
 }
 
+start_routers
+configure_lsps
 run_mode plain
 # traceroute through the LSPs: the P routers answer TTL expiry with ICMP time exceeded
 # carrying the RFC 4950 label stack, sent on along the LSP to the egress PE.
@@ -289,11 +272,15 @@ else
     echo "FAIL traceroute: hops [$hops] want [$want]"; FAILS=$((FAILS + 1))
 fi
 say ""
-say "==== show run of P router r2 (plain mode):"
-stop_routers
-[ -n "${LAB_QUIET:-}" ] || sed -n '/^Thread/,$p' "$WORK/r2.out" | sed 's/^/   /'
+say "==== show run of P router r2 (plain LSPs)"
+[ -n "${LAB_QUIET:-}" ] || "$DPCTL" --socket "$WORK/r2.sock" show run | sed 's/^/   /'
+say ""
+say "== explicit null on the last core link"
+penultimate 100 103 0
 run_mode explicit-null
-stop_routers
+say ""
+say "== penultimate hop popping (implicit null) on the last core link"
+penultimate 0 0 3
 run_mode php
 stop_routers
 echo ""

@@ -387,7 +387,7 @@ impl<'a> RouterApi<'a> {
                     .map_err(|e| format!("label {label} {}: {e}", eos_word(eos)))?;
                 Ok(Value::Null)
             }
-            Command::LabelDel { label, eos } => {
+            Command::LabelDel { label, eos, paths } => {
                 if self.ctl.labels().get(label, eos).is_none() {
                     let other = self.ctl.labels().get(label, !eos).is_some();
                     return Err(format!(
@@ -401,7 +401,63 @@ impl<'a> RouterApi<'a> {
                         }
                     ));
                 }
-                self.ctl.label_del(label, eos).map_err(|e| e.to_string())?;
+                if paths.is_empty() {
+                    self.ctl.label_del(label, eos).map_err(|e| e.to_string())?;
+                    return Ok(Value::Null);
+                }
+                // Remove only the named paths; all must exist before anything changes.
+                let Some(mpls::LabelAction::Forward {
+                    paths: current,
+                    ttl_mode,
+                }) = self.ctl.labels().get(label, eos).cloned()
+                else {
+                    return Err(format!(
+                        "label {label} {} has no paths to delete; delete the entry with `label del {label} {}`",
+                        eos_word(eos),
+                        eos_word(eos)
+                    ));
+                };
+                // out-labels [3] and [] both mean "pop" (PHP)
+                let norm = |l: &[u32]| if l == [3] { Vec::new() } else { l.to_vec() };
+                let mut remaining = current;
+                for v in &paths {
+                    let (Some(g), Some(n)) = (v.gateway, v.interface.as_deref()) else {
+                        return Err("a label path is via GATEWAY INTERFACE".into());
+                    };
+                    let ix = spec::ifindex(self.ctl, n)?;
+                    let adj = self.ctl.fib().adjacency_id(ix, std::net::IpAddr::V4(g));
+                    let pos = adj.and_then(|a| {
+                        remaining
+                            .iter()
+                            .position(|h| h.adj == a && norm(&h.out_labels) == norm(&v.out_labels))
+                    });
+                    match pos {
+                        Some(p) => {
+                            remaining.remove(p);
+                        }
+                        None => {
+                            return Err(format!(
+                                "label {label} {} has no path via {g} {n} out-labels {:?} (dpctl label show {label})",
+                                eos_word(eos),
+                                v.out_labels
+                            ));
+                        }
+                    }
+                }
+                if remaining.is_empty() {
+                    self.ctl.label_del(label, eos).map_err(|e| e.to_string())?;
+                } else {
+                    self.ctl
+                        .label_add(
+                            label,
+                            eos,
+                            mpls::LabelAction::Forward {
+                                paths: remaining,
+                                ttl_mode,
+                            },
+                        )
+                        .map_err(|e| e.to_string())?;
+                }
                 Ok(Value::Null)
             }
             Command::LabelShow { label } => Ok(self.label_show(label)),

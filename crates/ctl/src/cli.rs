@@ -28,7 +28,7 @@ label add LABEL eos via ip4-lookup [table N] [pipe]
 label add LABEL non-eos pop
 label add LABEL eos|non-eos drop|punt
 label replace ...                                     (same as add; replaces an existing entry)
-label del LABEL eos|non-eos
+label del LABEL eos|non-eos [via GATEWAY INTERFACE [out-labels L...]]...
 label show [LABEL]
 interface address add|del INTERFACE ADDRESS/LEN
 interface mtu INTERFACE MTU
@@ -94,6 +94,9 @@ pub enum Command {
         label: u32,
         /// Bottom-of-stack entry.
         eos: bool,
+        /// Only these paths (VPP's `mpls local-label del ... via ...`): each must be
+        /// one of the entry's paths; the entry goes when its last path does.
+        paths: Vec<ViaSpec>,
     },
     /// `label show`.
     LabelShow {
@@ -624,11 +627,28 @@ fn label(w: &mut Words<'_>) -> Result<Command> {
             })
         }
         "del" | "delete" => {
-            w.usage = "label del LABEL eos|non-eos";
+            w.usage = "label del LABEL eos|non-eos [via GATEWAY INTERFACE [out-labels L...]]...";
             let l = label_value(w.expect("LABEL")?, "label")?;
             check_in_label(l).map_err(bad)?;
             let e = eos(w)?;
-            Ok(Command::LabelDel { label: l, eos: e })
+            let mut paths = Vec::new();
+            while let Some(x) = w.next() {
+                match x {
+                    "via" => {
+                        let v = via(w, false)?;
+                        if v.gateway.is_none() || v.interface.is_none() {
+                            return w.err("a label path is via GATEWAY INTERFACE");
+                        }
+                        paths.push(v);
+                    }
+                    x => return w.err(format!("unexpected {x:?}")),
+                }
+            }
+            Ok(Command::LabelDel {
+                label: l,
+                eos: e,
+                paths,
+            })
         }
         "show" => {
             w.usage = "label show [LABEL]";
