@@ -22,8 +22,8 @@
 //! different interfaces (output ports): it counts the packets per interface in four
 //! interleaved banks (so consecutive packets of one interface do not wait on each
 //! other's store), then does the compare and subtract once per enabled interface.
-//! Only an interface whose skip expires inside the vector walks the vector again to
-//! find which of its packets are the sampled ones.
+//! Only when some interface's skip expires inside the vector is the vector walked
+//! again, once for all such interfaces, to find which packets are the sampled ones.
 //!
 //! The sample pool is not counted per packet either: between two samples it is the
 //! last draw minus what is left of it, so it is derived when a sample is taken.

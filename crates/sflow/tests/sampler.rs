@@ -497,3 +497,15 @@ fn deep_label_stacks_keep_the_top_entries() {
     assert_eq!(w.len(), MAX_RECORD_LABELS);
     assert_eq!(w.as_slice(), &stack[..MAX_RECORD_LABELS]);
 }
+
+#[test]
+fn ends_move_to_their_threads() {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<WorkerSampler>();
+    send::<SampleConsumer>();
+    send::<Agent>();
+    send::<Picks>();
+    sync::<SamplingTable>();
+    sync::<WorkerCounters>();
+}
