@@ -509,3 +509,48 @@ fn ends_move_to_their_threads() {
     sync::<SamplingTable>();
     sync::<WorkerCounters>();
 }
+
+#[test]
+fn huge_bursts_are_counted_in_chunks() {
+    // Longer than one counting chunk (65536): the 16-bit bank counters must not wrap.
+    let t = table_with(&[(1, 1000, Directions::Tx), (2, 1000, Directions::Tx)]);
+    let (mut s, _c) = sampler(&t, 16, 11);
+    let mut picks = Picks::new();
+    let n = 300_001;
+    s.select_burst(
+        Direction::Tx,
+        n,
+        |i| if i % 3 == 0 { 1 } else { 2 },
+        &mut picks,
+    );
+    assert_eq!(s.sample_pool(1, Direction::Tx), 100_001);
+    assert_eq!(s.sample_pool(2, Direction::Tx), 200_000);
+    let ones = picks.as_slice().iter().filter(|p| p.ifindex == 1).count() as u64;
+    let twos = picks.len() as u64 - ones;
+    let (lo, hi) = bounds(100_001, 1000);
+    assert!((lo..=hi).contains(&ones), "{ones}");
+    let (lo, hi) = bounds(200_000, 1000);
+    assert!((lo..=hi).contains(&twos), "{twos}");
+    assert!(
+        picks
+            .as_slice()
+            .iter()
+            .all(|p| (p.index % 3 == 0) == (p.ifindex == 1))
+    );
+}
+
+#[test]
+fn a_full_pick_list_counts_drops() {
+    // Rate 1 on both directions of two interfaces: 4 x 256 picks for a list of 512.
+    let t = table_with(&[(1, 1, Directions::Both), (2, 1, Directions::Both)]);
+    let (mut s, _c) = sampler(&t, 16, 1);
+    let mut picks = Picks::new();
+    s.select_run(Direction::Rx, 1, 0, BURST, &mut picks);
+    s.select_run(Direction::Rx, 2, 0, BURST, &mut picks);
+    s.select_burst(Direction::Tx, BURST, |i| 1 + (i % 2) as u32, &mut picks);
+    s.select_run(Direction::Tx, 2, 0, BURST, &mut picks);
+    assert_eq!(picks.len(), PICKS_CAPACITY);
+    assert_eq!(s.counters().sampled(), 4 * BURST as u64);
+    assert_eq!(s.counters().dropped(), 2 * BURST as u64);
+    assert_eq!(s.drops(1) + s.drops(2), 2 * BURST as u64);
+}
