@@ -26,6 +26,9 @@ use super::iface::IfTable;
 use super::reasons::{DropReason, PuntReason};
 use super::stats::{Stage, TRACE_BYTES, TraceRecord, WorkerStats};
 
+mod sflow_hook;
+pub use sflow_hook::SflowHook;
+
 const ETH_LEN: usize = 14;
 const VLAN_LEN: usize = 4;
 const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -216,6 +219,10 @@ struct Work {
     ident: u16,
     /// Heads of the packets of a traced vector (allocated on first trace).
     trace_heads: Option<Box<[TraceHead; BURST]>>,
+    /// sFlow is on: `mpls-lookup` keeps each labelled packet's stack as received.
+    keep_stacks: bool,
+    /// The label stacks kept (see [`SflowHook`]).
+    stacks: Box<[[u8; sflow_hook::LSE_BYTES]; BURST]>,
 }
 
 impl std::fmt::Debug for Core {
@@ -262,6 +269,8 @@ impl Core {
                 arp_retry_ticks: tsc_hz / 1000 * u64::from(cfg.arp_retry_ms),
                 ident: 1,
                 trace_heads: None,
+                keep_stacks: false,
+                stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
             },
         }
     }
@@ -341,6 +350,9 @@ impl Work {
                 let raw = pkts[i].raw_mut();
                 let mut off = usize::from(m.l3);
                 let frame = &mut raw[..usize::from(m.end)];
+                if self.keep_stacks {
+                    sflow_hook::keep_stack(&mut self.stacks[i], frame, off);
+                }
                 match guard.switch(frame, &mut off) {
                     mpls::MplsDecision::Forward { adj } => {
                         m.l3 = off as u16;

@@ -11,7 +11,7 @@ mod stats;
 mod worker;
 
 pub use control::{RouterControl, RouterError, WorkerHandle};
-pub use core::{Core, CoreConfig, Event, Out, Tables};
+pub use core::{Core, CoreConfig, Event, Out, SflowHook, Tables};
 pub use iface::{IfTable, Interface};
 pub use reasons::{DropReason, PuntReason};
 pub use stats::{

@@ -10,7 +10,7 @@ use crossbeam_queue::ArrayQueue;
 use crate::dpdk::{BURST, Burst, Mbuf, tsc};
 use crate::xconnect::IdlePolicy;
 
-use super::core::{Core, Out};
+use super::core::{Core, Out, SflowHook};
 use super::reasons::{DropReason, PuntReason};
 use super::stats::Stage;
 
@@ -30,6 +30,7 @@ pub struct RouterWorker {
     punts: Arc<PuntQueue>,
     stop: Arc<AtomicBool>,
     idle: IdlePolicy,
+    sflow: Option<SflowHook>,
 }
 
 impl std::fmt::Debug for RouterWorker {
@@ -61,7 +62,14 @@ impl RouterWorker {
             punts,
             stop,
             idle,
+            sflow: None,
         }
+    }
+
+    /// Samples with `hook` (sFlow) after every forwarding decision.
+    pub fn with_sflow(mut self, hook: SflowHook) -> RouterWorker {
+        self.sflow = Some(hook);
+        self
     }
 
     /// One loop: receive up to a vector, forward it. Returns the packets received.
@@ -98,7 +106,10 @@ impl RouterWorker {
         c.pkts.add(n as u64);
         c.cycles.add(t1.wrapping_sub(t0));
 
-        self.core.process(rx.as_mut_slice(), &mut out[..n]);
+        match &mut self.sflow {
+            Some(h) => h.process(&mut self.core, rx.as_mut_slice(), &mut out[..n]),
+            None => self.core.process(rx.as_mut_slice(), &mut out[..n]),
+        }
 
         let t2 = tsc();
         let ports = self.ports;

@@ -1,0 +1,344 @@
+//! sFlow in the pipeline without EAL: [`RouterControl`] builds the tables, an
+//! [`SflowHook`] samples the vectors [`Core`] forwards, and the records that come out
+//! of the worker's ring (or the datagrams an [`Agent`] sends to a socket on
+//! loopback) are checked field by field.
+
+mod common;
+
+use std::net::{Ipv4Addr, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use dataplane::dpdk::{BURST, tsc_hz};
+use dataplane::packet::VecPacket;
+use dataplane::router::{Core, CoreConfig, Out, RouterControl, SflowHook};
+use mpls::LabelAction;
+use sflow::{
+    Agent, AgentConfig, Directions, FlowRecord, Interface, NoCounters, Sample, SampleConsumer,
+    SampleRecord, Sampling, SamplingTable, decode_datagram,
+};
+
+fn core(ctl: &mut RouterControl) -> Core {
+    ctl.new_core(CoreConfig::default(), tsc_hz()).0
+}
+
+/// A hook on its own sampling table and the agent's end of its ring.
+fn hook(ring: usize) -> (SflowHook, SampleConsumer, Arc<SamplingTable>) {
+    let table = Arc::new(SamplingTable::new());
+    let (s, c) = sflow::channel(0, table.clone(), ring, 7).unwrap();
+    (SflowHook::new(s), c, table)
+}
+
+fn every(dirs: Directions) -> Option<Sampling> {
+    Some(Sampling {
+        rate: 1,
+        directions: dirs,
+    })
+}
+
+/// Runs `frames` received on `port` through core + hook in vectors of [`BURST`].
+fn run(core: &mut Core, h: &mut SflowHook, frames: &[Vec<u8>], port: u16) -> Vec<(Out, Vec<u8>)> {
+    let mut res = Vec::new();
+    for chunk in frames.chunks(BURST) {
+        let mut pkts: Vec<VecPacket> = chunk.iter().map(|f| VecPacket::new(f, port)).collect();
+        let mut out = vec![Out::Drop; chunk.len()];
+        h.process(core, &mut pkts, &mut out);
+        res.extend(out.iter().zip(&pkts).map(|(o, p)| (*o, p.data().to_vec())));
+    }
+    res
+}
+
+fn drain(c: &mut SampleConsumer) -> Vec<SampleRecord> {
+    std::iter::from_fn(|| c.pop()).collect()
+}
+
+fn word(label: u32, s: bool, ttl: u8) -> u32 {
+    u32::from_be_bytes(lse(label, s, ttl))
+}
+
+fn host_ip(i: usize, net: [u8; 2], ttl: u8) -> Vec<u8> {
+    ip4(
+        a("10.1.0.2"),
+        Ipv4Addr::new(net[0], net[1], 0, i as u8),
+        ttl,
+        1024 + i as u16,
+        80,
+    )
+}
+
+#[test]
+fn swap_sample_has_both_stacks_output_next_hop_and_the_frame_as_it_leaves() {
+    let mut ctl = router();
+    let adj = ctl.adjacency(2, a("10.2.0.2")).unwrap();
+    ctl.label_add(100, false, LabelAction::swap(adj, &[200]))
+        .unwrap();
+    let mut core = core(&mut ctl);
+    let (mut h, mut c, table) = hook(1024);
+    table.set(1, every(Directions::Rx)).unwrap();
+    table.set(2, every(Directions::Tx)).unwrap();
+    let ip = host_ip(1, [198, 18], 64);
+    let f = eth(
+        mac_r(0),
+        HOST,
+        None,
+        ETH_MPLS,
+        &labelled(&[(100, 64), (5000, 9)], &ip),
+    );
+    let res = run(&mut core, &mut h, &vec![f.clone(); 3], 0);
+    assert!(res.iter().all(|(o, _)| *o == Out::Tx(1)));
+    let recs = drain(&mut c);
+    // Every packet twice: rx on ifIndex 1, tx on ifIndex 2.
+    assert_eq!(recs.len(), 6);
+    let want_in = [word(100, false, 64), word(5000, true, 9)];
+    let want_out = [word(200, false, 63), word(5000, true, 9)];
+    for r in &recs {
+        assert_eq!(r.input, Interface::Index(1));
+        assert_eq!(r.output, Interface::Index(2));
+        assert_eq!(r.next_hop, Some(a("10.2.0.2")));
+        assert_eq!(r.in_labels.as_slice(), want_in);
+        assert_eq!(r.out_labels.as_slice(), want_out);
+        assert_eq!(r.sampling_rate, 1);
+        assert_eq!(r.drops, 0);
+        assert_eq!(r.frame_len as usize, f.len());
+        assert_eq!(r.header(), res[0].1.as_slice(), "the frame as it leaves");
+    }
+    let rx: Vec<_> = recs.iter().filter(|r| r.source == 1).collect();
+    let tx: Vec<_> = recs.iter().filter(|r| r.source == 2).collect();
+    assert_eq!((rx.len(), tx.len()), (3, 3));
+    let pools = |v: &[&SampleRecord]| v.iter().map(|r| r.sample_pool).collect::<Vec<_>>();
+    assert_eq!(pools(&rx), [1, 2, 3]);
+    assert_eq!(pools(&tx), [1, 2, 3]);
+}
+
+#[test]
+fn push_sample_has_no_in_stack_and_the_pushed_out_stack() {
+    let mut ctl = router();
+    route(&mut ctl, "198.20.0.0/16", &["10.2.0.2"], &[1000, 2000]);
+    let mut core = core(&mut ctl);
+    let (mut h, mut c, table) = hook(1024);
+    table.set(2, every(Directions::Tx)).unwrap();
+    let ip = host_ip(3, [198, 20], 64);
+    let f = eth(mac_r(0), HOST, None, ETH_IP4, &ip);
+    let res = run(&mut core, &mut h, &[f], 0);
+    assert_eq!(res[0].0, Out::Tx(1));
+    let recs = drain(&mut c);
+    assert_eq!(recs.len(), 1);
+    let r = &recs[0];
+    assert!(r.in_labels.is_empty());
+    assert_eq!(
+        r.out_labels.as_slice(),
+        [word(1000, false, 63), word(2000, true, 63)]
+    );
+    assert_eq!(r.next_hop, Some(a("10.2.0.2")));
+    assert_eq!(
+        (r.input, r.output),
+        (Interface::Index(1), Interface::Index(2))
+    );
+    assert_eq!(r.header(), res[0].1.as_slice());
+}
+
+#[test]
+fn pop_and_lookup_keeps_the_received_stack() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    ctl.label_add(300, true, LabelAction::ip4_lookup(0))
+        .unwrap();
+    let mut core = core(&mut ctl);
+    let (mut h, mut c, table) = hook(1024);
+    table.set(1, every(Directions::Rx)).unwrap();
+    let ip = host_ip(4, [198, 18], 64);
+    let f = eth(mac_r(0), HOST, None, ETH_MPLS, &labelled(&[(300, 20)], &ip));
+    let res = run(&mut core, &mut h, &[f], 0);
+    assert_eq!(res[0].0, Out::Tx(1));
+    let r = &drain(&mut c)[0];
+    assert_eq!(r.in_labels.as_slice(), [word(300, true, 20)]);
+    assert!(r.out_labels.is_empty());
+    assert_eq!(r.output, Interface::Index(2));
+}
+
+#[test]
+fn drops_and_local_delivery_are_sampled_on_rx_with_their_fate() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    let mut core = core(&mut ctl);
+    let (mut h, mut c, table) = hook(1024);
+    table.set(1, every(Directions::Both)).unwrap();
+    let no_route = eth(mac_r(0), HOST, None, ETH_IP4, &host_ip(1, [203, 0], 64));
+    let ttl_1 = eth(mac_r(0), HOST, None, ETH_IP4, &host_ip(1, [198, 18], 1));
+    let mut to_us = host_ip(1, [198, 18], 64);
+    to_us[16..20].copy_from_slice(&[10, 1, 0, 1]);
+    ip_fix(&mut to_us);
+    let ping = eth(mac_r(0), HOST, None, ETH_IP4, &to_us);
+    run(&mut core, &mut h, &[no_route, ttl_1, ping], 0);
+    let recs = drain(&mut c);
+    // Only rx samples: drops never reach a tx sampler, and the ICMP errors the
+    // router sends back out of ifIndex 1 are its own packets, not transit.
+    let fates: Vec<_> = recs
+        .iter()
+        .map(|r| (r.input, r.output, r.next_hop))
+        .collect();
+    let i1 = Interface::Index(1);
+    assert_eq!(
+        fates,
+        [
+            (i1, Interface::Discarded(0), None),
+            (i1, Interface::Discarded(Interface::DISCARD_TTL), None),
+            (i1, Interface::Internal, None),
+        ]
+    );
+}
+
+#[test]
+fn off_costs_nothing_and_samples_nothing() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    let mut core = core(&mut ctl);
+    let (mut h, c, _table) = hook(16);
+    let f = eth(mac_r(0), HOST, None, ETH_IP4, &host_ip(1, [198, 18], 64));
+    let res = run(&mut core, &mut h, &vec![f; 257], 0);
+    assert!(res.iter().all(|(o, _)| *o == Out::Tx(1)));
+    assert!(c.is_empty());
+    assert_eq!(h.sampler().counters().sampled(), 0);
+}
+
+#[test]
+fn one_in_ten_over_many_vectors_is_within_bounds() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    let mut core = core(&mut ctl);
+    let (mut h, mut c, table) = hook(1 << 16);
+    table
+        .set(
+            1,
+            Some(Sampling {
+                rate: 10,
+                directions: Directions::Rx,
+            }),
+        )
+        .unwrap();
+    let f = eth(mac_r(0), HOST, None, ETH_IP4, &host_ip(1, [198, 18], 64));
+    let frames = vec![f; 100 * BURST + 1];
+    run(&mut core, &mut h, &frames, 0);
+    let recs = drain(&mut c);
+    let n = frames.len() as f64;
+    // Uniform skips on [1, 19]: variance of the count ~ n/(3*10); 6 sigma.
+    let sigma = (n / 30.0).sqrt();
+    assert!(
+        (recs.len() as f64 - n / 10.0).abs() < 6.0 * sigma,
+        "{} samples of {n}",
+        recs.len()
+    );
+    let last = recs.last().unwrap();
+    assert!(last.sample_pool <= n as u64 && last.sample_pool + 19 > n as u64);
+    assert!(recs.windows(2).all(|w| w[0].sample_pool < w[1].sample_pool));
+}
+
+/// A ring of 4 that nobody drains: forwarding is the same as without sFlow, the
+/// worker counts the lost samples, and the agent's next datagrams report them.
+#[test]
+fn overload_ring_full_forwarding_unaffected_drops_reported() {
+    let collector = UdpSocket::bind("127.0.0.1:0").unwrap();
+    collector
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut cfg = AgentConfig::new(a("192.0.2.1").into());
+    cfg.collectors = vec![collector.local_addr().unwrap().to_string()];
+    cfg.ring_capacity = 4;
+    cfg.seed = Some(1);
+    cfg.interfaces.insert(
+        1,
+        Sampling {
+            rate: 1,
+            directions: Directions::Rx,
+        },
+    );
+    let mut agent = Agent::new(cfg).unwrap();
+    let mut h = SflowHook::new(agent.add_worker(0).unwrap());
+
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    let mut plain = core(&mut ctl);
+    let mut sampled = core(&mut ctl);
+    let frames: Vec<Vec<u8>> = (0..257)
+        .map(|i| eth(mac_r(0), HOST, None, ETH_IP4, &host_ip(i, [198, 18], 64)))
+        .collect();
+    let want = run(&mut plain, &mut hook(1).0, &frames, 0);
+    let got = run(&mut sampled, &mut h, &frames, 0);
+    assert_eq!(got, want, "forwarding unaffected");
+    let st = &agent.stats().workers[0];
+    assert_eq!(st.sampled, 257);
+    assert_eq!(st.dropped, 253);
+    assert_eq!(st.queued, 4);
+
+    // The four queued samples go out; the next sample carries the drop count.
+    agent.poll(Instant::now(), &mut NoCounters);
+    agent.flush_all(Instant::now());
+    run(&mut sampled, &mut h, &frames[..1], 0);
+    agent.poll(Instant::now(), &mut NoCounters);
+    agent.flush_all(Instant::now());
+    let mut drops = Vec::new();
+    let mut buf = [0u8; 65536];
+    while drops.len() < 5 {
+        let n = collector.recv(&mut buf).expect("datagram");
+        let d = decode_datagram(&buf[..n]).unwrap();
+        for s in d.samples.iter() {
+            if let Sample::Flow(fs) = s {
+                drops.push((fs.sample_pool, fs.drops));
+            }
+        }
+    }
+    assert_eq!(drops[..4], [(1, 0), (2, 0), (3, 0), (4, 0)]);
+    assert_eq!(drops[4], (258, 253));
+    assert_eq!(agent.stats().workers[0].exported, 5);
+}
+
+#[test]
+fn mpls_datagram_carries_extended_mpls() {
+    let collector = UdpSocket::bind("127.0.0.1:0").unwrap();
+    collector
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut cfg = AgentConfig::new(a("192.0.2.1").into());
+    cfg.collectors = vec![collector.local_addr().unwrap().to_string()];
+    cfg.interfaces.insert(
+        2,
+        Sampling {
+            rate: 1,
+            directions: Directions::Tx,
+        },
+    );
+    let mut agent = Agent::new(cfg).unwrap();
+    let mut h = SflowHook::new(agent.add_worker(0).unwrap());
+    let mut ctl = router();
+    let adj = ctl.adjacency(2, a("10.2.0.2")).unwrap();
+    ctl.label_add(100, true, LabelAction::swap(adj, &[200]))
+        .unwrap();
+    let mut core = core(&mut ctl);
+    let ip = host_ip(1, [198, 18], 64);
+    let f = eth(mac_r(0), HOST, None, ETH_MPLS, &labelled(&[(100, 64)], &ip));
+    run(&mut core, &mut h, &[f], 0);
+    agent.poll(Instant::now(), &mut NoCounters);
+    agent.flush_all(Instant::now());
+    let mut buf = [0u8; 65536];
+    let n = collector.recv(&mut buf).unwrap();
+    let d = decode_datagram(&buf[..n]).unwrap();
+    let Sample::Flow(fs) = &d.samples[0] else {
+        panic!("not a flow sample: {:?}", d.samples[0]);
+    };
+    assert_eq!(
+        (fs.input, fs.output),
+        (Interface::Index(1), Interface::Index(2))
+    );
+    let mpls = fs
+        .records
+        .iter()
+        .find_map(|r| match r {
+            FlowRecord::ExtendedMpls(m) => Some(m.clone()),
+            _ => None,
+        })
+        .expect("extended_mpls (1006)");
+    assert_eq!(mpls.in_stack.as_ref(), [word(100, true, 64)]);
+    assert_eq!(mpls.out_stack.as_ref(), [word(200, true, 63)]);
+    assert_eq!(mpls.next_hop, sflow::Address::V4(a("10.2.0.2")));
+}
