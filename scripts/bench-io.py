@@ -1,12 +1,20 @@
 #!/usr/bin/env python3
-"""I/O benchmark: dataplaned against dpdk-testpmd on the same vdevs, same run.
+"""End-to-end benchmark: dataplaned against DPDK's own apps on the same vdevs, same run.
 
-Both forward 64-byte frames from net_pcap (infinite_rx: the file replays forever)
-to net_null (no-rx: a pure sink) on one pinned core (CPU 1), with a polling worker
-that never sleeps. Each side runs ROUNDS times, alternating, for SECONDS each; the
-rate is the median of the per-second samples after a warm-up of two samples.
+Everything forwards 64-byte IPv4/UDP frames (to 198.18.1.1-254) from net_pcap
+(infinite_rx: the file replays forever) to net_null (no-rx: a pure sink) on one
+pinned core (CPU 1), polling without sleeping. Each contender runs ROUNDS times,
+alternating, for SECONDS each; its rate is the median of per-second samples after a
+warm-up.
 
-    scripts/bench-io.py [--mode xconnect] [--rounds 3] [--seconds 10] [--pcap FILE]
+  --mode xconnect: dataplaned's L2 cross-connect vs dpdk-testpmd io forwarding.
+  --mode router:   dataplaned routing (IPv4 lookup in a 16-route table, TTL,
+                   checksum, MAC rewrite) vs testpmd io (the I/O limit) and DPDK's
+                   l3fwd in LPM mode with its default 16-route table (built by
+                   scripts/build-l3fwd.sh from Debian's dpdk-doc; rate read with
+                   dpdk-proc-info).
+
+    scripts/bench-io.py [--mode xconnect|router] [--rounds 3] [--seconds 10]
 
 Prints a table (Mpps, TSC cycles/packet, ratio) and writes it to
 target/bench-io/<mode>.md. Needs root and hugepages (scripts/setup.sh).
@@ -62,6 +70,73 @@ def run_testpmd(pcap, seconds):
     return statistics.median(rates), cpp
 
 
+def run_l3fwd(pcap, seconds, binary):
+    prefix = "dpbench_l3fwd"
+    cmd = [binary, "-l", "1", "--no-pci", f"--file-prefix={prefix}", "--log-level=*:error",
+           f"--vdev=net_pcap0,rx_pcap={pcap},infinite_rx=1", "--vdev=net_null0,no-rx=1", "--",
+           "-p", "0x3", "-P", "--lookup=lpm", "--parse-ptype", "--config=(0,0,1),(1,0,1)"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL)
+
+    def tx1():
+        out = subprocess.run(["dpdk-proc-info", f"--file-prefix={prefix}", "--no-pci",
+                              "--log-level=*:error", "--", "--stats"],
+                             capture_output=True, text=True, timeout=30).stdout
+        blocks = out.split("NIC statistics for port")
+        for b in blocks[1:]:
+            if b.strip().startswith("1"):
+                m = re.search(r"TX-packets:\s+(\d+)", b)
+                if m:
+                    return int(m.group(1)), time.monotonic()
+        return None, time.monotonic()
+
+    try:
+        time.sleep(3)
+        rates = []
+        a, ta = tx1()
+        for _ in range(seconds):
+            time.sleep(1)
+            b, tb = tx1()
+            if a is not None and b is not None:
+                rates.append((b - a) / (tb - ta) / 1e6)
+            a, ta = b, tb
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    rates = rates[1:] or rates
+    if not rates:
+        sys.exit(f"l3fwd gave no rates: {p.stderr.read()[-2000:] if p.stderr else ''}")
+    mpps = statistics.median(rates)
+    hz = 2.0e9  # l3fwd's core is 100 % busy: cycles/packet = TSC Hz / pps
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"cpu MHz\s*:\s*([\d.]+)", f.read())
+            if m:
+                hz = float(m.group(1)) * 1e6
+    except OSError:
+        pass
+    return mpps, hz / (mpps * 1e6)
+
+
+ROUTER_CFG = """
+[forwarding]
+mode = "router"
+[[interface]]
+name = "port0"
+addresses = ["198.18.0.254/24"]
+[[interface]]
+name = "port1"
+addresses = ["192.0.2.1/30"]
+[[neighbor]]
+interface = "port1"
+address = "192.0.2.2"
+mac = "02:00:00:00:00:02"
+"""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", default="xconnect")
@@ -69,13 +144,16 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--pcap")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/dataplaned"))
+    ap.add_argument("--l3fwd", default=os.path.join(ROOT, "target/l3fwd/l3fwd/build/l3fwd"))
     a = ap.parse_args()
     outdir = os.path.join(ROOT, "target", "bench-io")
     os.makedirs(outdir, exist_ok=True)
     pcap = a.pcap or os.path.join(outdir, "ip64.pcap")
     if not a.pcap:
+        # destination MAC = net_pcap0's MAC, so the router's MAC check accepts the frames
         subprocess.run([sys.executable, os.path.join(ROOT, "scripts/mkpcap.py"), pcap, "--kind", "ipv4",
-                        "--count", "254", "--size", "64"], check=True)
+                        "--count", "254", "--size", "64", "--dst-mac", "02:70:63:61:70:00"],
+                       check=True)
     cfg = os.path.join(outdir, f"{a.mode}.toml")
     with open(cfg, "w") as f:
         f.write(f"""[eal]
@@ -92,26 +170,43 @@ device = "net_pcap0,rx_pcap={pcap},infinite_rx=1"
 [[port]]
 name = "port1"
 device = "net_null0,no-rx=1"
-[forwarding]
-mode = "{a.mode}"
+[control]
+socket = "{outdir}/bench.sock"
 """)
+        if a.mode == "router":
+            f.write(ROUTER_CFG)
+            # l3fwd's default LPM table: 198.18.N.0/24 -> port N, N = 0..15
+            for n in range(16):
+                f.write(f'[[route]]\nprefix = "198.18.{n}.0/24"\nvia = [{{ gateway = "192.0.2.2", interface = "port1" }}]\n')
+        else:
+            f.write('[forwarding]\nmode = "xconnect"\n')
+    if a.mode == "router" and not os.path.exists(a.l3fwd):
+        subprocess.run([os.path.join(ROOT, "scripts/build-l3fwd.sh")], check=True)
     load = os.getloadavg()[0]
-    ours, peer = [], []
+    ours, peer, l3 = [], [], []
     for r in range(a.rounds):
         ours.append(run_ours(a.binary, cfg, a.seconds))
         peer.append(run_testpmd(pcap, a.seconds))
-        print(f"round {r + 1}: dataplaned {ours[-1][0]:.2f} Mpps {ours[-1][1]:.1f} cyc/pkt | "
-              f"testpmd io {peer[-1][0]:.2f} Mpps {peer[-1][1]:.1f} cyc/pkt", flush=True)
-    o_mpps = statistics.median(x[0] for x in ours)
-    o_cpp = statistics.median(x[1] for x in ours)
-    p_mpps = statistics.median(x[0] for x in peer)
-    p_cpp = statistics.median(x[1] for x in peer)
+        line = (f"round {r + 1}: dataplaned {ours[-1][0]:.2f} Mpps {ours[-1][1]:.1f} cyc/pkt | "
+                f"testpmd io {peer[-1][0]:.2f} Mpps {peer[-1][1]:.1f} cyc/pkt")
+        if a.mode == "router":
+            l3.append(run_l3fwd(pcap, a.seconds, a.l3fwd))
+            line += f" | l3fwd lpm {l3[-1][0]:.2f} Mpps {l3[-1][1]:.1f} cyc/pkt"
+        print(line, flush=True)
+    med = lambda xs, k: statistics.median(x[k] for x in xs)
+    o_mpps, o_cpp, p_mpps, p_cpp = med(ours, 0), med(ours, 1), med(peer, 0), med(peer, 1)
+    what = {"xconnect": "xconnect", "router": "IPv4 routing, 16 routes"}[a.mode]
     table = (
-        f"| path | dataplaned Mpps | cycles/pkt | testpmd io Mpps | cycles/pkt | ratio |\n"
-        f"|---|---|---|---|---|---|\n"
-        f"| {a.mode}, 64 B, net_pcap -> net_null, 1 core | {o_mpps:.2f} | {o_cpp:.1f} | {p_mpps:.2f} | {p_cpp:.1f} | {o_mpps / p_mpps:.3f} |\n"
+        f"| path | dataplaned Mpps | cycles/pkt | peer | peer Mpps | peer cycles/pkt | ratio |\n"
+        f"|---|---|---|---|---|---|---|\n"
+        f"| {what}, 64 B, net_pcap -> net_null, 1 core | {o_mpps:.2f} | {o_cpp:.1f} | testpmd io | {p_mpps:.2f} | {p_cpp:.1f} | {o_mpps / p_mpps:.3f} |\n"
     )
-    runs = ", ".join(f"{x[0]:.2f}" for x in ours) + " vs " + ", ".join(f"{x[0]:.2f}" for x in peer)
+    if l3:
+        l_mpps, l_cpp = med(l3, 0), med(l3, 1)
+        table += f"| {what}, 64 B, net_pcap -> net_null, 1 core | {o_mpps:.2f} | {o_cpp:.1f} | l3fwd lpm | {l_mpps:.2f} | {l_cpp:.1f} | {o_mpps / l_mpps:.3f} |\n"
+    runs = ", ".join(f"{x[0]:.2f}" for x in ours) + " vs testpmd " + ", ".join(f"{x[0]:.2f}" for x in peer)
+    if l3:
+        runs += " vs l3fwd " + ", ".join(f"{x[0]:.2f}" for x in l3)
     note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s (per-round Mpps: {runs}); "
             f"load average at start {load:.2f}; command: `scripts/bench-io.py --mode {a.mode} "
             f"--rounds {a.rounds} --seconds {a.seconds}`\n")
