@@ -22,7 +22,7 @@ use crossbeam_queue::ArrayQueue;
 use crate::dpdk::{BURST, tsc};
 use crate::packet::Packet;
 
-use super::iface::IfTable;
+use super::iface::{IfTable, Interface};
 use super::reasons::{DropReason, PuntReason};
 use super::stats::{Stage, TRACE_BYTES, TraceRecord, WorkerStats};
 
@@ -223,6 +223,51 @@ struct Work {
     keep_stacks: bool,
     /// The label stacks kept (see [`SflowHook`]).
     stacks: Box<[[u8; sflow_hook::LSE_BYTES]; BURST]>,
+    /// Adjacencies decoded in this vector (see [`Rw`]).
+    rw: [Rw; RW_CACHE],
+}
+
+/// Slots of the per-vector adjacency cache (a power of two).
+const RW_CACHE: usize = 16;
+
+/// An adjacency decoded once per vector for the IPv4 stage and the rewrite: what
+/// `FibView::adjacency` and the interface table say about it, and the L2 header
+/// ready to copy. A vector uses a handful of adjacencies, so the decode (four atomic
+/// loads, MAC unpacking, the interface lookup) is paid a few times per vector, not
+/// twice per packet. The view's answer may change while the vector runs (the writer
+/// swings adjacencies in place); a cached entry is the answer of one moment, as the
+/// FIB promises, and both stages see the same one.
+#[derive(Debug, Clone, Copy, Default)]
+struct Rw {
+    /// Adjacency id + 1; 0 marks an empty slot.
+    key: u32,
+    /// Destination and source MAC, then for a tagged interface 0x8100 and the tag.
+    hdr: [u8; 16],
+    tagged: bool,
+    /// Known, complete, and its interface exists and is up: the fast rewrite applies.
+    ok: bool,
+    /// The FIB no longer knows the id.
+    stale: bool,
+    complete: bool,
+    port: u16,
+    mtu: u16,
+    ifindex: u32,
+    /// Neighbour address to resolve (0: none known, use the destination).
+    nbr: u32,
+    /// Packets and bytes sent through it in this vector, not yet counted.
+    tx_pkts: u64,
+    tx_bytes: u64,
+}
+
+/// Packets and bytes of a run of packets on one interface, added to its counters
+/// when the run ends (VPP keeps the last sw_if_index the same way): a vector mostly
+/// comes from one interface and leaves on a few, and a read-modify-write of the same
+/// counter per packet is a store-to-load chain.
+#[derive(Debug, Clone, Copy, Default)]
+struct Run {
+    ifindex: usize,
+    pkts: u64,
+    bytes: u64,
 }
 
 impl std::fmt::Debug for Core {
@@ -271,6 +316,7 @@ impl Core {
                 trace_heads: None,
                 keep_stacks: false,
                 stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
+                rw: [Rw::default(); RW_CACHE],
             },
         }
     }
@@ -302,10 +348,7 @@ impl Work {
 
     #[inline(always)]
     fn drop(&self, m: &mut Meta, r: DropReason) {
-        m.kind = Kind::Drop;
-        m.reason = r as u8 + 1;
-        self.stats.drops[r as usize].inc();
-        self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
+        drop_meta(&self.stats, m, r)
     }
 
     // The stages walk parallel arrays (packets, metadata, keys) by index.
@@ -324,11 +367,19 @@ impl Work {
         }
         let mut t = now;
 
+        self.rw = [Rw::default(); RW_CACHE];
+
         // ethernet-input
         let (mut n_mpls, mut n_ip4, mut n_local) = (0usize, 0usize, 0usize);
+        let mut last_if = None;
+        let mut rx = Run::default();
+        // The stages work on the metadata in place (see the rewrite loop).
         for i in 0..n {
-            let m = self.ethernet(&mut pkts[i], ift);
-            self.meta[i] = m;
+            if let Some(p) = pkts.get_mut(i + PREFETCH) {
+                prefetch_data(p);
+            }
+            let m = &mut self.meta[i];
+            ethernet(&self.stats, &mut pkts[i], ift, &mut last_if, &mut rx, m);
             match m.kind {
                 Kind::Mpls => n_mpls += 1,
                 Kind::Ip4 => n_ip4 += 1,
@@ -336,16 +387,18 @@ impl Work {
                 _ => {}
             }
         }
+        flush_rx(&self.stats, &rx);
         t = self.stage(Stage::EthernetInput, n, t);
 
         // mpls-lookup
         if n_mpls > 0 {
             let guard = tables.labels.pin();
+            let stats: &WorkerStats = &self.stats;
             for i in 0..n {
-                if self.meta[i].kind != Kind::Mpls {
+                let m = &mut self.meta[i];
+                if m.kind != Kind::Mpls {
                     continue;
                 }
-                let mut m = self.meta[i];
                 m.path |= 1 << Stage::MplsLookup as u8;
                 let raw = pkts[i].raw_mut();
                 let mut off = usize::from(m.l3);
@@ -376,10 +429,10 @@ impl Work {
                     mpls::MplsDecision::Drop(r) => {
                         m.kind = Kind::Drop;
                         if let Some(k) = mpls::DropReason::ALL.iter().position(|&x| x == r) {
-                            self.stats.mpls_drops[k].inc();
+                            stats.mpls_drops[k].inc();
                             m.reason = 100 + k as u8;
                         }
-                        self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
+                        stats.ifaces[usize::from(m.rx_if)].drops.inc();
                     }
                     mpls::MplsDecision::TtlExpired => {
                         m.local = Local::MplsTtl;
@@ -387,7 +440,6 @@ impl Work {
                         n_local += 1;
                     }
                 }
-                self.meta[i] = m;
             }
             drop(guard);
             t = self.stage(Stage::MplsLookup, n_mpls, t);
@@ -397,34 +449,34 @@ impl Work {
 
         // ip4-lookup
         if n_ip4 > 0 {
-            // Validate and collect keys.
+            // Validate and collect keys; note whether the vector uses one table.
             let mut k = 0usize;
+            let mut table0 = None;
+            let mut same = true;
             for i in 0..n {
-                if self.meta[i].kind != Kind::Ip4 {
+                if let Some(p) = pkts.get_mut(i + PREFETCH) {
+                    prefetch_data(p);
+                }
+                let m = &mut self.meta[i];
+                if m.kind != Kind::Ip4 {
                     continue;
                 }
-                let mut m = self.meta[i];
                 m.path |= 1 << Stage::Ip4Lookup as u8;
                 let raw = pkts[i].raw_mut();
-                match ip4_check(raw, &mut m) {
+                match ip4_check(raw, m) {
                     Ok(dst) => {
                         self.keys[k] = dst;
                         self.sel[k] = i as u16;
                         k += 1;
+                        same &= *table0.get_or_insert(m.table) == m.table;
                     }
-                    // drop() also records the reason for the trace.
-                    Err(r) => self.drop(&mut m, r),
+                    // drop_meta() also records the reason for the trace.
+                    Err(r) => drop_meta(&self.stats, m, r),
                 }
-                self.meta[i] = m;
             }
             // Batched LPM: the common case is one table for the whole vector.
-            let table0 = if k > 0 {
-                self.meta[usize::from(self.sel[0])].table
-            } else {
-                0
-            };
-            let same = (0..k).all(|j| self.meta[usize::from(self.sel[j])].table == table0);
             if same {
+                let table0 = table0.unwrap_or(0);
                 view.lookup_burst(table0, &self.keys[..k], &mut self.fwd[..k]);
             } else {
                 for j in 0..k {
@@ -434,13 +486,22 @@ impl Work {
             }
             let mut labels = [0u32; fib::MAX_LABELS];
             for j in 0..k {
+                if j + PREFETCH < k {
+                    prefetch_data(&mut pkts[usize::from(self.sel[j + PREFETCH])]);
+                }
                 let i = usize::from(self.sel[j]);
+                if self.ip4_fast(&mut pkts[i], i, j, ift, &view, &mut labels) {
+                    continue;
+                }
                 let mut m = self.meta[i];
                 let l3 = usize::from(m.l3);
                 let rss = pkts[i].rss_hash();
                 let raw = pkts[i].raw_mut();
+                // The flow hash only matters with several buckets (ECMP).
                 let hash = if m.hash != 0 {
                     m.hash
+                } else if view.bucket_count(self.fwd[j]) == 1 {
+                    0
                 } else if rss != 0 {
                     rss
                 } else {
@@ -458,11 +519,12 @@ impl Work {
                             continue;
                         }
                         let adj_id = leg.target();
-                        let Some(adj) = view.adjacency(adj_id) else {
+                        let adj = self.rw[self.rw_slot(adj_id, ift, &view)];
+                        if adj.stale {
                             self.drop(&mut m, DropReason::StaleAdjacency);
                             self.meta[i] = m;
                             continue;
-                        };
+                        }
                         let n_labels = leg.labels_into(&mut labels);
                         // implicit null (3) as an out-label means "push nothing"
                         let push: usize = labels[..n_labels].iter().filter(|&&l| l != 3).count();
@@ -479,7 +541,8 @@ impl Work {
                             continue;
                         }
                         if !adj.complete {
-                            self.resolve(&mut m, adj.ifindex, adj_neighbor(&adj, rd32(ip, 16)));
+                            let nbr = if adj.nbr != 0 { adj.nbr } else { rd32(ip, 16) };
+                            self.resolve(&mut m, adj.ifindex, nbr);
                             n_local += usize::from(m.kind == Kind::Arp);
                             self.meta[i] = m;
                             continue;
@@ -562,16 +625,37 @@ impl Work {
         // l2-rewrite
         let mut n_rw = 0usize;
         for i in 0..n {
+            if let Some(p) = pkts.get_mut(i + PREFETCH) {
+                prefetch_data(p);
+            }
+            // The common case reads the fields it needs in place: copying the
+            // metadata out, changing a field and copying it back costs a
+            // store-forwarding stall per packet (narrow stores, wide reloads).
+            if self.meta[i].kind == Kind::Rewrite {
+                n_rw += 1;
+                self.meta[i].path |= 1 << Stage::Rewrite as u8;
+                let slot = self.rw_slot(self.meta[i].adj, ift, &view);
+                let rw = &self.rw[slot];
+                let fast = if rw.ok {
+                    put_l2(&mut pkts[i], &self.meta[i], rw)
+                } else {
+                    None
+                };
+                if let Some(len) = fast {
+                    let rw = &mut self.rw[slot];
+                    rw.tx_pkts += 1;
+                    rw.tx_bytes += len as u64;
+                    out[i] = Out::Tx(rw.port);
+                    continue;
+                }
+            }
             let mut m = self.meta[i];
             out[i] = match m.kind {
-                Kind::Rewrite => {
-                    n_rw += 1;
-                    m.path |= 1 << Stage::Rewrite as u8;
-                    match self.rewrite(&mut pkts[i], &mut m, ift, &view) {
-                        Some(port) => Out::Tx(port),
-                        None => Out::Drop,
-                    }
-                }
+                // Stale, down, unresolved, no headroom: the general path.
+                Kind::Rewrite => match self.rewrite(&mut pkts[i], &mut m, ift, &view) {
+                    Some(port) => Out::Tx(port),
+                    None => Out::Drop,
+                },
                 Kind::Ready => Out::Tx(m.adj as u16),
                 Kind::Punt(r) => {
                     self.stats.punts[r as usize].inc();
@@ -582,6 +666,9 @@ impl Work {
                 _ => Out::Drop,
             };
             self.meta[i] = m;
+        }
+        for k in 0..RW_CACHE {
+            self.flush_tx(k);
         }
         drop(view);
         self.stage(Stage::Rewrite, n_rw, t);
@@ -677,73 +764,106 @@ impl Work {
         }
     }
 
-    /// Parses the L2 header: receiving interface, MAC check, dispatch.
+    /// ip4-lookup after the LPM for the common case, in place: a forward leg to a
+    /// resolved adjacency, TTL above 1, within the MTU, room for the labels.
+    /// Returns false, with nothing changed, for everything else (the general code
+    /// then handles the packet).
     #[inline(always)]
-    fn ethernet<P: Packet>(&self, p: &mut P, ift: &IfTable) -> Meta {
-        let (start, len) = p.window();
-        let port = p.port();
-        let mut m = Meta {
-            end: (start + len) as u16,
-            ..Meta::default()
-        };
-        if !p.is_contiguous() {
-            self.drop(&mut m, DropReason::MultiSegment);
-            return m;
-        }
+    fn ip4_fast<P: Packet>(
+        &mut self,
+        p: &mut P,
+        i: usize,
+        j: usize,
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+        labels: &mut [u32; fib::MAX_LABELS],
+    ) -> bool {
+        let m = &self.meta[i];
+        let (l3, end, mhash) = (usize::from(m.l3), usize::from(m.end), m.hash);
+        let fwd = self.fwd[j];
+        let rss = p.rss_hash();
         let raw = p.raw_mut();
-        let f = &raw[start..start + len];
-        if f.len() < ETH_LEN {
-            self.drop(&mut m, DropReason::EthTruncated);
-            return m;
-        }
-        let mut et = rd16(f, 12);
-        let mut l3 = ETH_LEN;
-        let mut vlan = None;
-        if et == ETHERTYPE_VLAN {
-            if f.len() < ETH_LEN + VLAN_LEN {
-                self.drop(&mut m, DropReason::EthTruncated);
-                return m;
-            }
-            vlan = Some(rd16(f, 14) & 0x0fff);
-            et = rd16(f, 16);
-            l3 += VLAN_LEN;
-        }
-        let Some(ifc) = ift.rx_iface(port, vlan) else {
-            self.drop(
-                &mut m,
-                if vlan.is_some() {
-                    DropReason::UnknownVlan
-                } else {
-                    DropReason::InterfaceDown
-                },
-            );
-            return m;
+        let Some(ip) = raw.get(l3..end) else {
+            return false;
         };
-        m.rx_if = ifc.ifindex as u16;
-        let c = &self.stats.ifaces[ifc.ifindex as usize];
-        c.rx_pkts.inc();
-        c.rx_bytes.add(len as u64);
-        if !ifc.up {
-            self.drop(&mut m, DropReason::InterfaceDown);
-            return m;
-        }
-        // ours, broadcast or multicast (group bit)
-        if f[..6] != ifc.mac && f[0] & 1 == 0 {
-            self.drop(&mut m, DropReason::NotOurMac);
-            return m;
-        }
-        m.l3 = (start + l3) as u16;
-        m.table = ifc.table;
-        m.kind = match et {
-            ETHERTYPE_IPV4 => Kind::Ip4,
-            ETHERTYPE_MPLS => Kind::Mpls,
-            ETHERTYPE_ARP => Kind::Arp,
-            _ => {
-                self.drop(&mut m, DropReason::UnknownEthertype);
-                return m;
-            }
+        // The flow hash only matters with several buckets (ECMP).
+        let hash = if mhash != 0 {
+            mhash
+        } else if view.bucket_count(fwd) == 1 {
+            0
+        } else if rss != 0 {
+            rss
+        } else {
+            flow_hash(ip)
         };
-        m
+        let leg = view.leg(fwd, hash);
+        if leg.action() != fib::Action::Forward || ip[8] <= 1 {
+            return false;
+        }
+        let adj = leg.target();
+        let slot = self.rw_slot(adj, ift, view);
+        let rw = &self.rw[slot];
+        if !rw.complete || rw.stale {
+            return false;
+        }
+        let n_labels = leg.labels_into(labels);
+        let push = labels[..n_labels].iter().filter(|&&l| l != 3).count();
+        if end - l3 + 4 * push > usize::from(rw.mtu) || l3 < 4 * push + L2_ROOM {
+            return false;
+        }
+        // TTL - 1, RFC 1624 incremental checksum.
+        let ip = &mut raw[l3..end];
+        let ttl = ip[8] - 1;
+        let old = rd16(ip, 8);
+        ip[8] = ttl;
+        let ck = wire::checksum::update_u16(rd16(ip, 10), old, rd16(ip, 8));
+        wr16(ip, 10, ck);
+        let m = &mut self.meta[i];
+        m.ethertype = ETHERTYPE_IPV4;
+        if push > 0 {
+            // uniform TTL: every pushed label carries the IP TTL
+            let mut off = l3;
+            let mut s = 1u32;
+            for &l in labels[..n_labels].iter().rev().filter(|&&l| l != 3) {
+                off -= 4;
+                let lse = (l << 12) | (s << 8) | u32::from(ttl);
+                raw[off..off + 4].copy_from_slice(&lse.to_be_bytes());
+                s = 0;
+            }
+            m.l3 = off as u16;
+            m.ethertype = ETHERTYPE_MPLS;
+        }
+        m.adj = adj;
+        m.kind = Kind::Rewrite;
+        true
+    }
+
+    /// Adds the packets a cache entry sent to its interface's tx counters (the fast
+    /// rewrite counts in the entry: a vector leaves on a few interfaces, in any
+    /// order).
+    fn flush_tx(&mut self, slot: usize) {
+        let e = &mut self.rw[slot];
+        if e.tx_pkts > 0 {
+            if let Some(c) = self.stats.ifaces.get(e.ifindex as usize) {
+                c.tx_pkts.add(e.tx_pkts);
+                c.tx_bytes.add(e.tx_bytes);
+            }
+            e.tx_pkts = 0;
+            e.tx_bytes = 0;
+        }
+    }
+
+    /// The cache slot holding adjacency `adj` as decoded for this vector (see
+    /// [`Rw`]).
+    #[inline(always)]
+    fn rw_slot(&mut self, adj: u32, ift: &IfTable, view: &fib::FibView<'_>) -> usize {
+        let slot = adj as usize & (RW_CACHE - 1);
+        let key = self.rw[slot].key;
+        if key != adj.wrapping_add(1) || key == 0 {
+            self.flush_tx(slot);
+            self.rw[slot] = rw_decode(adj, ift, view);
+        }
+        slot
     }
 
     /// Marks a packet for an ICMP error (built by the local stage) and counts the
@@ -1241,11 +1361,179 @@ impl Work {
     }
 }
 
-/// The neighbour address of an adjacency whose MAC is unknown: the gateway, or for
-/// attached routes the destination itself.
-#[inline]
-fn adj_neighbor(adj: &fib::Adjacency, dst: u32) -> u32 {
-    adj.neighbor.map_or(dst, u32::from)
+/// Parses the L2 header: receiving interface, MAC check, dispatch.
+#[inline(always)]
+fn ethernet<'t, P: Packet>(
+    stats: &WorkerStats,
+    p: &mut P,
+    ift: &'t IfTable,
+    last_if: &mut Option<(u16, Option<u16>, &'t Interface)>,
+    rx: &mut Run,
+    m: &mut Meta,
+) {
+    let (start, len) = p.window();
+    let port = p.port();
+    *m = Meta {
+        end: (start + len) as u16,
+        ..Meta::default()
+    };
+    if !p.is_contiguous() {
+        drop_meta(stats, m, DropReason::MultiSegment);
+        return;
+    }
+    let raw = p.raw_mut();
+    let f = &raw[start..start + len];
+    if f.len() < ETH_LEN {
+        drop_meta(stats, m, DropReason::EthTruncated);
+        return;
+    }
+    let mut et = rd16(f, 12);
+    let mut l3 = ETH_LEN;
+    let mut vlan = None;
+    if et == ETHERTYPE_VLAN {
+        if f.len() < ETH_LEN + VLAN_LEN {
+            drop_meta(stats, m, DropReason::EthTruncated);
+            return;
+        }
+        vlan = Some(rd16(f, 14) & 0x0fff);
+        et = rd16(f, 16);
+        l3 += VLAN_LEN;
+    }
+    // A vector mostly comes from one interface: keep the last one.
+    let ifc = match *last_if {
+        Some((lp, lv, ifc)) if lp == port && lv == vlan => ifc,
+        _ => {
+            let Some(ifc) = ift.rx_iface(port, vlan) else {
+                drop_meta(
+                    stats,
+                    m,
+                    if vlan.is_some() {
+                        DropReason::UnknownVlan
+                    } else {
+                        DropReason::InterfaceDown
+                    },
+                );
+                return;
+            };
+            *last_if = Some((port, vlan, ifc));
+            ifc
+        }
+    };
+    m.rx_if = ifc.ifindex as u16;
+    rx_add(stats, rx, ifc.ifindex as usize, len);
+    if !ifc.up {
+        drop_meta(stats, m, DropReason::InterfaceDown);
+        return;
+    }
+    // ours, broadcast or multicast (group bit)
+    if f[..6] != ifc.mac && f[0] & 1 == 0 {
+        drop_meta(stats, m, DropReason::NotOurMac);
+        return;
+    }
+    m.l3 = (start + l3) as u16;
+    m.table = ifc.table;
+    m.kind = match et {
+        ETHERTYPE_IPV4 => Kind::Ip4,
+        ETHERTYPE_MPLS => Kind::Mpls,
+        ETHERTYPE_ARP => Kind::Arp,
+        _ => {
+            drop_meta(stats, m, DropReason::UnknownEthertype);
+            return;
+        }
+    };
+}
+
+#[inline(always)]
+fn rx_add(stats: &WorkerStats, run: &mut Run, ifindex: usize, bytes: usize) {
+    if run.ifindex != ifindex {
+        flush_rx(stats, run);
+        *run = Run {
+            ifindex,
+            ..Run::default()
+        };
+    }
+    run.pkts += 1;
+    run.bytes += bytes as u64;
+}
+
+fn flush_rx(stats: &WorkerStats, run: &Run) {
+    if let Some(c) = stats.ifaces.get(run.ifindex).filter(|_| run.pkts > 0) {
+        c.rx_pkts.add(run.pkts);
+        c.rx_bytes.add(run.bytes);
+    }
+}
+
+/// Drops a packet: its reason (for the trace) and its counters.
+#[inline(always)]
+fn drop_meta(stats: &WorkerStats, m: &mut Meta, r: DropReason) {
+    m.kind = Kind::Drop;
+    m.reason = r as u8 + 1;
+    stats.drops[r as usize].inc();
+    stats.ifaces[usize::from(m.rx_if)].drops.inc();
+}
+
+/// How many packets ahead a stage prefetches the packet it will read next.
+const PREFETCH: usize = 4;
+
+/// Starts loading the cache line where the packet's data begins.
+#[inline(always)]
+fn prefetch_data<P: Packet>(p: &mut P) {
+    let (start, _) = p.window();
+    crate::dpdk::prefetch0(p.raw_mut().as_ptr().wrapping_add(start));
+}
+
+/// Decodes adjacency `adj` for the per-vector cache.
+#[inline(never)]
+fn rw_decode(adj: u32, ift: &IfTable, view: &fib::FibView<'_>) -> Rw {
+    let mut e = Rw {
+        key: adj.wrapping_add(1),
+        ..Rw::default()
+    };
+    let Some(a) = view.adjacency(adj) else {
+        e.stale = true;
+        return e;
+    };
+    e.complete = a.complete;
+    e.mtu = a.mtu;
+    e.ifindex = a.ifindex;
+    e.nbr = a.neighbor.map_or(0, u32::from);
+    let Some(ifc) = ift.get(a.ifindex) else {
+        return e;
+    };
+    e.port = ifc.port;
+    e.ok = ifc.up && a.complete;
+    e.hdr[..6].copy_from_slice(&a.dst_mac);
+    e.hdr[6..12].copy_from_slice(&a.src_mac);
+    if let Some(v) = a.vlan.or(ifc.vlan) {
+        e.tagged = true;
+        wr16(&mut e.hdr, 12, ETHERTYPE_VLAN);
+        wr16(&mut e.hdr, 14, v & 0x0fff);
+    }
+    e
+}
+
+/// The fast l2-rewrite: copies the cached header in front of `m.l3` and sets the
+/// packet's window to the frame; returns the frame length, or None (no headroom).
+#[inline(always)]
+fn put_l2<P: Packet>(p: &mut P, m: &Meta, rw: &Rw) -> Option<usize> {
+    let l3 = usize::from(m.l3);
+    let hl = if rw.tagged {
+        ETH_LEN + VLAN_LEN
+    } else {
+        ETH_LEN
+    };
+    let start = l3.checked_sub(hl)?;
+    let h = p.raw_mut().get_mut(start..l3)?;
+    // Fixed-size copies (a variable length would be a memcpy call per packet).
+    if rw.tagged {
+        h[..16].copy_from_slice(&rw.hdr);
+        wr16(h, 16, m.ethertype);
+    } else {
+        h[..12].copy_from_slice(&rw.hdr[..12]);
+        wr16(h, 12, m.ethertype);
+    }
+    let len = usize::from(m.end) - start;
+    p.set_window(start, len).then_some(len)
 }
 
 /// The ECMP hash of an IPv4 packet. `mpls::ip4_flow_hash` returns the raw 5-tuple
@@ -1278,28 +1566,35 @@ fn ip4_check(raw: &[u8], m: &mut Meta) -> Result<u32, DropReason> {
     let l3 = usize::from(m.l3);
     let end = usize::from(m.end);
     let ip = raw.get(l3..end).ok_or(DropReason::Ip4Truncated)?;
-    if ip.len() < 20 {
+    let Some(h) = ip.first_chunk::<20>() else {
         return Err(DropReason::Ip4Truncated);
-    }
-    if ip[0] >> 4 != 4 {
+    };
+    if h[0] >> 4 != 4 {
         return Err(DropReason::Ip4BadVersion);
     }
-    let hl = usize::from(ip[0] & 0x0f) * 4;
+    let hl = usize::from(h[0] & 0x0f) * 4;
     if hl < 20 {
         return Err(DropReason::Ip4BadIhl);
     }
     if hl > ip.len() {
         return Err(DropReason::Ip4Truncated);
     }
-    let total = usize::from(rd16(ip, 2));
+    let total = usize::from(rd16(h, 2));
     if total < hl || total > ip.len() {
         return Err(DropReason::Ip4BadLength);
     }
-    if !wire::checksum::verify(&ip[..hl]) {
+    // Without options (nearly always) the header is five 32-bit words.
+    let ok = if hl == 20 {
+        let w = |o: usize| u64::from(u32::from_be_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]));
+        wire::checksum::fold(w(0) + w(4) + w(8) + w(12) + w(16)) == 0xffff
+    } else {
+        wire::checksum::verify(&ip[..hl])
+    };
+    if !ok {
         return Err(DropReason::Ip4BadChecksum);
     }
-    let src = rd32(ip, 12);
-    let dst = rd32(ip, 16);
+    let src = rd32(h, 12);
+    let dst = rd32(h, 16);
     //= RFC 1812 §5.3.7: martian addresses are not forwarded.
     if src >> 24 == 127 || src >> 28 == 0xe || dst >> 24 == 127 || dst >> 24 == 0 {
         return Err(DropReason::Ip4Martian);
