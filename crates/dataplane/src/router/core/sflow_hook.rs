@@ -229,8 +229,15 @@ impl SflowHook {
     #[cold]
     #[inline(never)]
     fn submit<P: Packet>(&mut self, core: &mut Core, pkts: &mut [P], out: &[Out]) {
-        let view = core.tables.fib.read();
-        let w = &core.w;
+        // The adjacencies of this vector, read under one FIB view taken only if a
+        // forwarded packet was picked.
+        self.adj = [AdjEntry::default(); ADJ_CACHE];
+        let Core { tables, w } = core;
+        let need = self.picks.as_slice().iter().any(|pk| {
+            let i = pk.index as usize;
+            matches!((w.meta.get(i), out.get(i)), (Some(m), Some(&o)) if transit(m.kind, m.reason, o))
+        });
+        let view = need.then(|| tables.fib.read());
         for pick in self.picks.as_slice() {
             let i = pick.index as usize;
             let (Some(p), Some(m), Some(&o)) = (pkts.get_mut(i), w.meta.get(i), out.get(i)) else {
@@ -238,7 +245,10 @@ impl SflowHook {
             };
             let forwarded = transit(m.kind, m.reason, o);
             let (output, next_hop) = if forwarded {
-                let e = adj_entry(&mut self.adj, m.adj, &view);
+                let e = match &view {
+                    Some(v) => adj_entry(&mut self.adj, m.adj, v),
+                    None => AdjEntry::default(),
+                };
                 (
                     SfInterface::Index(e.ifindex),
                     (e.nbr != 0).then(|| Ipv4Addr::from(e.nbr)),
