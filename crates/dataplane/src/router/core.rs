@@ -186,7 +186,13 @@ impl Bucket {
         {
             if add > 0 {
                 self.tokens = (self.tokens + add).min(self.max);
-                self.last = now;
+                // Keep the part of a token already earned (moving `last` to `now`
+                // dropped up to one token per refill); a full bucket earns no more.
+                self.last = if self.tokens == self.max {
+                    now
+                } else {
+                    self.last + add * self.ticks_per_token
+                };
             }
         }
         if self.tokens == 0 {
@@ -1612,5 +1618,27 @@ impl WorkerStats {
         if let Some(k) = mpls::DropReason::ALL.iter().position(|&x| x == r) {
             self.mpls_drops[k].inc();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Bucket;
+
+    #[test]
+    fn bucket_rate_holds_when_polled_between_tokens() {
+        // 100 tokens/s at 1000 ticks/s: one token per 10 ticks; burst 5.
+        let mut b = Bucket::new(100, 5, 1000);
+        let mut now = 1000;
+        while b.take(now) {}
+        // Drained every 15 ticks for 300 ticks: 30 tokens earned.
+        let mut got = 0;
+        for _ in 0..20 {
+            now += 15;
+            while b.take(now) {
+                got += 1;
+            }
+        }
+        assert_eq!(got, 30);
     }
 }

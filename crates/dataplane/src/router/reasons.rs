@@ -28,7 +28,7 @@ pub enum DropReason {
     Ip4BadLength,
     /// Header checksum wrong.
     Ip4BadChecksum,
-    /// TTL expired (and no ICMP was sent: rate limit or no source address).
+    /// TTL expired (ICMP time exceeded sent when allowed).
     Ip4TtlExpired,
     /// No route (ICMP net unreachable sent when allowed).
     Ip4NoRoute,
