@@ -21,7 +21,8 @@ use std::net::Ipv4Addr;
 use benches::cycles::{Tsc, rdtsc, tsc_hz};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use dataplane::dpdk::BURST;
-use dataplane::packet::VecPacket;
+use dataplane::dpdk::{Eal, Mempool};
+use dataplane::packet::{Packet, VecPacket};
 use dataplane::router::{Core, CoreConfig, Interface, Out, RouterControl, Stage};
 use fib::{Ipv4Prefix, Path, RouteKind};
 use mpls::LabelAction;
@@ -67,9 +68,18 @@ fn load_rib() -> Vec<(u32, u8, u32)> {
         let Ok(p) = Ipv4Prefix::new_truncated(a, l) else {
             continue;
         };
-        rib.push((p.addr_u32(), p.prefix_len(), asn.trim().parse().unwrap_or(0)));
+        rib.push((
+            p.addr_u32(),
+            p.prefix_len(),
+            asn.trim().parse().unwrap_or(0),
+        ));
     }
-    assert!(rib.len() > 500_000, "{}: only {} prefixes", path.display(), rib.len());
+    assert!(
+        rib.len() > 500_000,
+        "{}: only {} prefixes",
+        path.display(),
+        rib.len()
+    );
     rib
 }
 
@@ -158,20 +168,27 @@ fn frame(labels: &[u32], dst: u32, sport: u16) -> Vec<u8> {
 }
 
 /// One forwarding path: template vectors and the EtherType every frame must leave
-/// with (checked once before timing, so no case measures drops).
-struct Case {
+/// with (checked once before timing, so no case measures drops). Generic over the
+/// packet type: heap `VecPacket`s, or DPDK mbufs from a hugepage pool.
+struct Case<P: Packet> {
     name: &'static str,
     vpp: &'static str,
     goal: &'static str,
     templates: Vec<Vec<Vec<u8>>>,
     out_ethertype: u16,
     core: Core,
-    pkts: Vec<VecPacket>,
+    pkts: Vec<P>,
     next: usize,
 }
 
-/// Destinations inside random table prefixes whose plain IPv4 route leads to an
-/// `want` (0x0800: plain route, 0x8847: labelled route) output, found by running
+/// The frame a packet holds now.
+fn data<P: Packet>(p: &mut P) -> &[u8] {
+    let (s, l) = p.window();
+    &p.raw_mut()[s..s + l]
+}
+
+/// Destinations inside random table prefixes whose route leads to a `want`
+/// (0x0800: plain route, 0x8847: labelled route) output, found by running
 /// candidates through `core`.
 fn destinations(rib: &[(u32, u8, u32)], core: &mut Core, want: u16, n: usize) -> Vec<u32> {
     let mut rng = StdRng::seed_from_u64(u64::from(want));
@@ -191,7 +208,10 @@ fn destinations(rib: &[(u32, u8, u32)], core: &mut Core, want: u16, n: usize) ->
             .collect();
         core.process(&mut pkts, &mut out);
         for ((d, o), p) in cand.iter().zip(&out).zip(&pkts) {
-            let et = p.data().get(12..14).map(|e| u16::from_be_bytes([e[0], e[1]]));
+            let et = p
+                .data()
+                .get(12..14)
+                .map(|e| u16::from_be_bytes([e[0], e[1]]));
             if matches!(o, Out::Tx(1..=4)) && et == Some(want) && found.len() < n {
                 found.push(*d);
             }
@@ -200,16 +220,18 @@ fn destinations(rib: &[(u32, u8, u32)], core: &mut Core, want: u16, n: usize) ->
     found
 }
 
-impl Case {
+impl<P: Packet> Case<P> {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         ctl: &mut RouterControl,
+        mk: &dyn Fn(&[u8]) -> P,
         name: &'static str,
         vpp: &'static str,
         goal: &'static str,
         dsts: &[u32],
         labels: &[u32],
         out_ethertype: u16,
-    ) -> Case {
+    ) -> Self {
         let (core, _) = ctl.new_core(CoreConfig::default(), tsc_hz());
         let templates: Vec<Vec<Vec<u8>>> = dsts
             .chunks(BURST)
@@ -220,7 +242,7 @@ impl Case {
                     .collect()
             })
             .collect();
-        let pkts = templates[0].iter().map(|f| VecPacket::new(f, 0)).collect();
+        let pkts = templates[0].iter().map(|f| mk(f)).collect();
         let mut c = Case {
             name,
             vpp,
@@ -242,8 +264,9 @@ impl Case {
         for t in 0..self.templates.len() {
             self.refill(t);
             self.core.process(&mut self.pkts, &mut out);
-            for (i, (o, p)) in out.iter().zip(&self.pkts).enumerate() {
-                let et = u16::from_be_bytes([p.data()[12], p.data()[13]]);
+            for (i, (o, p)) in out.iter().zip(&mut self.pkts).enumerate() {
+                let d = data(p);
+                let et = u16::from_be_bytes([d[12], d[13]]);
                 assert!(
                     matches!(o, Out::Tx(1..=4)) && et == self.out_ethertype,
                     "{}: template {t} frame {i}: {o:?}, ethertype {et:#06x}",
@@ -253,9 +276,12 @@ impl Case {
         }
     }
 
+    /// Puts template `t` back into the packets (at the usual 128-byte headroom).
     fn refill(&mut self, t: usize) {
         for (p, f) in self.pkts.iter_mut().zip(&self.templates[t]) {
-            p.reset(f);
+            let ok = p.set_window(VecPacket::HEADROOM, f.len());
+            debug_assert!(ok);
+            p.raw_mut()[VecPacket::HEADROOM..VecPacket::HEADROOM + f.len()].copy_from_slice(f);
         }
     }
 
@@ -275,80 +301,108 @@ impl Case {
         total
     }
 
-    /// Cycles per packet of each stage, from the core's own counters.
-    fn stages(&self) -> String {
+    /// One vector, timed; also the cycles each stage counted for it.
+    fn timed_stages(&mut self) -> (u64, [u64; STAGES.len()]) {
+        let before = self.stage_cycles();
+        let t = self.timed(1);
+        let after = self.stage_cycles();
+        (t, std::array::from_fn(|k| after[k] - before[k]))
+    }
+
+    fn stage_cycles(&self) -> [u64; STAGES.len()] {
         let s = self.core.stats();
-        [
-            Stage::EthernetInput,
-            Stage::MplsLookup,
-            Stage::Ip4Lookup,
-            Stage::Local,
-            Stage::Rewrite,
-        ]
-        .iter()
-        .filter_map(|&st| {
-            let c = &s.stages[st as usize];
-            let pkts = c.pkts.get();
-            (pkts > 0).then(|| format!("{} {:.1}", st.name(), c.cycles.get() as f64 / pkts as f64))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+        STAGES.map(|st| s.stages[st as usize].cycles.get())
+    }
+
+    /// The summary line: median, p10, Mpps, goal, VPP, median per stage.
+    fn summary(&mut self, hz: u64) {
+        let runs: Vec<(u64, [u64; STAGES.len()])> =
+            (0..2001).map(|_| self.timed_stages()).collect();
+        let mut v: Vec<u64> = runs.iter().map(|r| r.0).collect();
+        let (med, p10) = per_packet(&mut v);
+        let stages: Vec<String> = STAGES
+            .iter()
+            .enumerate()
+            .filter_map(|(k, st)| {
+                let mut c: Vec<u64> = runs.iter().map(|r| r.1[k]).collect();
+                let (m, _) = per_packet(&mut c);
+                (m > 0.0).then(|| format!("{} {m:.1}", st.name()))
+            })
+            .collect();
+        println!(
+            "{:<18} {:>7.1} {:>7.1} {:>7.1} {:>6} {:>5}   {}",
+            self.name,
+            med,
+            p10,
+            hz as f64 / med / 1e6,
+            self.goal,
+            self.vpp,
+            stages.join(", ")
+        );
     }
 }
 
-fn cases() -> (Vec<Case>, LpmOnly) {
+/// The stages the core times (rx and tx are the worker's).
+const STAGES: [Stage; 5] = [
+    Stage::EthernetInput,
+    Stage::MplsLookup,
+    Stage::Ip4Lookup,
+    Stage::Local,
+    Stage::Rewrite,
+];
+
+/// Median and 10th percentile of `v`, per packet.
+fn per_packet(v: &mut [u64]) -> (f64, f64) {
+    v.sort_unstable();
+    let at = |q: usize| v[(v.len() - 1) * q / 100] as f64 / BURST as f64;
+    (at(50), at(10))
+}
+
+/// The router with the table, and the destinations of the cases.
+struct Setup {
+    ctl: RouterControl,
+    plain: Vec<u32>,
+    labelled: Vec<u32>,
+}
+
+fn setup() -> Setup {
     let rib = load_rib();
     let mut ctl = router(&rib);
     let n = TEMPLATES * BURST;
     let (mut probe, _) = ctl.new_core(CoreConfig::default(), tsc_hz());
     let plain = destinations(&rib, &mut probe, 0x0800, n);
     let labelled = destinations(&rib, &mut probe, 0x8847, n);
-    let lpm = LpmOnly {
-        reader: ctl.fib().reader(),
-        keys: plain.clone(),
-        next: 0,
-    };
-    let cases = vec![
+    Setup {
+        ctl,
+        plain,
+        labelled,
+    }
+}
+
+/// The six paths, with packets made by `mk`.
+fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8]) -> P) -> Vec<Case<P>> {
+    let Setup {
+        ctl,
+        plain,
+        labelled,
+    } = s;
+    vec![
+        Case::new(ctl, mk, "ip4_forward", "104", "<= 35", plain, &[], 0x0800),
+        Case::new(ctl, mk, "p_swap", "110", "<= 30", plain, &[100], 0x8847),
+        Case::new(ctl, mk, "pe_push", "131", "<= 40", labelled, &[], 0x8847),
+        Case::new(ctl, mk, "pe_explicit_null", "125", "", plain, &[0], 0x0800),
         Case::new(
-            &mut ctl,
-            "ip4_forward",
-            "104",
-            "<= 35",
-            &plain,
-            &[],
-            0x0800,
-        ),
-        Case::new(&mut ctl, "p_swap", "110", "<= 30", &plain, &[100], 0x8847),
-        Case::new(
-            &mut ctl,
-            "pe_push",
-            "131",
-            "<= 40",
-            &labelled,
-            &[],
-            0x8847,
-        ),
-        Case::new(
-            &mut ctl,
-            "pe_explicit_null",
-            "125",
-            "",
-            &plain,
-            &[0],
-            0x0800,
-        ),
-        Case::new(
-            &mut ctl,
+            ctl,
+            mk,
             "pe_pop_lookup",
             "145",
             "<= 40",
-            &plain,
+            plain,
             &[300],
             0x0800,
         ),
-        Case::new(&mut ctl, "php", "113", "", &plain, &[102], 0x0800),
-    ];
-    (cases, lpm)
+        Case::new(ctl, mk, "php", "113", "", plain, &[102], 0x0800),
+    ]
 }
 
 /// The FIB lookup alone over the IPv4 case's destinations: the floor under the
@@ -381,18 +435,19 @@ fn main() {
     let mut c = Criterion::default()
         .with_measurement(Tsc)
         .configure_from_args();
-    let (mut cs, mut lpm) = cases();
+    let mut st = setup();
+    let mut lpm = LpmOnly {
+        reader: st.ctl.fib().reader(),
+        keys: st.plain.clone(),
+        next: 0,
+    };
+    let mut cs = cases(&mut st, &|f: &[u8]| VecPacket::new(f, 0));
     {
         let mut g = c.benchmark_group("pipeline");
         g.throughput(Throughput::Elements(BURST as u64));
         g.bench_function(BenchmarkId::from_parameter("lpm_only"), |b| {
             b.iter_custom(|iters| lpm.timed(iters))
         });
-        g.finish();
-    }
-    {
-        let mut g = c.benchmark_group("pipeline");
-        g.throughput(Throughput::Elements(BURST as u64));
         for case in cs.iter_mut() {
             g.bench_function(BenchmarkId::from_parameter(case.name), |b| {
                 b.iter_custom(|iters| case.timed(iters))
@@ -402,40 +457,63 @@ fn main() {
     }
     c.final_summary();
 
-    // A plain summary: median of 2001 vectors per case, and the per-stage split the
-    // core counted over the whole run (the `show run` view).
+    // A plain summary: median and 10th percentile of 2001 vectors per case (the
+    // machine is shared: the median moves with the neighbours' load, p10 much less),
+    // and the median per stage from the core's own TSC counters (the `show run` view).
     let hz = tsc_hz();
     println!(
-        "\npipeline, TSC cycles/packet (median of 2001 vectors of {BURST}), TSC {:.2} GHz",
+        "\npipeline, TSC cycles/packet over 2001 vectors of {BURST}, TSC {:.2} GHz",
         hz as f64 / 1e9
     );
-    println!(
-        "{:<18} {:>8} {:>8} {:>6} {:>6}   stages (cycles/packet)",
-        "path", "cyc/pkt", "Mpps", "goal", "VPP"
-    );
+    let header = || {
+        println!(
+            "{:<18} {:>7} {:>7} {:>7} {:>6} {:>5}   median per stage",
+            "path", "median", "p10", "Mpps", "goal", "VPP"
+        )
+    };
+    header();
     let mut v: Vec<u64> = (0..2001).map(|_| lpm.timed(1)).collect();
-    v.sort_unstable();
-    let per = v[v.len() / 2] as f64 / BURST as f64;
+    let (med, p10) = per_packet(&mut v);
     println!(
-        "{:<18} {:>8.1} {:>8.1} {:>6} {:>6}   (fib lookup_burst only)",
+        "{:<18} {:>7.1} {:>7.1} {:>7.1} {:>6} {:>5}   (fib lookup_burst alone)",
         "lpm_only",
-        per,
-        hz as f64 / per / 1e6,
+        med,
+        p10,
+        hz as f64 / med / 1e6,
         "",
         ""
     );
     for case in cs.iter_mut() {
-        let mut v: Vec<u64> = (0..2001).map(|_| case.timed(1)).collect();
-        v.sort_unstable();
-        let per = v[v.len() / 2] as f64 / BURST as f64;
-        println!(
-            "{:<18} {:>8.1} {:>8.1} {:>6} {:>6}   {}",
-            case.name,
-            per,
-            hz as f64 / per / 1e6,
-            case.goal,
-            case.vpp,
-            case.stages()
-        );
+        case.summary(hz);
+    }
+
+    // The same paths on DPDK mbufs from a hugepage pool: what a worker sees (the
+    // heap buffers above span 140 4 KiB pages per vector; mbufs sit in 2 MiB pages).
+    let eal = Eal::init(&[
+        "pipeline-bench",
+        "--no-pci",
+        "--in-memory",
+        "-l",
+        "1",
+        "--log-level=*:error",
+    ]);
+    let eal = match eal {
+        Ok(e) => e,
+        Err(e) => {
+            println!("\n(no mbuf run: EAL: {e})");
+            return;
+        }
+    };
+    let pool = Mempool::new(eal, "bench_pool", 2047, 0, 2176).unwrap_or_else(|e| panic!("{e}"));
+    let mk = |f: &[u8]| {
+        let mut m = pool.alloc_with(f).expect("mbuf");
+        m.set_port(0);
+        m
+    };
+    let mut ms = cases(&mut st, &mk);
+    println!("\nthe same on mbufs (hugepage mempool), TSC cycles/packet:");
+    header();
+    for case in ms.iter_mut() {
+        case.summary(hz);
     }
 }
