@@ -9,7 +9,7 @@
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -19,18 +19,24 @@ use dataplane::router::{
 };
 use dataplane::xconnect::{RxAssignment, WorkerCounters};
 use fib::{Ipv4Prefix, RouteKind, TableId, Via};
+use sflow::{Agent, AgentConfig, InterfaceCounters, Sampling};
 
 use crate::cli::{self, Command, RouteFilter};
 use crate::config::Config;
 use crate::decode;
 use crate::routing::{self, PortInfo, Routing};
 use crate::server::Service;
+use crate::sflow_agent;
 use crate::spec::{self, check_table, eos_word, ifindex};
 
 /// Link state and device counters of the ports, by DPDK port id.
 pub trait PortSource {
     /// Link up and counters of port `id`, if there is such a port.
     fn port_state(&self, id: u16) -> Option<(bool, PortStats)>;
+    /// Link speed of port `id` in Mbit/s (0 when unknown).
+    fn link_speed_mbps(&self, _id: u16) -> u32 {
+        0
+    }
 }
 
 /// The DPDK ports.
@@ -43,6 +49,12 @@ impl PortSource for DpdkPorts<'_> {
             .iter()
             .find(|p| p.id() == id)
             .map(|p| (p.link().up, p.stats()))
+    }
+    fn link_speed_mbps(&self, id: u16) -> u32 {
+        self.0
+            .iter()
+            .find(|p| p.id() == id)
+            .map_or(0, |p| p.link().speed_mbps)
     }
 }
 
@@ -260,6 +272,10 @@ pub struct RouterApi<'a> {
     /// The routing sections as last applied from the file (reload diffs against it).
     routing: Routing,
     baseline: RouterBaseline,
+    /// The sFlow agent (router mode with workers that sample).
+    sflow: Option<Agent>,
+    /// The `[sflow]` section as last applied from the file (reload diffs against it).
+    sflow_file: Option<AgentConfig>,
 }
 
 impl std::fmt::Debug for RouterApi<'_> {
@@ -288,9 +304,118 @@ impl<'a> RouterApi<'a> {
                 ports: Vec::new(),
                 at: Instant::now(),
             },
+            sflow: None,
+            sflow_file: None,
         };
         api.baseline = api.zero_baseline();
         api
+    }
+
+    /// Serves `sflow ...` and `show sflow` with `agent`, which was configured from
+    /// the file's `[sflow]` section as `file` (reload diffs against it), and polls it
+    /// on every tick.
+    pub fn with_sflow(mut self, agent: Agent, file: AgentConfig) -> RouterApi<'a> {
+        self.sflow = Some(agent);
+        self.sflow_file = Some(file);
+        self
+    }
+
+    fn sflow_cmd(&mut self, cmd: Command) -> Result<Value, String> {
+        if cmd == Command::ShowSflow {
+            let Some(agent) = &self.sflow else {
+                return Ok(json!({ "enabled": false }));
+            };
+            let mut v = sflow_agent::show(agent, &|ix| self.iface_name(ix));
+            v["enabled"] = json!(true);
+            return Ok(v);
+        }
+        let ifindex_of = |ctl: &RouterControl, name: &str| {
+            ctl.iface_by_name(name)
+                .map(|i| i.ifindex)
+                .map_err(|e| e.to_string())
+        };
+        let ctl = &*self.ctl;
+        let agent = self
+            .sflow
+            .as_mut()
+            .ok_or("sflow: this dataplaned has no sFlow agent (router mode only)")?;
+        let message = match cmd {
+            Command::SflowEnable {
+                interface,
+                rate,
+                direction,
+            } => {
+                let ix = ifindex_of(ctl, &interface)?;
+                let s = Sampling {
+                    rate,
+                    directions: direction,
+                };
+                agent
+                    .set_sampling(ix, Some(s))
+                    .map_err(|e| format!("sflow enable {interface}: {e}"))?;
+                format!(
+                    "sflow: {interface} (ifindex {ix}) sampled 1:{rate} {}",
+                    direction.name()
+                )
+            }
+            Command::SflowDisable { interface } => {
+                let ix = ifindex_of(ctl, &interface)?;
+                if !agent.config().interfaces.contains_key(&ix) {
+                    return Err(format!("sflow disable {interface}: not sampled"));
+                }
+                agent
+                    .set_sampling(ix, None)
+                    .map_err(|e| format!("sflow disable {interface}: {e}"))?;
+                format!("sflow: {interface} no longer sampled")
+            }
+            Command::SflowCollector { add: true, spec } => {
+                let a = agent
+                    .add_collector(&spec)
+                    .map_err(|e| format!("sflow collector add: {e}"))?;
+                format!("sflow: collector {a} added")
+            }
+            Command::SflowCollector { add: false, spec } => {
+                let a = agent
+                    .remove_collector(&spec)
+                    .map_err(|e| format!("sflow collector del: {e}"))?;
+                format!("sflow: collector {a} removed")
+            }
+            Command::SflowPolling(secs) => {
+                agent
+                    .set_polling_interval(Duration::from_secs(secs))
+                    .map_err(|e| format!("sflow polling: {e}"))?;
+                format!("sflow: counters polled every {secs} s")
+            }
+            Command::SflowHeaderBytes(n) => {
+                agent
+                    .set_header_bytes(n)
+                    .map_err(|e| format!("sflow header-bytes: {e}"))?;
+                format!("sflow: {n} header bytes per sample")
+            }
+            _ => return Err("not an sflow command".to_string()),
+        };
+        Ok(json!({ "message": message }))
+    }
+
+    /// Drains the workers' sample rings, sends datagrams, polls counters when due.
+    fn sflow_poll(&mut self) {
+        let Some(agent) = &mut self.sflow else {
+            return;
+        };
+        let ctl = &*self.ctl;
+        let ports = self.ports;
+        let ifaces = ctl.ifaces();
+        let stats = ctl.worker_stats();
+        let mut src = |out: &mut Vec<InterfaceCounters>| {
+            sflow_agent::poll_counters(&ifaces, &stats, ports, out);
+        };
+        // A bounded number of rounds per tick: the rest waits for the next tick
+        // (the rings absorb it, or drop and count).
+        for _ in 0..8 {
+            if !agent.poll(Instant::now(), &mut src).more {
+                break;
+            }
+        }
     }
 
     fn zero_baseline(&self) -> RouterBaseline {
@@ -598,17 +723,51 @@ impl<'a> RouterApi<'a> {
                 Ok(Value::Null)
             }
             Command::Reload => self.reload(),
+            c @ (Command::SflowEnable { .. }
+            | Command::SflowDisable { .. }
+            | Command::SflowCollector { .. }
+            | Command::SflowPolling(_)
+            | Command::SflowHeaderBytes(_)
+            | Command::ShowSflow) => self.sflow_cmd(c),
         }
     }
 
     /// Re-reads the configuration file and applies its routing sections as a diff.
     pub fn reload(&mut self) -> Result<Value, String> {
         let (new, routing) = self.info.reread()?;
+        // [sflow] is checked before anything is applied (interface names too, as far
+        // as the interfaces exist now or are named by the new file).
+        let router_id = new
+            .router
+            .router_id
+            .as_deref()
+            .and_then(|r| r.parse::<Ipv4Addr>().ok());
+        let known = |n: &str| {
+            let now = self.ctl.iface_by_name(n).ok().map(|i| i.ifindex);
+            let named = new.interfaces.iter().any(|i| i.name == n);
+            now.or(named.then_some(1))
+        };
+        if self.sflow.is_some() {
+            sflow_agent::agent_config(new.sflow.as_ref(), &known, router_id)
+                .map_err(|e| format!("reload: {e}; nothing was applied"))?;
+        }
         let sum = routing::reload(&self.routing, &routing, &self.port_infos, self.ctl)
             .map_err(|e| format!("reload: {e}"))?;
         self.routing = routing;
+        let mut message = format!("reload: {sum}");
+        if let (Some(agent), Some(old)) = (&mut self.sflow, &self.sflow_file) {
+            let ctl = &*self.ctl;
+            let names = |n: &str| ctl.iface_by_name(n).ok().map(|i| i.ifindex);
+            let cfg = sflow_agent::agent_config(new.sflow.as_ref(), &names, router_id)
+                .map_err(|e| format!("reload: routing applied, [sflow] not: {e}"))?;
+            let done = sflow_agent::apply_diff(agent, old, &cfg);
+            if !done.is_empty() {
+                message.push_str(&format!("; sflow: {}", done.join(", ")));
+            }
+            self.sflow_file = Some(cfg);
+        }
         self.info.config = new;
-        Ok(json!({ "message": format!("reload: {sum}"), "changes": sum }))
+        Ok(json!({ "message": message, "changes": sum }))
     }
 
     /// If `prefix` is the local or connected route of an interface address, which.
@@ -1161,6 +1320,7 @@ impl<'a> RouterApi<'a> {
 impl Service for RouterApi<'_> {
     fn tick(&mut self) {
         self.ctl.poll();
+        self.sflow_poll();
         // Punted packets have no consumer yet (the TAP interfaces come with the Linux
         // control plane); they are counted by reason and freed here.
         for h in self.ctl.workers() {
@@ -1444,6 +1604,12 @@ fn command_name(c: &Command) -> &'static str {
             "neighbor"
         }
         Command::ShowTrace | Command::TraceAdd(_) | Command::TraceClear => "trace",
+        Command::SflowEnable { .. }
+        | Command::SflowDisable { .. }
+        | Command::SflowCollector { .. }
+        | Command::SflowPolling(_)
+        | Command::SflowHeaderBytes(_)
+        | Command::ShowSflow => "sflow",
         _ => "this command",
     }
 }

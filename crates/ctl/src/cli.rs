@@ -44,6 +44,12 @@ show run
 show errors
 show trace
 show version
+show sflow
+sflow enable INTERFACE [rate N] [direction rx|tx|both]   (default rate 1000, rx)
+sflow disable INTERFACE
+sflow collector add|del IP[:PORT]                     (port 6343 when omitted)
+sflow polling SECS                                    (0: no counter samples)
+sflow header-bytes N                                  (64..256)
 trace add N
 clear trace
 clear counters
@@ -183,6 +189,33 @@ pub enum Command {
     ClearCounters,
     /// `reload`.
     Reload,
+    /// `sflow enable`.
+    SflowEnable {
+        /// Interface.
+        interface: String,
+        /// 1-in-N.
+        rate: u32,
+        /// Directions sampled.
+        direction: sflow::Directions,
+    },
+    /// `sflow disable`.
+    SflowDisable {
+        /// Interface.
+        interface: String,
+    },
+    /// `sflow collector add|del`.
+    SflowCollector {
+        /// Add or delete.
+        add: bool,
+        /// `IP[:PORT]` (or a host name).
+        spec: String,
+    },
+    /// `sflow polling SECS`.
+    SflowPolling(u64),
+    /// `sflow header-bytes N`.
+    SflowHeaderBytes(u16),
+    /// `show sflow`.
+    ShowSflow,
 }
 
 /// `route show` filter.
@@ -211,6 +244,7 @@ impl Command {
                 | Command::ShowErrors
                 | Command::ShowTrace
                 | Command::ShowVersion
+                | Command::ShowSflow
         )
     }
 }
@@ -394,9 +428,10 @@ pub fn parse(words: &[String]) -> Result<Command> {
             w.usage = "reload";
             Command::Reload
         }
+        "sflow" => sflow(&mut w)?,
         x => {
             return Err(bad(format!(
-                "unknown command {x:?} (commands: route, label, interface, neighbor, show, trace, clear, reload; dpctl help lists them)"
+                "unknown command {x:?} (commands: route, label, interface, neighbor, show, sflow, trace, clear, reload; dpctl help lists them)"
             )));
         }
     };
@@ -756,6 +791,78 @@ fn address(s: &str) -> Result<Ipv4Addr> {
     Ok(a)
 }
 
+fn sflow(w: &mut Words<'_>) -> Result<Command> {
+    w.usage = "sflow enable|disable|collector|polling|header-bytes ... (dpctl help)";
+    match w.expect("enable, disable, collector, polling or header-bytes")? {
+        "enable" => {
+            w.usage = "sflow enable INTERFACE [rate N] [direction rx|tx|both]";
+            let interface = interface_name(w.expect("interface")?)?;
+            let mut rate = crate::sflow_agent::DEFAULT_RATE;
+            let mut direction = sflow::Directions::Rx;
+            while let Some(k) = w.next() {
+                match k {
+                    "rate" => {
+                        rate = w.number("rate")?;
+                        if rate == 0 {
+                            return Err(bad(
+                                "sflow enable: rate 0: the rate must be at least 1 (1-in-N; use sflow disable to stop)",
+                            ));
+                        }
+                    }
+                    "direction" | "dir" => {
+                        let d = w.expect("rx, tx or both")?;
+                        direction = d
+                            .parse()
+                            .map_err(|e: sflow::ConfigError| bad(e.to_string()))?;
+                    }
+                    x => {
+                        return w.err(format!("unexpected {x:?} (rate N or direction rx|tx|both)"));
+                    }
+                }
+            }
+            Ok(Command::SflowEnable {
+                interface,
+                rate,
+                direction,
+            })
+        }
+        "disable" => {
+            w.usage = "sflow disable INTERFACE";
+            let interface = interface_name(w.expect("interface")?)?;
+            Ok(Command::SflowDisable { interface })
+        }
+        "collector" => {
+            w.usage = "sflow collector add|del IP[:PORT]";
+            let add = match w.expect("add or del")? {
+                "add" => true,
+                "del" | "delete" | "remove" => false,
+                x => return w.err(format!("unexpected {x:?}: add or del")),
+            };
+            let spec = w.expect("collector address")?.to_string();
+            Ok(Command::SflowCollector { add, spec })
+        }
+        "polling" | "polling-interval" => {
+            w.usage = "sflow polling SECS";
+            let secs: u64 = w.number("seconds")?;
+            if secs > u64::from(u32::MAX) {
+                return Err(bad(format!(
+                    "sflow polling {secs}: at most {} seconds",
+                    u32::MAX
+                )));
+            }
+            Ok(Command::SflowPolling(secs))
+        }
+        "header-bytes" | "header" => {
+            w.usage = "sflow header-bytes N";
+            let n: u32 = w.number("header bytes")?;
+            let n = u16::try_from(n).unwrap_or(u16::MAX);
+            sflow::validate_header_bytes(n).map_err(|e| bad(format!("sflow {e}")))?;
+            Ok(Command::SflowHeaderBytes(n))
+        }
+        x => w.err(format!("unknown sflow command {x:?}")),
+    }
+}
+
 fn show(w: &mut Words<'_>) -> Result<Command> {
     w.usage = "show interfaces|run|errors|trace|version|route|label|neighbor";
     match w.expect("what to show")? {
@@ -773,6 +880,7 @@ fn show(w: &mut Words<'_>) -> Result<Command> {
         "errors" | "error" => Ok(Command::ShowErrors),
         "trace" => Ok(Command::ShowTrace),
         "version" => Ok(Command::ShowVersion),
+        "sflow" => Ok(Command::ShowSflow),
         "route" | "routes" | "fib" => route_show(w),
         "label" | "labels" | "mpls" => {
             w.usage = "show labels [LABEL]";

@@ -101,6 +101,9 @@ pub struct Config {
     /// The control socket.
     #[serde(default)]
     pub control: ControlSection,
+    /// sFlow (router mode; applied at start and by reload).
+    #[serde(default)]
+    pub sflow: Option<crate::sflow_agent::SflowSection>,
 }
 
 /// Where `dataplaned` listens for `dpctl`, unless `--socket` says otherwise.

@@ -13,7 +13,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use tokio::sync::mpsc;
 
 use dataplane::dpdk::{Eal, Mempool, Port, tsc_hz};
-use dataplane::router::{CoreConfig, RouterControl, RouterWorker, Stage, WorkerStats, report};
+use dataplane::router::{
+    CoreConfig, RouterControl, RouterWorker, SflowHook, Stage, WorkerStats, report,
+};
 use dataplane::xconnect::{RxAssignment, WorkerCounters, XconnectWorker};
 
 use crate::api::{DaemonInfo, DpdkPorts, RouterApi, XconnectApi, XconnectPort};
@@ -374,6 +376,21 @@ fn run_router(
         cfg.icmp_rate_pps = r;
     }
     let n_ports = ids.iter().map(|&i| usize::from(i) + 1).max().unwrap_or(0);
+    // sFlow: the agent lives here (the control thread); each worker gets its
+    // sampler. With no [sflow] section nothing is sampled and the workers' cost is
+    // one load per vector.
+    let sflow_cfg = {
+        let names = |n: &str| ctl.iface_by_name(n).ok().map(|i| i.ifindex);
+        let rid = info
+            .config
+            .router
+            .router_id
+            .as_deref()
+            .and_then(|r| r.parse().ok());
+        crate::sflow_agent::agent_config(info.config.sflow.as_ref(), &names, rid)
+            .map_err(|e| anyhow!("{e}"))?
+    };
+    let mut agent = sflow::Agent::new(sflow_cfg.clone()).context("[sflow]")?;
     let worker_stop = Arc::new(AtomicBool::new(false));
     let mut jobs: Vec<Box<dyn FnOnce() -> i32 + Send>> = Vec::new();
     for (w, rx) in router_queues(plan, &ids).into_iter().enumerate() {
@@ -386,7 +403,10 @@ fn run_router(
             punts,
             worker_stop.clone(),
             plan.idle,
-        );
+        )
+        .with_sflow(SflowHook::new(
+            agent.add_worker(w as u32).context("[sflow] worker")?,
+        ));
         jobs.push(Box::new(move || {
             worker.run();
             0
@@ -404,7 +424,8 @@ fn run_router(
     );
     let c = Counters::Router(ctl.worker_stats());
     let dpdk_ports = DpdkPorts(ports);
-    let mut api = RouterApi::new(&mut ctl, &dpdk_ports, infos, plan.routing.clone(), info);
+    let mut api = RouterApi::new(&mut ctl, &dpdk_ports, infos, plan.routing.clone(), info)
+        .with_sflow(agent, sflow_cfg);
     let elapsed = control_loop(&mut control, &c, &mut api);
     drop(api);
     let ok = stop_workers(eal, &worker_stop, launched);

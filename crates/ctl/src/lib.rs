@@ -12,4 +12,5 @@ pub mod proto;
 pub mod render;
 pub mod routing;
 pub mod server;
+pub mod sflow_agent;
 pub mod spec;

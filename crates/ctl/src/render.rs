@@ -36,6 +36,7 @@ pub fn render(cmd: &Command, data: &Value) -> String {
         Command::ShowErrors => errors(data),
         Command::ShowTrace => trace(data),
         Command::ShowVersion => version(data),
+        Command::ShowSflow => sflow(data),
         _ => data
             .get("message")
             .and_then(Value::as_str)
@@ -343,6 +344,63 @@ fn trace(d: &Value) -> String {
         }
         o.push('\n');
     }
+    o
+}
+
+fn sflow(d: &Value) -> String {
+    let mut o = String::new();
+    let cs: Vec<&str> = arr(&d["collectors"]).iter().map(s).collect();
+    let _ = writeln!(
+        o,
+        "agent {}  collectors {}  polling {} s  header-bytes {}",
+        s(&d["agent_address"]),
+        if cs.is_empty() {
+            "-".to_string()
+        } else {
+            cs.join(", ")
+        },
+        n(&d["polling_interval_s"]),
+        n(&d["header_bytes"])
+    );
+    let _ = writeln!(
+        o,
+        "{:<16} {:>7} {:>10} {:>9}",
+        "interface", "ifindex", "rate", "direction"
+    );
+    for i in arr(&d["interfaces"]) {
+        let _ = writeln!(
+            o,
+            "{:<16} {:>7} {:>10} {:>9}",
+            s(&i["name"]),
+            n(&i["ifindex"]),
+            format!("1:{}", n(&i["rate"])),
+            s(&i["direction"])
+        );
+    }
+    let _ = writeln!(
+        o,
+        "{:<7} {:>12} {:>10} {:>12} {:>8}",
+        "worker", "sampled", "dropped", "exported", "queued"
+    );
+    for w in arr(&d["workers"]) {
+        let _ = writeln!(
+            o,
+            "{:<7} {:>12} {:>10} {:>12} {:>8}",
+            n(&w["worker"]),
+            n(&w["sampled"]),
+            n(&w["dropped"]),
+            n(&w["exported"]),
+            n(&w["queued"])
+        );
+    }
+    let _ = writeln!(
+        o,
+        "datagrams {}  flow-samples {}  counter-samples {}  send-errors {}",
+        n(&d["datagrams"]),
+        n(&d["flow_samples"]),
+        n(&d["counter_samples"]),
+        n(&d["send_errors"])
+    );
     o
 }
 

@@ -1,0 +1,357 @@
+//! sFlow in the daemon: the `[sflow]` config section, its translation into an
+//! [`sflow::AgentConfig`], the counter source the agent polls (the workers'
+//! per-interface counters and the ports' link state and device counters), and
+//! `show sflow`.
+//!
+//! ```toml
+//! [sflow]
+//! agent_address = "192.0.2.1"      # default: [router] router_id, else 127.0.0.1
+//! collectors = ["192.0.2.99", "collector.example:6343"]
+//! polling_interval = 20            # seconds; 0 = no counter samples
+//! header_bytes = 128               # 64..=256
+//!
+//! [[sflow.interface]]
+//! name = "port0"
+//! rate = 1000                      # 1-in-N (default 1000)
+//! direction = "both"               # rx | tx | both (default rx)
+//! ```
+//!
+//! ifIndexes are the router's (`dpctl show interfaces`).
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use dataplane::router::{IfTable, WorkerStats};
+use sflow::{Agent, AgentConfig, Directions, IfCounters, InterfaceCounters, Sampling};
+
+use crate::api::PortSource;
+
+/// Rate `sflow enable PORT` uses when none is given (and the file's default).
+pub const DEFAULT_RATE: u32 = 1000;
+
+/// `[sflow]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SflowSection {
+    /// Agent address in the datagrams.
+    #[serde(default)]
+    pub agent_address: Option<String>,
+    /// Collectors, `IP`, `IP:PORT`, `[IPv6]:PORT`, `host[:port]`.
+    #[serde(default)]
+    pub collectors: Vec<String>,
+    /// Counter polling interval in seconds (0 = off).
+    #[serde(default = "default_polling")]
+    pub polling_interval: u64,
+    /// Frame bytes per sample.
+    #[serde(default = "default_header_bytes")]
+    pub header_bytes: u16,
+    /// Sampled interfaces.
+    #[serde(default, rename = "interface")]
+    pub interfaces: Vec<SflowInterface>,
+}
+
+fn default_polling() -> u64 {
+    sflow::DEFAULT_POLLING_INTERVAL.as_secs()
+}
+fn default_header_bytes() -> u16 {
+    sflow::DEFAULT_HEADER_BYTES
+}
+fn default_rate() -> u32 {
+    DEFAULT_RATE
+}
+fn default_direction() -> String {
+    "rx".to_string()
+}
+
+/// `[[sflow.interface]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SflowInterface {
+    /// Interface name (`dpctl show interfaces`).
+    pub name: String,
+    /// 1-in-N.
+    #[serde(default = "default_rate")]
+    pub rate: u32,
+    /// rx, tx or both.
+    #[serde(default = "default_direction")]
+    pub direction: String,
+}
+
+/// The agent configuration of `s` (absent section: nothing sampled, no collector),
+/// checked completely (collectors resolved): any error means nothing may change.
+/// `ifindex` names interfaces; `router_id` is the default agent address.
+pub fn agent_config(
+    s: Option<&SflowSection>,
+    ifindex: &dyn Fn(&str) -> Option<u32>,
+    router_id: Option<Ipv4Addr>,
+) -> Result<AgentConfig, String> {
+    let default_addr = IpAddr::V4(router_id.unwrap_or(Ipv4Addr::LOCALHOST));
+    let Some(s) = s else {
+        return Ok(AgentConfig::new(default_addr));
+    };
+    let addr = match &s.agent_address {
+        Some(a) => a
+            .parse::<IpAddr>()
+            .map_err(|_| format!("[sflow] agent_address {a:?} is not an IP address"))?,
+        None => default_addr,
+    };
+    let mut cfg = AgentConfig::new(addr);
+    cfg.collectors = s.collectors.clone();
+    cfg.polling_interval = Duration::from_secs(s.polling_interval);
+    cfg.header_bytes = s.header_bytes;
+    for i in &s.interfaces {
+        let ix = ifindex(&i.name)
+            .ok_or_else(|| format!("[sflow] interface {:?}: no such interface", i.name))?;
+        let directions: Directions = i
+            .direction
+            .parse()
+            .map_err(|e| format!("[sflow] interface {:?}: {e}", i.name))?;
+        if cfg.interfaces.contains_key(&ix) {
+            return Err(format!("[sflow] interface {:?} listed twice", i.name));
+        }
+        cfg.interfaces.insert(
+            ix,
+            Sampling {
+                rate: i.rate,
+                directions,
+            },
+        );
+    }
+    cfg.validate().map_err(|e| format!("[sflow]: {e}"))?;
+    Ok(cfg)
+}
+
+/// Applies the difference between the file's `old` and `new` agent configurations
+/// to the running agent (so `dpctl sflow ...` changes to things the file did not
+/// change stay). `new` must have been validated.
+pub fn apply_diff(agent: &mut Agent, old: &AgentConfig, new: &AgentConfig) -> Vec<String> {
+    let mut done = Vec::new();
+    if old.agent_address != new.agent_address && agent.set_agent_address(new.agent_address).is_ok()
+    {
+        done.push(format!("agent address {}", new.agent_address));
+    }
+    if old.header_bytes != new.header_bytes && agent.set_header_bytes(new.header_bytes).is_ok() {
+        done.push(format!("header-bytes {}", new.header_bytes));
+    }
+    if old.polling_interval != new.polling_interval
+        && agent.set_polling_interval(new.polling_interval).is_ok()
+    {
+        done.push(format!("polling {}", new.polling_interval.as_secs()));
+    }
+    for c in &old.collectors {
+        if !new.collectors.contains(c) && agent.remove_collector(c).is_ok() {
+            done.push(format!("collector del {c}"));
+        }
+    }
+    for c in &new.collectors {
+        if !old.collectors.contains(c) && agent.add_collector(c).is_ok() {
+            done.push(format!("collector add {c}"));
+        }
+    }
+    for (&ix, &s) in &new.interfaces {
+        if old.interfaces.get(&ix) != Some(&s) && agent.set_sampling(ix, Some(s)).is_ok() {
+            done.push(format!("enable ifindex {ix}"));
+        }
+    }
+    for &ix in old.interfaces.keys() {
+        if !new.interfaces.contains_key(&ix) && agent.set_sampling(ix, None).is_ok() {
+            done.push(format!("disable ifindex {ix}"));
+        }
+    }
+    done
+}
+
+/// Interface counters for the agent's counter samples: the workers' per-interface
+/// packets, bytes and drops, the port's link state, speed and device errors.
+pub fn poll_counters(
+    ifaces: &IfTable,
+    stats: &[std::sync::Arc<WorkerStats>],
+    ports: &dyn PortSource,
+    out: &mut Vec<InterfaceCounters>,
+) {
+    for i in ifaces.iter() {
+        let k = i.ifindex as usize;
+        let sum = |f: &dyn Fn(&dataplane::router::IfaceCounters) -> u64| -> u64 {
+            stats.iter().filter_map(|s| s.ifaces.get(k)).map(f).sum()
+        };
+        let port = ports.port_state(i.port);
+        let link = port.map_or(i.up, |p| p.0);
+        let speed = u64::from(ports.link_speed_mbps(i.port)) * 1_000_000;
+        let mut g = IfCounters::ethernet(i.ifindex, speed, i.up, i.up && link);
+        g.in_octets = sum(&|c| c.rx_bytes.get());
+        g.in_ucast_pkts = sum(&|c| c.rx_pkts.get()) as u32;
+        g.in_discards = sum(&|c| c.drops.get()) as u32;
+        g.out_octets = sum(&|c| c.tx_bytes.get());
+        g.out_ucast_pkts = sum(&|c| c.tx_pkts.get()) as u32;
+        if let (None, Some((_, ps))) = (i.vlan, port) {
+            g.in_errors = ps.rx_errors as u32;
+            g.out_errors = ps.tx_errors as u32;
+        }
+        out.push(InterfaceCounters {
+            generic: g,
+            ethernet: None,
+        });
+    }
+}
+
+/// `show sflow`.
+pub fn show(agent: &Agent, name: &dyn Fn(u32) -> String) -> Value {
+    let cfg = agent.config();
+    let st = agent.stats();
+    let ifaces: Vec<Value> = cfg
+        .interfaces
+        .iter()
+        .map(|(&ix, s)| {
+            json!({ "name": name(ix), "ifindex": ix, "rate": s.rate, "direction": s.directions.name() })
+        })
+        .collect();
+    let workers: Vec<Value> = st
+        .workers
+        .iter()
+        .map(|w| {
+            json!({ "worker": w.worker, "sampled": w.sampled, "dropped": w.dropped,
+                    "exported": w.exported, "queued": w.queued })
+        })
+        .collect();
+    let sources: Vec<Value> = agent
+        .sources()
+        .iter()
+        .map(|s| {
+            json!({ "worker": s.worker, "ifindex": s.ifindex, "rate": s.sampling_rate,
+                    "flow_samples": s.flow_samples, "sample_pool": s.sample_pool, "drops": s.drops })
+        })
+        .collect();
+    json!({
+        "agent_address": cfg.agent_address.to_string(),
+        "collectors": agent.collectors().iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+        "polling_interval_s": cfg.polling_interval.as_secs(),
+        "header_bytes": cfg.header_bytes,
+        "interfaces": ifaces,
+        "workers": workers,
+        "sources": sources,
+        "datagrams": st.datagrams,
+        "bytes": st.bytes,
+        "send_errors": st.send_errors,
+        "flow_samples": st.flow_samples,
+        "counter_samples": st.counter_samples,
+        "unsent_samples": st.unsent_samples,
+    })
+}
+
+/// The sampling per ifIndex, for tests and `show`.
+pub fn enabled(agent: &Agent) -> BTreeMap<u32, Sampling> {
+    agent.config().interfaces.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: &str) -> Option<u32> {
+        match n {
+            "port0" => Some(1),
+            "port1" => Some(2),
+            _ => None,
+        }
+    }
+
+    fn parse(text: &str) -> SflowSection {
+        #[derive(Deserialize)]
+        struct F {
+            sflow: SflowSection,
+        }
+        toml::from_str::<F>(text).unwrap().sflow
+    }
+
+    #[test]
+    fn section_to_agent_config() {
+        let s = parse(
+            "[sflow]\ncollectors = [\"127.0.0.1:7000\"]\npolling_interval = 5\nheader_bytes = 64\n\
+             [[sflow.interface]]\nname = \"port1\"\nrate = 10\ndirection = \"both\"\n\
+             [[sflow.interface]]\nname = \"port0\"\n",
+        );
+        let cfg = agent_config(Some(&s), &names, Some(Ipv4Addr::new(10, 0, 0, 1))).unwrap();
+        assert_eq!(cfg.agent_address, IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(cfg.polling_interval, Duration::from_secs(5));
+        assert_eq!(cfg.header_bytes, 64);
+        assert_eq!(
+            cfg.interfaces[&2],
+            Sampling {
+                rate: 10,
+                directions: Directions::Both
+            }
+        );
+        assert_eq!(
+            cfg.interfaces[&1],
+            Sampling {
+                rate: DEFAULT_RATE,
+                directions: Directions::Rx
+            }
+        );
+        let none = agent_config(None, &names, None).unwrap();
+        assert!(none.interfaces.is_empty() && none.collectors.is_empty());
+    }
+
+    #[test]
+    fn bad_sections_say_what_is_wrong() {
+        let bad = |t: &str| agent_config(Some(&parse(t)), &names, None).unwrap_err();
+        let e = bad("[sflow]\n[[sflow.interface]]\nname = \"port0\"\nrate = 0\n");
+        assert!(e.contains("sampling rate 0"), "{e}");
+        let e = bad("[sflow]\nheader_bytes = 32\n");
+        assert!(e.contains("header-bytes 32 out of range 64..=256"), "{e}");
+        let e = bad("[sflow]\nheader_bytes = 300\n");
+        assert!(e.contains("header-bytes 300"), "{e}");
+        let e = bad("[sflow]\ncollectors = [\"no-such-host.invalid\"]\n");
+        assert!(
+            e.contains("no-such-host.invalid") && e.contains("resolve"),
+            "{e}"
+        );
+        let e = bad("[sflow]\n[[sflow.interface]]\nname = \"port9\"\n");
+        assert!(e.contains("\"port9\": no such interface"), "{e}");
+        let e = bad("[sflow]\n[[sflow.interface]]\nname = \"port0\"\ndirection = \"up\"\n");
+        assert!(e.contains("expected rx, tx or both"), "{e}");
+        let e = bad("[sflow]\nagent_address = \"x\"\n");
+        assert!(e.contains("agent_address"), "{e}");
+        let e = bad("[sflow]\nagent_address = \"0.0.0.0\"\n");
+        assert!(e.contains("unspecified"), "{e}");
+    }
+
+    #[test]
+    fn diff_keeps_what_the_file_did_not_change() {
+        let old = agent_config(
+            Some(&parse(
+                "[sflow]\n[[sflow.interface]]\nname = \"port0\"\nrate = 10\n",
+            )),
+            &names,
+            None,
+        )
+        .unwrap();
+        let mut agent = Agent::new(old.clone()).unwrap();
+        // dpctl change the file does not know about
+        agent
+            .set_sampling(
+                2,
+                Some(Sampling {
+                    rate: 5,
+                    directions: Directions::Tx,
+                }),
+            )
+            .unwrap();
+        let new = agent_config(
+            Some(&parse(
+                "[sflow]\nheader_bytes = 96\n[[sflow.interface]]\nname = \"port0\"\nrate = 20\n",
+            )),
+            &names,
+            None,
+        )
+        .unwrap();
+        let done = apply_diff(&mut agent, &old, &new);
+        assert_eq!(done, ["header-bytes 96", "enable ifindex 1"]);
+        assert_eq!(enabled(&agent)[&1].rate, 20);
+        assert_eq!(enabled(&agent)[&2].rate, 5);
+    }
+}
