@@ -572,3 +572,202 @@ fn dpctl_counters_trace_and_reload_under_traffic() {
     let summary = lab.stop_daemon();
     assert!(summary.contains("ip4-lookup"), "{summary}");
 }
+
+/// sFlow end to end: 1:10 on port0's rx in router mode, a collector socket on
+/// loopback (the daemon runs in the root namespace; the traffic stays in the
+/// namespaces), a few thousand UDP packets from a to b. The number of samples is
+/// within statistical bounds of packets/10, the sample pool matches the interface's
+/// rx counter, nothing is dropped, the samples name the right interfaces and next
+/// hop, counter samples arrive, and dpctl's sflow commands refuse bad settings
+/// without changing anything.
+#[test]
+fn sflow_one_in_ten_reaches_a_collector() {
+    use sflow::{FlowRecord, Interface, Sample, decode_datagram};
+    let collector = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    collector
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let cport = collector.local_addr().unwrap().port();
+    let mut lab = Lab::new(
+        "s",
+        ["10.99.10.1/24", "10.99.11.1/24"],
+        Some(["10.99.10.254", "10.99.11.254"]),
+    );
+    lab.start_daemon(&format!(
+        "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.99.10.254/24\"]\n\
+         [[interface]]\nname = \"port1\"\naddresses = [\"10.99.11.254/24\"]\n\
+         [sflow]\nagent_address = \"192.0.2.7\"\ncollectors = [\"127.0.0.1:{cport}\"]\n\
+         polling_interval = 1\n\
+         [[sflow.interface]]\nname = \"port0\"\nrate = 10\ndirection = \"rx\"\n"
+    ));
+    let t = lab.tag.clone();
+    let ns_a = format!("dp{t}a");
+    // Resolve both neighbours first.
+    let o = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &ns_a,
+        "ping",
+        "-c",
+        "3",
+        "-i",
+        "0.2",
+        "-W",
+        "1",
+        "10.99.11.1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let n = 4000;
+    let send = format!(
+        "import socket,time\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n\
+         for i in range({n}):\n    s.sendto(b'x'*64,('10.99.11.1',9))\n    \
+         time.sleep(0.0002) if i%50==0 else None\n"
+    );
+    ok(&["ip", "netns", "exec", &ns_a, "python3", "-c", &send]);
+
+    // Collect until the datagrams stop (the agent flushes within 1 s).
+    let mut flows = Vec::new();
+    let mut counters = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let mut quiet_since = Instant::now();
+    let t0 = Instant::now();
+    while quiet_since.elapsed() < Duration::from_millis(2500)
+        && t0.elapsed() < Duration::from_secs(20)
+    {
+        let Ok(len) = collector.recv(&mut buf) else {
+            continue;
+        };
+        let d = decode_datagram(&buf[..len]).expect("our datagrams decode");
+        assert_eq!(
+            d.header.agent_address,
+            sflow::Address::V4("192.0.2.7".parse().unwrap())
+        );
+        for s in d.samples.iter() {
+            match s {
+                Sample::Flow(f) => {
+                    quiet_since = Instant::now();
+                    let nh = f.records.iter().find_map(|r| match r {
+                        FlowRecord::ExtendedRouter(x) => Some(x.next_hop),
+                        _ => None,
+                    });
+                    flows.push((
+                        f.sampling_rate,
+                        f.sample_pool,
+                        f.drops,
+                        f.input,
+                        f.output,
+                        nh,
+                    ));
+                }
+                Sample::Counters(c) => {
+                    counters.push(c.source_id);
+                }
+                _ => {}
+            }
+        }
+    }
+    let rx0 = {
+        let v = lab.json("show interfaces port0");
+        let i = v["interfaces"]
+            .as_array()
+            .and_then(|a| a.first().cloned())
+            .unwrap_or(v.clone());
+        i["counters"]["rx_packets"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("rx_packets in {v}"))
+    };
+    let s = flows.len() as f64;
+    let pool = flows.iter().map(|f| f.1).max().unwrap_or(0) as u64;
+    eprintln!("samples {s}, pool {pool}, port0 rx {rx0}");
+    assert!(rx0 >= n as u64, "port0 received {rx0} of {n}");
+    // The pool is every packet port0 received up to the last sample.
+    assert!(pool <= rx0 && rx0 - pool < 200, "pool {pool}, rx {rx0}");
+    let p = pool as f64;
+    let sigma = (p / 30.0).sqrt();
+    assert!(
+        (s - p / 10.0).abs() < 6.0 * sigma + 2.0,
+        "{s} samples for {p} packets"
+    );
+    assert!(
+        flows
+            .iter()
+            .all(|f| f.0 == 10 && f.2 == 0 && f.3 == Interface::Index(1))
+    );
+    let udp = flows
+        .iter()
+        .filter(|f| f.4 == Interface::Index(2))
+        .collect::<Vec<_>>();
+    assert!(
+        udp.len() as f64 > s * 0.9,
+        "{} of {s} forwarded to port1",
+        udp.len()
+    );
+    assert!(
+        udp.iter()
+            .all(|f| f.5 == Some(sflow::Address::V4("10.99.11.1".parse().unwrap())))
+    );
+    assert!(
+        counters.contains(&sflow::DataSource::ifindex(1))
+            && counters.contains(&sflow::DataSource::ifindex(2)),
+        "counter samples for both interfaces: {counters:?}"
+    );
+    let st = lab.json("show sflow");
+    let w = &st["workers"][0];
+    assert_eq!(w["sampled"].as_u64(), Some(flows.len() as u64), "{st}");
+    assert_eq!(w["exported"].as_u64(), Some(flows.len() as u64), "{st}");
+    assert_eq!(w["dropped"].as_u64(), Some(0), "{st}");
+
+    // Bad settings: a clear error each, nothing changed.
+    let before = lab.json("show sflow");
+    for (cmd, want) in [
+        ("sflow enable port1 rate 0", "rate 0"),
+        (
+            "sflow header-bytes 300",
+            "header-bytes 300 out of range 64..=256",
+        ),
+        ("sflow header-bytes 32", "out of range"),
+        (
+            "sflow collector add no-such-host.invalid",
+            "no-such-host.invalid",
+        ),
+        ("sflow collector del 127.0.0.9", "not configured"),
+        ("sflow enable nosuch", "nosuch"),
+        ("sflow disable port1", "not sampled"),
+        ("sflow enable port1 direction up", "rx, tx or both"),
+    ] {
+        let (code, _, err) = lab.dpctl(cmd);
+        assert_ne!(code, 0, "{cmd} accepted");
+        assert!(err.contains(want), "{cmd}: {err}");
+    }
+    let after = lab.json("show sflow");
+    for k in [
+        "interfaces",
+        "collectors",
+        "header_bytes",
+        "polling_interval_s",
+    ] {
+        assert_eq!(before[k], after[k], "{k} changed");
+    }
+    // Good ones show up.
+    for cmd in [
+        "sflow enable port1 rate 100 direction both",
+        "sflow header-bytes 64",
+        "sflow polling 30",
+        "sflow collector add 127.0.0.1:9",
+    ] {
+        let (code, _, err) = lab.dpctl(cmd);
+        assert_eq!(code, 0, "{cmd}: {err}");
+    }
+    let v = lab.json("show sflow");
+    assert_eq!(v["header_bytes"], 64);
+    assert_eq!(v["polling_interval_s"], 30);
+    assert_eq!(v["interfaces"][1]["rate"], 100);
+    assert_eq!(v["interfaces"][1]["direction"], "both");
+    assert_eq!(v["collectors"].as_array().map(Vec::len), Some(2));
+    let (code, out, _) = lab.dpctl("show sflow");
+    assert_eq!(code, 0);
+    assert!(out.contains("worker") && out.contains("1:100"), "{out}");
+    lab.stop_daemon();
+}
