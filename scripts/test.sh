@@ -8,4 +8,4 @@ export CARGO_TERM_COLOR=never
 echo "== cargo fmt";    cargo fmt --all --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test";   cargo test --workspace --no-fail-fast
-echo "== benches build"; cargo bench --workspace --no-run
+echo "== benches build"; cargo test --workspace --benches --no-run
