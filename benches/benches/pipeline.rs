@@ -442,6 +442,27 @@ fn main() {
         next: 0,
     };
     let mut cs = cases(&mut st, &|f: &[u8]| VecPacket::new(f, 0));
+    // Profiling mode: `PIPELINE_PROFILE=ip4_forward` runs that case alone (4096
+    // vectors, or PIPELINE_VECTORS) and exits: for `perf record`, or for
+    // `valgrind --tool=cachegrind`, whose instruction counts do not move with the
+    // neighbours' load (two runs with different counts, subtracted, give the
+    // instructions per packet).
+    if let Ok(name) = std::env::var("PIPELINE_PROFILE") {
+        let vectors: u64 = std::env::var("PIPELINE_VECTORS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(4096);
+        let case = cs
+            .iter_mut()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no case {name}"));
+        let t = case.timed(vectors);
+        println!(
+            "{name}: {:.1} cycles/packet over {vectors} vectors",
+            t as f64 / (vectors * BURST as u64) as f64
+        );
+        return;
+    }
     {
         let mut g = c.benchmark_group("pipeline");
         g.throughput(Throughput::Elements(BURST as u64));
