@@ -563,15 +563,7 @@ impl Work {
                                 continue;
                             }
                             // uniform TTL: every pushed label carries the IP TTL
-                            let mut off = l3;
-                            let mut s = 1u32;
-                            for &l in labels[..n_labels].iter().rev().filter(|&&l| l != 3) {
-                                off -= 4;
-                                let lse = (l << 12) | (s << 8) | u32::from(ttl);
-                                raw[off..off + 4].copy_from_slice(&lse.to_be_bytes());
-                                s = 0;
-                            }
-                            m.l3 = off as u16;
+                            m.l3 = push_labels(raw, l3, &labels[..n_labels], ttl) as u16;
                             m.ethertype = ETHERTYPE_MPLS;
                         }
                         m.adj = adj_id;
@@ -821,15 +813,7 @@ impl Work {
         m.ethertype = ETHERTYPE_IPV4;
         if push > 0 {
             // uniform TTL: every pushed label carries the IP TTL
-            let mut off = l3;
-            let mut s = 1u32;
-            for &l in labels[..n_labels].iter().rev().filter(|&&l| l != 3) {
-                off -= 4;
-                let lse = (l << 12) | (s << 8) | u32::from(ttl);
-                raw[off..off + 4].copy_from_slice(&lse.to_be_bytes());
-                s = 0;
-            }
-            m.l3 = off as u16;
+            m.l3 = push_labels(raw, l3, &labels[..n_labels], ttl) as u16;
             m.ethertype = ETHERTYPE_MPLS;
         }
         m.adj = adj;
@@ -1039,19 +1023,14 @@ impl Work {
             fib::Action::Forward => {
                 let mut labels = [0u32; fib::MAX_LABELS];
                 let n = leg.labels_into(&mut labels);
-                let mut off = usize::from(m.l3);
-                let mut s = 1u32;
-                // Pushed with the TTL of the IPv4 header the router wrote (64).
-                for &l in labels[..n].iter().rev().filter(|&&l| l != 3) {
-                    if off < 4 + L2_ROOM {
-                        self.drop(m, DropReason::NoHeadroom);
-                        return;
-                    }
-                    off -= 4;
-                    let lse = (l << 12) | (s << 8) | 64;
-                    raw[off..off + 4].copy_from_slice(&lse.to_be_bytes());
-                    s = 0;
+                let l3 = usize::from(m.l3);
+                let push = labels[..n].iter().filter(|&&l| l != 3).count();
+                if l3 < 4 * push + L2_ROOM {
+                    self.drop(m, DropReason::NoHeadroom);
+                    return;
                 }
+                // Pushed with the TTL of the IPv4 header the router wrote (64).
+                let off = push_labels(raw, l3, &labels[..n], 64);
                 m.ethertype = if off == usize::from(m.l3) {
                     ETHERTYPE_IPV4
                 } else {
@@ -1545,6 +1524,22 @@ fn flow_hash(ip: &[u8]) -> u32 {
     let h = mpls::ip4_flow_hash(ip);
     let x = u64::from((h ^ (h >> 32)) as u32);
     (x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32
+}
+
+/// Writes `labels` (top of stack first; implicit null, 3, pushes nothing) in front of
+/// `l3` with TTL `ttl`, the S bit on the last one written, and returns the new layer-3
+/// offset. The caller has checked that the headroom holds them and the L2 header.
+#[inline(always)]
+fn push_labels(raw: &mut [u8], l3: usize, labels: &[u32], ttl: u8) -> usize {
+    let mut off = l3;
+    let mut s = 1u32;
+    for &l in labels.iter().rev().filter(|&&l| l != 3) {
+        off -= 4;
+        let lse = (l << 12) | (s << 8) | u32::from(ttl);
+        raw[off..off + 4].copy_from_slice(&lse.to_be_bytes());
+        s = 0;
+    }
+    off
 }
 
 /// Label stack depth at the start of `b` (1 + entries before bottom of stack).

@@ -12,7 +12,7 @@ use crate::xconnect::IdlePolicy;
 
 use super::core::{Core, Out, SflowHook};
 use super::reasons::{DropReason, PuntReason};
-use super::stats::Stage;
+use super::stats::{Stage, WorkerStats};
 
 /// Packets asked of one queue per rx call (see `xconnect`): the vector still fills
 /// up to [`BURST`] across calls and queues.
@@ -31,6 +31,8 @@ pub struct RouterWorker {
     stop: Arc<AtomicBool>,
     idle: IdlePolicy,
     sflow: Option<SflowHook>,
+    /// The core's counters, kept here so the loop never touches the Arc's refcount.
+    stats: Arc<WorkerStats>,
 }
 
 impl std::fmt::Debug for RouterWorker {
@@ -54,7 +56,9 @@ impl RouterWorker {
         stop: Arc<AtomicBool>,
         idle: IdlePolicy,
     ) -> RouterWorker {
+        let stats = core.stats().clone();
         RouterWorker {
+            stats,
             core,
             rx,
             tx_queue,
@@ -99,7 +103,7 @@ impl RouterWorker {
         if n == 0 {
             return 0;
         }
-        let stats = self.core.stats().clone();
+        let stats = &self.stats;
         let t1 = tsc();
         let c = &stats.stages[Stage::Rx as usize];
         c.calls.inc();
@@ -158,7 +162,7 @@ impl RouterWorker {
         let mut empty = 0u32;
         let mut sleep_us = 1u32;
         let mut start = 0usize;
-        let stats = self.core.stats().clone();
+        let stats = self.stats.clone();
         while !self.stop.load(Ordering::Relaxed) {
             let got = self.poll_once(start, &mut rx, &mut tx, &mut out);
             stats.loops.inc();
