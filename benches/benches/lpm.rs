@@ -18,7 +18,6 @@
 //! `benches/RESULTS-fib.md` records.
 
 use std::hint::black_box;
-use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -37,34 +36,8 @@ const KEYS: usize = 1 << 20;
 /// (address, length, origin AS).
 type Rib = Vec<(u32, u8, u32)>;
 
-fn load_rib() -> Rib {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data/rib-v4-2014-05-13.txt.gz");
-    let f = std::fs::File::open(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (shared/ must sit beside the repo)", path.display()));
-    let mut rib = Vec::with_capacity(520_000);
-    for line in BufReader::new(flate2::read::GzDecoder::new(f)).lines() {
-        let line = line.expect("read");
-        if line.starts_with(';') || line.is_empty() {
-            continue;
-        }
-        let Some((p, asn)) = line.split_once('\t') else {
-            continue;
-        };
-        let Some((a, l)) = p.split_once('/') else {
-            continue;
-        };
-        let (Ok(a), Ok(l)) = (a.parse::<Ipv4Addr>(), l.parse::<u8>()) else {
-            continue;
-        };
-        let m = if l == 0 {
-            0
-        } else {
-            u32::MAX << (32 - u32::from(l))
-        };
-        rib.push((u32::from(a) & m, l, asn.trim().parse().unwrap_or(0)));
-    }
-    rib
+fn load_rib() -> Vec<(u32, u8, u32)> {
+    benches::rib::load_v4()
 }
 
 fn kind(asn: u32) -> RouteKind {

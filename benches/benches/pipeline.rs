@@ -15,7 +15,6 @@
 //!
 //! Run: `cargo bench -p benches --bench pipeline`
 
-use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
 
 use benches::cycles::{Tsc, rdtsc, tsc_hz};
@@ -43,44 +42,8 @@ const fn mac_n(p: u8) -> [u8; 6] {
 }
 const HOST: [u8; 6] = [0x02, 0, 0, 0, 0, 0x55];
 
-/// (network, length, origin AS) of every prefix in the table.
 fn load_rib() -> Vec<(u32, u8, u32)> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data/rib-v4-2014-05-13.txt.gz");
-    let f = std::fs::File::open(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}\nthe pipeline bench needs the 2014 RIB: shared/ must sit beside the repository",
-            path.display()
-        )
-    });
-    let mut rib = Vec::with_capacity(520_000);
-    for line in BufReader::new(flate2::read::GzDecoder::new(f)).lines() {
-        let line = line.expect("read the RIB");
-        let Some((p, asn)) = line.split_once('\t') else {
-            continue;
-        };
-        let Some((a, l)) = p.split_once('/') else {
-            continue;
-        };
-        let (Ok(a), Ok(l)) = (a.parse::<Ipv4Addr>(), l.parse::<u8>()) else {
-            continue;
-        };
-        let Ok(p) = Ipv4Prefix::new_truncated(a, l) else {
-            continue;
-        };
-        rib.push((
-            p.addr_u32(),
-            p.prefix_len(),
-            asn.trim().parse().unwrap_or(0),
-        ));
-    }
-    assert!(
-        rib.len() > 500_000,
-        "{}: only {} prefixes",
-        path.display(),
-        rib.len()
-    );
-    rib
+    benches::rib::load_v4()
 }
 
 /// Ports 0..5 with 10.(p+1).0.1/24 and a neighbour 10.(p+1).0.2 on ports 1..5; the

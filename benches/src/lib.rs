@@ -7,3 +7,4 @@
 //! cycles, so a bench with `Throughput::Elements(n)` prints cycles per packet.
 
 pub mod cycles;
+pub mod rib;
