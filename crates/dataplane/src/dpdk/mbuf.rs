@@ -87,15 +87,6 @@ impl Mbuf {
         unsafe { self.hdr().__bindgen_anon_2.hash.rss }
     }
 
-    /// Pointer to the first data byte (for prefetching).
-    #[inline(always)]
-    pub fn data_ptr(&self) -> *const u8 {
-        let h = self.hdr();
-        h.buf_addr
-            .cast::<u8>()
-            .wrapping_add(usize::from(h.data_off))
-    }
-
     /// The first segment's data.
     #[inline(always)]
     pub fn data(&self) -> &[u8] {
@@ -295,46 +286,6 @@ impl Burst {
         let p = std::mem::replace(&mut self.pkts[self.len], ptr::null_mut());
         // SAFETY: entries below the old len are owned non-null mbufs.
         Some(unsafe { Mbuf::from_raw(NonNull::new_unchecked(p)) })
-    }
-
-    /// Removes packet `i`, moving the last packet into its place (order changes).
-    pub fn swap_remove(&mut self, i: usize) -> Option<Mbuf> {
-        if i >= self.len {
-            return None;
-        }
-        self.pkts.swap(i, self.len - 1);
-        self.pop()
-    }
-
-    /// Keeps the packets for which `keep` returns true (in order); the others are
-    /// moved into `rest` (or freed if `rest` is full). Returns how many were moved.
-    pub fn retain_into(
-        &mut self,
-        rest: &mut Burst,
-        mut keep: impl FnMut(usize, &mut Mbuf) -> bool,
-    ) -> usize {
-        let mut w = 0;
-        let mut moved = 0;
-        for r in 0..self.len {
-            let p = self.pkts[r];
-            // SAFETY: p is an owned non-null entry; we borrow it as an Mbuf without
-            // taking ownership (ManuallyDrop) just for the predicate.
-            let mut m = ManuallyDrop::new(unsafe { Mbuf::from_raw(NonNull::new_unchecked(p)) });
-            if keep(r, &mut m) {
-                self.pkts[w] = p;
-                w += 1;
-            } else {
-                // SAFETY: ownership moves from this burst to `rest` (or is freed).
-                let owned = unsafe { Mbuf::from_raw(NonNull::new_unchecked(p)) };
-                let _ = rest.push(owned);
-                moved += 1;
-            }
-        }
-        for e in &mut self.pkts[w..self.len] {
-            *e = ptr::null_mut();
-        }
-        self.len = w;
-        moved
     }
 
     /// Moves every packet out, in order, to `f` (with its index); the burst is empty
