@@ -338,6 +338,14 @@ fn bad_input_is_refused_and_changes_nothing() {
         ("route del 10.66.0.0/16 table 7", "unknown table 7"),
         ("label del 200 eos", "no label 200 eos"),
         (
+            "label del 100 eos via 192.168.11.8 port0 out-labels 103",
+            "label 100 eos has no path via 192.168.11.8 port0 out-labels [103]",
+        ),
+        (
+            "mpls local-label del 100 eos via 192.168.11.9 port0 out-labels 100",
+            "label 100 eos has no path via 192.168.11.9 port0",
+        ),
+        (
             "label del 100 non-eos",
             "no label 100 non-eos (label 100 has only an eos entry; dpctl label show lists them)",
         ),
@@ -533,6 +541,21 @@ fn every_change_shows_up() {
     assert!(!routes(&d).contains(&"10.1.100.0/24".to_string()));
     // Deletes.
     d.ok("label del 105 non-eos");
+    // The article's form, del with a path: that path goes, the others stay, and the
+    // entry goes with its last path.
+    d.ok("label add 120 eos via 192.168.11.8 port0 out-labels 120 via 192.168.11.9 port1 out-labels 121");
+    let paths = |d: &Daemon| {
+        d.json("label show 120")["labels"]
+            .as_array()
+            .and_then(|a| a.first())
+            .map_or(0, |x| x["paths"].as_array().map_or(0, Vec::len))
+    };
+    assert_eq!(paths(&d), 2);
+    d.ok("mpls local-label del 120 eos via 192.168.11.8 port0 out-labels 120");
+    assert_eq!(paths(&d), 1);
+    d.ok("label del 120 eos via 192.168.11.9 port1 out-labels 121");
+    assert_eq!(paths(&d), 0);
+    assert!(d.ok("label show").lines().all(|l| !l.contains(" 120 ")));
     d.ok("route del 10.0.5.0/24");
     d.ok("interface up port1");
     d.ok("interface address del port1 192.168.11.10/31");
