@@ -127,6 +127,7 @@ fn worker(
         icmp_rate_pps: 1000,
         icmp_burst: 1000,
         arp_retry_ms: 100,
+        ..CoreConfig::default()
     };
     let (core, punts) = ctl.new_core(cfg, tsc_hz());
     let stats = core.stats().clone();

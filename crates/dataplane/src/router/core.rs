@@ -26,7 +26,9 @@ use super::iface::{IfTable, Interface};
 use super::reasons::{DropReason, PuntReason};
 use super::stats::{Stage, TRACE_BYTES, TraceRecord, WorkerStats};
 
+mod fast;
 mod sflow_hook;
+use fast::{FWD_CACHE, FwdDec, StageAcc};
 pub use sflow_hook::SflowHook;
 
 const ETH_LEN: usize = 14;
@@ -91,6 +93,9 @@ pub struct CoreConfig {
     pub icmp_burst: u32,
     /// Minimum time between two ARP requests for the same address, in ms.
     pub arp_retry_ms: u32,
+    /// Plain routed IPv4 takes the two-walk fast path (see `core/fast.rs`); off,
+    /// every packet goes through the general stages. Same results either way.
+    pub fast_path: bool,
 }
 
 impl Default for CoreConfig {
@@ -99,6 +104,7 @@ impl Default for CoreConfig {
             icmp_rate_pps: 1000,
             icmp_burst: 100,
             arp_retry_ms: 100,
+            fast_path: true,
         }
     }
 }
@@ -231,6 +237,14 @@ struct Work {
     stacks: Box<[[u8; sflow_hook::LSE_BYTES]; BURST]>,
     /// Adjacencies decoded in this vector (see [`Rw`]).
     rw: [Rw; RW_CACHE],
+    /// The fast path is on.
+    fast: bool,
+    /// FIB results decoded in this vector (fast path).
+    fd: [FwdDec; FWD_CACHE],
+    /// Indices of the packets the general stages handle, ascending.
+    slow: Box<[u16; BURST]>,
+    /// Receiving ifIndex per fast-path key.
+    fast_if: Box<[u16; BURST]>,
 }
 
 /// Slots of the per-vector adjacency cache (a power of two).
@@ -323,6 +337,10 @@ impl Core {
                 keep_stacks: false,
                 stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
                 rw: [Rw::default(); RW_CACHE],
+                fast: cfg.fast_path,
+                fd: [FwdDec::default(); FWD_CACHE],
+                slow: Box::new([0; BURST]),
+                fast_if: Box::new([0; BURST]),
             },
         }
     }
@@ -341,17 +359,6 @@ impl Core {
 }
 
 impl Work {
-    fn stage(&self, s: Stage, pkts: usize, t0: u64) -> u64 {
-        let t1 = tsc();
-        if pkts > 0 {
-            let c = &self.stats.stages[s as usize];
-            c.calls.inc();
-            c.pkts.add(pkts as u64);
-            c.cycles.add(t1.wrapping_sub(t0));
-        }
-        t1
-    }
-
     #[inline(always)]
     fn drop(&self, m: &mut Meta, r: DropReason) {
         drop_meta(&self.stats, m, r)
@@ -371,18 +378,36 @@ impl Work {
         if tracing {
             self.trace_in(pkts, n);
         }
-        let mut t = now;
+        let mut acc = StageAcc::default();
 
         self.rw = [Rw::default(); RW_CACHE];
+        let view = tables.fib.read();
+
+        // The fast path first; what it leaves goes through the general stages.
+        let n_slow = if self.fast {
+            self.fd = [FwdDec::default(); FWD_CACHE];
+            self.fast_ip4(pkts, out, n, ift, &view, &mut acc)
+        } else {
+            for i in 0..n {
+                self.slow[i] = i as u16;
+            }
+            n
+        };
+        let mut t = tsc();
 
         // ethernet-input
         let (mut n_mpls, mut n_ip4, mut n_local) = (0usize, 0usize, 0usize);
         let mut last_if = None;
         let mut rx = Run::default();
         // The stages work on the metadata in place (see the rewrite loop).
-        for i in 0..n {
-            if let Some(p) = pkts.get_mut(i + PREFETCH) {
-                prefetch_data(p);
+        for s in 0..n_slow {
+            let i = usize::from(self.slow[s]);
+            if let Some(&a) = self
+                .slow
+                .get(s + PREFETCH)
+                .filter(|_| s + PREFETCH < n_slow)
+            {
+                prefetch_data(&mut pkts[usize::from(a)]);
             }
             let m = &mut self.meta[i];
             ethernet(&self.stats, &mut pkts[i], ift, &mut last_if, &mut rx, m);
@@ -394,13 +419,14 @@ impl Work {
             }
         }
         flush_rx(&self.stats, &rx);
-        t = self.stage(Stage::EthernetInput, n, t);
+        t = acc.add(Stage::EthernetInput, n_slow, t);
 
         // mpls-lookup
         if n_mpls > 0 {
             let guard = tables.labels.pin();
             let stats: &WorkerStats = &self.stats;
-            for i in 0..n {
+            for s in 0..n_slow {
+                let i = usize::from(self.slow[s]);
                 let m = &mut self.meta[i];
                 if !matches!(m.kind, Kind::Mpls) {
                     continue;
@@ -450,10 +476,8 @@ impl Work {
                 }
             }
             drop(guard);
-            t = self.stage(Stage::MplsLookup, n_mpls, t);
+            t = acc.add(Stage::MplsLookup, n_mpls, t);
         }
-
-        let view = tables.fib.read();
 
         // ip4-lookup
         if n_ip4 > 0 {
@@ -461,7 +485,8 @@ impl Work {
             let mut k = 0usize;
             let mut table0 = None;
             let mut same = true;
-            for i in 0..n {
+            for s in 0..n_slow {
+                let i = usize::from(self.slow[s]);
                 let m = &mut self.meta[i];
                 if !matches!(m.kind, Kind::Ip4) {
                     continue;
@@ -599,12 +624,13 @@ impl Work {
                 }
                 self.meta[i] = m;
             }
-            t = self.stage(Stage::Ip4Lookup, n_ip4, t);
+            t = acc.add(Stage::Ip4Lookup, n_ip4, t);
         }
 
         // ip4-local-arp: ARP, pings, ICMP errors, neighbour resolution (rare paths)
         if n_local > 0 {
-            for i in 0..n {
+            for s in 0..n_slow {
+                let i = usize::from(self.slow[s]);
                 if !matches!(self.meta[i].kind, Kind::Arp) {
                     continue;
                 }
@@ -613,12 +639,13 @@ impl Work {
                 self.local(&mut pkts[i], &mut m, ift, &view, &tables.labels, now);
                 self.meta[i] = m;
             }
-            t = self.stage(Stage::Local, n_local, t);
+            t = acc.add(Stage::Local, n_local, t);
         }
 
         // l2-rewrite
         let mut n_rw = 0usize;
-        for i in 0..n {
+        for s in 0..n_slow {
+            let i = usize::from(self.slow[s]);
             // The common case reads the fields it needs in place: copying the
             // metadata out, changing a field and copying it back costs a
             // store-forwarding stall per packet (narrow stores, wide reloads).
@@ -662,7 +689,8 @@ impl Work {
             self.flush_tx(k);
         }
         drop(view);
-        self.stage(Stage::Rewrite, n_rw, t);
+        acc.add(Stage::Rewrite, n_rw, t);
+        acc.commit(&self.stats);
         if tracing {
             self.trace_out(pkts, out, n, now);
         }

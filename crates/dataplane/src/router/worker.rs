@@ -92,7 +92,13 @@ impl RouterWorker {
             }
             let (port, queue) = self.rx[(start + k) % nq];
             let before = rx.len();
-            rx.rx_burst(port, queue, rx.room().min(RX_CHUNK));
+            // Chunks of RX_CHUNK until the vector is full or the queue runs dry.
+            while rx.room() > 0 {
+                let want = rx.room().min(RX_CHUNK);
+                if rx.rx_burst(port, queue, want) < want {
+                    break;
+                }
+            }
             // The core finds the receiving interface by the mbuf's port, and not
             // every PMD fills it in (net_ring leaves what the allocator put there).
             for m in &mut rx.as_mut_slice()[before..] {
