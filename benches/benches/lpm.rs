@@ -15,7 +15,8 @@
 //!
 //! Run: `cargo bench -p benches --bench lpm` (needs hugepages for DPDK:
 //! `/proc/sys/vm/nr_hugepages`). The summary table at the end is what
-//! `benches/RESULTS-fib.md` records.
+//! `benches/RESULTS-fib.md` records. `LPM_UPDATES_ONLY=n` stops after the load and
+//! `n` runs of the update-rate measurement.
 
 use std::hint::black_box;
 use std::net::Ipv4Addr;
@@ -302,6 +303,11 @@ fn update_rate(rib: &Rib, keys: &[u32]) {
         n as f64 / e.as_secs_f64() / 1e3,
         rate(l0, t0)
     );
+    let s = fib.update_stats();
+    println!(
+        "  LPM changes so far: {} patched in place, {} new leaf blocks, {} new roots, {} unchanged, {} /18 regions rebuilt",
+        s.in_place, s.new_block, s.new_root, s.unchanged, s.regions
+    );
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap_or_else(|_| panic!("reader thread"));
 }
@@ -353,6 +359,18 @@ fn main() {
         dir.t8.len() / 256
     );
     update_rate(&rib, &random);
+    if std::env::var_os("LPM_UPDATES_ONLY").is_some() {
+        // Load and update figures only (no EAL, no lookups): for iterating on the
+        // writer. `LPM_UPDATES_ONLY=3` repeats the update measurement three times.
+        let runs: usize = std::env::var("LPM_UPDATES_ONLY")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1);
+        for _ in 1..runs {
+            update_rate(&rib, &random);
+        }
+        return;
+    }
 
     // ---- DPDK peers ----
     let eal = Eal::init(&[

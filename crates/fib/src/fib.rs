@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use arc_swap::ArcSwap;
 
 use crate::arena::{BlockAlloc, FastMap as HashMap, FastSet as HashSet};
-use crate::lpm::{LpmArena, LpmWriter};
+use crate::lpm::{LpmArena, LpmWriter, UpdateStats};
 use crate::model::{
     Action, FibError, Interface, Ipv4Prefix, MAX_LABELS, Path, RouteKind, TableId, Via, check_paths,
 };
@@ -168,6 +168,8 @@ pub struct Fib {
     in_work: HashSet<u32>,
     batch: bool,
     since_reclaim: u32,
+    /// Update counters of deleted tables.
+    lpm_stats_gone: UpdateStats,
 }
 
 impl Default for Fib {
@@ -290,6 +292,7 @@ impl Fib {
             in_work: HashSet::default(),
             batch: false,
             since_reclaim: 0,
+            lpm_stats_gone: UpdateStats::default(),
         };
         // Table 0 cannot fail to be created in an empty FIB.
         let _ = fib.table_add(0);
@@ -339,7 +342,9 @@ impl Fib {
             self.route_del(id, p)?;
         }
         self.batch = was;
-        self.tables.remove(&id);
+        if let Some(t) = self.tables.remove(&id) {
+            self.lpm_stats_gone += t.lpm.stats();
+        }
         self.replace_planes(None, None, Some(id));
         self.finish();
         Ok(())
@@ -480,7 +485,7 @@ impl Fib {
             } else {
                 t.index.insert((addr, len), RouteEntry { pl, node: e.node });
                 t.trie.set_route(e.node, pl, fwd);
-                t.lpm.mark(addr, len);
+                t.lpm.mark(addr, len, e.node);
                 self.queue_route_deps(rk, None);
                 self.run_work();
                 self.pl_release(old);
@@ -488,7 +493,7 @@ impl Fib {
         } else {
             let (node, _) = t.trie.insert(addr, len, pl, fwd);
             t.index.insert((addr, len), RouteEntry { pl, node });
-            t.lpm.mark(addr, len);
+            t.lpm.mark(addr, len, node);
             // Path lists that resolved a gateway inside the new prefix through a less
             // specific route now resolve through this one.
             let cover = if len > 0 {
@@ -518,7 +523,7 @@ impl Fib {
             .trie
             .remove(addr, len)
             .ok_or(FibError::NoSuchRoute(prefix, table))?;
-        t.lpm.mark(addr, len);
+        t.lpm.mark(addr, len, NIL);
         t.index.remove(&(addr, len));
         if t.trie.len() == 0 {
             t.index = HashMap::default();
@@ -570,6 +575,16 @@ impl Fib {
     /// Number of live path lists (result ids in use).
     pub fn path_list_count(&self) -> usize {
         self.pl_index.len()
+    }
+
+    /// How the lookup structures took the route changes so far (all tables, including
+    /// deleted ones).
+    pub fn update_stats(&self) -> UpdateStats {
+        let mut s = self.lpm_stats_gone;
+        for t in self.tables.values() {
+            s += t.lpm.stats();
+        }
+        s
     }
 
     // ---- internals: publication ----

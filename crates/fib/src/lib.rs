@@ -88,9 +88,12 @@
 //!
 //! Everything a reader touches lives in atomic arrays inside one `Planes` snapshot,
 //! published through `arc_swap`; a reader checks for a new snapshot once per
-//! [`FibReader::read`] (one atomic load). Published nodes are never modified: an
-//! update rebuilds the subtree under each affected 18-bit direct entry into free
-//! space and swings the entry with one release store; ECMP buckets and adjacency
+//! [`FibReader::read`] (one atomic load). The shape of a published node is never
+//! modified and a lookup reads exactly one leaf. A route longer than /18 is patched
+//! into its region: the leaves under it get their new result ids in place (one
+//! release store each), or the region's root gets a new leaf block swung in with one
+//! release store; other changes rebuild the subtree under each affected 18-bit
+//! direct entry into free space and swing the entry. ECMP buckets and adjacency
 //! pointers are single atomic words. So every answer is the answer of some moment.
 //! Freed slots go through QSBR ([`FibReader::read`] announces the epoch, dropping the
 //! [`FibView`] is the quiescent point) and are reused only after every reader passed
@@ -133,7 +136,7 @@ mod reader;
 mod trie;
 
 pub use fib::{Batch, Fib, MAX_BUCKETS, MemoryUsage};
-pub use lpm::DIRECT_BITS;
+pub use lpm::{DIRECT_BITS, UpdateStats};
 pub use model::{
     Action, Adjacency, FibError, Interface, Ipv4Prefix, MAX_LABEL_VALUE, MAX_LABELS, MAX_PATHS,
     Path, RouteKind, TableId, Via,

@@ -11,10 +11,19 @@
 //!   leaves are contiguous, so child v is found with one `popcnt` of the bits below v.
 //! - `leaves`: result ids.
 //!
-//! Updates never modify a published node: the writer rebuilds the subtree under each
-//! changed direct entry into free space and then swings the direct entry with one
-//! release store; the old blocks are reused after a grace period ([`crate::qsbr`]).
-//! A reader therefore always walks one complete, consistent subtree.
+//! Updates never change the shape of a published node (its `vector`, `leafvec` and
+//! bases): a reader always walks one consistent shape and reads exactly one leaf.
+//! - A change of a route longer than [`DIRECT_BITS`] is patched into its region
+//!   ([`LpmWriter::patch`]): if the node's runs of equal leaves still fit the new
+//!   values, the leaves under the prefix get their new result ids in place, one
+//!   release store each, so a lookup returns the old or the new answer for its
+//!   address; otherwise the region's root gets a new leaf block (an internal root: a
+//!   new root node sharing the old root's children), swung in with one release store.
+//! - Anything else (routes of /18 or shorter, nodes added or removed) rebuilds the
+//!   subtree under each changed direct entry into free space and swings the direct
+//!   entry with one release store.
+//!
+//! Replaced blocks are reused after a grace period ([`crate::qsbr`]).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -108,7 +117,7 @@ impl LpmArena {
                 return self
                     .leaves
                     .get(i as usize)
-                    .map_or(0, |l| l.load(Ordering::Relaxed));
+                    .map_or(0, |l| l.load(Ordering::Acquire));
             }
         }
     }
@@ -143,7 +152,7 @@ impl LpmArena {
             .wrapping_add((lv & upto(chunk(key, DIRECT_BITS))).count_ones());
         self.leaves
             .get(i as usize)
-            .map_or(0, |l| l.load(Ordering::Relaxed))
+            .map_or(0, |l| l.load(Ordering::Acquire))
     }
 
     /// Batched lookup of `min(keys.len(), out.len())` keys.
@@ -233,7 +242,7 @@ impl LpmArena {
         } else {
             self.leaves
                 .get(li as usize)
-                .map_or(0, |l| l.load(Ordering::Relaxed))
+                .map_or(0, |l| l.load(Ordering::Acquire))
         };
         (is_node, next, leaf)
     }
@@ -279,6 +288,56 @@ pub(crate) struct LpmWriter {
     best: Vec<u32>,
     /// ...valid unless this bit is set (a short route changed): then walk the trie.
     stale_bits: Vec<u64>,
+    /// Routes longer than [`DIRECT_BITS`] changed since the last commit, at most one
+    /// per region, with the route's trie node (or [`NIL`] if it was removed): each is
+    /// patched into its region (see [`LpmWriter::patch`]). The node stays valid until
+    /// the commit: only a change inside the same region could prune it, and that one
+    /// turns the patch into a whole rebuild.
+    patches: Vec<(u32, u8, u32)>,
+    /// Regions with an entry in `patches`.
+    patch_bits: Vec<u64>,
+    stats: UpdateStats,
+}
+
+/// How the lookup structure took route changes, counted since the FIB was created
+/// (all tables). See [`crate::Fib::update_stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UpdateStats {
+    /// Changes applied by storing new result ids into published leaves in place.
+    pub in_place: u64,
+    /// Changes applied by a new leaf-only root block for the region, swung in with
+    /// one store (or by turning the region into one direct leaf).
+    pub new_block: u64,
+    /// Changes applied by a new root node with new leaves that shares the old root's
+    /// children, swung in with one store.
+    pub new_root: u64,
+    /// Changes whose leaves already held the right values.
+    pub unchanged: u64,
+    /// /18 regions rebuilt whole from the trie: for routes of /18 or shorter, routes
+    /// that add or remove nodes, and several changes in one region in one publication
+    /// (compaction, which rebuilds everything, is not counted).
+    pub regions: u64,
+}
+
+impl std::ops::AddAssign for UpdateStats {
+    fn add_assign(&mut self, o: Self) {
+        self.in_place += o.in_place;
+        self.new_block += o.new_block;
+        self.new_root += o.new_root;
+        self.unchanged += o.unchanged;
+        self.regions += o.regions;
+    }
+}
+
+/// The node of a region that a patch rewrites.
+#[derive(Clone, Copy)]
+enum Target {
+    /// The region is one direct leaf (no block yet).
+    Leaf(u32),
+    /// Leaf-only root block at this base in `leaves` ([`LNODE`]).
+    Block(u32),
+    /// Node index; `true` for the region's root.
+    Node(u32, bool),
 }
 
 /// Result of a build step that ran out of space: grow and retry.
@@ -297,13 +356,31 @@ impl LpmWriter {
                 dirty_bits: vec![0; DIRECT_LEN / 64],
                 best: vec![0; DIRECT_LEN],
                 stale_bits: vec![u64::MAX; DIRECT_LEN / 64],
+                patches: Vec::new(),
+                patch_bits: vec![0; DIRECT_LEN / 64],
+                stats: UpdateStats::default(),
             },
             LpmArena::new(MIN_NODES, MIN_LEAVES),
         )
     }
 
-    /// Marks the direct entries covered by `addr/len` for rebuild.
-    pub(crate) fn mark(&mut self, addr: u32, len: u8) {
+    /// Records a change of the route `addr/len`, stored at trie node `node` ([`NIL`]
+    /// once removed). A route longer than [`DIRECT_BITS`] is patched into its region
+    /// at the commit; a second one in the same region, or a shorter route, has the
+    /// regions it covers rebuilt whole.
+    pub(crate) fn mark(&mut self, addr: u32, len: u8, node: u32) {
+        if u32::from(len) > DIRECT_BITS {
+            let r = addr >> (32 - DIRECT_BITS);
+            let (w, b) = ((r / 64) as usize, r % 64);
+            if self.dirty_bits[w] & (1 << b) != 0 {
+                return;
+            }
+            if self.patch_bits[w] & (1 << b) == 0 {
+                self.patch_bits[w] |= 1 << b;
+                self.patches.push((addr, len, node));
+                return;
+            }
+        }
         let first = addr >> (32 - DIRECT_BITS);
         let count = if u32::from(len) >= DIRECT_BITS {
             1
@@ -324,13 +401,57 @@ impl LpmWriter {
     }
 
     pub(crate) fn has_dirty(&self) -> bool {
-        !self.dirty.is_empty()
+        !self.dirty.is_empty() || !self.patches.is_empty()
+    }
+
+    pub(crate) fn stats(&self) -> UpdateStats {
+        self.stats
+    }
+
+    /// Marks region `r` for a whole rebuild (its best short route stays valid).
+    fn mark_region(&mut self, r: u32) {
+        let (w, b) = ((r / 64) as usize, r % 64);
+        if self.dirty_bits[w] & (1 << b) == 0 {
+            self.dirty_bits[w] |= 1 << b;
+            self.dirty.push(r);
+        }
+    }
+
+    /// Doubles the arrays (at least): the caller continues in the returned copy.
+    fn grow(&mut self, a: &LpmArena) -> LpmArena {
+        let nodes = (self.nodes.cap() * 2).max(self.nodes.top() + 64);
+        let leaves = (self.leaves.cap() * 2).max(self.leaves.top() + 66);
+        self.nodes.set_cap(nodes);
+        self.leaves.set_cap(leaves);
+        a.grown(nodes, leaves)
     }
 
     /// Rebuilds every marked direct entry from `trie` into `arena`. If the arena is too
     /// small, returns a grown copy to continue in (the caller publishes it).
     pub(crate) fn commit(&mut self, trie: &Trie, arena: &LpmArena, tag: u64) -> Option<LpmArena> {
         let mut grown: Option<LpmArena> = None;
+        let mut patches = std::mem::take(&mut self.patches);
+        for &(addr, len, node) in &patches {
+            let r = addr >> (32 - DIRECT_BITS);
+            let (w, b) = ((r / 64) as usize, r % 64);
+            self.patch_bits[w] &= !(1 << b);
+            if self.dirty_bits[w] & (1 << b) != 0 {
+                continue; // rebuilt whole below
+            }
+            loop {
+                let a = grown.as_ref().unwrap_or(arena);
+                match self.patch(trie, a, addr, len, node, tag) {
+                    Ok(true) => break,
+                    Ok(false) => {
+                        self.mark_region(r);
+                        break;
+                    }
+                    Err(NeedSpace) => grown = Some(self.grow(a)),
+                }
+            }
+        }
+        patches.clear();
+        self.patches = patches;
         let mut dirty = std::mem::take(&mut self.dirty);
         dirty.sort_unstable();
         for &r in &dirty {
@@ -339,19 +460,260 @@ impl LpmWriter {
                 let a = grown.as_ref().unwrap_or(arena);
                 match self.rebuild_region(trie, a, r, tag) {
                     Ok(()) => break,
-                    Err(NeedSpace) => {
-                        let nodes = (self.nodes.cap() * 2).max(self.nodes.top() + 64);
-                        let leaves = (self.leaves.cap() * 2).max(self.leaves.top() + 64);
-                        self.nodes.set_cap(nodes);
-                        self.leaves.set_cap(leaves);
-                        grown = Some(a.grown(nodes, leaves));
-                    }
+                    Err(NeedSpace) => grown = Some(self.grow(a)),
                 }
             }
         }
         dirty.clear();
         self.dirty = dirty;
         grown
+    }
+
+    /// Applies the change of route `addr/len` (longer than [`DIRECT_BITS`]) to its
+    /// region without rebuilding the region: only the children of the one node whose
+    /// stride holds the prefix's last bit change, and only those under the prefix
+    /// (its *span*). Their new values come from the trie below the prefix (usually
+    /// just the prefix's own node, `node`); for a removed route (`node` is [`NIL`]),
+    /// from the best route above it on the path down from the region's trie node. The
+    /// other children keep the values the arena holds.
+    ///
+    /// - If the new values fit the node's runs of equal leaves (each run still holds
+    ///   one value), the changed leaves are stored in place: a lookup reads one leaf,
+    ///   so it sees the old or the new answer, never a mix.
+    /// - Otherwise the region's root gets a new leaf block (a leaf-only root: the
+    ///   block; an internal root: a new root node sharing the old children) and the
+    ///   direct entry is swung with one release store; the old block is retired.
+    ///
+    /// Returns `Ok(false)` when the change needs nodes added or removed, or lies under
+    /// a deeper node whose runs change; the caller then rebuilds the region whole.
+    fn patch(
+        &mut self,
+        trie: &Trie,
+        arena: &LpmArena,
+        addr: u32,
+        len: u8,
+        node: u32,
+        tag: u64,
+    ) -> Result<bool, NeedSpace> {
+        let r = addr >> (32 - DIRECT_BITS);
+        let len = u32::from(len);
+        let level = (len - DIRECT_BITS - 1) / STRIDE;
+        let depth = DIRECT_BITS + level * STRIDE;
+        // The arena node whose stride holds bit `len - 1`.
+        let d = arena.direct[r as usize].load(Ordering::Relaxed);
+        let mut target = if d & LEAF != 0 {
+            Target::Leaf(d & !LEAF)
+        } else if d & LNODE != 0 {
+            Target::Block(d & !LNODE)
+        } else {
+            Target::Node(d, true)
+        };
+        for l in 0..level {
+            let Target::Node(idx, _) = target else {
+                return Ok(false);
+            };
+            let (vector, _, bases) = arena.node(idx);
+            let v = chunk(addr, DIRECT_BITS + l * STRIDE);
+            if vector & (1 << v) == 0 {
+                return Ok(false);
+            }
+            let child = ((bases >> 32) as u32) + (vector & upto(v)).count_ones() - 1;
+            target = Target::Node(child, false);
+        }
+        let steps = len - depth;
+        let span = 1usize << (STRIDE - steps);
+        let c0 = chunk(addr, depth) as usize & !(span - 1);
+        let span_bits = (u64::MAX >> (64 - span)) << c0;
+        let (vector, leafvec, first) = match target {
+            Target::Leaf(_) => (0, 1, 0),
+            Target::Block(base) => {
+                let bb = base as usize;
+                let lv = u64::from(arena.leaves[bb].load(Ordering::Relaxed))
+                    | u64::from(arena.leaves[bb + 1].load(Ordering::Relaxed)) << 32;
+                (0, lv, base + 2)
+            }
+            Target::Node(idx, _) => {
+                let (v, lv, bases) = arena.node(idx);
+                (v, lv, bases as u32)
+            }
+        };
+        if vector & span_bits != 0 {
+            return Ok(false); // a node under the prefix: its subtree changes too
+        }
+        // New values of the span: from the route's node, or for a removed route from
+        // the path down to where it was.
+        let (n, best) = if node != NIL {
+            (node, trie.node(node).fwd)
+        } else {
+            let (w, b) = ((r / 64) as usize, r % 64);
+            let region = trie.region_node(r);
+            if self.stale_bits[w] & (1 << b) != 0 || region == NIL {
+                return Ok(false); // no best short route known / the region empties
+            }
+            let mut best = self.best[r as usize];
+            let mut n = region;
+            let mut at = DIRECT_BITS;
+            loop {
+                let t = trie.node(n);
+                if t.route != NIL {
+                    best = t.fwd;
+                }
+                if at == len {
+                    break;
+                }
+                let c = t.child[bit(addr, at)];
+                if c == NIL {
+                    n = NIL;
+                    break;
+                }
+                n = c;
+                at += 1;
+            }
+            (n, best)
+        };
+        let mut kids = [Child::Leaf(best); 64];
+        if n != NIL {
+            expand(trie, n, steps, c0 / span, best, &mut kids);
+        }
+        // Old values of the node's leaf children, per run and per child.
+        let nruns = leafvec.count_ones() as usize;
+        let mut runs = [0u32; 64];
+        match target {
+            Target::Leaf(v) => runs[0] = v,
+            _ => {
+                let f = first as usize;
+                for (o, l) in runs[..nruns].iter_mut().zip(&arena.leaves[f..f + nruns]) {
+                    *o = l.load(Ordering::Relaxed);
+                }
+            }
+        }
+        let mut vals = [0u32; 64];
+        let mut run = 0usize;
+        for (v, val) in vals.iter_mut().enumerate() {
+            if leafvec & (1 << v) != 0 {
+                run += 1;
+            }
+            if vector & (1 << v) == 0 {
+                *val = runs[run.saturating_sub(1)];
+            }
+        }
+        let mut changed = false;
+        for v in c0..c0 + span {
+            let Child::Leaf(x) = kids[v] else {
+                return Ok(false); // the prefix now has routes below the stride
+            };
+            changed |= vals[v] != x;
+            vals[v] = x;
+        }
+        if !changed {
+            self.stats.unchanged += 1;
+            return Ok(true);
+        }
+        if let Target::Block(_) = target {
+            if vals.iter().all(|&x| x == vals[0]) {
+                // Nothing left to tell apart: the region becomes a direct leaf.
+                self.swing(arena, r, LEAF | vals[0], d, tag);
+                self.stats.new_block += 1;
+                return Ok(true);
+            }
+        }
+        // Does every old run still hold one value?
+        if !matches!(target, Target::Leaf(_)) {
+            let mut fits = true;
+            let mut run_val = [0u32; 64];
+            let mut run = 0usize;
+            for (v, &x) in vals.iter().enumerate() {
+                if vector & (1 << v) != 0 {
+                    continue;
+                }
+                if leafvec & (1 << v) != 0 {
+                    run += 1;
+                    run_val[run - 1] = x;
+                } else if run == 0 || run_val[run - 1] != x {
+                    fits = false;
+                    break;
+                }
+            }
+            if fits {
+                let f = first as usize;
+                for (j, (&new, &old)) in run_val[..nruns].iter().zip(&runs[..nruns]).enumerate() {
+                    if new != old {
+                        // Release: the result id's forwarding was written before.
+                        arena.leaves[f + j].store(new, Ordering::Release);
+                    }
+                }
+                self.stats.in_place += 1;
+                return Ok(true);
+            }
+        }
+        // New runs: only a root's leaf block can be replaced with one store.
+        let mut new_lv = 0u64;
+        let mut leaves = [0u32; 64];
+        let mut nleaves = 0usize;
+        let mut prev = None;
+        for (v, &x) in vals.iter().enumerate() {
+            if vector & (1 << v) == 0 && prev != Some(x) {
+                new_lv |= 1 << v;
+                leaves[nleaves] = x;
+                nleaves += 1;
+                prev = Some(x);
+            }
+        }
+        match target {
+            Target::Leaf(_) | Target::Block(_) => {
+                let base = self.leaves.alloc(2 + nleaves).map_err(|_| NeedSpace)?;
+                let bb = base as usize;
+                arena.leaves[bb].store(new_lv as u32, Ordering::Relaxed);
+                arena.leaves[bb + 1].store((new_lv >> 32) as u32, Ordering::Relaxed);
+                for (i, &x) in leaves[..nleaves].iter().enumerate() {
+                    arena.leaves[bb + 2 + i].store(x, Ordering::Relaxed);
+                }
+                self.swing(arena, r, LNODE | base, d, tag);
+            }
+            Target::Node(idx, true) => {
+                let base0 = self.leaves.alloc(nleaves).map_err(|_| NeedSpace)?;
+                let slot = match self.nodes.alloc(1) {
+                    Ok(s) => s,
+                    Err(_) => {
+                        self.leaves.free_now(base0, nleaves);
+                        return Err(NeedSpace);
+                    }
+                };
+                for (i, &x) in leaves[..nleaves].iter().enumerate() {
+                    arena.leaves[base0 as usize + i].store(x, Ordering::Relaxed);
+                }
+                let (_, _, bases) = arena.node(idx);
+                let s = slot as usize * NODE_WORDS;
+                arena.nodes[s].store(vector, Ordering::Relaxed);
+                arena.nodes[s + 1].store(new_lv, Ordering::Relaxed);
+                arena.nodes[s + 2].store(
+                    u64::from(base0) | bases & 0xffff_ffff_0000_0000,
+                    Ordering::Relaxed,
+                );
+                arena.direct[r as usize].store(slot, Ordering::Release);
+                // The children now belong to the new root: retire only the old root
+                // and its leaves.
+                self.nodes.retire(idx, 1, tag);
+                self.leaves.retire(first, nruns, tag);
+                self.stats.new_root += 1;
+                return Ok(true);
+            }
+            Target::Node(_, false) => return Ok(false),
+        }
+        self.stats.new_block += 1;
+        Ok(true)
+    }
+
+    /// Stores direct entry `new` for region `r` in place of `old` (a direct leaf or a
+    /// leaf-only block, which is retired).
+    fn swing(&mut self, arena: &LpmArena, r: u32, new: u32, old: u32, tag: u64) {
+        arena.direct[r as usize].store(new, Ordering::Release);
+        if old & LEAF == 0 && old & LNODE != 0 {
+            let b = (old & !LNODE) as usize;
+            let lv = arena.leaves[b].load(Ordering::Relaxed).count_ones()
+                + arena.leaves[b + 1].load(Ordering::Relaxed).count_ones();
+            self.leaves.retire(old & !LNODE, 2 + lv as usize, tag);
+        }
     }
 
     pub(crate) fn reclaim(&mut self, safe: u64) {
@@ -389,6 +751,7 @@ impl LpmWriter {
                 }
             }
         }
+        fresh.stats = self.stats;
         *self = fresh;
         arena
     }
@@ -401,6 +764,7 @@ impl LpmWriter {
         tag: u64,
     ) -> Result<(), NeedSpace> {
         let (w, b) = ((r / 64) as usize, r % 64);
+        self.stats.regions += 1;
         let (n, best) = if self.stale_bits[w] & (1 << b) == 0 {
             (trie.region_node(r), self.best[r as usize])
         } else {
