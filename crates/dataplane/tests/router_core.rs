@@ -1333,7 +1333,7 @@ fn diff_frame() -> impl Strategy<Value = (Vec<u8>, u16)> {
         ),
         prop::collection::vec((0usize..40, any::<u8>()), 0..2),
         prop_oneof![Just(0u16), Just(0), Just(0), Just(1), Just(7)],
-        0u8..10,
+        0u8..17,
     )
         .prop_map(|((net, ttl, len, pad, df), edits, port, head)| {
             let nets: [[u8; 2]; 11] = [
@@ -1355,9 +1355,19 @@ fn diff_frame() -> impl Strategy<Value = (Vec<u8>, u16)> {
                 ip[6] |= 0x40;
                 ip_fix(&mut ip);
             }
+            let lt = [0u8, 1, 2, 64][len % 4];
             let mut f = match head {
                 8 => eth(mac_r(0), HOST, Some(100), ETH_IP4, &ip),
                 9 => eth(BCAST, HOST, None, ETH_IP4, &ip),
+                // swap, PHP, pop + lookup, explicit null, swap to an unresolved
+                // neighbour, no entry
+                10 => from_host_mpls(&[(100, lt)], &ip),
+                11 => from_host_mpls(&[(102, lt)], &ip),
+                12 => from_host_mpls(&[(300, lt)], &ip),
+                13 => from_host_mpls(&[(0, lt)], &ip),
+                14 => from_host_mpls(&[(120, lt)], &ip),
+                15 => from_host_mpls(&[(100, 64), (300, lt)], &ip),
+                16 => from_host_mpls(&[(999, lt)], &ip),
                 _ => from_host(&ip),
             };
             f.extend(std::iter::repeat_n(0xee, pad * 7));
@@ -1383,6 +1393,9 @@ fn fast_path_matches_general_path() {
         &[1001, 1002, 1003, 1004, 1005],
     );
     route(&mut ctl, "198.28.0.0/16", &["10.3.0.2"], &[3]);
+    let unresolved = ctl.adjacency(3, a("10.3.0.7")).unwrap();
+    ctl.label_add(120, true, LabelAction::swap(unresolved, &[220]))
+        .unwrap();
     // No limits that depend on when each core runs.
     let cfg = |fast_path| CoreConfig {
         icmp_rate_pps: 1000,
@@ -1433,5 +1446,6 @@ fn fast_path_matches_general_path() {
     }
     // The case mix reaches the fast path, and leaves it.
     assert!(fs.ifaces[2].tx_pkts.get() > 1000, "{:?}", counters(fs));
+    assert!(stage(&f, Stage::MplsLookup).1 > 1000);
     assert!(counters(fs).len() > 8, "{:?}", counters(fs));
 }

@@ -28,7 +28,7 @@ use super::stats::{Stage, TRACE_BYTES, TraceRecord, WorkerStats};
 
 mod fast;
 mod sflow_hook;
-use fast::{FWD_CACHE, FwdDec, StageAcc};
+use fast::{FWD_CACHE, FwdDec, StageAcc, Taken};
 pub use sflow_hook::SflowHook;
 
 const ETH_LEN: usize = 14;
@@ -243,8 +243,10 @@ struct Work {
     fd: [FwdDec; FWD_CACHE],
     /// Indices of the packets the general stages handle, ascending.
     slow: Box<[u16; BURST]>,
-    /// Receiving ifIndex per fast-path key.
-    fast_if: Box<[u16; BURST]>,
+    /// Where each fast-path key's packet stands.
+    taken: Box<[Taken; BURST]>,
+    /// Packets the fast path handed to the general stages part-way (bit per packet).
+    resumed: [u64; 4],
 }
 
 /// Slots of the per-vector adjacency cache (a power of two).
@@ -340,7 +342,8 @@ impl Core {
                 fast: cfg.fast_path,
                 fd: [FwdDec::default(); FWD_CACHE],
                 slow: Box::new([0; BURST]),
-                fast_if: Box::new([0; BURST]),
+                taken: Box::new([Taken::default(); BURST]),
+                resumed: [0; 4],
             },
         }
     }
@@ -386,7 +389,17 @@ impl Work {
         // The fast path first; what it leaves goes through the general stages.
         let n_slow = if self.fast {
             self.fd = [FwdDec::default(); FWD_CACHE];
-            self.fast_ip4(pkts, out, n, ift, &view, &mut acc)
+            let need_meta = tracing || self.keep_stacks;
+            self.fast_ip4(
+                pkts,
+                out,
+                n,
+                ift,
+                &view,
+                &tables.labels,
+                need_meta,
+                &mut acc,
+            )
         } else {
             for i in 0..n {
                 self.slow[i] = i as u16;
@@ -399,6 +412,7 @@ impl Work {
         let (mut n_mpls, mut n_ip4, mut n_local) = (0usize, 0usize, 0usize);
         let mut last_if = None;
         let mut rx = Run::default();
+        let mut n_eth = 0usize;
         // The stages work on the metadata in place (see the rewrite loop).
         for s in 0..n_slow {
             let i = usize::from(self.slow[s]);
@@ -409,9 +423,12 @@ impl Work {
             {
                 prefetch_data(&mut pkts[usize::from(a)]);
             }
-            let m = &mut self.meta[i];
-            ethernet(&self.stats, &mut pkts[i], ift, &mut last_if, &mut rx, m);
-            match m.kind {
+            if !self.is_resumed(i) {
+                n_eth += 1;
+                let m = &mut self.meta[i];
+                ethernet(&self.stats, &mut pkts[i], ift, &mut last_if, &mut rx, m);
+            }
+            match self.meta[i].kind {
                 Kind::Mpls => n_mpls += 1,
                 Kind::Ip4 => n_ip4 += 1,
                 Kind::Arp => n_local += 1,
@@ -419,7 +436,7 @@ impl Work {
             }
         }
         flush_rx(&self.stats, &rx);
-        t = acc.add(Stage::EthernetInput, n_slow, t);
+        t = acc.add(Stage::EthernetInput, n_eth, t);
 
         // mpls-lookup
         if n_mpls > 0 {

@@ -125,45 +125,84 @@ impl RxIf {
 
 const MAC_MASK: u64 = 0xffff_ffff_ffff;
 
-/// Checks an untagged IPv4 frame addressed to `mac` from the front of `f` and
-/// returns its destination address and IPv4 total length; `None` for anything the
-/// general path must see (including every malformed frame).
+/// Ethernet checks of the fast path: addressed to `mac` (unicast), untagged; returns
+/// the EtherType.
 #[inline(always)]
-fn classify(f: &[u8], mac: u64) -> Option<(u32, usize)> {
-    let h = f.first_chunk::<34>()?;
+fn l2_check(f: &[u8], mac: u64) -> Option<u16> {
+    let h = f.first_chunk::<14>()?;
     let w64 = u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
-    let total = usize::from(rd16(h, 16));
+    (w64 & MAC_MASK == mac).then(|| rd16(h, 12))
+}
+
+/// First octets a forwarded destination may not have: 0/8, 127/8, 224/4 and up
+/// (RFC 1812 §5.3.7; multicast is not routed here).
+const BAD_DST: [u64; 4] = [1, 1 << 63, 0, 0xffff_ffff_0000_0000];
+/// First octets a forwarded source may not have: 127/8, 224/4 (multicast).
+const BAD_SRC: [u64; 4] = [0, 1 << 63, 0, 0x0000_ffff_0000_0000];
+
+#[inline(always)]
+fn octet_in(set: &[u64; 4], a: u32) -> bool {
+    let o = (a >> 24) as usize;
+    set[o >> 6] >> (o & 63) & 1 != 0
+}
+
+/// IPv4 checks of the fast path on the header at the front of `ip` (the rest of the
+/// frame): version 4 without options, total length within the frame, TTL above 1,
+/// checksum, no martian or multicast address. Returns the destination; `None` for
+/// anything the general path must see (including every malformed header).
+#[inline(always)]
+fn ip4_check_fast(ip: &[u8]) -> Option<u32> {
+    let h = ip.first_chunk::<20>()?;
+    let total = usize::from(rd16(h, 2));
     // (`|`: one branch for the common checks)
-    let bad = (w64 & MAC_MASK != mac)
-        | (rd16(h, 12) != ETHERTYPE_IPV4)
-        | (h[14] != 0x45)
-        | (total < 20)
-        | (total + ETH_LEN > f.len())
-        | (h[22] <= 1);
-    if bad {
+    if (h[0] != 0x45) | (total < 20) | (total > ip.len()) | (h[8] <= 1) {
         return None;
     }
     let w = |o: usize| u64::from(u32::from_be_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]));
-    if wire::checksum::fold(w(14) + w(18) + w(22) + w(26) + w(30)) != 0xffff {
+    // Five words: two folds of the carries are enough (sum < 2^35).
+    let s = w(0) + w(4) + w(8) + w(12) + w(16);
+    let s = (s & 0xffff_ffff) + (s >> 32);
+    let s = (s & 0xffff) + (s >> 16);
+    let s = (s & 0xffff) + (s >> 16);
+    let s = (s & 0xffff) + (s >> 16);
+    let src = rd32(h, 12);
+    let dst = rd32(h, 16);
+    if (s != 0xffff) | octet_in(&BAD_SRC, src) | octet_in(&BAD_DST, dst) {
         return None;
     }
-    let src = rd32(h, 26);
-    let dst = rd32(h, 30);
-    // Martians and multicast: the general path drops and counts them.
-    if (src >> 24 == 127)
-        | (src >> 28 == 0xe)
-        | (dst >> 24 == 127)
-        | (dst >> 24 == 0)
-        | (dst >> 28 == 0xe)
-    {
-        return None;
-    }
-    Some((dst, total))
+    Some(dst)
+}
+
+/// A packet the fast path took: where it stands when it leaves the fast path.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Taken {
+    l3: u16,
+    end: u16,
+    rx_if: u16,
+    path: u8,
 }
 
 impl Work {
+    /// Marks packet `i` to resume in the general stages with `m` (it went through
+    /// part of the fast path, which may have changed it).
+    #[inline(always)]
+    fn resume(&mut self, i: usize, m: Meta, back: &mut [u16; BURST], n_back: &mut usize) {
+        self.meta[i] = m;
+        self.resumed[i >> 6] |= 1 << (i & 63);
+        back[*n_back] = i as u16;
+        *n_back += 1;
+    }
+
+    /// Whether packet `i` resumes in the general stages (see [`Work::resume`]).
+    #[inline(always)]
+    pub(super) fn is_resumed(&self, i: usize) -> bool {
+        self.resumed[i >> 6] >> (i & 63) & 1 != 0
+    }
+
     /// Runs the fast path over `pkts[..n]`; returns how many packets it left for
-    /// the general path (their indices in `self.slow`, in order).
+    /// the general path (their indices in `self.slow`, ascending). `need_meta`:
+    /// fill the metadata of finished packets too (trace, sFlow).
+    #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
     #[inline(always)]
     pub(super) fn fast_ip4<P: Packet>(
         &mut self,
@@ -172,9 +211,12 @@ impl Work {
         n: usize,
         ift: &IfTable,
         view: &fib::FibView<'_>,
+        labels: &mpls::LabelReader,
+        need_meta: bool,
         acc: &mut StageAcc,
     ) -> usize {
         let t0 = tsc();
+        self.resumed = [0; 4];
         let mut n_slow = 0usize;
         let mut k = 0usize;
         let mut rxif = RxIf {
@@ -185,6 +227,16 @@ impl Work {
             mac: 0,
         };
         let mut table = None;
+        let mut guard = None;
+        // Labelled packets switched here: (packet, adjacency, ethertype).
+        let mut lfw = [(0u16, 0u32, 0u16); BURST];
+        let mut n_lfw = 0usize;
+        let mut back = [0u16; BURST];
+        let mut n_back = 0usize;
+        let mut rx = Run::default();
+        let (mut taken, mut switched) = (0usize, 0usize);
+        const ETH: u8 = 1 << Stage::EthernetInput as u8;
+        const MPLS: u8 = 1 << Stage::MplsLookup as u8;
         for i in 0..n {
             if let Some(p) = pkts.get_mut(i + PREFETCH) {
                 prefetch_data(p);
@@ -196,35 +248,140 @@ impl Work {
             }
             let (start, len) = p.window();
             let contiguous = p.is_contiguous();
-            let got = match p.raw_mut().get(start..start + len) {
-                Some(f) if rxif.ok && contiguous => classify(f, rxif.mac),
+            let raw = p.raw_mut();
+            let end = start + len;
+            let et = match raw.get(start..end) {
+                Some(f) if rxif.ok && contiguous => l2_check(f, rxif.mac),
                 _ => None,
             };
-            match got {
-                Some((dst, _)) if *table.get_or_insert(rxif.table) == rxif.table => {
-                    self.keys[k] = dst;
-                    self.sel[k] = i as u16;
-                    self.fast_if[k] = rxif.ifindex;
-                    k += 1;
+            let l3 = start + ETH_LEN;
+            let base = Taken {
+                l3: l3 as u16,
+                end: end as u16,
+                rx_if: rxif.ifindex,
+                path: ETH,
+            };
+            let vt = *table.get_or_insert(rxif.table);
+            match et {
+                Some(ETHERTYPE_IPV4) if vt == rxif.table => {
+                    if let Some(dst) = raw.get(l3..end).and_then(ip4_check_fast) {
+                        self.keys[k] = dst;
+                        self.sel[k] = i as u16;
+                        self.taken[k] = base;
+                        k += 1;
+                        taken += 1;
+                        rx_add(&self.stats, &mut rx, usize::from(rxif.ifindex), len);
+                        continue;
+                    }
                 }
-                _ => {
-                    self.slow[n_slow] = i as u16;
-                    n_slow += 1;
+                Some(ETHERTYPE_MPLS) => {
+                    let g = guard.get_or_insert_with(|| labels.pin());
+                    let frame = &mut raw[..end];
+                    if self.keep_stacks {
+                        sflow_hook::keep_stack(&mut self.stacks[i], frame, l3);
+                    }
+                    let mut off = l3;
+                    let d = g.switch(frame, &mut off);
+                    let at = Taken {
+                        l3: off as u16,
+                        path: ETH | MPLS,
+                        ..base
+                    };
+                    let (adj, et) = match d {
+                        mpls::MplsDecision::Forward { adj } => (adj, ETHERTYPE_MPLS),
+                        mpls::MplsDecision::Php { adj } => (adj, ETHERTYPE_IPV4),
+                        mpls::MplsDecision::Ip4Lookup { table: t } => {
+                            // Popped: on into the IPv4 batch, or the general
+                            // IPv4 stage (the frame has changed: resume there).
+                            taken += 1;
+                            switched += 1;
+                            rx_add(&self.stats, &mut rx, usize::from(rxif.ifindex), len);
+                            match frame.get(off..).and_then(ip4_check_fast) {
+                                Some(dst) if t == vt => {
+                                    self.keys[k] = dst;
+                                    self.sel[k] = i as u16;
+                                    self.taken[k] = at;
+                                    k += 1;
+                                }
+                                _ => {
+                                    let m = Meta {
+                                        kind: Kind::Ip4,
+                                        l3: at.l3,
+                                        end: at.end,
+                                        rx_if: at.rx_if,
+                                        table: t,
+                                        path: at.path,
+                                        ..Meta::default()
+                                    };
+                                    self.resume(i, m, &mut back, &mut n_back);
+                                }
+                            }
+                            continue;
+                        }
+                        // Left untouched: the general path does it all again.
+                        _ => {
+                            self.slow[n_slow] = i as u16;
+                            n_slow += 1;
+                            continue;
+                        }
+                    };
+                    taken += 1;
+                    switched += 1;
+                    rx_add(&self.stats, &mut rx, usize::from(rxif.ifindex), len);
+                    self.meta[i] = Meta {
+                        kind: Kind::Rewrite,
+                        l3: at.l3,
+                        end: at.end,
+                        rx_if: at.rx_if,
+                        ethertype: et,
+                        table: vt,
+                        adj,
+                        path: at.path,
+                        ..Meta::default()
+                    };
+                    lfw[n_lfw] = (i as u16, adj, et);
+                    n_lfw += 1;
+                    continue;
                 }
+                _ => {}
+            }
+            self.slow[n_slow] = i as u16;
+            n_slow += 1;
+        }
+        drop(guard);
+        flush_rx(&self.stats, &rx);
+        let t1 = acc.add(Stage::EthernetInput, taken, t0);
+        acc.count(Stage::MplsLookup, switched);
+
+        // Labelled packets: the L2 header, or the general rewrite (incomplete
+        // adjacency, interface down, no headroom).
+        let mut done = 0usize;
+        for &(i, adj, _) in &lfw[..n_lfw] {
+            let i = usize::from(i);
+            let rs = self.rw_slot(adj, ift, view);
+            let rw = &mut self.rw[rs];
+            let m = &mut self.meta[i];
+            let sent = if rw.ok {
+                put_l2(&mut pkts[i], m, rw)
+            } else {
+                None
+            };
+            if let Some(len) = sent {
+                rw.tx_pkts += 1;
+                rw.tx_bytes += len as u64;
+                out[i] = Out::Tx(rw.port);
+                m.path |= 1 << Stage::Rewrite as u8;
+                done += 1;
+            } else {
+                let m = *m;
+                self.resume(i, m, &mut back, &mut n_back);
             }
         }
-        if k == 0 {
-            acc.add(Stage::EthernetInput, 0, t0);
-            return n_slow;
-        }
-        let t1 = acc.add(Stage::EthernetInput, 0, t0);
-        view.lookup_burst(table.unwrap_or(0), &self.keys[..k], &mut self.fwd[..k]);
 
-        let mut rx = Run::default();
-        let mut done = 0usize;
-        // Packets sent back to the general path join the slow list in order.
-        let mut back = [0u16; BURST];
-        let mut n_back = 0usize;
+        let mut done_ip4 = 0usize;
+        if k > 0 {
+            view.lookup_burst(table.unwrap_or(0), &self.keys[..k], &mut self.fwd[..k]);
+        }
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let f = self.fwd[j];
@@ -232,51 +389,62 @@ impl Work {
             if self.fd[slot].key != f.wrapping_add(1) {
                 self.fd[slot] = self.fwd_decode(f, ift, view);
             }
-            let d = self.fd[slot];
-            let (_, len_in) = pkts[i].window();
+            let d = &self.fd[slot];
+            let tk = self.taken[j];
+            let (adj, push) = (d.adj, d.push);
             let mut sent = None;
             if d.ok {
-                let rs = self.rw_slot(d.adj, ift, view);
+                let lse = d.lse;
+                let rs = self.rw_slot(adj, ift, view);
                 let rw = &mut self.rw[rs];
-                if let Some(r) = forward(&mut pkts[i], rw, &d) {
+                if let Some(r) = forward(&mut pkts[i], usize::from(tk.l3), rw, push, &lse) {
                     rw.tx_pkts += 1;
-                    rw.tx_bytes += r.2 as u64;
+                    rw.tx_bytes += r.1 as u64;
                     out[i] = Out::Tx(rw.port);
-                    sent = Some(r);
+                    sent = Some(r.0);
                 }
             }
-            let Some((l3, end, _)) = sent else {
-                back[n_back] = i as u16;
-                n_back += 1;
+            let Some(l3) = sent else {
+                // Untouched by the IPv4 part: the general IPv4 stage takes over.
+                let m = Meta {
+                    kind: Kind::Ip4,
+                    l3: tk.l3,
+                    end: tk.end,
+                    rx_if: tk.rx_if,
+                    table: table.unwrap_or(0),
+                    path: tk.path,
+                    ..Meta::default()
+                };
+                self.resume(i, m, &mut back, &mut n_back);
                 continue;
             };
-            let rx_if = self.fast_if[j];
-            rx_add(&self.stats, &mut rx, usize::from(rx_if), len_in);
-            self.meta[i] = Meta {
-                kind: Kind::Rewrite,
-                l3,
-                end,
-                rx_if,
-                ethertype: if d.push > 0 {
-                    ETHERTYPE_MPLS
-                } else {
-                    ETHERTYPE_IPV4
-                },
-                table: table.unwrap_or(0),
-                adj: d.adj,
-                path: 1 << Stage::EthernetInput as u8
-                    | 1 << Stage::Ip4Lookup as u8
-                    | 1 << Stage::Rewrite as u8,
-                ..Meta::default()
-            };
-            done += 1;
+            done_ip4 += 1;
+            if need_meta {
+                self.meta[i] = Meta {
+                    kind: Kind::Rewrite,
+                    l3,
+                    end: {
+                        let (s, l) = pkts[i].window();
+                        (s + l) as u16
+                    },
+                    rx_if: tk.rx_if,
+                    ethertype: if push > 0 {
+                        ETHERTYPE_MPLS
+                    } else {
+                        ETHERTYPE_IPV4
+                    },
+                    table: table.unwrap_or(0),
+                    adj,
+                    path: tk.path | 1 << Stage::Ip4Lookup as u8 | 1 << Stage::Rewrite as u8,
+                    ..Meta::default()
+                };
+            }
         }
-        flush_rx(&self.stats, &rx);
-        acc.count(Stage::EthernetInput, done);
-        acc.add(Stage::Ip4Lookup, done, t1);
-        acc.count(Stage::Rewrite, done);
+        acc.add(Stage::Ip4Lookup, done_ip4, t1);
+        acc.count(Stage::Rewrite, done + done_ip4);
         if n_back > 0 {
             // Merge the two ascending index lists.
+            back[..n_back].sort_unstable();
             let mut merged = [0u16; BURST];
             let (mut a, mut b, mut m) = (0, 0, 0);
             while a < n_slow || b < n_back {
@@ -327,22 +495,27 @@ impl Work {
     }
 }
 
-/// Forwards one classified packet through a plain-forward decision: MTU and
-/// headroom, TTL and checksum, labels, L2 header. Returns the new layer-3 offset,
-/// end and frame length, or `None` with the packet untouched.
+/// Forwards one checked IPv4 packet (header at `l3`) through a plain-forward
+/// decision: MTU and headroom, TTL and checksum, labels, L2 header. Returns the new
+/// layer-3 offset and the frame length, or `None` with the packet untouched.
 #[inline(always)]
-fn forward<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec) -> Option<(u16, u16, usize)> {
+fn forward<P: Packet>(
+    p: &mut P,
+    l3: usize,
+    rw: &Rw,
+    push: u8,
+    lse: &[u32; FAST_LABELS],
+) -> Option<(u16, usize)> {
     if !rw.ok {
         return None;
     }
     let (start, len) = p.window();
-    let push = usize::from(d.push);
+    let push = usize::from(push);
     let hl = if rw.tagged {
         ETH_LEN + VLAN_LEN
     } else {
         ETH_LEN
     };
-    let l3 = start + ETH_LEN;
     let raw = p.raw_mut();
     let total = usize::from(rd16(raw.get(l3..l3 + 4)?, 2));
     let grow = hl + 4 * push;
@@ -362,7 +535,7 @@ fn forward<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec) -> Option<(u16, u16, usize
     let ck = wire::checksum::update_u16(rd16(ip, 10), old, rd16(ip, 8));
     wr16(ip, 10, ck);
     for (q, c) in st.chunks_exact_mut(4).enumerate() {
-        c.copy_from_slice(&(d.lse[q] | u32::from(ttl)).to_be_bytes());
+        c.copy_from_slice(&(lse[q] | u32::from(ttl)).to_be_bytes());
     }
     let et = if push > 0 {
         ETHERTYPE_MPLS
@@ -379,8 +552,8 @@ fn forward<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec) -> Option<(u16, u16, usize
     let frame = end - new_start;
     if (start, len) != (new_start, frame) {
         // Cannot fail: the window only moves inside the buffer of a one-segment
-        // packet (classify saw the whole frame in it).
+        // packet (the checks saw the whole frame in it).
         let _ = p.set_window(new_start, frame);
     }
-    Some(((l3 - 4 * push) as u16, end as u16, frame))
+    Some(((l3 - 4 * push) as u16, frame))
 }
