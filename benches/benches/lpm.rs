@@ -219,6 +219,14 @@ fn cases() -> Vec<(Impl, usize)> {
     v
 }
 
+/// This thread's (on-CPU ns, ns waiting for a CPU) from `/proc/thread-self/schedstat`:
+/// the writer's own cost per change, apart from time other tenants took the core.
+fn sched_ns() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let mut f = s.split_whitespace().map(|x| x.parse().unwrap_or(0));
+    (f.next().unwrap_or(0), f.next().unwrap_or(0))
+}
+
 /// Route changes per second while a reader thread looks up 256-key bursts.
 fn update_rate(rib: &Rib, keys: &[u32]) {
     let mut fib = load_fib(rib);
@@ -239,6 +247,26 @@ fn update_rate(rib: &Rib, keys: &[u32]) {
             l2.fetch_add(k2.len() as u64, Ordering::Relaxed);
         }
     });
+    let stats0 = std::cell::Cell::new(fib.update_stats());
+    let sched0 = std::cell::Cell::new(sched_ns());
+    let how = |fib: &Fib, changes: f64| {
+        let (s, s0) = (fib.update_stats(), stats0.get());
+        stats0.set(s);
+        let ((cpu, wait), (cpu0, wait0)) = (sched_ns(), sched0.get());
+        sched0.set((cpu, wait));
+        format!(
+            "writer on CPU {:.0} ns/change ({:.0} k changes per CPU-second), waited for a CPU {:.0} ms\n  \
+             LPM: {} in place, {} new leaf blocks, {} new roots, {} unchanged, {} /18 regions rebuilt",
+            (cpu - cpu0) as f64 / changes,
+            changes / (cpu - cpu0).max(1) as f64 * 1e6,
+            (wait - wait0) as f64 / 1e6,
+            s.in_place - s0.in_place,
+            s.new_block - s0.new_block,
+            s.new_root - s0.new_root,
+            s.unchanged - s0.unchanged,
+            s.regions - s0.regions
+        )
+    };
     let rate = |l0: u64, t: Instant| {
         (lookups.load(Ordering::Relaxed) - l0) as f64 / t.elapsed().as_secs_f64() / 1e6
     };
@@ -260,6 +288,7 @@ fn update_rate(rib: &Rib, keys: &[u32]) {
         .collect();
 
     // Replace: the prefix moves to another (existing) next hop, one publication each.
+    how(&fib, 1.0);
     let (l0, t0) = (lookups.load(Ordering::Relaxed), Instant::now());
     for (&(a, l, _), &asn) in picks.iter().zip(&other) {
         fib.route_add(0, prefix(a, l), kind(asn))
@@ -267,9 +296,10 @@ fn update_rate(rib: &Rib, keys: &[u32]) {
     }
     let e = t0.elapsed();
     println!(
-        "replace, one publication each: {:.0} k changes/s ({n} in {e:.2?}); reader meanwhile {:.1} M lookups/s",
+        "replace, one publication each: {:.0} k changes/s ({n} in {e:.2?}); reader meanwhile {:.1} M lookups/s\n  {}",
         n as f64 / e.as_secs_f64() / 1e3,
-        rate(l0, t0)
+        rate(l0, t0),
+        how(&fib, n as f64)
     );
     // Withdraw + re-announce (2 changes), one publication each.
     let (l0, t0) = (lookups.load(Ordering::Relaxed), Instant::now());
@@ -284,9 +314,10 @@ fn update_rate(rib: &Rib, keys: &[u32]) {
     }
     let e = t0.elapsed();
     println!(
-        "withdraw + announce, one publication each: {:.0} k changes/s ({changes} in {e:.2?}); reader meanwhile {:.1} M lookups/s",
+        "withdraw + announce, one publication each: {:.0} k changes/s ({changes} in {e:.2?}); reader meanwhile {:.1} M lookups/s\n  {}",
         f64::from(changes) / e.as_secs_f64() / 1e3,
-        rate(l0, t0)
+        rate(l0, t0),
+        how(&fib, f64::from(changes))
     );
     // Batches of 1000 replaces (a netlink burst), one publication per batch.
     let (l0, t0) = (lookups.load(Ordering::Relaxed), Instant::now());
@@ -299,14 +330,10 @@ fn update_rate(rib: &Rib, keys: &[u32]) {
     }
     let e = t0.elapsed();
     println!(
-        "replace, batches of 1000: {:.0} k changes/s ({n} in {e:.2?}); reader meanwhile {:.1} M lookups/s",
+        "replace, batches of 1000: {:.0} k changes/s ({n} in {e:.2?}); reader meanwhile {:.1} M lookups/s\n  {}",
         n as f64 / e.as_secs_f64() / 1e3,
-        rate(l0, t0)
-    );
-    let s = fib.update_stats();
-    println!(
-        "  LPM changes so far: {} patched in place, {} new leaf blocks, {} new roots, {} unchanged, {} /18 regions rebuilt",
-        s.in_place, s.new_block, s.new_root, s.unchanged, s.regions
+        rate(l0, t0),
+        how(&fib, n as f64)
     );
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap_or_else(|_| panic!("reader thread"));

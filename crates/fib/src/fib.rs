@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 use arc_swap::ArcSwap;
 
 use crate::arena::{BlockAlloc, FastMap as HashMap, FastSet as HashSet};
+use crate::index::{RouteEntry, RouteIndex};
 use crate::lpm::{LpmArena, LpmWriter, UpdateStats};
 use crate::model::{
     Action, FibError, Interface, Ipv4Prefix, MAX_LABELS, Path, RouteKind, TableId, Via, check_paths,
@@ -66,7 +67,6 @@ struct LegKey {
 struct PathList {
     key: PlKey,
     fwd: u32,
-    refs: u32,
     /// (leg id, weight * SCALE), sorted by leg id.
     legs: Vec<(u32, u64)>,
     buckets: Vec<u32>,
@@ -95,20 +95,13 @@ struct AdjEntry {
     mac: Option<[u8; 6]>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct RouteEntry {
-    pl: u32,
-    /// Trie node holding the route (stable while the route exists).
-    node: u32,
-}
-
 /// Control-plane state of one table. The trie stores each route's path list (its
 /// "route" field) and result id; the exact-match index finds a route's trie node
 /// without walking down, so most updates never descend the trie.
 #[derive(Debug)]
 struct Table {
     trie: Trie,
-    index: HashMap<(u32, u8), RouteEntry>,
+    index: RouteIndex,
     lpm: LpmWriter,
 }
 
@@ -161,6 +154,9 @@ pub struct Fib {
     leg_keys: Vec<Option<LegKey>>,
     adjs: HashMap<(u32, IpAddr), AdjEntry>,
     pls: Vec<Option<PathList>>,
+    /// Per path list id: (routes using it, result id) — what a route change needs,
+    /// dense (8 bytes each) so it stays in cache where `pls` entries would miss.
+    pl_hot: Vec<(u32, u32)>,
     pl_free: Vec<u32>,
     pl_index: HashMap<PlKey, u32>,
     route_deps: HashMap<RouteKey, Vec<u32>>,
@@ -285,6 +281,7 @@ impl Fib {
             leg_keys: Vec::new(),
             adjs: HashMap::default(),
             pls: Vec::new(),
+            pl_hot: Vec::new(),
             pl_free: Vec::new(),
             pl_index: HashMap::default(),
             route_deps: HashMap::default(),
@@ -316,7 +313,7 @@ impl Fib {
             id,
             Table {
                 trie: Trie::new(),
-                index: HashMap::default(),
+                index: RouteIndex::default(),
                 lpm,
             },
         );
@@ -334,7 +331,7 @@ impl Fib {
         let prefixes: Vec<Ipv4Prefix> = t
             .index
             .keys()
-            .filter_map(|&(a, l)| Ipv4Prefix::new(std::net::Ipv4Addr::from(a), l).ok())
+            .filter_map(|(a, l)| Ipv4Prefix::new(std::net::Ipv4Addr::from(a), l).ok())
             .collect();
         let was = self.batch;
         self.batch = true;
@@ -465,14 +462,13 @@ impl Fib {
             }
             _ => {}
         }
-        let existing = self.tables.get(&table).and_then(|t| {
-            t.index
-                .get(&(prefix.addr_u32(), prefix.prefix_len()))
-                .copied()
-        });
+        let existing = self
+            .tables
+            .get(&table)
+            .and_then(|t| t.index.get(prefix.addr_u32(), prefix.prefix_len()));
         let seed = existing.map(|e| e.pl);
         let pl = self.pl_acquire(PlKey { table, kind }, seed);
-        let fwd = self.pl(pl).map_or(0, |p| p.fwd);
+        let fwd = self.pl_hot.get(pl as usize).map_or(0, |h| h.1);
         let (addr, len) = (prefix.addr_u32(), prefix.prefix_len());
         let rk = (table, addr, len);
         let Some(t) = self.tables.get_mut(&table) else {
@@ -483,7 +479,7 @@ impl Fib {
             if old == pl {
                 self.pl_release(pl);
             } else {
-                t.index.insert((addr, len), RouteEntry { pl, node: e.node });
+                t.index.insert(addr, len, RouteEntry { pl, node: e.node });
                 t.trie.set_route(e.node, pl, fwd);
                 t.lpm.mark(addr, len, e.node);
                 self.queue_route_deps(rk, None);
@@ -492,7 +488,7 @@ impl Fib {
             }
         } else {
             let (node, _) = t.trie.insert(addr, len, pl, fwd);
-            t.index.insert((addr, len), RouteEntry { pl, node });
+            t.index.insert(addr, len, RouteEntry { pl, node });
             t.lpm.mark(addr, len, node);
             // Path lists that resolved a gateway inside the new prefix through a less
             // specific route now resolve through this one.
@@ -524,9 +520,9 @@ impl Fib {
             .remove(addr, len)
             .ok_or(FibError::NoSuchRoute(prefix, table))?;
         t.lpm.mark(addr, len, NIL);
-        t.index.remove(&(addr, len));
+        t.index.remove(addr, len);
         if t.trie.len() == 0 {
-            t.index = HashMap::default();
+            t.index = RouteIndex::default();
         }
         self.queue_route_deps((table, addr, len), None);
         self.run_work();
@@ -538,7 +534,7 @@ impl Fib {
     /// The result id of the route for exactly `prefix`, if present.
     pub fn route(&self, table: TableId, prefix: Ipv4Prefix) -> Option<u32> {
         let t = self.tables.get(&table)?;
-        let e = t.index.get(&(prefix.addr_u32(), prefix.prefix_len()))?;
+        let e = t.index.get(prefix.addr_u32(), prefix.prefix_len())?;
         self.pl(e.pl).map(|p| p.fwd)
     }
 
@@ -561,9 +557,10 @@ impl Fib {
         let control_bytes = self
             .tables
             .values()
-            .map(|t| t.trie.memory_bytes() + t.index.capacity() * 16)
+            .map(|t| t.trie.memory_bytes() + t.index.memory_bytes())
             .sum::<usize>()
             + self.pls.capacity() * size_of::<Option<PathList>>()
+            + self.pl_hot.capacity() * 8
             + self.leg_keys.capacity() * size_of::<Option<LegKey>>();
         MemoryUsage {
             lpm_bytes,
@@ -690,6 +687,7 @@ impl Fib {
             ] = new_allocs();
             self.leg_keys = Vec::new();
             self.pls = Vec::new();
+            self.pl_hot = Vec::new();
             self.pl_free = Vec::new();
             self.legs.shrink_to_fit();
             self.pl_index.shrink_to_fit();
@@ -853,8 +851,8 @@ impl Fib {
 
     fn pl_acquire(&mut self, key: PlKey, seed: Option<u32>) -> u32 {
         if let Some(&id) = self.pl_index.get(&key) {
-            if let Some(Some(p)) = self.pls.get_mut(id as usize) {
-                p.refs += 1;
+            if let Some(h) = self.pl_hot.get_mut(id as usize) {
+                h.0 += 1;
             }
             return id;
         }
@@ -862,7 +860,6 @@ impl Fib {
         let pl = PathList {
             key: key.clone(),
             fwd,
-            refs: 1,
             legs: Vec::new(),
             buckets: Vec::new(),
             bucket_base: 0,
@@ -880,6 +877,10 @@ impl Fib {
             self.pls.push(Some(pl));
             (self.pls.len() - 1) as u32
         };
+        if self.pl_hot.len() <= id as usize {
+            self.pl_hot.resize(id as usize + 1, (0, 0));
+        }
+        self.pl_hot[id as usize] = (1, fwd);
         self.pl_index.insert(key, id);
         self.recompute(id);
         self.run_work();
@@ -887,14 +888,17 @@ impl Fib {
     }
 
     fn pl_release(&mut self, id: u32) {
-        let Some(Some(p)) = self.pls.get_mut(id as usize) else {
+        let Some(h) = self.pl_hot.get_mut(id as usize) else {
             return;
         };
-        p.refs -= 1;
-        if p.refs > 0 {
+        if h.0 == 0 {
+            return; // not in use
+        }
+        h.0 -= 1;
+        if h.0 > 0 {
             return;
         }
-        let Some(p) = self.pls[id as usize].take() else {
+        let Some(p) = self.pls.get_mut(id as usize).and_then(Option::take) else {
             return;
         };
         self.pl_free.push(id);

@@ -129,6 +129,7 @@
 
 mod arena;
 mod fib;
+mod index;
 mod lpm;
 mod model;
 mod qsbr;
