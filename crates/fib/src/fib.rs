@@ -492,7 +492,8 @@ impl Fib {
             t.lpm.mark(addr, len, node);
             // Path lists that resolved a gateway inside the new prefix through a less
             // specific route now resolve through this one.
-            let cover = if len > 0 {
+            // (Only when something resolves recursively: finding the cover walks the trie.)
+            let cover = if len > 0 && !self.route_deps.is_empty() {
                 t.trie
                     .longest_match(addr, len - 1, |_| false)
                     .and_then(|(_, l)| Ipv4Prefix::new_truncated(prefix.addr(), l).ok())

@@ -281,9 +281,13 @@ enum Child {
 pub(crate) struct LpmWriter {
     nodes: BlockAlloc,
     leaves: BlockAlloc,
-    /// Direct entries to rebuild at the next commit.
+    /// Direct entries to rebuild at the next commit...
     dirty: Vec<u32>,
     dirty_bits: Vec<u64>,
+    /// ...whatever their best short route: a longer route changed there. Without this
+    /// bit only a short route covering the region changed, and the region is left as
+    /// it is when its best short route stays the same.
+    must_bits: Vec<u64>,
     /// Per region, the best route of length <= DIRECT_BITS covering it...
     best: Vec<u32>,
     /// ...valid unless this bit is set (a short route changed): then walk the trie.
@@ -354,6 +358,7 @@ impl LpmWriter {
                 leaves: BlockAlloc::new(MIN_LEAVES, 0, 66),
                 dirty: Vec::new(),
                 dirty_bits: vec![0; DIRECT_LEN / 64],
+                must_bits: vec![0; DIRECT_LEN / 64],
                 best: vec![0; DIRECT_LEN],
                 stale_bits: vec![u64::MAX; DIRECT_LEN / 64],
                 patches: Vec::new(),
@@ -372,14 +377,13 @@ impl LpmWriter {
         if u32::from(len) > DIRECT_BITS {
             let r = addr >> (32 - DIRECT_BITS);
             let (w, b) = ((r / 64) as usize, r % 64);
-            if self.dirty_bits[w] & (1 << b) != 0 {
-                return;
-            }
-            if self.patch_bits[w] & (1 << b) == 0 {
+            if self.dirty_bits[w] & (1 << b) == 0 && self.patch_bits[w] & (1 << b) == 0 {
                 self.patch_bits[w] |= 1 << b;
                 self.patches.push((addr, len, node));
-                return;
+            } else {
+                self.mark_region(r);
             }
+            return;
         }
         let first = addr >> (32 - DIRECT_BITS);
         let count = if u32::from(len) >= DIRECT_BITS {
@@ -408,9 +412,10 @@ impl LpmWriter {
         self.stats
     }
 
-    /// Marks region `r` for a whole rebuild (its best short route stays valid).
+    /// Marks region `r` for a whole rebuild.
     fn mark_region(&mut self, r: u32) {
         let (w, b) = ((r / 64) as usize, r % 64);
+        self.must_bits[w] |= 1 << b;
         if self.dirty_bits[w] & (1 << b) == 0 {
             self.dirty_bits[w] |= 1 << b;
             self.dirty.push(r);
@@ -436,7 +441,8 @@ impl LpmWriter {
             let (w, b) = ((r / 64) as usize, r % 64);
             self.patch_bits[w] &= !(1 << b);
             if self.dirty_bits[w] & (1 << b) != 0 {
-                continue; // rebuilt whole below
+                self.must_bits[w] |= 1 << b; // rebuilt whole below
+                continue;
             }
             loop {
                 let a = grown.as_ref().unwrap_or(arena);
@@ -734,6 +740,7 @@ impl LpmWriter {
         let nodes = (self.nodes.live() + self.nodes.live() / 4).max(MIN_NODES);
         let leaves = (self.leaves.live() + self.leaves.live() / 4).max(MIN_LEAVES);
         let (mut fresh, _) = Self::new();
+        fresh.must_bits.fill(u64::MAX); // the fresh arena holds nothing yet
         fresh.nodes.set_cap(nodes);
         fresh.leaves.set_cap(leaves);
         let mut arena = LpmArena::new(nodes, leaves);
@@ -764,7 +771,8 @@ impl LpmWriter {
         tag: u64,
     ) -> Result<(), NeedSpace> {
         let (w, b) = ((r / 64) as usize, r % 64);
-        self.stats.regions += 1;
+        let must = self.must_bits[w] & (1 << b) != 0;
+        self.must_bits[w] &= !(1 << b);
         let (n, best) = if self.stale_bits[w] & (1 << b) == 0 {
             (trie.region_node(r), self.best[r as usize])
         } else {
@@ -789,10 +797,16 @@ impl LpmWriter {
                 n = c;
                 depth += 1;
             }
-            self.best[r as usize] = best;
+            let old = std::mem::replace(&mut self.best[r as usize], best);
             self.stale_bits[w] &= !(1 << b);
+            if old == best && !must {
+                // Only a covering short route changed, and not what the region
+                // inherits: every leaf already holds its answer.
+                return Ok(());
+            }
             (n, best)
         };
+        self.stats.regions += 1;
         let new = if n != NIL && trie.has_children(n) {
             let mut kids = [Child::Leaf(0); 64];
             expand(trie, n, 0, 0, best, &mut kids);
