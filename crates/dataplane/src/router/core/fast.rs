@@ -387,17 +387,16 @@ impl Work {
             let f = self.fwd[j];
             let slot = f as usize & (FWD_CACHE - 1);
             if self.fd[slot].key != f.wrapping_add(1) {
-                self.fd[slot] = self.fwd_decode(f, ift, view);
+                self.fwd_decode(slot, f, ift, view);
             }
-            let d = &self.fd[slot];
             let tk = self.taken[j];
-            let (adj, push) = (d.adj, d.push);
+            let (ok, adj, push) = (self.fd[slot].ok, self.fd[slot].adj, self.fd[slot].push);
             let mut sent = None;
-            if d.ok {
-                let lse = d.lse;
+            if ok {
                 let rs = self.rw_slot(adj, ift, view);
                 let rw = &mut self.rw[rs];
-                if let Some(r) = forward(&mut pkts[i], usize::from(tk.l3), rw, push, &lse) {
+                let lse = &self.fd[slot].lse;
+                if let Some(r) = forward(&mut pkts[i], usize::from(tk.l3), rw, push, lse) {
                     rw.tx_pkts += 1;
                     rw.tx_bytes += r.1 as u64;
                     out[i] = Out::Tx(rw.port);
@@ -461,37 +460,38 @@ impl Work {
     }
 
     /// What FIB result `f` means for the fast path (see [`FwdDec`]).
-    #[inline(never)]
-    fn fwd_decode(&mut self, f: u32, ift: &IfTable, view: &fib::FibView<'_>) -> FwdDec {
-        let mut d = FwdDec {
-            key: f.wrapping_add(1),
-            ..FwdDec::default()
-        };
+    /// Written in place, field by field, with the widths the forward walk reads
+    /// them with (a struct returned by value and reloaded wider stalls the load on
+    /// store forwarding, for every packet when each one has its own route).
+    #[inline(always)]
+    fn fwd_decode(&mut self, slot: usize, f: u32, ift: &IfTable, view: &fib::FibView<'_>) {
+        self.fd[slot].key = f.wrapping_add(1);
+        self.fd[slot].ok = false;
         if view.bucket_count(f) != 1 {
-            return d; // ECMP: the general path hashes per packet
+            return; // ECMP: the general path hashes per packet
         }
         let leg = view.leg(f, 0);
         if leg.action() != fib::Action::Forward {
-            return d;
+            return;
         }
         let mut labels = [0u32; fib::MAX_LABELS];
         let nl = leg.labels_into(&mut labels);
         let mut push = 0usize;
         for &l in labels[..nl].iter().filter(|&&l| l != 3) {
             if push == FAST_LABELS {
-                return d;
+                return;
             }
-            d.lse[push] = l << 12;
+            self.fd[slot].lse[push] = l << 12;
             push += 1;
         }
         if push > 0 {
-            d.lse[push - 1] |= 0x100;
+            self.fd[slot].lse[push - 1] |= 0x100;
         }
-        d.push = push as u8;
-        d.adj = leg.target();
-        let rs = self.rw_slot(d.adj, ift, view);
-        d.ok = self.rw[rs].ok;
-        d
+        let adj = leg.target();
+        self.fd[slot].push = push as u8;
+        self.fd[slot].adj = adj;
+        let rs = self.rw_slot(adj, ift, view);
+        self.fd[slot].ok = self.rw[rs].ok;
     }
 }
 
