@@ -55,6 +55,67 @@ struct PlKey {
     kind: RouteKind,
 }
 
+/// The path-list index's form of a [`PlKey`]: one path with at most two labels (most
+/// BGP and VPN routes) held inline, so a lookup compares without reading the heap (a
+/// cache miss per route change); anything else as it is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum PlIndexKey {
+    One {
+        table: TableId,
+        via: Via,
+        ifindex: Option<u32>,
+        weight: u32,
+        nlabels: u8,
+        labels: [u32; 2],
+    },
+    Other(PlKey),
+}
+
+impl From<PlKey> for PlIndexKey {
+    fn from(k: PlKey) -> Self {
+        match &k.kind {
+            RouteKind::Paths(ps) if ps.len() == 1 && ps[0].labels.len() <= 2 => {
+                let p = &ps[0];
+                let mut labels = [0; 2];
+                labels[..p.labels.len()].copy_from_slice(&p.labels);
+                Self::One {
+                    table: k.table,
+                    via: p.via,
+                    ifindex: p.ifindex,
+                    weight: p.weight,
+                    nlabels: p.labels.len() as u8,
+                    labels,
+                }
+            }
+            _ => Self::Other(k),
+        }
+    }
+}
+
+impl PlIndexKey {
+    fn key(&self) -> PlKey {
+        match self {
+            Self::One {
+                table,
+                via,
+                ifindex,
+                weight,
+                nlabels,
+                labels,
+            } => PlKey {
+                table: *table,
+                kind: RouteKind::Paths(vec![Path {
+                    via: *via,
+                    ifindex: *ifindex,
+                    weight: *weight,
+                    labels: labels[..usize::from(*nlabels)].to_vec(),
+                }]),
+            },
+            Self::Other(k) => k.clone(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct LegKey {
     action: Action,
@@ -158,7 +219,7 @@ pub struct Fib {
     /// dense (8 bytes each) so it stays in cache where `pls` entries would miss.
     pl_hot: Vec<(u32, u32)>,
     pl_free: Vec<u32>,
-    pl_index: HashMap<PlKey, u32>,
+    pl_index: HashMap<PlIndexKey, u32>,
     route_deps: HashMap<RouteKey, Vec<u32>>,
     work: Vec<u32>,
     in_work: HashSet<u32>,
@@ -375,7 +436,7 @@ impl Fib {
             return Err(FibError::UnknownInterface(ifindex));
         }
         let used_adj = self.adjs.keys().any(|k| k.0 == ifindex);
-        let used_route = self.pl_index.keys().any(|k| match &k.kind {
+        let used_route = self.pls.iter().flatten().any(|p| match &p.key.kind {
             RouteKind::Connected { ifindex: i } => *i == ifindex,
             RouteKind::Paths(ps) => ps.iter().any(|p| p.ifindex == Some(ifindex)),
             _ => false,
@@ -851,6 +912,7 @@ impl Fib {
     }
 
     fn pl_acquire(&mut self, key: PlKey, seed: Option<u32>) -> u32 {
+        let key = PlIndexKey::from(key);
         if let Some(&id) = self.pl_index.get(&key) {
             if let Some(h) = self.pl_hot.get_mut(id as usize) {
                 h.0 += 1;
@@ -859,7 +921,7 @@ impl Fib {
         }
         let fwd = self.alloc(Arr::Lb, 1);
         let pl = PathList {
-            key: key.clone(),
+            key: key.key(),
             fwd,
             legs: Vec::new(),
             buckets: Vec::new(),
@@ -903,7 +965,7 @@ impl Fib {
             return;
         };
         self.pl_free.push(id);
-        self.pl_index.remove(&p.key);
+        self.pl_index.remove(&PlIndexKey::from(p.key));
         self.unlink_via(id, &p.via);
         self.retire(Arr::Lb, p.fwd, 1);
         if !p.buckets.is_empty() {
