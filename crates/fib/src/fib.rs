@@ -656,8 +656,14 @@ impl Fib {
 
     fn commit(&mut self, force_reclaim: bool) {
         let tag = self.shared.qsbr.next_epoch();
-        let ids: Vec<TableId> = self.tables.keys().copied().collect();
-        for id in ids {
+        // Table by table without collecting the ids (no allocation per publication).
+        let mut next = self.tables.keys().next().copied();
+        while let Some(id) = next {
+            next = self
+                .tables
+                .range((std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded))
+                .next()
+                .map(|(k, _)| *k);
             let Some(t) = self.tables.get_mut(&id) else {
                 continue;
             };

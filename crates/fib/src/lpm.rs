@@ -581,13 +581,89 @@ impl LpmWriter {
         if n != NIL {
             expand(trie, n, steps, c0 / span, best, &mut kids);
         }
-        // Old values of the node's leaf children, per run and per child.
+        if kids[c0..c0 + span]
+            .iter()
+            .any(|k| matches!(k, Child::Node(..)))
+        {
+            return Ok(false); // the prefix now has routes below the stride
+        }
+        let leaf = |v: usize| match kids[v] {
+            Child::Leaf(x) => x,
+            Child::Node(..) => 0,
+        };
         let nruns = leafvec.count_ones() as usize;
+        let f = first as usize;
+        if !matches!(target, Target::Leaf(_)) {
+            // Walk only the runs under the span: does each still hold one value?
+            let below = leafvec & upto(c0 as u32);
+            if below == 0 {
+                return Ok(false); // no run starts at or before the span (not built here)
+            }
+            let j0 = below.count_ones() as usize - 1;
+            let mut s = 63 - below.leading_zeros() as usize;
+            let mut new_vals = [0u32; 64];
+            let (mut fits, mut changed, mut n) = (true, false, 0usize);
+            loop {
+                let above = leafvec & !upto(s as u32);
+                let e = if above == 0 {
+                    64
+                } else {
+                    above.trailing_zeros() as usize
+                };
+                let run_bits = !vector & (u64::MAX >> (64 - (e - s))) << s;
+                let inside = run_bits & span_bits;
+                let x = leaf(inside.trailing_zeros() as usize);
+                let mut rest = inside & (inside - 1);
+                while rest != 0 {
+                    fits &= leaf(rest.trailing_zeros() as usize) == x;
+                    rest &= rest - 1;
+                }
+                if x != arena.leaves[f + j0 + n].load(Ordering::Relaxed) {
+                    changed = true;
+                    // Leaves of the run outside the span keep the old value.
+                    fits &= run_bits & !span_bits == 0;
+                }
+                new_vals[n] = x;
+                n += 1;
+                if !fits || e >= c0 + span {
+                    break;
+                }
+                s = e;
+            }
+            if fits && !changed {
+                self.stats.unchanged += 1;
+                return Ok(true);
+            }
+            if fits {
+                let value = |j: usize| {
+                    if (j0..j0 + n).contains(&j) {
+                        new_vals[j - j0]
+                    } else {
+                        arena.leaves[f + j].load(Ordering::Relaxed)
+                    }
+                };
+                if matches!(target, Target::Block(_)) && (1..nruns).all(|j| value(j) == value(0)) {
+                    // Nothing left to tell apart: the region becomes a direct leaf.
+                    self.swing(arena, r, LEAF | value(0), d, tag);
+                    self.stats.new_block += 1;
+                    return Ok(true);
+                }
+                for (j, &x) in new_vals[..n].iter().enumerate() {
+                    let l = &arena.leaves[f + j0 + j];
+                    if l.load(Ordering::Relaxed) != x {
+                        // Release: the result id's forwarding was written before.
+                        l.store(x, Ordering::Release);
+                    }
+                }
+                self.stats.in_place += 1;
+                return Ok(true);
+            }
+        }
+        // New runs: every leaf child's value, the span's new ones over the old ones.
         let mut runs = [0u32; 64];
         match target {
             Target::Leaf(v) => runs[0] = v,
             _ => {
-                let f = first as usize;
                 for (o, l) in runs[..nruns].iter_mut().zip(&arena.leaves[f..f + nruns]) {
                     *o = l.load(Ordering::Relaxed);
                 }
@@ -604,12 +680,9 @@ impl LpmWriter {
             }
         }
         let mut changed = false;
-        for v in c0..c0 + span {
-            let Child::Leaf(x) = kids[v] else {
-                return Ok(false); // the prefix now has routes below the stride
-            };
-            changed |= vals[v] != x;
-            vals[v] = x;
+        for (v, val) in vals.iter_mut().enumerate().skip(c0).take(span) {
+            changed |= *val != leaf(v);
+            *val = leaf(v);
         }
         if !changed {
             self.stats.unchanged += 1;
@@ -617,38 +690,8 @@ impl LpmWriter {
         }
         if let Target::Block(_) = target {
             if vals.iter().all(|&x| x == vals[0]) {
-                // Nothing left to tell apart: the region becomes a direct leaf.
                 self.swing(arena, r, LEAF | vals[0], d, tag);
                 self.stats.new_block += 1;
-                return Ok(true);
-            }
-        }
-        // Does every old run still hold one value?
-        if !matches!(target, Target::Leaf(_)) {
-            let mut fits = true;
-            let mut run_val = [0u32; 64];
-            let mut run = 0usize;
-            for (v, &x) in vals.iter().enumerate() {
-                if vector & (1 << v) != 0 {
-                    continue;
-                }
-                if leafvec & (1 << v) != 0 {
-                    run += 1;
-                    run_val[run - 1] = x;
-                } else if run == 0 || run_val[run - 1] != x {
-                    fits = false;
-                    break;
-                }
-            }
-            if fits {
-                let f = first as usize;
-                for (j, (&new, &old)) in run_val[..nruns].iter().zip(&runs[..nruns]).enumerate() {
-                    if new != old {
-                        // Release: the result id's forwarding was written before.
-                        arena.leaves[f + j].store(new, Ordering::Release);
-                    }
-                }
-                self.stats.in_place += 1;
                 return Ok(true);
             }
         }
