@@ -35,7 +35,11 @@ impl LabelGuard<'_> {
     /// caller writes the L2 header in front of it with
     /// [`MplsDecision::ethertype`]. Otherwise `buf` and `*off` are untouched.
     /// Never panics, whatever the bytes.
-    #[inline]
+    ///
+    /// The one-label swap is inlined into the caller; every other action is one
+    /// call away ([`run`](Self::run) is large, and inlined it made every caller save
+    /// and restore its registers even for a swap).
+    #[inline(always)]
     pub fn switch(&self, buf: &mut [u8], off: &mut usize) -> MplsDecision {
         let Some(w) = read_word(buf, *off) else {
             return MplsDecision::Drop(DropReason::Truncated);
@@ -108,7 +112,7 @@ impl LabelGuard<'_> {
         w.map(|w| w.map_or(0, |w| self.shared.entry(key_of(w))))
     }
 
-    #[inline(always)]
+    #[inline(never)]
     fn run(&self, buf: &mut [u8], off: &mut usize, mut w: u32, mut idx: u32) -> MplsDecision {
         let start = *off;
         let mut o = start;
