@@ -19,6 +19,10 @@ pub trait Packet {
     fn rss_hash(&self) -> u32;
     /// Whether the packet is in one segment (multi-segment packets are dropped).
     fn is_contiguous(&self) -> bool;
+    /// Starts loading what the other methods read first (an mbuf's header line), a
+    /// few packets ahead of use. Nothing for buffers whose metadata is inline.
+    #[inline(always)]
+    fn prefetch_meta(&self) {}
 }
 
 impl Packet for Mbuf {
@@ -45,6 +49,10 @@ impl Packet for Mbuf {
     #[inline(always)]
     fn is_contiguous(&self) -> bool {
         Mbuf::is_contiguous(self)
+    }
+    #[inline(always)]
+    fn prefetch_meta(&self) {
+        Mbuf::prefetch_header(self)
     }
 }
 

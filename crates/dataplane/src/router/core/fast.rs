@@ -238,6 +238,9 @@ impl Work {
         const ETH: u8 = 1 << Stage::EthernetInput as u8;
         const MPLS: u8 = 1 << Stage::MplsLookup as u8;
         for i in 0..n {
+            if let Some(p) = pkts.get(i + 2 * PREFETCH) {
+                p.prefetch_meta();
+            }
             if let Some(p) = pkts.get_mut(i + PREFETCH) {
                 prefetch_data(p);
             }
