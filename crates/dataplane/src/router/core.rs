@@ -9,6 +9,12 @@
 //! [`super::RouterWorker`]). Each stage walks the whole vector, so its code and table
 //! lines stay hot, and counts calls, packets and TSC cycles.
 //!
+//! In front of those stages runs the fast path (`core/fast.rs`): plain routed IPv4,
+//! label swap, PHP and pop + lookup in two walks over the vector with one batched
+//! LPM between them. What it cannot finish it leaves to the stages above, either
+//! untouched (they start from the beginning) or where it stands (they resume at
+//! `ip4-lookup` or `l2-rewrite`), so every rare case keeps one implementation.
+//!
 //! The core is generic over [`Packet`], so the same code runs on DPDK mbufs and, in
 //! benchmarks, on plain buffers.
 

@@ -1,32 +1,41 @@
-//! The IPv4 fast path: plain routed IPv4 in two passes over the vector.
+//! The fast path: plain routed IPv4 and plain label switching in two walks over the
+//! vector.
 //!
-//! Most of a router's traffic is the same case: an untagged IPv4 frame to our MAC,
-//! a header without options that checks out, a TTL above 1, and a route with one
-//! path to a resolved neighbour (maybe with labels to push). For that case the
-//! general stages (`ethernet-input`, `ip4-lookup`, `l2-rewrite`) walk the vector
-//! four times and keep per-packet metadata between them. The fast path does it in
-//! two walks with the batched LPM between them, the way DPDK's l3fwd does:
+//! Most of a router's traffic is the same few cases: an untagged frame to our MAC
+//! carrying IPv4 (a header without options that checks out, a TTL above 1) or one
+//! label to swap, pop at the penultimate hop, or pop into an IPv4 lookup; and a
+//! route with one path to a resolved neighbour (maybe with labels to push). For
+//! those the general stages (`ethernet-input`, `mpls-lookup`, `ip4-lookup`,
+//! `l2-rewrite`) walk the vector four or five times and keep per-packet metadata
+//! between them. The fast path does it in two walks with the batched LPM between
+//! them, the way DPDK's l3fwd does:
 //!
-//! 1. **classify**: parse the Ethernet and IPv4 headers in one go (MAC, EtherType,
-//!    version and IHL, lengths, checksum, TTL, martians) and collect the
-//!    destination as an LPM key. Anything else (ARP, MPLS, VLAN tags, options,
-//!    broadcast, bad headers) goes to the general path untouched.
+//! 1. **classify**: Ethernet (our MAC, untagged) and then, by EtherType, the IPv4
+//!    checks (version and IHL, lengths, checksum, TTL, martians) with the
+//!    destination collected as an LPM key, or the label switch
+//!    ([`mpls::LabelGuard::switch`]); a pop into IPv4 checks the inner header and
+//!    joins the same batch. ARP, VLAN tags, options, broadcast, bad headers, label
+//!    drops and punts go to the general path untouched.
 //! 2. **lookup** the keys in one batch.
-//! 3. **forward**: per FIB result, a per-vector cache says whether it is a plain
-//!    forward (one bucket, a forward leg, a resolved adjacency on an up
-//!    interface, at most [`FAST_LABELS`] labels) and holds the label stack entries
-//!    ready to write; per packet: MTU and headroom, TTL and checksum (RFC 1624),
-//!    labels, the cached L2 header, the output port.
+//! 3. **forward**: labelled packets get their L2 header; for IPv4, a per-vector
+//!    cache says per FIB result whether it is a plain forward (one bucket, a
+//!    forward leg, a resolved adjacency on an up interface, at most
+//!    [`FAST_LABELS`] labels) and holds the label stack entries ready to write;
+//!    per packet: MTU and headroom, TTL and checksum (RFC 1624), labels, the cached
+//!    L2 header, the output port.
 //!
-//! A packet the fast path does not finish is left exactly as it arrived and the
-//! general path handles it from the start, counters and all, so every rare case
-//! (ICMP errors, ARP, ECMP, local delivery, drops) keeps one implementation. The
-//! fast path changes no packet's fate: `tests/router_core.rs` runs random vectors
-//! through a core with it and one without and compares every byte and counter.
+//! A packet the fast path does not finish goes to the general stages: untouched
+//! ones from the start, counters and all; ones it already changed (switched
+//! labels) resume at `ip4-lookup` or `l2-rewrite` with their metadata filled in.
+//! So every rare case (ICMP errors, ARP, ECMP, local delivery, drops, incomplete
+//! neighbours) keeps one implementation, and the fast path changes no packet's
+//! fate: `tests/router_core.rs` runs random vectors through a core with it and one
+//! without and compares every byte and counter.
 //!
-//! `show run` still shows the three stages: the classify walk is counted as
-//! `ethernet-input`, the lookup and forward walk as `ip4-lookup` (its rewrite
-//! included) and the packets it finished also under `l2-rewrite`.
+//! `show run` still shows the stages: the classify walk is counted as
+//! `ethernet-input` (the label switch included; switched packets also count under
+//! `mpls-lookup`), the lookup and forward walk as `ip4-lookup` (its rewrite
+//! included), and the packets it finished also under `l2-rewrite`.
 
 use super::*;
 
