@@ -1,16 +1,17 @@
 //! The per-worker sample ring: bounded, single producer (the worker), single
 //! consumer (the agent), lock-free, no `unsafe`.
 //!
-//! Slots are arrays of `AtomicU64` words, so the worker writes a sample straight
-//! into its slot (only the header words the frame fills, relaxed stores, no
-//! zeroing, no record built on the stack and copied) and publishes it with one
-//! release store of the tail; the agent reads the words after an acquire load of
-//! the tail and frees the slot with a release store of the head. Each side keeps
-//! the other side's index cached and rereads it only when the ring looks full
-//! (or empty), so in steady state neither touches the other's cache line. An MPMC
-//! queue (crossbeam's `ArrayQueue`) measured ~120 cycles per sample here, mostly
-//! building the 400-byte record and copying it into the slot; this ring writes a
-//! 128-byte sample in a fraction of that (see benches/RESULTS-sflow.md).
+//! Slots are cache-line-aligned arrays of `AtomicU64` words, so the worker writes a
+//! sample straight into its slot (only the header words the frame fills, relaxed
+//! stores, no zeroing, no record built on the stack and copied). It publishes what
+//! it wrote with one release store of the tail per vector, not per sample; the
+//! agent reads the words after an acquire load of the tail and frees the slot with
+//! a release store of the head. Each side keeps the other side's index cached and
+//! rereads it only when the ring looks full (or empty), so in steady state neither
+//! touches the other's cache line more than once per vector. An MPMC queue
+//! (crossbeam's `ArrayQueue`) measured ~120 cycles per sample here, mostly building
+//! the 400-byte record and copying it into the slot; this ring writes a sample in a
+//! fraction of that (see benches/RESULTS-sflow.md).
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -28,14 +29,22 @@ const SLOT_WORDS: usize = META_WORDS + HEADER_CAPACITY / 8;
 const LABEL_IN: usize = 8;
 const LABEL_OUT: usize = 12;
 
+/// One sample: the metadata words, then the header. Cache-line aligned, so a short
+/// header shares no line with the next slot and a sample of a 60-byte frame writes
+/// two lines (metadata, header), three with labels.
+#[derive(Debug)]
+#[repr(C, align(64))]
+struct Slot([AtomicU64; SLOT_WORDS]);
+
+const _: () = assert!(size_of::<Slot>() == 8 * SLOT_WORDS && SLOT_WORDS % 8 == 0);
+
 #[derive(Debug, Default)]
 #[repr(align(128))]
 struct Index(AtomicUsize);
 
 #[derive(Debug)]
 struct Ring {
-    slots: Box<[AtomicU64]>,
-    capacity: usize,
+    slots: Box<[Slot]>,
     /// Samples taken by the consumer (monotonic, wrapping).
     head: Index,
     /// Samples published by the producer (monotonic, wrapping).
@@ -46,7 +55,10 @@ struct Ring {
 #[derive(Debug)]
 pub(crate) struct Producer {
     ring: Arc<Ring>,
+    /// Samples written (published or not).
     tail: usize,
+    /// Samples published (`ring.tail` as last stored).
+    published: usize,
     slot: usize,
     head_cache: usize,
 }
@@ -64,10 +76,9 @@ pub(crate) struct Consumer {
 pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
     let capacity = capacity.max(1);
     let ring = Arc::new(Ring {
-        slots: (0..capacity * SLOT_WORDS)
-            .map(|_| AtomicU64::new(0))
+        slots: (0..capacity)
+            .map(|_| Slot(std::array::from_fn(|_| AtomicU64::new(0))))
             .collect(),
-        capacity,
         head: Index::default(),
         tail: Index::default(),
     });
@@ -75,6 +86,7 @@ pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
         Producer {
             ring: ring.clone(),
             tail: 0,
+            published: 0,
             slot: 0,
             head_cache: 0,
         },
@@ -88,30 +100,28 @@ pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
 }
 
 impl Ring {
+    fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
     fn len(&self) -> usize {
         let tail = self.tail.0.load(Ordering::Acquire);
         let head = self.head.0.load(Ordering::Acquire);
-        tail.wrapping_sub(head).min(self.capacity)
-    }
-
-    fn slot(&self, i: usize) -> &[AtomicU64] {
-        let base = i * SLOT_WORDS;
-        self.slots.get(base..base + SLOT_WORDS).unwrap_or(&[])
+        tail.wrapping_sub(head).min(self.capacity())
     }
 }
 
 #[inline(always)]
-fn st(slot: &[AtomicU64], i: usize, v: u64) {
-    if let Some(w) = slot.get(i) {
-        w.store(v, Ordering::Relaxed);
-    }
+fn st(w: &AtomicU64, v: u64) {
+    w.store(v, Ordering::Relaxed);
 }
 
 #[inline(always)]
-fn ld(slot: &[AtomicU64], i: usize) -> u64 {
-    slot.get(i).map_or(0, |w| w.load(Ordering::Relaxed))
+fn ld(w: &AtomicU64) -> u64 {
+    w.load(Ordering::Relaxed)
 }
 
+#[inline(always)]
 fn iface_word(i: Interface) -> u64 {
     let (tag, v) = match i {
         Interface::Index(v) => (0u64, v),
@@ -132,27 +142,82 @@ fn word_iface(w: u64) -> Interface {
     }
 }
 
-fn store_labels(slot: &[AtomicU64], at: usize, labels: &[u32]) -> u64 {
+/// Stores the first [`MAX_RECORD_LABELS`] entries of `labels` two per word into
+/// `words` (4 words); returns how many.
+#[inline(never)]
+fn store_labels(words: &[AtomicU64], labels: &[u32]) -> u64 {
     let n = labels.len().min(MAX_RECORD_LABELS);
-    for (j, pair) in labels[..n].chunks(2).enumerate() {
+    for (w, pair) in words.iter().zip(labels[..n].chunks(2)) {
         let lo = u64::from(pair[0]);
         let hi = pair.get(1).map_or(0, |&x| u64::from(x));
-        st(slot, at + j, hi << 32 | lo);
+        st(w, hi << 32 | lo);
     }
     n as u64
 }
 
-fn load_labels(slot: &[AtomicU64], at: usize, n: usize) -> LabelWords {
+fn load_labels(words: &[AtomicU64], n: usize) -> LabelWords {
     let n = n.min(MAX_RECORD_LABELS);
     let mut w = [0u32; MAX_RECORD_LABELS];
-    for j in 0..n.div_ceil(2) {
-        let x = ld(slot, at + j);
-        w[2 * j] = x as u32;
-        if 2 * j + 1 < MAX_RECORD_LABELS {
-            w[2 * j + 1] = (x >> 32) as u32;
-        }
+    for (pair, x) in w.chunks_exact_mut(2).zip(words).take(n.div_ceil(2)) {
+        let x = ld(x);
+        pair[0] = x as u32;
+        pair[1] = (x >> 32) as u32;
     }
     LabelWords::from_slice(&w[..n])
+}
+
+/// The little-endian word at `b[at..at + 8]`.
+#[inline(always)]
+fn word_at(b: &[u8; 64], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// Copies `header` into `words` as little-endian words; the bytes of the last word
+/// past the header are zero. Whole 64-byte lines go as eight fixed stores.
+#[inline(always)]
+fn store_header(words: &[AtomicU64], header: &[u8]) {
+    let n = header.len();
+    let mut lines = header.chunks_exact(64);
+    let mut out = words.chunks_exact(8);
+    for (line, dst) in (&mut lines).zip(&mut out) {
+        let Ok(b) = <&[u8; 64]>::try_from(line) else {
+            break;
+        };
+        for (j, w) in dst.iter().enumerate() {
+            st(w, word_at(b, 8 * j));
+        }
+    }
+    let done = n - lines.remainder().len();
+    let tail = lines.remainder();
+    let dst = words.get(done / 8..).unwrap_or_default();
+    let mut chunks = tail.chunks_exact(8);
+    for (w, c) in dst.iter().zip(&mut chunks) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        st(w, u64::from_le_bytes(b));
+    }
+    let r = n % 8;
+    if r == 0 {
+        return;
+    }
+    // The last r bytes: the frame's last 8 bytes shifted down (one load, no store
+    // to the stack and reload, which would wait for the slot's earlier stores).
+    let last = match header.get(n.wrapping_sub(8)..) {
+        Some(c) => {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            u64::from_le_bytes(b) >> (8 * (8 - r))
+        }
+        None => header
+            .iter()
+            .rev()
+            .fold(0u64, |acc, &x| acc << 8 | u64::from(x)),
+    };
+    if let Some(w) = words.get(n / 8) {
+        st(w, last);
+    }
 }
 
 /// What the sampler knows about a sample besides the packet.
@@ -167,79 +232,85 @@ pub(crate) struct SampleMeta {
 }
 
 impl Producer {
-    /// Writes a sample into the next free slot; false (nothing written) if the ring
-    /// is full. Never waits.
+    /// Writes a sample into the next free slot, for the consumer to see at the next
+    /// [`publish`](Self::publish); false (nothing written) if the ring is full.
+    /// Never waits.
     #[inline]
-    pub(crate) fn push(&mut self, m: &SampleMeta, pkt: &PacketInfo<'_>) -> bool {
-        let cap = self.ring.capacity;
+    pub(crate) fn write(&mut self, m: &SampleMeta, pkt: &PacketInfo<'_>) -> bool {
+        let cap = self.ring.capacity();
         if self.tail.wrapping_sub(self.head_cache) >= cap {
             self.head_cache = self.ring.head.0.load(Ordering::Acquire);
             if self.tail.wrapping_sub(self.head_cache) >= cap {
                 return false;
             }
         }
-        let slot = self.ring.slot(self.slot);
+        let Some(Slot(w)) = self.ring.slots.get(self.slot) else {
+            return false;
+        };
         let n = pkt
             .frame
             .len()
             .min(m.header_bytes)
             .min(HEADER_CAPACITY)
             .min(pkt.frame_len as usize);
-        st(slot, 0, u64::from(m.rate) << 32 | u64::from(m.source));
-        st(slot, 1, m.pool);
-        st(slot, 2, m.drops);
-        st(slot, 3, iface_word(pkt.input));
-        st(slot, 4, iface_word(pkt.output));
-        let (has_nh, nh) = match pkt.next_hop {
-            Some(a) => (1u64, u64::from(u32::from(a))),
-            None => (0, 0),
-        };
+        let nh = pkt.next_hop.map_or(0, |a| u64::from(u32::from(a)));
+        let has_nh = u64::from(pkt.next_hop.is_some());
+        let (mut n_in, mut n_out) = (0, 0);
+        if !pkt.in_labels.is_empty() {
+            n_in = store_labels(&w[LABEL_IN..LABEL_IN + 4], pkt.in_labels);
+        }
+        if !pkt.out_labels.is_empty() {
+            n_out = store_labels(&w[LABEL_OUT..LABEL_OUT + 4], pkt.out_labels);
+        }
+        st(&w[0], u64::from(m.rate) << 32 | u64::from(m.source));
+        st(&w[1], m.pool);
+        st(&w[2], m.drops);
+        st(&w[3], iface_word(pkt.input));
+        st(&w[4], iface_word(pkt.output));
         st(
-            slot,
-            5,
+            &w[5],
             u64::from(pkt.frame_len) | (n as u64) << 32 | (m.direction as u64) << 48 | has_nh << 56,
         );
-        let n_in = store_labels(slot, LABEL_IN, pkt.in_labels);
-        let n_out = store_labels(slot, LABEL_OUT, pkt.out_labels);
         st(
-            slot,
-            6,
+            &w[6],
             nh | u64::from(pkt.src_mask_len) << 32
                 | u64::from(pkt.dst_mask_len) << 40
                 | n_in << 48
                 | n_out << 56,
         );
         st(
-            slot,
-            7,
+            &w[7],
             u64::from(pkt.src_vlan)
                 | u64::from(pkt.src_priority) << 16
                 | u64::from(pkt.dst_vlan) << 24
                 | u64::from(pkt.dst_priority) << 40,
         );
-        let header = &pkt.frame[..n];
-        let mut chunks = header.chunks_exact(8);
-        let mut i = META_WORDS;
-        for c in &mut chunks {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            st(slot, i, u64::from_ne_bytes(b));
-            i += 1;
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            st(slot, i, u64::from_ne_bytes(b));
-        }
+        store_header(&w[META_WORDS..], &pkt.frame[..n]);
         self.tail = self.tail.wrapping_add(1);
         self.slot = if self.slot + 1 == cap {
             0
         } else {
             self.slot + 1
         };
-        self.ring.tail.0.store(self.tail, Ordering::Release);
         true
+    }
+
+    /// Makes every sample written so far visible to the consumer: one release store,
+    /// and none when nothing was written.
+    #[inline]
+    pub(crate) fn publish(&mut self) {
+        if self.published != self.tail {
+            self.published = self.tail;
+            self.ring.tail.0.store(self.tail, Ordering::Release);
+        }
+    }
+
+    /// [`write`](Self::write) and [`publish`](Self::publish).
+    #[cfg(test)]
+    fn push(&mut self, m: &SampleMeta, pkt: &PacketInfo<'_>) -> bool {
+        let ok = self.write(m, pkt);
+        self.publish();
+        ok
     }
 }
 
@@ -252,15 +323,18 @@ impl Consumer {
                 return None;
             }
         }
-        let slot = self.ring.slot(self.slot);
-        let w0 = ld(slot, 0);
-        let w5 = ld(slot, 5);
-        let w6 = ld(slot, 6);
-        let w7 = ld(slot, 7);
+        let Slot(w) = self.ring.slots.get(self.slot)?;
+        let w0 = ld(&w[0]);
+        let w5 = ld(&w[5]);
+        let w6 = ld(&w[6]);
+        let w7 = ld(&w[7]);
         let n = ((w5 >> 32) as u16 as usize).min(HEADER_CAPACITY);
         let mut header = [0u8; HEADER_CAPACITY];
-        for (j, chunk) in header[..n.div_ceil(8) * 8].chunks_exact_mut(8).enumerate() {
-            chunk.copy_from_slice(&ld(slot, META_WORDS + j).to_ne_bytes());
+        for (chunk, x) in header[..n.div_ceil(8) * 8]
+            .chunks_exact_mut(8)
+            .zip(&w[META_WORDS..])
+        {
+            chunk.copy_from_slice(&ld(x).to_le_bytes());
         }
         let rec = SampleRecord {
             worker,
@@ -271,16 +345,16 @@ impl Consumer {
             },
             source: w0 as u32,
             sampling_rate: (w0 >> 32) as u32,
-            sample_pool: ld(slot, 1),
-            drops: ld(slot, 2),
-            input: word_iface(ld(slot, 3)),
-            output: word_iface(ld(slot, 4)),
+            sample_pool: ld(&w[1]),
+            drops: ld(&w[2]),
+            input: word_iface(ld(&w[3])),
+            output: word_iface(ld(&w[4])),
             frame_len: w5 as u32,
             next_hop: ((w5 >> 56) & 1 == 1).then_some(Ipv4Addr::from(w6 as u32)),
             src_mask_len: (w6 >> 32) as u8,
             dst_mask_len: (w6 >> 40) as u8,
-            in_labels: load_labels(slot, LABEL_IN, (w6 >> 48) as u8 as usize),
-            out_labels: load_labels(slot, LABEL_OUT, (w6 >> 56) as usize),
+            in_labels: load_labels(&w[LABEL_IN..LABEL_IN + 4], (w6 >> 48) as u8 as usize),
+            out_labels: load_labels(&w[LABEL_OUT..LABEL_OUT + 4], (w6 >> 56) as usize),
             src_vlan: w7 as u16,
             src_priority: (w7 >> 16) as u8,
             dst_vlan: (w7 >> 24) as u16,
@@ -289,7 +363,7 @@ impl Consumer {
             header,
         };
         self.head = self.head.wrapping_add(1);
-        self.slot = if self.slot + 1 == self.ring.capacity {
+        self.slot = if self.slot + 1 == self.ring.capacity() {
             0
         } else {
             self.slot + 1

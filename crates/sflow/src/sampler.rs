@@ -505,6 +505,7 @@ impl WorkerSampler {
             pos += self.sources[k].drawn[d];
         }
         self.skip[d][k] = pos - n64 + 1;
+        self.count_sampled();
     }
 
     /// Samples the first `n` packets of a vector in direction `dir`, packet `i`
@@ -594,14 +595,16 @@ impl WorkerSampler {
         key: &impl Fn(usize) -> u32,
         picks: &mut Picks,
     ) {
+        // Without a branch on whether the packet's interface expires (on a vector
+        // mixed over several ports that branch is a coin toss): the others count
+        // down by 0. Their skips are at least 1 (`check_chunk` left them so), and
+        // the `e` guard keeps it so for the sink and the interfaces that are off.
         for i in start..start + n {
             let k = slot(key(i));
-            if !self.expiring[k] {
-                continue;
-            }
+            let e = self.expiring[k];
             let left = &mut self.skip[d][k];
-            *left -= 1;
-            if *left == 0 {
+            *left -= u64::from(e);
+            if (*left == 0) & e {
                 self.take(d, k, i, picks);
                 self.skip[d][k] = self.sources[k].drawn[d];
             }
@@ -610,6 +613,7 @@ impl WorkerSampler {
             let k = slot(self.enabled[d][j]);
             self.expiring[k] = false;
         }
+        self.count_sampled();
     }
 
     /// Samples packet `index` for sampler (`k`, `d`) and draws the next skip into
@@ -637,15 +641,31 @@ impl WorkerSampler {
         }
         src.drawn[d] = draw(&mut self.rng, rate);
         self.sampled += 1;
+    }
+
+    /// Publishes `sampled` to the control thread (once per expiry, not per pick).
+    #[inline]
+    fn count_sampled(&self) {
         self.counters.sampled.store(self.sampled, Ordering::Relaxed);
     }
 
-    /// Copies the sampled packet into a record and pushes it into the ring. A full
-    /// ring drops the sample and counts it (in the worker's `dropped` and in the
-    /// sampler's drops, which the next sample of that interface carries); the worker
-    /// never waits. Returns whether the sample was queued.
+    /// Copies the sampled packet into the ring and publishes it (see
+    /// [`enqueue`](Self::enqueue) and [`publish`](Self::publish), which a pipeline
+    /// uses to publish once per vector). Returns whether the sample was queued.
     #[inline]
     pub fn submit(&mut self, pick: &Pick, pkt: &PacketInfo<'_>) -> bool {
+        let ok = self.enqueue(pick, pkt);
+        self.publish();
+        ok
+    }
+
+    /// Copies the sampled packet into the next slot of the ring, where the agent
+    /// sees it after the next [`publish`](Self::publish). A full ring drops the
+    /// sample and counts it (in the worker's `dropped` and in the sampler's drops,
+    /// which the next sample of that interface carries); the worker never waits.
+    /// Returns whether the sample was queued.
+    #[inline]
+    pub fn enqueue(&mut self, pick: &Pick, pkt: &PacketInfo<'_>) -> bool {
         let k = slot(pick.ifindex);
         let meta = SampleMeta {
             direction: pick.direction,
@@ -655,12 +675,19 @@ impl WorkerSampler {
             drops: self.sources[k].drops,
             header_bytes: self.header_bytes,
         };
-        if self.ring.push(&meta, pkt) {
+        if self.ring.write(&meta, pkt) {
             true
         } else {
             self.ring_full(k);
             false
         }
+    }
+
+    /// Makes the samples enqueued so far visible to the agent: one release store
+    /// (none if nothing was enqueued since the last publish).
+    #[inline]
+    pub fn publish(&mut self) {
+        self.ring.publish();
     }
 
     #[cold]

@@ -8,10 +8,12 @@
 //!   core whether to keep the label stacks packets arrive with (only while some
 //!   interface is sampled; one 32-byte copy per labelled packet).
 //! * `end`: the rx samplers see the vector as runs of packets of one input
-//!   interface (a compare per packet, one subtract per run); the tx samplers see
-//!   each forwarded packet under its output interface (a per-vector cache of the
-//!   adjacency's interface and neighbour). Only when a skip count expires is a
-//!   packet described and copied into the worker's ring.
+//!   interface (a branch-free compare per packet, one subtract per run); the tx
+//!   samplers see each forwarded packet under its output interface (read from the
+//!   core's cache of the adjacencies it decoded in this vector, or from the FIB for
+//!   the rare one it no longer holds). Only when a skip count expires is a packet
+//!   described and copied into the worker's ring; the vector's samples are
+//!   published to the agent with one store.
 //!
 //! What a sample carries:
 //! * input: the receiving interface's ifIndex; output: the adjacency's interface
@@ -84,7 +86,8 @@ fn keep_short(dst: &mut [u8; LSE_BYTES], frame: &[u8], off: usize) {
 
 /// Label stack entries at the start of `b`, up to the bottom of stack (at most 8,
 /// and only whole entries).
-fn stack_words(b: &[u8], out: &mut [u32; sflow::MAX_RECORD_LABELS]) -> usize {
+fn stack_words(b: &[u8]) -> sflow::LabelWords {
+    let mut out = [0u32; sflow::MAX_RECORD_LABELS];
     let mut n = 0;
     for c in b.chunks_exact(4).take(sflow::MAX_RECORD_LABELS) {
         let w = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
@@ -94,7 +97,7 @@ fn stack_words(b: &[u8], out: &mut [u32; sflow::MAX_RECORD_LABELS]) -> usize {
             break;
         }
     }
-    n
+    sflow::LabelWords::from_slice(&out[..n])
 }
 
 //= sFlow v5 §5 "interface": format 1 (discarded) values are ICMP unreachable codes
@@ -178,40 +181,30 @@ impl SflowHook {
         if n == 0 {
             return;
         }
-        let meta = &core.w.meta;
+        let Core { tables, w } = core;
+        let meta = &w.meta;
         if self.sampler.is_on(Direction::Rx) {
-            // Runs of one input interface: a vector mostly comes from one port.
-            let mut start = 0;
-            let mut cur = meta[0].rx_if;
-            for i in 1..n {
-                let k = meta[i].rx_if;
-                if k != cur {
-                    self.sampler.select_run(
-                        Direction::Rx,
-                        u32::from(cur),
-                        start,
-                        i - start,
-                        &mut self.picks,
-                    );
-                    start = i;
-                    cur = k;
-                }
+            // Runs of one input interface: a vector mostly comes from one port, so
+            // first one branch-free pass to see whether it is one run.
+            let rx = &meta[..n];
+            let first = rx[0].rx_if;
+            let one = rx.iter().fold(true, |same, m| same & (m.rx_if == first));
+            if one {
+                self.sampler
+                    .select_run(Direction::Rx, u32::from(first), 0, n, &mut self.picks);
+            } else {
+                self.rx_runs(rx);
             }
-            self.sampler.select_run(
-                Direction::Rx,
-                u32::from(cur),
-                start,
-                n - start,
-                &mut self.picks,
-            );
         }
         if self.sampler.is_on(Direction::Tx) {
-            self.adj = [AdjEntry::default(); ADJ_CACHE];
-            let view = core.tables.fib.read();
+            let (mut reader, mut view) = (Some(&mut tables.fib), None);
             for i in 0..n {
                 let m = &meta[i];
                 self.tx_if[i] = if transit(m.kind, m.reason, out[i]) {
-                    adj_entry(&mut self.adj, m.adj, &view).ifindex
+                    match rw_hit(&w.rw, m.adj) {
+                        Some(e) => e.ifindex,
+                        None => adj_slow(&mut self.adj, m.adj, &mut reader, &mut view).ifindex,
+                    }
                 } else {
                     0
                 };
@@ -226,18 +219,41 @@ impl SflowHook {
         }
     }
 
+    /// The rx samplers over a vector from several input interfaces, run by run.
+    #[inline(never)]
+    fn rx_runs(&mut self, rx: &[super::Meta]) {
+        let mut start = 0;
+        let mut cur = rx.first().map_or(0, |m| m.rx_if);
+        for (i, m) in rx.iter().enumerate() {
+            if m.rx_if != cur {
+                self.sampler.select_run(
+                    Direction::Rx,
+                    u32::from(cur),
+                    start,
+                    i - start,
+                    &mut self.picks,
+                );
+                start = i;
+                cur = m.rx_if;
+            }
+        }
+        self.sampler.select_run(
+            Direction::Rx,
+            u32::from(cur),
+            start,
+            rx.len() - start,
+            &mut self.picks,
+        );
+    }
+
+    /// Describes each pick and writes it into the ring; publishes them together.
     #[cold]
     #[inline(never)]
     fn submit<P: Packet>(&mut self, core: &mut Core, pkts: &mut [P], out: &[Out]) {
-        // The adjacencies of this vector, read under one FIB view taken only if a
-        // forwarded packet was picked.
-        self.adj = [AdjEntry::default(); ADJ_CACHE];
         let Core { tables, w } = core;
-        let need = self.picks.as_slice().iter().any(|pk| {
-            let i = pk.index as usize;
-            matches!((w.meta.get(i), out.get(i)), (Some(m), Some(&o)) if transit(m.kind, m.reason, o))
-        });
-        let view = need.then(|| tables.fib.read());
+        // Adjacencies: the core's cache of this vector's, else (rarely) the FIB
+        // under one view taken on the first miss.
+        let (mut reader, mut view) = (Some(&mut tables.fib), None);
         for pick in self.picks.as_slice() {
             let i = pick.index as usize;
             let (Some(p), Some(m), Some(&o)) = (pkts.get_mut(i), w.meta.get(i), out.get(i)) else {
@@ -245,9 +261,9 @@ impl SflowHook {
             };
             let forwarded = transit(m.kind, m.reason, o);
             let (output, next_hop) = if forwarded {
-                let e = match &view {
-                    Some(v) => adj_entry(&mut self.adj, m.adj, v),
-                    None => AdjEntry::default(),
+                let e = match rw_hit(&w.rw, m.adj) {
+                    Some(e) => e,
+                    None => adj_slow(&mut self.adj, m.adj, &mut reader, &mut view),
                 };
                 (
                     SfInterface::Index(e.ifindex),
@@ -258,39 +274,70 @@ impl SflowHook {
             } else {
                 (SfInterface::Discarded(discard_code(m.reason)), None)
             };
-            let mut in_words = [0u32; sflow::MAX_RECORD_LABELS];
-            let n_in = if m.path & (1 << Stage::MplsLookup as u8) != 0 {
-                stack_words(&w.stacks[i], &mut in_words)
-            } else {
-                0
-            };
             let (start, len) = p.window();
             let raw = p.raw_mut();
-            let mut out_words = [0u32; sflow::MAX_RECORD_LABELS];
-            let n_out = if forwarded && m.ethertype == ETHERTYPE_MPLS {
-                stack_words(
-                    raw.get(usize::from(m.l3)..).unwrap_or_default(),
-                    &mut out_words,
-                )
+            // The stacks only for labelled packets (no zeroed arrays otherwise).
+            let (in_buf, out_buf);
+            let in_labels: &[u32] = if m.path & (1 << Stage::MplsLookup as u8) != 0 {
+                in_buf = stack_words(&w.stacks[i]);
+                in_buf.as_slice()
             } else {
-                0
+                &[]
             };
-            let frame = raw.get(start..start + len).unwrap_or_default();
+            let out_labels: &[u32] = if forwarded && m.ethertype == ETHERTYPE_MPLS {
+                out_buf = stack_words(raw.get(usize::from(m.l3)..).unwrap_or_default());
+                out_buf.as_slice()
+            } else {
+                &[]
+            };
             let info = PacketInfo {
-                frame,
+                frame: raw.get(start..start + len).unwrap_or_default(),
                 frame_len: len as u32,
                 input: SfInterface::Index(u32::from(m.rx_if)),
                 output,
                 next_hop,
-                in_labels: &in_words[..n_in],
-                out_labels: &out_words[..n_out],
+                in_labels,
+                out_labels,
                 ..PacketInfo::default()
             };
-            self.sampler.submit(pick, &info);
+            self.sampler.enqueue(pick, &info);
         }
         drop(view);
+        self.sampler.publish();
         self.picks.clear();
     }
+}
+
+/// The interface and neighbour of adjacency `adj` from the FIB, under a view taken
+/// on the first call of a vector (which also empties the cache).
+#[cold]
+#[inline(never)]
+fn adj_slow<'a>(
+    cache: &mut [AdjEntry; ADJ_CACHE],
+    adj: u32,
+    reader: &mut Option<&'a mut fib::FibReader>,
+    view: &mut Option<fib::FibView<'a>>,
+) -> AdjEntry {
+    if view.is_none() {
+        *cache = [AdjEntry::default(); ADJ_CACHE];
+        *view = reader.take().map(|r| r.read());
+    }
+    match view {
+        Some(v) => adj_entry(cache, adj, v),
+        None => AdjEntry::default(),
+    }
+}
+
+/// The interface and neighbour of adjacency `adj` if the core decoded it in this
+/// vector (its rewrite cache: the same answer the packet was forwarded with).
+#[inline(always)]
+fn rw_hit(rw: &[super::Rw; super::RW_CACHE], adj: u32) -> Option<AdjEntry> {
+    let e = &rw[adj as usize & (super::RW_CACHE - 1)];
+    (e.key == adj.wrapping_add(1)).then_some(AdjEntry {
+        key: e.key,
+        ifindex: e.ifindex,
+        nbr: e.nbr,
+    })
 }
 
 /// A packet forwarded through an adjacency (not one the router made from it, such
