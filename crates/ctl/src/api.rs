@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use dataplane::dpdk::PortStats;
+use dataplane::dpdk::{Mempool, PortStats};
 use dataplane::router::{
-    DropReason, Interface, MAX_IFACES, PuntReason, RouterControl, Stage, WorkerStats,
+    DropReason, InjectQueue, Interface, MAX_IFACES, PuntReason, RouterControl, Stage, WorkerStats,
 };
 use dataplane::xconnect::{RxAssignment, WorkerCounters};
 use fib::{Ipv4Prefix, RouteKind, TableId, Via};
@@ -276,6 +276,18 @@ pub struct RouterApi<'a> {
     sflow: Option<Agent>,
     /// The `[sflow]` section as last applied from the file (reload diffs against it).
     sflow_file: Option<AgentConfig>,
+    /// Where ARP probes of neighbour aging come from and go (router with workers).
+    probes: Option<ProbeSink<'a>>,
+    /// When neighbours were last aged.
+    aged_at: Instant,
+}
+
+/// The mbuf pool and worker queue that carry the control thread's ARP probes.
+struct ProbeSink<'a> {
+    pool: &'a Mempool,
+    inject: Arc<InjectQueue>,
+    /// Probes that found no mbuf or a full queue.
+    lost: u64,
 }
 
 impl std::fmt::Debug for RouterApi<'_> {
@@ -306,9 +318,48 @@ impl<'a> RouterApi<'a> {
             },
             sflow: None,
             sflow_file: None,
+            probes: None,
+            aged_at: Instant::now(),
         };
         api.baseline = api.zero_baseline();
         api
+    }
+
+    /// Sends the ARP probes of neighbour aging through `inject` (a worker's queue),
+    /// in mbufs from `pool`. Without it neighbours are still aged, unprobed: a
+    /// learned neighbour is forgotten when its reachable time and probe slots pass.
+    pub fn with_probes(mut self, pool: &'a Mempool, inject: Arc<InjectQueue>) -> Self {
+        self.probes = Some(ProbeSink {
+            pool,
+            inject,
+            lost: 0,
+        });
+        self
+    }
+
+    /// Ages learned neighbours (four times a second) and sends the probes due.
+    fn age_neighbors(&mut self) {
+        let now = Instant::now();
+        if now.duration_since(self.aged_at) < Duration::from_millis(250) {
+            return;
+        }
+        self.aged_at = now;
+        // The file was checked when loaded; a bad value cannot reach here.
+        let Ok(aging) = routing::neighbor_aging(&self.routing) else {
+            return;
+        };
+        for p in self.ctl.age_neighbors(now, &aging) {
+            let Some(sink) = self.probes.as_mut() else {
+                continue;
+            };
+            let sent = sink.pool.alloc_with(&p.frame).is_some_and(|mut m| {
+                m.set_port(p.port);
+                sink.inject.push((p.port, m)).is_ok()
+            });
+            if !sent {
+                sink.lost += 1;
+            }
+        }
     }
 
     /// Serves `sflow ...` and `show sflow` with `agent`, which was configured from
@@ -669,10 +720,24 @@ impl<'a> RouterApi<'a> {
                             "interface": ift.get(ix).map_or("?", |i| i.name.as_str()),
                             "address": ip.to_string(),
                             "mac": mac_str(mac),
+                            "source": if self.ctl.is_static_neighbor(ix, ip) {
+                                "static"
+                            } else {
+                                "arp"
+                            },
                         })
                     })
                     .collect();
-                Ok(json!({ "neighbors": v }))
+                let (probes, forgotten) = self.ctl.aging_counts();
+                let lost = self.probes.as_ref().map_or(0, |p| p.lost);
+                Ok(json!({
+                    "neighbors": v,
+                    "aging": {
+                        "probes_sent": probes,
+                        "probes_lost": lost,
+                        "forgotten": forgotten,
+                    },
+                }))
             }
             Command::ShowInterfaces { name } => self.show_interfaces(name.as_deref()),
             Command::ShowAddresses => {
@@ -1134,12 +1199,12 @@ impl<'a> RouterApi<'a> {
                 }
             ));
         }
-        let nbrs: Vec<(Ipv4Addr, [u8; 6])> = self
+        let nbrs: Vec<(Ipv4Addr, [u8; 6], bool)> = self
             .ctl
             .neighbors()
             .iter()
             .filter(|(k, _)| k.0 == ix)
-            .map(|(k, m)| (k.1, *m))
+            .map(|(k, m)| (k.1, *m, self.ctl.is_static_neighbor(ix, k.1)))
             .collect();
         if let Err(e) = self.ctl.del_interface(ix) {
             // Put back what went before the refusal.
@@ -1153,8 +1218,12 @@ impl<'a> RouterApi<'a> {
                     let _ = self.ctl.add_address(ix, a, l);
                 }
             }
-            for (ip, mac) in nbrs {
-                let _ = self.ctl.set_neighbor(ix, ip, mac);
+            for (ip, mac, configured) in nbrs {
+                let _ = if configured {
+                    self.ctl.set_neighbor(ix, ip, mac)
+                } else {
+                    self.ctl.learn_neighbor(ix, ip, mac)
+                };
             }
             return Err(format!(
                 "{name}: {e} (routes still resolve through it; delete them first)"
@@ -1320,6 +1389,7 @@ impl<'a> RouterApi<'a> {
 impl Service for RouterApi<'_> {
     fn tick(&mut self) {
         self.ctl.poll();
+        self.age_neighbors();
         self.sflow_poll();
         // Punted packets have no consumer yet (the TAP interfaces come with the Linux
         // control plane); they are counted by reason and freed here.

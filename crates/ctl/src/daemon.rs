@@ -184,7 +184,7 @@ pub fn run(config: &Config, plan: &Plan, opts: &RunOptions) -> Result<()> {
     };
     let result = match plan.mode {
         Mode::Xconnect => run_xconnect(eal, plan, control, info, &ports),
-        Mode::Router => run_router(eal, plan, control, info, &ports),
+        Mode::Router => run_router(eal, plan, control, info, &ports, &pool),
     };
     drop(ports);
     drop(pool);
@@ -359,6 +359,7 @@ fn run_router(
     mut control: Control<'_>,
     info: DaemonInfo,
     ports: &[Port],
+    pool: &Mempool,
 ) -> Result<()> {
     let ids: Vec<u16> = ports.iter().map(Port::id).collect();
     let infos: Vec<PortInfo> = ports
@@ -406,7 +407,8 @@ fn run_router(
         )
         .with_sflow(SflowHook::new(
             agent.add_worker(w as u32).context("[sflow] worker")?,
-        ));
+        ))
+        .with_inject(ctl.workers()[w].inject.clone());
         jobs.push(Box::new(move || {
             worker.run();
             0
@@ -424,8 +426,13 @@ fn run_router(
     );
     let c = Counters::Router(ctl.worker_stats());
     let dpdk_ports = DpdkPorts(ports);
+    // ARP probes of neighbour aging go out through the first worker.
+    let inject = ctl.workers().first().map(|w| w.inject.clone());
     let mut api = RouterApi::new(&mut ctl, &dpdk_ports, infos, plan.routing.clone(), info)
         .with_sflow(agent, sflow_cfg);
+    if let Some(q) = inject {
+        api = api.with_probes(pool, q);
+    }
     let elapsed = control_loop(&mut control, &c, &mut api);
     drop(api);
     let ok = stop_workers(eal, &worker_stop, launched);

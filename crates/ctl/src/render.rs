@@ -158,14 +158,26 @@ fn labels(d: &Value) -> String {
 }
 
 fn neighbors(d: &Value) -> String {
-    let mut o = format!("{:<16} {:<16} {}\n", "Interface", "Address", "MAC");
+    let mut o = format!(
+        "{:<16} {:<16} {:<18} {}\n",
+        "Interface", "Address", "MAC", "Source"
+    );
     for r in arr(&d["neighbors"]) {
         let _ = writeln!(
             o,
-            "{:<16} {:<16} {}",
+            "{:<16} {:<16} {:<18} {}",
             s(&r["interface"]),
             s(&r["address"]),
-            s(&r["mac"])
+            s(&r["mac"]),
+            s(&r["source"])
+        );
+    }
+    let a = &d["aging"];
+    if a.is_object() {
+        let _ = writeln!(
+            o,
+            "aging: {} probes sent, {} lost, {} neighbours forgotten",
+            a["probes_sent"], a["probes_lost"], a["forgotten"]
         );
     }
     o

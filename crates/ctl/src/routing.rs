@@ -4,6 +4,9 @@
 //! ```toml
 //! [router]
 //! router_id = "10.0.0.1"          # ICMP source for interfaces without an address
+//! neighbor_reachable_s = 300      # ARP-learned neighbours: probed after this long
+//!                                 # without being heard (0: they never age)
+//! neighbor_probes = 3             # unicast probes, 1 s apart, before forgetting
 //!
 //! [[interface]]                   # the port's own interface (named like the port)
 //! name = "port0"
@@ -64,6 +67,37 @@ pub struct RouterSection {
     /// Extra IPv4 tables to create (table 0 always exists).
     #[serde(default)]
     pub tables: Vec<u32>,
+    /// Seconds a neighbour learned from ARP is trusted before it is probed (default
+    /// 300; 0: learned neighbours never age).
+    #[serde(default)]
+    pub neighbor_reachable_s: Option<u64>,
+    /// Unicast ARP probes, 1 s apart, before a silent neighbour is forgotten
+    /// (default 3).
+    #[serde(default)]
+    pub neighbor_probes: Option<u8>,
+}
+
+/// Longest `neighbor_reachable_s` (a week).
+const MAX_REACHABLE_S: u64 = 7 * 24 * 3600;
+
+/// How learned neighbours age, from `[router]`.
+pub fn neighbor_aging(r: &Routing) -> Result<dataplane::router::NeighborAging, String> {
+    let mut a = dataplane::router::NeighborAging::default();
+    if let Some(s) = r.router.neighbor_reachable_s {
+        if s > MAX_REACHABLE_S {
+            return Err(format!(
+                "[router] neighbor_reachable_s = {s}: at most {MAX_REACHABLE_S} (a week), 0 to never age"
+            ));
+        }
+        a.reachable = std::time::Duration::from_secs(s);
+    }
+    if let Some(n) = r.router.neighbor_probes {
+        if n > 10 {
+            return Err(format!("[router] neighbor_probes = {n}: at most 10"));
+        }
+        a.probes = n;
+    }
+    Ok(a)
 }
 
 /// `[[interface]]`.
@@ -484,6 +518,7 @@ fn router_id(r: &Routing) -> Result<Option<Ipv4Addr>, String> {
 /// (ifIndex = position + 1), sub-interfaces after them, then neighbours, routes and
 /// labels. Any error names the section and leaves the daemon unstarted.
 pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result<(), String> {
+    neighbor_aging(r)?;
     ctl.set_router_id(router_id(r)?);
     for &t in &r.router.tables {
         if t != 0 {
@@ -889,6 +924,28 @@ addresses = ["192.168.11.10/31"]
                 mac: [2, 0, 0, 0, 0, i as u8 + 1],
             })
             .collect()
+    }
+
+    #[test]
+    fn neighbor_aging_keys() {
+        let d = neighbor_aging(&routing("")).unwrap();
+        assert_eq!(d, dataplane::router::NeighborAging::default());
+        let a = neighbor_aging(&routing(
+            "[router]\nneighbor_reachable_s = 30\nneighbor_probes = 5\n",
+        ))
+        .unwrap();
+        assert_eq!(a.reachable, std::time::Duration::from_secs(30));
+        assert_eq!(a.probes, 5);
+        let never = neighbor_aging(&routing("[router]\nneighbor_reachable_s = 0\n")).unwrap();
+        assert!(never.reachable.is_zero());
+        for (bad, msg) in [
+            ("neighbor_reachable_s = 604801", "at most 604800"),
+            ("neighbor_probes = 11", "at most 10"),
+        ] {
+            let r = routing(&format!("[router]\n{bad}\n"));
+            let e = apply(&r, &ports(), &mut RouterControl::new()).unwrap_err();
+            assert!(e.contains(msg), "{bad}: {e}");
+        }
     }
 
     fn routes(ctl: &RouterControl) -> Vec<String> {

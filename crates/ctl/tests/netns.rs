@@ -771,3 +771,64 @@ fn sflow_one_in_ten_reaches_a_collector() {
     assert!(out.contains("worker") && out.contains("1:100"), "{out}");
     lab.stop_daemon();
 }
+
+/// Neighbours learned from ARP age: the kernel host answers the router's unicast
+/// probes and stays; once its address is gone the probes go unanswered and the
+/// router forgets it (and resolves by broadcast again when traffic needs it).
+#[test]
+fn learned_neighbors_are_probed_and_forgotten() {
+    let mut lab = Lab::new(
+        "n",
+        ["10.99.12.1/24", "10.99.13.1/24"],
+        Some(["10.99.12.254", "10.99.13.254"]),
+    );
+    lab.start_daemon(
+        "[forwarding]\nmode = \"router\"\n\
+         [router]\nneighbor_reachable_s = 1\nneighbor_probes = 2\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.99.12.254/24\"]\n\
+         [[interface]]\nname = \"port1\"\naddresses = [\"10.99.13.254/24\"]\n",
+    );
+    let t = lab.tag.clone();
+    let ns_a = format!("dp{t}a");
+    let (got, out) = ping(&ns_a, "10.99.13.1", 3, "0.2");
+    assert!(got >= 2, "warm-up: {out}");
+    let host = |n: &serde_json::Value| {
+        n["neighbors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["address"] == "10.99.12.1")
+            .cloned()
+    };
+    // Past the reachable time several times over: probed, answered, still there.
+    std::thread::sleep(Duration::from_millis(3500));
+    let n = lab.json("neighbor show");
+    assert_eq!(
+        host(&n).map(|h| h["source"].clone()),
+        Some("arp".into()),
+        "{n}"
+    );
+    assert!(n["aging"]["probes_sent"].as_u64().unwrap() >= 2, "{n}");
+    assert_eq!(n["aging"]["forgotten"], 0, "{n}");
+
+    // The host loses its address: the probes go unanswered.
+    ok(&[
+        "ip",
+        "-n",
+        &ns_a,
+        "addr",
+        "del",
+        "10.99.12.1/24",
+        "dev",
+        &format!("dp{t}a1"),
+    ]);
+    let t0 = Instant::now();
+    let mut n = lab.json("neighbor show");
+    while host(&n).is_some() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(200));
+        n = lab.json("neighbor show");
+    }
+    assert!(host(&n).is_none(), "still there after 10 s: {n}");
+    assert!(n["aging"]["forgotten"].as_u64().unwrap() >= 1, "{n}");
+    let _ = lab.stop_daemon();
+}

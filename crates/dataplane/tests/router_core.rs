@@ -1449,3 +1449,87 @@ fn fast_path_matches_general_path() {
     assert!(stage(&f, Stage::MplsLookup).1 > 1000);
     assert!(counters(fs).len() > 8, "{:?}", counters(fs));
 }
+
+/// Neighbours learned from ARP age: probed by unicast after `reachable`, kept when
+/// they answer, forgotten (adjacency incomplete, traffic resolves again) when they
+/// do not. Configured ones never age.
+#[test]
+fn learned_neighbors_are_probed_and_forgotten_when_silent() {
+    use dataplane::router::NeighborAging;
+    use std::time::Instant;
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.3.0.7"], &[]);
+    let mut core = core(&mut ctl);
+    let gw_mac = [2, 0, 0, 0, 7, 7];
+    let heard = |core: &mut Core, ctl: &mut RouterControl| {
+        let reply = eth(
+            mac_r(2),
+            gw_mac,
+            None,
+            ETH_ARP,
+            &arp(2, gw_mac, a("10.3.0.7"), mac_r(2), a("10.3.0.1")),
+        );
+        assert_eq!(run(core, &[reply], 2)[0].0, Out::Drop);
+        assert_eq!(ctl.poll(), 1);
+    };
+    heard(&mut core, &mut ctl);
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    let aging = NeighborAging {
+        reachable: Duration::from_secs(60),
+        probe_every: Duration::from_secs(1),
+        probes: 2,
+    };
+    assert!(!ctl.is_static_neighbor(3, a("10.3.0.7")));
+    assert!(ctl.age_neighbors(at(59), &aging).is_empty());
+
+    // Reachable time over: a unicast probe to the MAC it has; traffic still flows.
+    let probes = ctl.age_neighbors(at(61), &aging);
+    let mut want = eth(
+        gw_mac,
+        mac_r(2),
+        None,
+        ETH_ARP,
+        &arp(1, mac_r(2), a("10.3.0.1"), [0; 6], a("10.3.0.7")),
+    );
+    want.resize(60, 0);
+    assert_eq!(probes.len(), 1);
+    assert_eq!((probes[0].port, probes[0].ifindex), (2, 3));
+    assert_eq!(probes[0].frame, want);
+    let ip = host_ip(1, [198, 18], 64, 64);
+    let res = run(&mut core, &[from_host(&ip)], 0);
+    assert_eq!(res[0].0, Out::Tx(2));
+
+    // It answers: reachable again, no probe until another 60 s.
+    heard(&mut core, &mut ctl);
+    let t1 = Instant::now();
+    let later = |s: u64| t1 + Duration::from_secs(s);
+    assert!(ctl.age_neighbors(later(59), &aging).is_empty());
+
+    // Silent this time: two probes a second apart, then it is forgotten.
+    assert_eq!(ctl.age_neighbors(later(61), &aging).len(), 1);
+    assert!(ctl.age_neighbors(later(61), &aging).is_empty());
+    assert_eq!(ctl.age_neighbors(later(62), &aging).len(), 1);
+    assert!(ctl.neighbors().contains_key(&(3, a("10.3.0.7"))));
+    assert!(ctl.age_neighbors(later(63), &aging).is_empty());
+    assert!(!ctl.neighbors().contains_key(&(3, a("10.3.0.7"))));
+    assert_eq!(ctl.aging_counts(), (3, 1));
+    // Traffic resolves it again by broadcast.
+    let res = run(&mut core, &[from_host(&ip)], 0);
+    let mut request = eth(
+        BCAST,
+        mac_r(2),
+        None,
+        ETH_ARP,
+        &arp(1, mac_r(2), a("10.3.0.1"), [0; 6], a("10.3.0.7")),
+    );
+    request.resize(60, 0);
+    assert_eq!(res[0], (Out::Tx(2), request));
+
+    // Configured neighbours never age, and a learned one configured becomes static.
+    ctl.set_neighbor(3, a("10.3.0.7"), gw_mac).unwrap();
+    heard(&mut core, &mut ctl);
+    assert!(ctl.is_static_neighbor(3, a("10.3.0.7")));
+    assert!(ctl.age_neighbors(later(1 << 20), &aging).is_empty());
+    assert!(ctl.neighbors().contains_key(&(3, a("10.3.0.7"))));
+}

@@ -545,3 +545,54 @@ fn two_workers_with_two_queues_each_add_up() {
     );
     assert_eq!(lab.pool.in_use(), 0);
 }
+
+/// What the control thread gives a worker to send (ARP probes from neighbour aging)
+/// leaves on the port it names, byte-exact; a port that does not exist is counted
+/// and freed.
+#[test]
+fn injected_probes_leave_on_their_port() {
+    use dataplane::router::NeighborAging;
+    let (eal, _g) = eal();
+    let lab = Lab::new(eal, "i", 1, 1024);
+    let mut ctl = lsr(&lab);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w, stats, _punts) = worker(&mut ctl, &lab, &[(0, 0)], 0, &stop);
+    let inject = ctl.workers()[0].inject.clone();
+    let w = w.with_inject(inject.clone());
+    // A neighbour learned from ARP on port 0, aged at once.
+    let nbr = [2, 0, 0, 0, 1, 9];
+    let reply = eth(
+        mac_r(0),
+        nbr,
+        None,
+        ETH_ARP,
+        &arp(2, nbr, a("10.1.0.9"), mac_r(0), a("10.1.0.1")),
+    );
+    let lcores = start(eal, vec![w]);
+    lab.feed(0, 0, &[reply]);
+    let t0 = Instant::now();
+    while ctl.poll() == 0 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let aging = NeighborAging {
+        reachable: Duration::from_secs(1),
+        ..NeighborAging::default()
+    };
+    let probes = ctl.age_neighbors(Instant::now() + Duration::from_secs(2), &aging);
+    assert_eq!(probes.len(), 1);
+    let frame = probes[0].frame.clone();
+    let mut m = lab.pool.alloc_with(&frame).unwrap();
+    m.set_port(probes[0].port);
+    assert!(inject.push((probes[0].port, m)).is_ok());
+    // And one for a port the worker has no queue on.
+    assert!(
+        inject
+            .push((9000, lab.pool.alloc_with(&frame).unwrap()))
+            .is_ok()
+    );
+    finish(eal, lcores, &stop, || inject.is_empty());
+    assert_eq!(lab.drain(0, 0), vec![frame]);
+    assert_eq!(stats.injected.get(), 1);
+    assert_eq!(counters(&stats), expect(&[("tx_full", 1)]));
+    assert_eq!(lab.pool.in_use(), 0);
+}

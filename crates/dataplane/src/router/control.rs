@@ -5,9 +5,10 @@
 //! Every method validates completely before it changes anything, so a failed call
 //! leaves the router as it was.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use crossbeam_queue::ArrayQueue;
@@ -17,13 +18,16 @@ use fib::{FibError, Ipv4Prefix, RouteKind, TableId};
 
 use super::core::{Core, CoreConfig, Event, Tables};
 use super::iface::{IfTable, Interface};
+use super::neigh::{ArpProbe, Learned, NeighborAging, Step, arp_probe};
 use super::stats::{MAX_IFACES, TraceRecord, WorkerStats};
-use super::worker::PuntQueue;
+use super::worker::{InjectQueue, PuntQueue};
 
 /// Depth of each worker's event queue (neighbours learned from ARP).
 const EVENT_QUEUE: usize = 1024;
 /// Depth of each worker's punt queue.
 const PUNT_QUEUE: usize = 1024;
+/// Depth of each worker's queue of packets the control thread sends.
+const INJECT_QUEUE: usize = 256;
 
 /// Errors of control operations. Each says what is wrong.
 #[derive(Debug, Error)]
@@ -74,6 +78,8 @@ pub struct WorkerHandle {
     pub events: Arc<ArrayQueue<Event>>,
     /// Packets it punted.
     pub punts: Arc<PuntQueue>,
+    /// Packets the control thread gives it to send (ARP probes).
+    pub inject: Arc<InjectQueue>,
 }
 
 /// The router's control state.
@@ -85,6 +91,12 @@ pub struct RouterControl {
     router_id: Option<Ipv4Addr>,
     workers: Vec<WorkerHandle>,
     neighbors: BTreeMap<(u32, Ipv4Addr), [u8; 6]>,
+    /// Neighbours given by configuration or `dpctl` (they never age).
+    statics: BTreeSet<(u32, Ipv4Addr)>,
+    /// Neighbours the workers learned from ARP, with their aging state.
+    learned: BTreeMap<(u32, Ipv4Addr), Learned>,
+    /// Probes sent and neighbours forgotten by aging, since start.
+    aging_counts: (u64, u64),
     /// Host routes installed for learned neighbours: (table, address) → ifindex.
     host_routes: BTreeMap<(TableId, Ipv4Addr), u32>,
     /// Every route as given to the FIB (which keeps only what lookups need), for
@@ -118,6 +130,9 @@ impl RouterControl {
             router_id: None,
             workers: Vec::new(),
             neighbors: BTreeMap::new(),
+            statics: BTreeSet::new(),
+            learned: BTreeMap::new(),
+            aging_counts: (0, 0),
             host_routes: BTreeMap::new(),
             routes: BTreeMap::new(),
         }
@@ -139,6 +154,7 @@ impl RouterControl {
             stats,
             events,
             punts: punts.clone(),
+            inject: Arc::new(ArrayQueue::new(INJECT_QUEUE)),
         });
         (core, punts)
     }
@@ -369,6 +385,43 @@ impl RouterControl {
         ip: Ipv4Addr,
         mac: [u8; 6],
     ) -> Result<u32, RouterError> {
+        let id = self.install_neighbor(ifindex, ip, mac)?;
+        self.statics.insert((ifindex, ip));
+        self.learned.remove(&(ifindex, ip));
+        Ok(id)
+    }
+
+    /// Installs a neighbour as if learned from ARP (it ages; see
+    /// [`RouterControl::age_neighbors`]).
+    pub fn learn_neighbor(
+        &mut self,
+        ifindex: u32,
+        ip: Ipv4Addr,
+        mac: [u8; 6],
+    ) -> Result<u32, RouterError> {
+        let id = self.install_neighbor(ifindex, ip, mac)?;
+        self.statics.remove(&(ifindex, ip));
+        self.learned
+            .insert((ifindex, ip), Learned::heard_at(Instant::now()));
+        Ok(id)
+    }
+
+    /// Whether a neighbour was configured (it does not age) rather than learned.
+    pub fn is_static_neighbor(&self, ifindex: u32, ip: Ipv4Addr) -> bool {
+        self.statics.contains(&(ifindex, ip))
+    }
+
+    /// Probes sent and neighbours forgotten by aging since start.
+    pub fn aging_counts(&self) -> (u64, u64) {
+        self.aging_counts
+    }
+
+    fn install_neighbor(
+        &mut self,
+        ifindex: u32,
+        ip: Ipv4Addr,
+        mac: [u8; 6],
+    ) -> Result<u32, RouterError> {
         let i = self.iface(ifindex)?;
         let table = i.table;
         let on_link = i.addrs.iter().any(|&(a, len)| {
@@ -404,7 +457,43 @@ impl RouterControl {
         }
         self.fib.neighbor_del(ifindex, IpAddr::V4(ip))?;
         self.neighbors.remove(&(ifindex, ip));
+        self.statics.remove(&(ifindex, ip));
+        self.learned.remove(&(ifindex, ip));
         Ok(())
+    }
+
+    /// Ages the neighbours learned from ARP (see [`super::neigh`]) as of `now`:
+    /// returns the probes to send now (give them to a worker's `inject` queue) and
+    /// forgets the neighbours whose probes went unanswered.
+    pub fn age_neighbors(&mut self, now: Instant, aging: &NeighborAging) -> Vec<ArpProbe> {
+        let mut probes = Vec::new();
+        let mut forget = Vec::new();
+        for (&(ifindex, ip), e) in self.learned.iter_mut() {
+            match e.step(now, aging) {
+                Step::Wait => {}
+                Step::Forget => forget.push((ifindex, ip)),
+                Step::Probe => {
+                    let probe = self
+                        .iface_list
+                        .get(&ifindex)
+                        .zip(self.neighbors.get(&(ifindex, ip)))
+                        .and_then(|(i, &mac)| arp_probe(i, ip, mac));
+                    match probe {
+                        Some(p) => probes.push(p),
+                        // No address to probe from: nothing can refresh it.
+                        None => forget.push((ifindex, ip)),
+                    }
+                }
+            }
+        }
+        for (ifindex, ip) in forget {
+            if self.del_neighbor(ifindex, ip).is_ok() {
+                self.aging_counts.1 += 1;
+            }
+            self.learned.remove(&(ifindex, ip));
+        }
+        self.aging_counts.0 += probes.len() as u64;
+        probes
     }
 
     /// The adjacency id of neighbour `ip` on `ifindex`, creating an incomplete one
@@ -537,14 +626,17 @@ impl RouterControl {
     /// Handles what the workers reported (neighbours learned from ARP). Returns the
     /// number of events handled.
     pub fn poll(&mut self) -> usize {
+        let now = Instant::now();
         let mut n = 0;
         for w in 0..self.workers.len() {
             while let Some(ev) = self.workers[w].events.pop() {
                 n += 1;
                 match ev {
                     Event::Neighbor { ifindex, ip, mac } => {
-                        if self.neighbors.get(&(ifindex, ip)) != Some(&mac) {
-                            let _ = self.set_neighbor(ifindex, ip, mac);
+                        let ok = self.neighbors.get(&(ifindex, ip)) == Some(&mac)
+                            || self.install_neighbor(ifindex, ip, mac).is_ok();
+                        if ok && !self.statics.contains(&(ifindex, ip)) {
+                            self.learned.insert((ifindex, ip), Learned::heard_at(now));
                         }
                     }
                 }

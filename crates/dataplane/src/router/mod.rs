@@ -5,6 +5,7 @@
 mod control;
 mod core;
 mod iface;
+mod neigh;
 mod reasons;
 pub mod report;
 mod stats;
@@ -13,8 +14,9 @@ mod worker;
 pub use control::{RouterControl, RouterError, WorkerHandle};
 pub use core::{Core, CoreConfig, Event, Out, SflowHook, Tables};
 pub use iface::{IfTable, Interface};
+pub use neigh::{ArpProbe, NeighborAging};
 pub use reasons::{DropReason, PuntReason};
 pub use stats::{
     IfaceCounters, MAX_IFACES, Stage, StageCounters, TRACE_BYTES, TraceRecord, WorkerStats,
 };
-pub use worker::{PuntQueue, RouterWorker};
+pub use worker::{InjectQueue, PuntQueue, RouterWorker};

@@ -115,6 +115,8 @@ pub struct WorkerStats {
     pub arp_replies: Counter,
     /// ARP requests sent to resolve neighbours.
     pub arp_requests: Counter,
+    /// Packets the control thread sent through this worker (ARP probes).
+    pub injected: Counter,
     /// Packets still to trace (set by the control thread, counted down by the worker).
     pub trace_budget: AtomicU32,
     /// Trace records, oldest first (bounded; the control thread drains them).
@@ -163,6 +165,7 @@ impl Default for WorkerStats {
             icmp_errors: Counter::new(),
             arp_replies: Counter::new(),
             arp_requests: Counter::new(),
+            injected: Counter::new(),
             trace_budget: AtomicU32::new(0),
             traces: ArrayQueue::new(1024),
         }

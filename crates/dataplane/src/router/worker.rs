@@ -21,6 +21,9 @@ const RX_CHUNK: usize = 64;
 /// Punted packets on their way to the control thread.
 pub type PuntQueue = ArrayQueue<(PuntReason, Mbuf)>;
 
+/// Packets the control thread sends through a worker: (DPDK port, frame).
+pub type InjectQueue = ArrayQueue<(u16, Mbuf)>;
+
 /// A routing worker bound to its queues.
 pub struct RouterWorker {
     core: Core,
@@ -31,6 +34,8 @@ pub struct RouterWorker {
     stop: Arc<AtomicBool>,
     idle: IdlePolicy,
     sflow: Option<SflowHook>,
+    /// Packets the control thread gives this worker to send.
+    inject: Option<Arc<InjectQueue>>,
     /// The core's counters, kept here so the loop never touches the Arc's refcount.
     stats: Arc<WorkerStats>,
 }
@@ -67,7 +72,15 @@ impl RouterWorker {
             stop,
             idle,
             sflow: None,
+            inject: None,
         }
+    }
+
+    /// Sends what the control thread puts in `q` (ARP probes), a few packets per
+    /// loop, on this worker's tx queues.
+    pub fn with_inject(mut self, q: Arc<InjectQueue>) -> RouterWorker {
+        self.inject = Some(q);
+        self
     }
 
     /// Samples with `hook` (sFlow) after every forwarding decision.
@@ -84,6 +97,11 @@ impl RouterWorker {
         tx: &mut [Burst],
         out: &mut [Out; BURST],
     ) -> usize {
+        if let Some(q) = &self.inject {
+            if !q.is_empty() {
+                inject(q, tx, self.ports, self.tx_queue, &self.stats);
+            }
+        }
         let t0 = tsc();
         let nq = self.rx.len();
         for k in 0..nq {
@@ -193,6 +211,29 @@ impl RouterWorker {
         }
     }
 }
+
+/// Sends up to a few packets of the control thread's queue.
+#[cold]
+fn inject(q: &InjectQueue, tx: &mut [Burst], ports: usize, queue: u16, stats: &WorkerStats) {
+    for _ in 0..INJECT_PER_LOOP {
+        let Some((port, m)) = q.pop() else {
+            break;
+        };
+        let Some(b) = tx
+            .get_mut(usize::from(port))
+            .filter(|_| usize::from(port) < ports)
+        else {
+            stats.drops[DropReason::TxFull as usize].inc();
+            continue;
+        };
+        let _ = b.push(m);
+        stats.injected.inc();
+        flush(b, port, queue, &stats.drops[DropReason::TxFull as usize]);
+    }
+}
+
+/// Packets of the inject queue sent per loop at most.
+const INJECT_PER_LOOP: usize = 8;
 
 /// Counts the tx stage (started at `t2`) and the busy loop (started at `t0`) of a
 /// vector of `n` packets; returns `n`.
