@@ -105,10 +105,12 @@
 //!
 //! Per table: 1 MiB direct array plus node and leaf arrays, and on the writer side a
 //! 1 MiB covering-route cache, a binary trie and an exact-match index (about 58 MiB
-//! for the full table, most of it the trie). Route changes cost one rebuild of the
-//! affected /18 region each (shorter prefixes: every region they cover); measured
-//! 170-420 k changes/s with one publication per change and 380-630 k/s in batches of
-//! 1,000, while a reader runs. Out-label stacks concatenate on recursion (outer labels
+//! for the full table, most of it the trie). A change of a route longer than /18 is
+//! patched into its region (see Concurrency); a route of /18 or shorter rebuilds the
+//! regions it covers whose best short route changes. Measured while a reader runs
+//! (`benches/RESULTS-fib.md`): 1.4-1.9 µs of writer CPU per change with one
+//! publication each (709 k changes/s when the writer had its core), 0.6-1.3 µs in
+//! batches of 1,000 (1.7 M/s). Out-label stacks concatenate on recursion (outer labels
 //! of the route resolved through first); implicit-null is not interpreted here.
 //!
 //! # Route model
