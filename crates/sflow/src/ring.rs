@@ -142,17 +142,14 @@ fn word_iface(w: u64) -> Interface {
     }
 }
 
-/// Stores the first [`MAX_RECORD_LABELS`] entries of `labels` two per word into
-/// `words` (4 words); returns how many.
+/// Stores `labels` (at most [`MAX_RECORD_LABELS`]) two per word into `words`.
 #[inline(never)]
-fn store_labels(words: &[AtomicU64], labels: &[u32]) -> u64 {
-    let n = labels.len().min(MAX_RECORD_LABELS);
-    for (w, pair) in words.iter().zip(labels[..n].chunks(2)) {
+fn store_labels(words: &[AtomicU64], labels: &[u32]) {
+    for (w, pair) in words.iter().zip(labels.chunks(2)) {
         let lo = u64::from(pair[0]);
         let hi = pair.get(1).map_or(0, |&x| u64::from(x));
         st(w, hi << 32 | lo);
     }
-    n as u64
 }
 
 fn load_labels(words: &[AtomicU64], n: usize) -> LabelWords {
@@ -247,6 +244,15 @@ impl Producer {
         let Some(Slot(w)) = self.ring.slots.get(self.slot) else {
             return false;
         };
+        // Everything computed and the indices moved before the first store: the
+        // stores go through atomics, after which the compiler reloads whatever it
+        // cannot prove they left alone.
+        self.tail = self.tail.wrapping_add(1);
+        self.slot = if self.slot + 1 == cap {
+            0
+        } else {
+            self.slot + 1
+        };
         let n = pkt
             .frame
             .len()
@@ -255,43 +261,34 @@ impl Producer {
             .min(pkt.frame_len as usize);
         let nh = pkt.next_hop.map_or(0, |a| u64::from(u32::from(a)));
         let has_nh = u64::from(pkt.next_hop.is_some());
-        let (mut n_in, mut n_out) = (0, 0);
-        if !pkt.in_labels.is_empty() {
-            n_in = store_labels(&w[LABEL_IN..LABEL_IN + 4], pkt.in_labels);
-        }
-        if !pkt.out_labels.is_empty() {
-            n_out = store_labels(&w[LABEL_OUT..LABEL_OUT + 4], pkt.out_labels);
-        }
-        st(&w[0], u64::from(m.rate) << 32 | u64::from(m.source));
-        st(&w[1], m.pool);
-        st(&w[2], m.drops);
-        st(&w[3], iface_word(pkt.input));
-        st(&w[4], iface_word(pkt.output));
-        st(
-            &w[5],
+        let n_in = pkt.in_labels.len().min(MAX_RECORD_LABELS);
+        let n_out = pkt.out_labels.len().min(MAX_RECORD_LABELS);
+        let words = [
+            u64::from(m.rate) << 32 | u64::from(m.source),
+            m.pool,
+            m.drops,
+            iface_word(pkt.input),
+            iface_word(pkt.output),
             u64::from(pkt.frame_len) | (n as u64) << 32 | (m.direction as u64) << 48 | has_nh << 56,
-        );
-        st(
-            &w[6],
             nh | u64::from(pkt.src_mask_len) << 32
                 | u64::from(pkt.dst_mask_len) << 40
-                | n_in << 48
-                | n_out << 56,
-        );
-        st(
-            &w[7],
+                | (n_in as u64) << 48
+                | (n_out as u64) << 56,
             u64::from(pkt.src_vlan)
                 | u64::from(pkt.src_priority) << 16
                 | u64::from(pkt.dst_vlan) << 24
                 | u64::from(pkt.dst_priority) << 40,
-        );
+        ];
+        for (dst, v) in w.iter().zip(words) {
+            st(dst, v);
+        }
+        if n_in != 0 {
+            store_labels(&w[LABEL_IN..LABEL_IN + 4], &pkt.in_labels[..n_in]);
+        }
+        if n_out != 0 {
+            store_labels(&w[LABEL_OUT..LABEL_OUT + 4], &pkt.out_labels[..n_out]);
+        }
         store_header(&w[META_WORDS..], &pkt.frame[..n]);
-        self.tail = self.tail.wrapping_add(1);
-        self.slot = if self.slot + 1 == cap {
-            0
-        } else {
-            self.slot + 1
-        };
         true
     }
 
