@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use dataplane::dpdk::{BURST, tsc_hz};
 use dataplane::packet::VecPacket;
-use dataplane::router::{Core, CoreConfig, Out, RouterControl, Stage};
+use dataplane::router::{Core, CoreConfig, Out, RouterControl, RouterError, Stage};
 use fib::{Path, RouteKind};
 use mpls::LabelAction;
 use proptest::prelude::*;
@@ -1532,4 +1532,49 @@ fn learned_neighbors_are_probed_and_forgotten_when_silent() {
     assert!(ctl.is_static_neighbor(3, a("10.3.0.7")));
     assert!(ctl.age_neighbors(later(1 << 20), &aging).is_empty());
     assert!(ctl.neighbors().contains_key(&(3, a("10.3.0.7"))));
+}
+
+/// A label entry holds its adjacencies: the route that first made one can go, and
+/// another neighbour can come, and the label still sends to its own neighbour; the
+/// adjacency goes with the last label that held it.
+#[test]
+fn label_entries_hold_their_adjacencies() {
+    let mut ctl = router();
+    route(&mut ctl, "198.25.0.0/16", &["10.3.0.7"], &[]);
+    let adj = ctl.adjacency(3, a("10.3.0.7")).unwrap();
+    ctl.label_add(120, true, LabelAction::swap(adj, &[220]))
+        .unwrap();
+    ctl.route_del(0, pfx("198.25.0.0/16")).unwrap();
+    // A new neighbour would have taken the freed id.
+    route(&mut ctl, "198.26.0.0/16", &["10.4.0.9"], &[]);
+    let other = ctl.adjacency(4, a("10.4.0.9")).unwrap();
+    assert_ne!(other, adj);
+    let key = |ctl: &RouterControl, id| ctl.fib().adjacency_key(id);
+    assert_eq!(key(&ctl, adj), Some((3, a("10.3.0.7").into())));
+    // Labelled packets still resolve 10.3.0.7 (and not 10.4.0.9).
+    let mut core = core(&mut ctl);
+    let ip = host_ip(1, [198, 18], 64, 64);
+    let res = run(&mut core, &[from_host_mpls(&[(120, 64)], &ip)], 0);
+    let mut request = eth(
+        BCAST,
+        mac_r(2),
+        None,
+        ETH_ARP,
+        &arp(1, mac_r(2), a("10.3.0.1"), [0; 6], a("10.3.0.7")),
+    );
+    request.resize(60, 0);
+    assert_eq!(res[0], (Out::Tx(2), request));
+    // Replacing the entry with a path elsewhere lets the old adjacency go.
+    ctl.label_add(120, true, LabelAction::swap(other, &[220]))
+        .unwrap();
+    assert_eq!(key(&ctl, adj), None);
+    ctl.label_del(120, true).unwrap();
+    route(&mut ctl, "198.26.0.0/16", &["10.2.0.2"], &[]);
+    assert_eq!(key(&ctl, other), None);
+    // An id the FIB does not know is refused, and nothing changes.
+    assert!(matches!(
+        ctl.label_add(121, true, LabelAction::swap(9999, &[221])),
+        Err(RouterError::UnknownAdjacency(9999))
+    ));
+    assert!(ctl.labels().get(121, true).is_none());
 }

@@ -494,6 +494,32 @@ impl Fib {
         self.adjs.get(&(ifindex, addr)).map(|e| e.id)
     }
 
+    /// The interface and neighbour of adjacency `id`, if it exists.
+    pub fn adjacency_key(&self, id: u32) -> Option<(u32, IpAddr)> {
+        self.adjs.iter().find(|(_, e)| e.id == id).map(|(k, _)| *k)
+    }
+
+    /// Takes a reference on the adjacency of `addr` on `ifindex` (creating an
+    /// incomplete one if there is none) for a user outside this FIB's routes, such as
+    /// an MPLS label entry: the adjacency keeps its id until
+    /// [`Fib::adjacency_release`], whatever happens to the routes and the neighbour
+    /// entry that share it (the id is never reused under the label).
+    pub fn adjacency_hold(&mut self, ifindex: u32, addr: IpAddr) -> Result<u32, FibError> {
+        if !self.interfaces.contains_key(&ifindex) {
+            return Err(FibError::UnknownInterface(ifindex));
+        }
+        let id = self.adj_ref(ifindex, addr);
+        self.finish();
+        Ok(id)
+    }
+
+    /// Gives back a reference taken with [`Fib::adjacency_hold`]; the adjacency goes
+    /// when nothing else uses it. Unknown adjacencies are ignored.
+    pub fn adjacency_release(&mut self, ifindex: u32, addr: IpAddr) {
+        self.adj_unref(ifindex, addr);
+        self.finish();
+    }
+
     // ---- routes ----
 
     /// Adds or replaces the route for `prefix` in `table`. Returns its result id (the

@@ -41,6 +41,9 @@ pub enum RouterError {
     /// No interface with that ifIndex.
     #[error("unknown interface {0}")]
     UnknownInterface(u32),
+    /// A label entry names an adjacency the FIB does not have.
+    #[error("unknown adjacency {0} (take ids from RouterControl::adjacency)")]
+    UnknownAdjacency(u32),
     /// No interface with that name.
     #[error("unknown interface {0:?}")]
     UnknownInterfaceName(String),
@@ -97,6 +100,10 @@ pub struct RouterControl {
     learned: BTreeMap<(u32, Ipv4Addr), Learned>,
     /// Probes sent and neighbours forgotten by aging, since start.
     aging_counts: (u64, u64),
+    /// Adjacencies each label entry holds (see [`RouterControl::label_add`]).
+    label_holds: BTreeMap<(u32, bool), Vec<(u32, IpAddr)>>,
+    /// Adjacencies [`RouterControl::adjacency`] created and no label entry took yet.
+    loose_holds: BTreeMap<(u32, IpAddr), u32>,
     /// Host routes installed for learned neighbours: (table, address) → ifindex.
     host_routes: BTreeMap<(TableId, Ipv4Addr), u32>,
     /// Every route as given to the FIB (which keeps only what lookups need), for
@@ -133,6 +140,8 @@ impl RouterControl {
             statics: BTreeSet::new(),
             learned: BTreeMap::new(),
             aging_counts: (0, 0),
+            label_holds: BTreeMap::new(),
+            loose_holds: BTreeMap::new(),
             host_routes: BTreeMap::new(),
             routes: BTreeMap::new(),
         }
@@ -497,13 +506,58 @@ impl RouterControl {
     }
 
     /// The adjacency id of neighbour `ip` on `ifindex`, creating an incomplete one
-    /// (resolved by ARP later) if there is none. For label entries.
+    /// (resolved by ARP when traffic uses it) if there is none. For label entries:
+    /// [`RouterControl::label_add`] holds the adjacencies its entry names, so an id
+    /// stays valid for the label whatever happens to the routes that share it.
     pub fn adjacency(&mut self, ifindex: u32, ip: Ipv4Addr) -> Result<u32, RouterError> {
         self.iface(ifindex)?;
         if let Some(id) = self.fib.adjacency_id(ifindex, IpAddr::V4(ip)) {
             return Ok(id);
         }
-        Ok(self.fib.neighbor_set(ifindex, IpAddr::V4(ip), None)?)
+        // Held until a label entry takes it over (or for good, if none does).
+        let id = self.fib.adjacency_hold(ifindex, IpAddr::V4(ip))?;
+        *self
+            .loose_holds
+            .entry((ifindex, IpAddr::V4(ip)))
+            .or_default() += 1;
+        Ok(id)
+    }
+
+    /// Takes a reference on every adjacency `action` sends to (adopting one that
+    /// [`RouterControl::adjacency`] created for it). Nothing held on error.
+    fn hold_adjacencies(
+        &mut self,
+        action: &mpls::LabelAction,
+    ) -> Result<Vec<(u32, IpAddr)>, RouterError> {
+        let mpls::LabelAction::Forward { paths, .. } = action else {
+            return Ok(Vec::new());
+        };
+        let mut keys = Vec::with_capacity(paths.len());
+        for p in paths {
+            let key = self
+                .fib
+                .adjacency_key(p.adj)
+                .ok_or(RouterError::UnknownAdjacency(p.adj))?;
+            keys.push(key);
+        }
+        for &(ifindex, addr) in &keys {
+            match self.loose_holds.get_mut(&(ifindex, addr)) {
+                Some(n) if *n > 1 => *n -= 1,
+                Some(_) => {
+                    self.loose_holds.remove(&(ifindex, addr));
+                }
+                None => {
+                    self.fib.adjacency_hold(ifindex, addr)?;
+                }
+            }
+        }
+        Ok(keys)
+    }
+
+    fn release_adjacencies(&mut self, keys: Vec<(u32, IpAddr)>) {
+        for (ifindex, addr) in keys {
+            self.fib.adjacency_release(ifindex, addr);
+        }
     }
 
     /// Adds or replaces a route.
@@ -575,12 +629,24 @@ impl RouterControl {
                 return Err(RouterError::Fib(FibError::UnknownTable(*table)));
             }
         }
-        Ok(self.labels.add(label, eos, action)?)
+        let held = self.hold_adjacencies(&action)?;
+        if let Err(e) = self.labels.add(label, eos, action) {
+            self.release_adjacencies(held);
+            return Err(e.into());
+        }
+        if let Some(old) = self.label_holds.insert((label, eos), held) {
+            self.release_adjacencies(old);
+        }
+        Ok(())
     }
 
-    /// Deletes a label entry.
+    /// Deletes a label entry (and lets go of the adjacencies it held).
     pub fn label_del(&mut self, label: u32, eos: bool) -> Result<mpls::LabelAction, RouterError> {
-        Ok(self.labels.remove(label, eos)?)
+        let action = self.labels.remove(label, eos)?;
+        if let Some(old) = self.label_holds.remove(&(label, eos)) {
+            self.release_adjacencies(old);
+        }
+        Ok(action)
     }
 
     /// Traces the next `n` packets of every worker (a budget per worker).
