@@ -498,14 +498,7 @@ fn arp_resolves_an_incomplete_adjacency() {
     let res = run(&mut core, &vec![from_host(&ip); N], 0);
     // The first packet becomes the ARP request (for the gateway, on its port); the
     // others are dropped while it is outstanding.
-    let mut request = eth(
-        BCAST,
-        mac_r(2),
-        None,
-        ETH_ARP,
-        &arp(1, mac_r(2), a("10.3.0.1"), [0; 6], a("10.3.0.7")),
-    );
-    request.resize(60, 0);
+    let request = arp_request(BCAST, mac_r(2), a("10.3.0.1"), a("10.3.0.7"));
     assert_eq!(res[0].0, Out::Tx(2));
     assert_eq!(res[0].1, request, "{:02x?}", res[0].1);
     assert!(res[1..].iter().all(|r| r.0 == Out::Drop));
@@ -535,14 +528,7 @@ fn arp_resolves_an_incomplete_adjacency() {
     // A host on a connected subnet (glean): the request is for the destination.
     let ip = ip4(a("10.1.0.2"), a("10.4.0.9"), 64, 1, 64);
     let res = run(&mut core, &[from_host(&ip)], 0);
-    let mut request = eth(
-        BCAST,
-        mac_r(3),
-        None,
-        ETH_ARP,
-        &arp(1, mac_r(3), a("10.4.0.1"), [0; 6], a("10.4.0.9")),
-    );
-    request.resize(60, 0);
+    let request = arp_request(BCAST, mac_r(3), a("10.4.0.1"), a("10.4.0.9"));
     assert_eq!(res[0], (Out::Tx(3), request));
 }
 
@@ -654,14 +640,7 @@ fn ping_from_an_unresolved_host_sends_an_arp_request() {
     let mut core = core(&mut ctl);
     let req = from_host(&echo(a("10.1.0.3"), a("10.1.0.1"), 64, 8, 1));
     let res = run(&mut core, &[req], 0);
-    let mut want = eth(
-        BCAST,
-        mac_r(0),
-        None,
-        ETH_ARP,
-        &arp(1, mac_r(0), a("10.1.0.1"), [0; 6], a("10.1.0.3")),
-    );
-    want.resize(60, 0);
+    let want = arp_request(BCAST, mac_r(0), a("10.1.0.1"), a("10.1.0.3"));
     assert_eq!(res[0], (Out::Tx(0), want));
 }
 
@@ -788,14 +767,7 @@ fn mpls_swap_to_an_unresolved_neighbour_sends_an_arp_request() {
     let ip = host_ip(1, [198, 18], 64, 64);
     let f = from_host_mpls(&[(120, 64)], &ip);
     let res = run(&mut core, &vec![f.clone(); N], 0);
-    let mut request = eth(
-        BCAST,
-        mac_r(3),
-        None,
-        ETH_ARP,
-        &arp(1, mac_r(3), a("10.4.0.1"), [0; 6], a("10.4.0.7")),
-    );
-    request.resize(60, 0);
+    let request = arp_request(BCAST, mac_r(3), a("10.4.0.1"), a("10.4.0.7"));
     assert_eq!(res[0], (Out::Tx(3), request));
     assert!(res[1..].iter().all(|r| r.0 == Out::Drop));
     assert_eq!(
@@ -1485,14 +1457,7 @@ fn learned_neighbors_are_probed_and_forgotten_when_silent() {
 
     // Reachable time over: a unicast probe to the MAC it has; traffic still flows.
     let probes = ctl.age_neighbors(at(61), &aging);
-    let mut want = eth(
-        gw_mac,
-        mac_r(2),
-        None,
-        ETH_ARP,
-        &arp(1, mac_r(2), a("10.3.0.1"), [0; 6], a("10.3.0.7")),
-    );
-    want.resize(60, 0);
+    let want = arp_request(gw_mac, mac_r(2), a("10.3.0.1"), a("10.3.0.7"));
     assert_eq!(probes.len(), 1);
     assert_eq!((probes[0].port, probes[0].ifindex), (2, 3));
     assert_eq!(probes[0].frame, want);
@@ -1516,14 +1481,7 @@ fn learned_neighbors_are_probed_and_forgotten_when_silent() {
     assert_eq!(ctl.aging_counts(), (3, 1));
     // Traffic resolves it again by broadcast.
     let res = run(&mut core, &[from_host(&ip)], 0);
-    let mut request = eth(
-        BCAST,
-        mac_r(2),
-        None,
-        ETH_ARP,
-        &arp(1, mac_r(2), a("10.3.0.1"), [0; 6], a("10.3.0.7")),
-    );
-    request.resize(60, 0);
+    let request = arp_request(BCAST, mac_r(2), a("10.3.0.1"), a("10.3.0.7"));
     assert_eq!(res[0], (Out::Tx(2), request));
 
     // Configured neighbours never age, and a learned one configured becomes static.
@@ -1555,14 +1513,7 @@ fn label_entries_hold_their_adjacencies() {
     let mut core = core(&mut ctl);
     let ip = host_ip(1, [198, 18], 64, 64);
     let res = run(&mut core, &[from_host_mpls(&[(120, 64)], &ip)], 0);
-    let mut request = eth(
-        BCAST,
-        mac_r(2),
-        None,
-        ETH_ARP,
-        &arp(1, mac_r(2), a("10.3.0.1"), [0; 6], a("10.3.0.7")),
-    );
-    request.resize(60, 0);
+    let request = arp_request(BCAST, mac_r(2), a("10.3.0.1"), a("10.3.0.7"));
     assert_eq!(res[0], (Out::Tx(2), request));
     // Replacing the entry with a path elsewhere lets the old adjacency go.
     ctl.label_add(120, true, LabelAction::swap(other, &[220]))

@@ -58,41 +58,21 @@ fn readers_only_see_states_that_existed() {
     );
     let done = Arc::new(AtomicBool::new(false));
     let checked = Arc::new(AtomicU64::new(0));
-    let mut handles = Vec::new();
-    for _ in 0..2 {
-        let mut r = fib.reader();
-        let (done, checked, probes, allowed) = (
-            done.clone(),
-            checked.clone(),
-            probes.clone(),
-            allowed.clone(),
-        );
-        handles.push(std::thread::spawn(move || {
-            let mut out = [0u32; 256];
+    let handles = {
+        let p = probes.clone();
+        common::spawn_readers(&fib, &probes, &done, &checked, move |v, k, id| {
             let mut labels = [0u32; 12];
-            let mut n = 0u64;
-            while !done.load(Ordering::Relaxed) {
-                for (c, chunk) in probes.chunks(256).enumerate() {
-                    let v = r.read();
-                    v.lookup_burst(0, chunk, &mut out);
-                    for (i, &id) in out[..chunk.len()].iter().enumerate() {
-                        let leg = v.leg(id, i as u32);
-                        let ok = match leg.action() {
-                            Action::NoRoute => true,
-                            Action::Forward => {
-                                leg.labels_into(&mut labels) == 1
-                                    && allowed[c * 256 + i].contains(&labels[0])
-                            }
-                            _ => false,
-                        };
-                        assert!(ok, "{}: {:?} never valid", Ipv4Addr::from(chunk[i]), leg);
-                        n += 1;
-                    }
+            let leg = v.leg(id, k as u32);
+            let ok = match leg.action() {
+                Action::NoRoute => true,
+                Action::Forward => {
+                    leg.labels_into(&mut labels) == 1 && allowed[k].contains(&labels[0])
                 }
-            }
-            checked.fetch_add(n, Ordering::Relaxed);
-        }));
-    }
+                _ => false,
+            };
+            assert!(ok, "{}: {:?} never valid", Ipv4Addr::from(p[k]), leg);
+        })
+    };
     for round in 0..2 {
         // Load in batches of 20k routes (one publication each)...
         for chunk in rib.chunks(20_000) {

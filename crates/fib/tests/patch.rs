@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use fib::{Action, Fib, Interface, Ipv4Prefix, Path, RouteKind};
+use fib::{Action, Fib, Ipv4Prefix, Path, RouteKind};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
@@ -17,16 +17,7 @@ use rand::{Rng, SeedableRng};
 const BASE: u32 = 0x0a00_0000;
 
 fn fib() -> Fib {
-    let mut fib = Fib::new();
-    fib.interface_set(
-        1,
-        Interface {
-            mac: [2, 0, 0, 0, 0, 1],
-            mtu: 1500,
-            vlan: None,
-        },
-    );
-    fib
+    common::fib_with_port()
 }
 
 /// Next hop `v`, carried as an out-label so readers can tell routes apart.
@@ -265,36 +256,17 @@ fn readers_see_only_values_that_existed_during_in_place_churn() {
     reference.insert(prefix(0, 16), id);
     let done = Arc::new(AtomicBool::new(false));
     let checked = Arc::new(AtomicU64::new(0));
-    let mut handles = Vec::new();
-    for _ in 0..2 {
-        let mut r = fib.reader();
-        let (done, checked, probes, allowed) = (
-            done.clone(),
-            checked.clone(),
-            probes.clone(),
-            allowed.clone(),
-        );
-        handles.push(std::thread::spawn(move || {
-            let mut out = [0u32; 256];
+    let handles = {
+        let p = probes.clone();
+        common::spawn_readers(&fib, &probes, &done, &checked, move |v, k, id| {
             let mut label = [0u32; 12];
-            let mut n = 0u64;
-            while !done.load(Ordering::Relaxed) {
-                for (c, chunk) in probes.chunks(256).enumerate() {
-                    let v = r.read();
-                    v.lookup_burst(0, chunk, &mut out);
-                    for (i, &id) in out[..chunk.len()].iter().enumerate() {
-                        let leg = v.leg(id, 0);
-                        let ok = leg.action() == Action::Forward
-                            && leg.labels_into(&mut label) == 1
-                            && allowed[c * 256 + i].contains(&label[0]);
-                        assert!(ok, "{}: {leg:?} never valid", Ipv4Addr::from(chunk[i]));
-                        n += 1;
-                    }
-                }
-            }
-            checked.fetch_add(n, Ordering::Relaxed);
-        }));
-    }
+            let leg = v.leg(id, 0);
+            let ok = leg.action() == Action::Forward
+                && leg.labels_into(&mut label) == 1
+                && allowed[k].contains(&label[0]);
+            assert!(ok, "{}: {leg:?} never valid", Ipv4Addr::from(p[k]));
+        })
+    };
     let mut present = vec![false; prefixes.len()];
     let hop = |rng: &mut rand::rngs::StdRng, i: usize| 4 * i as u32 + rng.random_range(1..4);
     for step in 0..60_000 {

@@ -394,10 +394,7 @@ impl RouterControl {
         ip: Ipv4Addr,
         mac: [u8; 6],
     ) -> Result<u32, RouterError> {
-        let id = self.install_neighbor(ifindex, ip, mac)?;
-        self.statics.insert((ifindex, ip));
-        self.learned.remove(&(ifindex, ip));
-        Ok(id)
+        self.put_neighbor(ifindex, ip, mac, true)
     }
 
     /// Installs a neighbour as if learned from ARP (it ages; see
@@ -408,10 +405,26 @@ impl RouterControl {
         ip: Ipv4Addr,
         mac: [u8; 6],
     ) -> Result<u32, RouterError> {
+        self.put_neighbor(ifindex, ip, mac, false)
+    }
+
+    /// Installs a neighbour, configured (static) or learned (aging from now).
+    fn put_neighbor(
+        &mut self,
+        ifindex: u32,
+        ip: Ipv4Addr,
+        mac: [u8; 6],
+        configured: bool,
+    ) -> Result<u32, RouterError> {
         let id = self.install_neighbor(ifindex, ip, mac)?;
-        self.statics.remove(&(ifindex, ip));
-        self.learned
-            .insert((ifindex, ip), Learned::heard_at(Instant::now()));
+        if configured {
+            self.statics.insert((ifindex, ip));
+            self.learned.remove(&(ifindex, ip));
+        } else {
+            self.statics.remove(&(ifindex, ip));
+            self.learned
+                .insert((ifindex, ip), Learned::heard_at(Instant::now()));
+        }
         Ok(id)
     }
 

@@ -171,6 +171,15 @@ pub fn arp(op: u16, sha: [u8; 6], spa: Ipv4Addr, tha: [u8; 6], tpa: Ipv4Addr) ->
     p
 }
 
+/// The ARP request interface `mac` (address `spa`) sends for `tpa`, as a whole
+/// untagged frame to `dst` (broadcast to resolve, the known MAC to probe), padded to
+/// the 60-byte minimum.
+pub fn arp_request(dst: [u8; 6], mac: [u8; 6], spa: Ipv4Addr, tpa: Ipv4Addr) -> Vec<u8> {
+    let mut f = eth(dst, mac, None, ETH_ARP, &arp(1, mac, spa, [0; 6], tpa));
+    f.resize(60, 0);
+    f
+}
+
 /// An IPv4 ICMP error as the router should build it: TOS 0xc0, TTL 64, `id`, the
 /// quoted datagram cut at 548 bytes (576 in all).
 pub fn icmp_error(

@@ -6,7 +6,62 @@ use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
-use fib::Ipv4Prefix;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use fib::{Fib, FibView, Interface, Ipv4Prefix};
+
+/// A FIB with interface 1 (MAC 02:00:00:00:00:01, MTU 1500, untagged).
+pub fn fib_with_port() -> Fib {
+    let mut fib = Fib::new();
+    fib.interface_set(
+        1,
+        Interface {
+            mac: [2, 0, 0, 0, 0, 1],
+            mtu: 1500,
+            vlan: None,
+        },
+    );
+    fib
+}
+
+/// Two reader threads that look `probes` up in table 0 (batches of 256, a fresh
+/// view per batch) until `done`, handing every answer to `check(view, probe index,
+/// result id)` (which asserts), and adding how many they checked to `checked`.
+pub fn spawn_readers<F>(
+    fib: &Fib,
+    probes: &Arc<Vec<u32>>,
+    done: &Arc<AtomicBool>,
+    checked: &Arc<AtomicU64>,
+    check: F,
+) -> Vec<JoinHandle<()>>
+where
+    F: Fn(&FibView<'_>, usize, u32) + Send + Clone + 'static,
+{
+    (0..2)
+        .map(|_| {
+            let mut r = fib.reader();
+            let (done, checked, probes, check) =
+                (done.clone(), checked.clone(), probes.clone(), check.clone());
+            std::thread::spawn(move || {
+                let mut out = [0u32; 256];
+                let mut n = 0u64;
+                while !done.load(Ordering::Relaxed) {
+                    for (c, chunk) in probes.chunks(256).enumerate() {
+                        let v = r.read();
+                        v.lookup_burst(0, chunk, &mut out);
+                        for (i, &id) in out[..chunk.len()].iter().enumerate() {
+                            check(&v, c * 256 + i, id);
+                            n += 1;
+                        }
+                    }
+                }
+                checked.fetch_add(n, Ordering::Relaxed);
+            })
+        })
+        .collect()
+}
 
 /// The shared 2014 RIB snapshot: 512,621 `prefix<TAB>asn` lines.
 pub fn rib_path() -> PathBuf {
