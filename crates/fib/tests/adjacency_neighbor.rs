@@ -1,21 +1,15 @@
 //! An adjacency carries its neighbour's IPv4 address, complete or not, so the data
 //! plane can ARP for a gateway whose MAC is unknown.
 
+mod common;
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use fib::{Fib, Interface};
+use fib::Interface;
 
 #[test]
 fn adjacency_knows_its_neighbor() {
-    let mut fib = Fib::new();
-    fib.interface_set(
-        1,
-        Interface {
-            mac: [2, 0, 0, 0, 0, 1],
-            mtu: 1500,
-            vlan: None,
-        },
-    );
+    let mut fib = common::fib_with_port();
     let gw = Ipv4Addr::new(192, 168, 11, 8);
     let id = fib.neighbor_set(1, IpAddr::V4(gw), None).unwrap();
     let mut r = fib.reader();

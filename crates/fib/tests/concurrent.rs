@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use fib::{Action, Fib, Interface, Ipv4Prefix, Path, RouteKind};
+use fib::{Action, Ipv4Prefix, Path, RouteKind};
 use rand::{Rng, SeedableRng};
 
 /// Each origin AS is carried as an out-label, so a reader can tell which route's
@@ -47,15 +47,7 @@ fn readers_only_see_states_that_existed() {
     );
     let probes = Arc::new(probes);
 
-    let mut fib = Fib::new();
-    fib.interface_set(
-        1,
-        Interface {
-            mac: [2, 0, 0, 0, 0, 1],
-            mtu: 1500,
-            vlan: None,
-        },
-    );
+    let mut fib = common::fib_with_port();
     let done = Arc::new(AtomicBool::new(false));
     let checked = Arc::new(AtomicU64::new(0));
     let handles = {

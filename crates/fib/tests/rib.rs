@@ -5,7 +5,7 @@ mod common;
 use std::net::Ipv4Addr;
 use std::time::Instant;
 
-use fib::{Fib, Interface, Path, RouteKind};
+use fib::{Path, RouteKind};
 use rand::{Rng, SeedableRng};
 
 /// An onlink gateway per origin AS, so every AS gets its own path list.
@@ -18,15 +18,7 @@ fn path_for(asn: u32) -> RouteKind {
 fn full_table_load_check_delete() {
     let rib = common::load_rib();
     assert_eq!(rib.len(), 512_621);
-    let mut fib = Fib::new();
-    fib.interface_set(
-        1,
-        Interface {
-            mac: [2, 0, 0, 0, 0, 1],
-            mtu: 1500,
-            vlan: None,
-        },
-    );
+    let mut fib = common::fib_with_port();
     let empty = fib.memory();
     let mut reference = common::Reference::new();
 
