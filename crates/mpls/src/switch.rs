@@ -48,8 +48,10 @@ impl LabelGuard<'_> {
         self.step(buf, off, w, idx)
     }
 
-    /// The common case first: a swap to one label with a live TTL is a single word
-    /// write; everything else goes through [`run`](Self::run).
+    /// The common cases first: a swap to one label with a live TTL is a single word
+    /// write; a pop into an IPv4 lookup and a penultimate hop's pop of the bottom
+    /// label are one header check; everything else goes through [`run`](Self::run)
+    /// (the same code for these cases, out of line).
     #[inline(always)]
     fn step(&self, buf: &mut [u8], off: &mut usize, w: u32, idx: u32) -> MplsDecision {
         let slot = self.shared.slot(idx);
@@ -62,6 +64,23 @@ impl LabelGuard<'_> {
                     adj: slot.word(W_ARG),
                 };
             }
+        }
+        // Pop and look up (egress PE, explicit null): a call less per packet.
+        if hdr_kind(h) == K_IP4 && w & 0xff != 0 {
+            return self.pop_lookup(buf, off, *off + 4, w as u8, slot);
+        }
+        // Penultimate hop popping the bottom label: the IPv4 payload goes out.
+        if hdr_kind(h) == K_PHP && w & S_BIT != 0 && (w & 0xff) > 1 {
+            let next = *off + 4;
+            return match dispose_ip4(buf, next, (w as u8) - 1, hdr_uniform(h)) {
+                Ok(()) => {
+                    *off = next;
+                    MplsDecision::Php {
+                        adj: slot.word(W_ARG),
+                    }
+                }
+                Err(r) => MplsDecision::Drop(r),
+            };
         }
         self.run(buf, off, w, idx)
     }
