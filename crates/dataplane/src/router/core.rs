@@ -245,8 +245,9 @@ struct Work {
     rw: [Rw; RW_CACHE],
     /// The fast path is on.
     fast: bool,
-    /// FIB results decoded in this vector (fast path).
-    fd: [FwdDec; FWD_CACHE],
+    /// FIB results decoded in this vector (fast path), and a scratch entry for
+    /// ECMP legs.
+    fd: [FwdDec; FWD_CACHE + 1],
     /// Indices of the packets the general stages handle, ascending.
     slow: Box<[u16; BURST]>,
     /// Where each fast-path key's packet stands.
@@ -346,7 +347,7 @@ impl Core {
                 stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
                 rw: [Rw::default(); RW_CACHE],
                 fast: cfg.fast_path,
-                fd: [FwdDec::default(); FWD_CACHE],
+                fd: [FwdDec::default(); FWD_CACHE + 1],
                 slow: Box::new([0; BURST]),
                 taken: Box::new([Taken::default(); BURST]),
                 resumed: [0; 4],
@@ -394,7 +395,7 @@ impl Work {
 
         // The fast path first; what it leaves goes through the general stages.
         let n_slow = if self.fast {
-            self.fd = [FwdDec::default(); FWD_CACHE];
+            self.fd = [FwdDec::default(); FWD_CACHE + 1];
             let need_meta = tracing || self.keep_stacks;
             self.fast_ip4(
                 pkts,

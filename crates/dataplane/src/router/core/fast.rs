@@ -52,6 +52,9 @@ pub(super) struct FwdDec {
     key: u32,
     /// A plain forward the fast path can finish.
     ok: bool,
+    /// Several buckets: each packet's leg is picked by its flow hash and decoded
+    /// into the scratch entry (`fd[FWD_CACHE]`).
+    ecmp: bool,
     /// Labels to push (implicit null excluded).
     push: u8,
     /// The adjacency.
@@ -402,6 +405,23 @@ impl Work {
                 self.fwd_decode(slot, f, ift, view);
             }
             let tk = self.taken[j];
+            let slot = if self.fd[slot].ecmp {
+                // The leg of this flow (the general stage's hash: the NIC's, or
+                // the 5-tuple's).
+                let rss = pkts[i].rss_hash();
+                let l3 = usize::from(tk.l3);
+                let raw = pkts[i].raw_mut();
+                let hash = if rss != 0 {
+                    rss
+                } else {
+                    let total = raw.get(l3 + 2..l3 + 4).map_or(0, |b| rd16(b, 0));
+                    raw.get(l3..l3 + usize::from(total)).map_or(0, flow_hash)
+                };
+                self.leg_decode(FWD_CACHE, view.leg(f, hash), ift, view);
+                FWD_CACHE
+            } else {
+                slot
+            };
             let (ok, adj, push) = (self.fd[slot].ok, self.fd[slot].adj, self.fd[slot].push);
             let mut sent = None;
             if ok {
@@ -476,10 +496,22 @@ impl Work {
     fn fwd_decode(&mut self, slot: usize, f: u32, ift: &IfTable, view: &fib::FibView<'_>) {
         self.fd[slot].key = f.wrapping_add(1);
         self.fd[slot].ok = false;
-        if view.bucket_count(f) != 1 {
-            return; // ECMP: the general path hashes per packet
+        self.fd[slot].ecmp = view.bucket_count(f) != 1;
+        if !self.fd[slot].ecmp {
+            self.leg_decode(slot, view.leg(f, 0), ift, view);
         }
-        let leg = view.leg(f, 0);
+    }
+
+    /// Decodes `leg` into entry `slot` (its `ok`, `push`, `lse`, `adj`).
+    #[inline(always)]
+    fn leg_decode(
+        &mut self,
+        slot: usize,
+        leg: fib::Leg<'_>,
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+    ) {
+        self.fd[slot].ok = false;
         if leg.action() != fib::Action::Forward {
             return;
         }
