@@ -18,16 +18,17 @@
 //!    drops and punts go to the general path untouched.
 //! 2. **lookup** the keys in one batch.
 //! 3. **forward**: labelled packets get their L2 header; for IPv4, a per-vector
-//!    cache says per FIB result whether it is a plain forward (one bucket, a
-//!    forward leg, a resolved adjacency on an up interface, at most
-//!    [`FAST_LABELS`] labels) and holds the label stack entries ready to write;
+//!    cache says per FIB result whether it is a plain forward (a forward leg, a
+//!    resolved adjacency on an up interface, at most [`FAST_LABELS`] labels) and
+//!    holds the label stack entries ready to write (an ECMP result's leg is picked
+//!    per packet by the flow hash the general stage uses, and decoded each time);
 //!    per packet: MTU and headroom, TTL and checksum (RFC 1624), labels, the cached
 //!    L2 header, the output port.
 //!
 //! A packet the fast path does not finish goes to the general stages: untouched
 //! ones from the start, counters and all; ones it already changed (switched
 //! labels) resume at `ip4-lookup` or `l2-rewrite` with their metadata filled in.
-//! So every rare case (ICMP errors, ARP, ECMP, local delivery, drops, incomplete
+//! So every rare case (ICMP errors, ARP, local delivery, drops, incomplete
 //! neighbours) keeps one implementation, and the fast path changes no packet's
 //! fate: `tests/router_core.rs` runs random vectors through a core with it and one
 //! without and compares every byte and counter.
