@@ -118,9 +118,14 @@ impl RouterWorker {
                 }
             }
             // The core finds the receiving interface by the mbuf's port, and not
-            // every PMD fills it in (net_ring leaves what the allocator put there).
-            for m in &mut rx.as_mut_slice()[before..] {
-                m.set_port(port);
+            // every PMD fills it in (net_ring leaves what the allocator put there:
+            // RTE_MBUF_PORT_INVALID after a reset). A PMD sets it on all packets or
+            // on none, so the first one tells.
+            let got = &mut rx.as_mut_slice()[before..];
+            if got.first().is_some_and(|m| m.port() != port) {
+                for m in got {
+                    m.set_port(port);
+                }
             }
         }
         let n = rx.len();
