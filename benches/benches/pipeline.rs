@@ -31,6 +31,8 @@ use std::hint::black_box;
 
 /// Template vectors per case (64 × 256 = 16,384 destinations).
 const TEMPLATES: usize = 64;
+/// 100.64.0.0: the ECMP routes' block.
+const ECMP_BASE: u32 = 0x6440_0000;
 /// IPv4 packet length: 46 bytes, a 60-byte frame (64 on the wire with the FCS).
 const IP_LEN: usize = 46;
 
@@ -88,6 +90,15 @@ fn router(rib: &[(u32, u8, u32)]) -> RouterControl {
         rib.len(),
         t0.elapsed().as_secs_f64()
     );
+    // ECMP: 1,024 /24s in 100.64.0.0/14 (shared address space, not in the RIB),
+    // each over the four neighbours.
+    for k in 0..1024u32 {
+        let prefix = Ipv4Prefix::new(Ipv4Addr::from(ECMP_BASE | k << 8), 24).unwrap();
+        let paths = (1..5u8)
+            .map(|p| Path::gateway_on(Ipv4Addr::new(10, p + 1, 0, 2), u32::from(p) + 1))
+            .collect();
+        ctl.route_add(0, prefix, RouteKind::Paths(paths)).unwrap();
+    }
     let adj1 = ctl.adjacency(2, Ipv4Addr::new(10, 2, 0, 2)).unwrap();
     let adj2 = ctl.adjacency(3, Ipv4Addr::new(10, 3, 0, 2)).unwrap();
     ctl.label_add(100, true, LabelAction::swap(adj1, &[200]))
@@ -326,6 +337,7 @@ struct Setup {
     ctl: RouterControl,
     plain: Vec<u32>,
     labelled: Vec<u32>,
+    ecmp: Vec<u32>,
 }
 
 fn setup() -> Setup {
@@ -335,19 +347,25 @@ fn setup() -> Setup {
     let (mut probe, _) = ctl.new_core(CoreConfig::default(), tsc_hz());
     let plain = destinations(&rib, &mut probe, 0x0800, n);
     let labelled = destinations(&rib, &mut probe, 0x8847, n);
+    let mut rng = StdRng::seed_from_u64(4);
+    let ecmp = (0..n)
+        .map(|_| ECMP_BASE | rng.random_range(0..1u32 << 18))
+        .collect();
     Setup {
         ctl,
         plain,
         labelled,
+        ecmp,
     }
 }
 
-/// The six paths, with packets made by `mk`.
+/// The six paths, and IPv4 over four-way ECMP, with packets made by `mk`.
 fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8]) -> P) -> Vec<Case<P>> {
     let Setup {
         ctl,
         plain,
         labelled,
+        ecmp,
     } = s;
     vec![
         Case::new(ctl, mk, "ip4_forward", "104", "<= 35", plain, &[], 0x0800),
@@ -365,6 +383,7 @@ fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8]) -> P) -> Vec<Case<P>> {
             0x0800,
         ),
         Case::new(ctl, mk, "php", "113", "", plain, &[102], 0x0800),
+        Case::new(ctl, mk, "ip4_ecmp4", "", "", ecmp, &[], 0x0800),
     ]
 }
 
