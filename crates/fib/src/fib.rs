@@ -214,6 +214,8 @@ pub struct Fib {
     legs: HashMap<LegKey, LegEntry>,
     leg_keys: Vec<Option<LegKey>>,
     adjs: HashMap<(u32, IpAddr), AdjEntry>,
+    /// Adjacency id → its (interface, neighbour): the reverse of `adjs`.
+    adj_keys: HashMap<u32, (u32, IpAddr)>,
     pls: Vec<Option<PathList>>,
     /// Per path list id: (routes using it, result id) — what a route change needs,
     /// dense (8 bytes each) so it stays in cache where `pls` entries would miss.
@@ -341,6 +343,7 @@ impl Fib {
             legs: HashMap::default(),
             leg_keys: Vec::new(),
             adjs: HashMap::default(),
+            adj_keys: HashMap::default(),
             pls: Vec::new(),
             pl_hot: Vec::new(),
             pl_free: Vec::new(),
@@ -496,7 +499,7 @@ impl Fib {
 
     /// The interface and neighbour of adjacency `id`, if it exists.
     pub fn adjacency_key(&self, id: u32) -> Option<(u32, IpAddr)> {
-        self.adjs.iter().find(|(_, e)| e.id == id).map(|(k, _)| *k)
+        self.adj_keys.get(&id).copied()
     }
 
     /// Takes a reference on the adjacency of `addr` on `ifindex` (creating an
@@ -832,6 +835,7 @@ impl Fib {
         let id = self.alloc(Arr::Adj, 1);
         // A reused id still points at its previous owner's (already retired) rewrite.
         self.planes.adj[id as usize].store(0, Ordering::Relaxed);
+        self.adj_keys.insert(id, (ifindex, nbr));
         self.adjs.insert(
             (ifindex, nbr),
             AdjEntry {
@@ -853,6 +857,7 @@ impl Fib {
         if e.refs == 0 {
             let id = e.id;
             self.adjs.remove(&(ifindex, nbr));
+            self.adj_keys.remove(&id);
             let slot = self.planes.adj[id as usize].load(Ordering::Relaxed);
             self.retire(Arr::Rw, slot, 1);
             self.retire(Arr::Adj, id, 1);
