@@ -1380,6 +1380,8 @@ fn fast_path_matches_general_path() {
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(256));
     runner
         .run(&prop::collection::vec(diff_frame(), 1..300), |frames| {
+            // The first packets of each core are traced: same stages, same decisions.
+            ctl.trace_add(48);
             let mut res = Vec::new();
             for core in [&fast, &general] {
                 let mut got = Vec::new();
@@ -1395,6 +1397,23 @@ fn fast_path_matches_general_path() {
             for (i, (f, g)) in res[0].iter().zip(&res[1]).enumerate() {
                 prop_assert_eq!(f, g, "packet {}: {:02x?}", i, &frames[i]);
             }
+            let recs = ctl.trace_records();
+            ctl.trace_clear();
+            let of = |w: usize| -> Vec<_> {
+                recs.iter()
+                    .filter(|(k, _)| *k == w)
+                    .map(|(_, r)| {
+                        let r = dataplane::router::TraceRecord {
+                            tsc: 0,
+                            ..r.clone()
+                        };
+                        format!("{r:?}")
+                    })
+                    .collect()
+            };
+            let (tf, tg) = (of(0), of(1));
+            prop_assert_eq!(tf.len(), frames.len().min(48));
+            prop_assert_eq!(tf, tg);
             Ok(())
         })
         .unwrap();

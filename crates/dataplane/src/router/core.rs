@@ -34,7 +34,7 @@ use super::stats::{Stage, TRACE_BYTES, TraceRecord, WorkerStats};
 
 mod fast;
 mod sflow_hook;
-use fast::{FWD_CACHE, FwdDec, StageAcc, Taken};
+use fast::{FWD_CACHE, FwdDec, StageAcc};
 pub use sflow_hook::SflowHook;
 
 const ETH_LEN: usize = 14;
@@ -228,9 +228,9 @@ struct Work {
     stats: Arc<WorkerStats>,
     events: Arc<ArrayQueue<Event>>,
     meta: Box<[Meta; BURST]>,
-    keys: Box<[u32; BURST]>,
-    fwd: Box<[u32; BURST]>,
-    sel: Box<[u16; BURST]>,
+    keys: [u32; BURST],
+    fwd: [u32; BURST],
+    sel: [u16; BURST],
     icmp: Bucket,
     arp_recent: [(u32, u64); 16],
     arp_retry_ticks: u64,
@@ -249,9 +249,9 @@ struct Work {
     /// ECMP legs.
     fd: [FwdDec; FWD_CACHE + 1],
     /// Indices of the packets the general stages handle, ascending.
-    slow: Box<[u16; BURST]>,
-    /// Where each fast-path key's packet stands.
-    taken: Box<[Taken; BURST]>,
+    slow: [u16; BURST],
+    /// Where each fast-path key's IPv4 header starts.
+    l3s: [u16; BURST],
     /// Packets the fast path handed to the general stages part-way (bit per packet).
     resumed: [u64; 4],
 }
@@ -335,9 +335,9 @@ impl Core {
                 stats,
                 events,
                 meta: Box::new([Meta::default(); BURST]),
-                keys: Box::new([0; BURST]),
-                fwd: Box::new([0; BURST]),
-                sel: Box::new([0; BURST]),
+                keys: [0; BURST],
+                fwd: [0; BURST],
+                sel: [0; BURST],
                 icmp: Bucket::new(cfg.icmp_rate_pps, cfg.icmp_burst, tsc_hz),
                 arp_recent: [(0, 0); 16],
                 arp_retry_ticks: tsc_hz / 1000 * u64::from(cfg.arp_retry_ms),
@@ -348,8 +348,8 @@ impl Core {
                 rw: [Rw::default(); RW_CACHE],
                 fast: cfg.fast_path,
                 fd: [FwdDec::default(); FWD_CACHE + 1],
-                slow: Box::new([0; BURST]),
-                taken: Box::new([Taken::default(); BURST]),
+                slow: [0; BURST],
+                l3s: [0; BURST],
                 resumed: [0; 4],
             },
         }

@@ -103,34 +103,39 @@ impl StageAcc {
 #[derive(Clone, Copy)]
 struct RxIf {
     port: u16,
-    /// Untagged interface of the port exists and is up.
-    ok: bool,
     ifindex: u16,
     table: u32,
-    /// Its MAC in the low 48 bits of a little-endian load.
+    /// Its MAC in the low 48 bits of a little-endian load; [`NO_MAC`] (which no
+    /// masked load equals) when the port has no untagged interface that is up.
     mac: u64,
+    /// IPv4 may take the fast path: the interface is up and in the vector's table.
+    v4: bool,
 }
 
+/// The MAC of an [`RxIf`] that takes nothing: no 48-bit load equals it.
+const NO_MAC: u64 = u64::MAX;
+
 impl RxIf {
-    fn of(port: u16, ift: &IfTable) -> RxIf {
+    /// Port `port`'s untagged interface; `vt` is the vector's routing table.
+    fn of(port: u16, ift: &IfTable, vt: u32) -> RxIf {
         match ift.rx_iface(port, None).filter(|i| i.up) {
             Some(i) => {
                 let mut b = [0u8; 8];
                 b[..6].copy_from_slice(&i.mac);
                 RxIf {
                     port,
-                    ok: true,
                     ifindex: i.ifindex as u16,
                     table: i.table,
                     mac: u64::from_le_bytes(b),
+                    v4: i.table == vt,
                 }
             }
             None => RxIf {
                 port,
-                ok: false,
                 ifindex: 0,
                 table: 0,
-                mac: 0,
+                mac: NO_MAC,
+                v4: false,
             },
         }
     }
@@ -138,61 +143,101 @@ impl RxIf {
 
 const MAC_MASK: u64 = 0xffff_ffff_ffff;
 
-/// Ethernet checks of the fast path: addressed to `mac` (unicast), untagged; returns
-/// the EtherType.
-#[inline(always)]
-fn l2_check(f: &[u8], mac: u64) -> Option<u16> {
-    let h = f.first_chunk::<14>()?;
-    let w64 = u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
-    (w64 & MAC_MASK == mac).then(|| rd16(h, 12))
-}
+/// Bytes the classify walk reads at once: Ethernet and an IPv4 header without
+/// options (shorter frames go to the general path).
+const HEAD: usize = ETH_LEN + 20;
 
-/// First octets a forwarded destination may not have: 0/8, 127/8, 224/4 and up
-/// (RFC 1812 §5.3.7; multicast is not routed here).
-const BAD_DST: [u64; 4] = [1, 1 << 63, 0, 0xffff_ffff_0000_0000];
-/// First octets a forwarded source may not have: 127/8, 224/4 (multicast).
-const BAD_SRC: [u64; 4] = [0, 1 << 63, 0, 0x0000_ffff_0000_0000];
+/// EtherType IPv4 and a header byte of version 4 without options, as the three
+/// bytes at offset 12 read little-endian.
+const ET_IP4_45: u32 = 0x0045_0008;
+/// EtherType MPLS unicast, its two bytes at offset 12 read little-endian.
+const ET_MPLS_LE: u32 = 0x4788;
 
-#[inline(always)]
-fn octet_in(set: &[u64; 4], a: u32) -> bool {
-    let o = (a >> 24) as usize;
-    set[o >> 6] >> (o & 63) & 1 != 0
-}
+/// Per first octet of an address: bit 0, a forwarded destination may not have it
+/// (0/8, 127/8, 224/4 and up: RFC 1812 §5.3.7; multicast is not routed here); bit 1,
+/// a forwarded source may not have it (127/8, 224/4).
+static MARTIAN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[0] = 1;
+    t[127] = 3;
+    let mut o = 224;
+    while o < 256 {
+        t[o] = if o < 240 { 3 } else { 1 };
+        o += 1;
+    }
+    t
+};
 
-/// IPv4 checks of the fast path on the header at the front of `ip` (the rest of the
-/// frame): version 4 without options, total length within the frame, TTL above 1,
-/// checksum, no martian or multicast address. Returns the destination; `None` for
-/// anything the general path must see (including every malformed header).
+/// IPv4 checks of the fast path on a header `h` with `avail` bytes from its start to
+/// the end of the frame: version 4 without options, total length within the frame,
+/// TTL above 1, checksum, no martian or multicast address. Returns the destination;
+/// `None` for anything the general path must see (including every malformed header).
 #[inline(always)]
-fn ip4_check_fast(ip: &[u8]) -> Option<u32> {
-    let h = ip.first_chunk::<20>()?;
-    let total = usize::from(rd16(h, 2));
+fn ip4_check_hdr(h: &[u8; 20], avail: usize) -> Option<u32> {
+    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
     // (`|`: one branch for the common checks)
-    if (h[0] != 0x45) | (total < 20) | (total > ip.len()) | (h[8] <= 1) {
+    if (h[0] != 0x45) | (total < 20) | (total > avail) | (h[8] <= 1) {
         return None;
     }
-    let w = |o: usize| u64::from(u32::from_be_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]));
-    // Five words: two folds of the carries are enough (sum < 2^35).
+    // The ones' complement sum does not depend on the byte order: add the words as
+    // loaded (little-endian) and fold; a header that checks out sums to 0xffff
+    // either way. Five 32-bit words: four folds are enough (sum < 2^35).
+    let w = |o: usize| u64::from(u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]));
     let s = w(0) + w(4) + w(8) + w(12) + w(16);
     let s = (s & 0xffff_ffff) + (s >> 32);
     let s = (s & 0xffff) + (s >> 16);
     let s = (s & 0xffff) + (s >> 16);
     let s = (s & 0xffff) + (s >> 16);
-    let src = rd32(h, 12);
-    let dst = rd32(h, 16);
-    if (s != 0xffff) | octet_in(&BAD_SRC, src) | octet_in(&BAD_DST, dst) {
+    let bad = MARTIAN[usize::from(h[12])] & 2 | MARTIAN[usize::from(h[16])] & 1;
+    if (s != 0xffff) | (bad != 0) {
         return None;
     }
-    Some(dst)
+    Some(u32::from_be_bytes([h[16], h[17], h[18], h[19]]))
 }
 
-/// A packet the fast path took: where it stands when it leaves the fast path.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Taken {
-    l3: u16,
-    end: u16,
-    rx_if: u16,
-    path: u8,
+/// The first eight bytes of a frame read little-endian (the destination MAC in the
+/// low 48 bits).
+#[inline(always)]
+fn mac_word(h: &[u8; HEAD]) -> u64 {
+    u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]])
+}
+
+/// Counts `pkts` packets and `bytes` bytes received on interface `ifindex`.
+#[inline(always)]
+fn rx_flush(stats: &WorkerStats, ifindex: u16, pkts: u64, bytes: u64) {
+    let ifindex = usize::from(ifindex);
+    flush_rx(
+        stats,
+        &Run {
+            ifindex,
+            pkts,
+            bytes,
+        },
+    );
+}
+
+/// [`ip4_check_hdr`] on the header at the front of `ip` (the rest of the frame).
+#[inline(always)]
+fn ip4_check_fast(ip: &[u8]) -> Option<u32> {
+    ip4_check_hdr(ip.first_chunk::<20>()?, ip.len())
+}
+
+/// TTL - 1 and the checksum with it, on a header whose TTL is above 1. RFC 1624
+/// equation 3 with the changed word folded in: the word (TTL, protocol) drops by
+/// 0x0100, so `~m + m'` is 0xfeff, which is 0xfffe in the byte order the checksum
+/// is loaded in here (little-endian; the ones' complement sum commutes with the
+/// swap). Same result as [`wire::checksum::update_u16`] for every input.
+#[inline(always)]
+fn ttl_dec(h: &mut [u8; 20]) -> u8 {
+    let ttl = h[8].wrapping_sub(1);
+    h[8] = ttl;
+    let hc = u16::from_le_bytes([h[10], h[11]]);
+    let s = u32::from(!hc) + 0xfffe;
+    let s = (s & 0xffff) + (s >> 16);
+    let c = (!(s as u16)).to_le_bytes();
+    h[10] = c[0];
+    h[11] = c[1];
+    ttl
 }
 
 impl Work {
@@ -232,22 +277,20 @@ impl Work {
         self.resumed = [0; 4];
         let mut n_slow = 0usize;
         let mut k = 0usize;
-        let mut rxif = RxIf {
-            port: u16::MAX,
-            ok: false,
-            ifindex: 0,
-            table: 0,
-            mac: 0,
-        };
-        let mut table = None;
+        // The vector's routing table: the first packet's interface's (packets of
+        // another table take the general path).
+        let port0 = pkts.first().map_or(u16::MAX, |p| p.port());
+        let vt = RxIf::of(port0, ift, 0).table;
+        let mut rxif = RxIf::of(port0, ift, vt);
         let mut guard = None;
-        // Labelled packets switched here: (packet, adjacency, ethertype).
-        let mut lfw = [(0u16, 0u32, 0u16); BURST];
+        // Labelled packets switched here: (packet, adjacency).
+        let mut lfw = [(0u16, 0u32); BURST];
         let mut n_lfw = 0usize;
         let mut back = [0u16; BURST];
         let mut n_back = 0usize;
-        let mut rx = Run::default();
-        let (mut taken, mut switched) = (0usize, 0usize);
+        // Received packets and bytes taken on `rxif`, not yet counted.
+        let (mut rx_pkts, mut rx_bytes) = (0u64, 0u64);
+        let mut switched = 0usize;
         const ETH: u8 = 1 << Stage::EthernetInput as u8;
         const MPLS: u8 = 1 << Stage::MplsLookup as u8;
         for i in 0..n {
@@ -260,119 +303,116 @@ impl Work {
             let p = &mut pkts[i];
             let port = p.port();
             if port != rxif.port {
-                rxif = RxIf::of(port, ift);
+                rx_flush(&self.stats, rxif.ifindex, rx_pkts, rx_bytes);
+                (rx_pkts, rx_bytes) = (0, 0);
+                rxif = RxIf::of(port, ift, vt);
             }
             let (start, len) = p.window();
             let contiguous = p.is_contiguous();
             let raw = p.raw_mut();
             let end = start + len;
-            let et = match raw.get(start..end) {
-                Some(f) if rxif.ok && contiguous => l2_check(f, rxif.mac),
+            let l3 = start + ETH_LEN;
+            // One bounds check for the Ethernet header and an IPv4 header behind it.
+            let hd = match raw.get(start..end) {
+                Some(f) if contiguous => f.first_chunk::<HEAD>(),
                 _ => None,
             };
-            let l3 = start + ETH_LEN;
-            let base = Taken {
-                l3: l3 as u16,
-                end: end as u16,
-                rx_if: rxif.ifindex,
-                path: ETH,
+            let Some(hd) = hd.filter(|h| mac_word(h) & MAC_MASK == rxif.mac) else {
+                self.slow[n_slow] = i as u16;
+                n_slow += 1;
+                continue;
             };
-            let vt = *table.get_or_insert(rxif.table);
-            match et {
-                Some(ETHERTYPE_IPV4) if vt == rxif.table => {
-                    if let Some(dst) = raw.get(l3..end).and_then(ip4_check_fast) {
-                        self.keys[k] = dst;
-                        self.sel[k] = i as u16;
-                        self.taken[k] = base;
-                        k += 1;
-                        taken += 1;
-                        rx_add(&self.stats, &mut rx, usize::from(rxif.ifindex), len);
-                        continue;
-                    }
-                }
-                Some(ETHERTYPE_MPLS) => {
-                    let g = guard.get_or_insert_with(|| labels.pin());
-                    let frame = &mut raw[..end];
-                    if self.keep_stacks {
-                        sflow_hook::keep_stack(&mut self.stacks[i], frame, l3);
-                    }
-                    let mut off = l3;
-                    let d = g.switch(frame, &mut off);
-                    let at = Taken {
-                        l3: off as u16,
-                        path: ETH | MPLS,
-                        ..base
-                    };
-                    let (adj, et) = match d {
-                        mpls::MplsDecision::Forward { adj } => (adj, ETHERTYPE_MPLS),
-                        mpls::MplsDecision::Php { adj } => (adj, ETHERTYPE_IPV4),
-                        mpls::MplsDecision::Ip4Lookup { table: t } => {
-                            // Popped: on into the IPv4 batch, or the general
-                            // IPv4 stage (the frame has changed: resume there).
-                            taken += 1;
-                            switched += 1;
-                            rx_add(&self.stats, &mut rx, usize::from(rxif.ifindex), len);
-                            match frame.get(off..).and_then(ip4_check_fast) {
-                                Some(dst) if t == vt => {
-                                    self.keys[k] = dst;
-                                    self.sel[k] = i as u16;
-                                    self.taken[k] = at;
-                                    k += 1;
-                                }
-                                _ => {
-                                    let m = Meta {
-                                        kind: Kind::Ip4,
-                                        l3: at.l3,
-                                        end: at.end,
-                                        rx_if: at.rx_if,
-                                        table: t,
-                                        path: at.path,
-                                        ..Meta::default()
-                                    };
-                                    self.resume(i, m, &mut back, &mut n_back);
-                                }
-                            }
-                            continue;
-                        }
-                        // Left untouched: the general path does it all again.
-                        _ => {
-                            self.slow[n_slow] = i as u16;
-                            n_slow += 1;
-                            continue;
-                        }
-                    };
-                    taken += 1;
-                    switched += 1;
-                    rx_add(&self.stats, &mut rx, usize::from(rxif.ifindex), len);
-                    self.meta[i] = Meta {
-                        kind: Kind::Rewrite,
-                        l3: at.l3,
-                        end: at.end,
-                        rx_if: at.rx_if,
-                        ethertype: et,
-                        table: vt,
-                        adj,
-                        path: at.path,
-                        ..Meta::default()
-                    };
-                    lfw[n_lfw] = (i as u16, adj, et);
-                    n_lfw += 1;
+            let et = u32::from_le_bytes([hd[12], hd[13], hd[14], hd[15]]);
+            if et & 0xff_ffff == ET_IP4_45 && rxif.v4 {
+                let ip = hd
+                    .last_chunk::<20>()
+                    .map(|h| ip4_check_hdr(h, len - ETH_LEN));
+                if let Some(Some(dst)) = ip {
+                    self.keys[k] = dst;
+                    self.sel[k] = i as u16;
+                    self.l3s[k] = l3 as u16;
+                    k += 1;
+                    rx_pkts += 1;
+                    rx_bytes += len as u64;
                     continue;
                 }
-                _ => {}
+            } else if et & 0xffff == ET_MPLS_LE {
+                let g = guard.get_or_insert_with(|| labels.pin());
+                let frame = &mut raw[..end];
+                if self.keep_stacks {
+                    sflow_hook::keep_stack(&mut self.stacks[i], frame, l3);
+                }
+                let mut off = l3;
+                let d = g.switch(frame, &mut off);
+                let (adj, et) = match d {
+                    mpls::MplsDecision::Forward { adj } => (adj, ETHERTYPE_MPLS),
+                    mpls::MplsDecision::Php { adj } => (adj, ETHERTYPE_IPV4),
+                    mpls::MplsDecision::Ip4Lookup { table: t } => {
+                        // Popped: on into the IPv4 batch, or the general IPv4
+                        // stage (the frame has changed: resume there).
+                        switched += 1;
+                        rx_pkts += 1;
+                        rx_bytes += len as u64;
+                        match frame.get(off..).and_then(ip4_check_fast) {
+                            Some(dst) if t == vt => {
+                                self.keys[k] = dst;
+                                self.sel[k] = i as u16;
+                                self.l3s[k] = off as u16;
+                                k += 1;
+                            }
+                            _ => {
+                                let m = Meta {
+                                    kind: Kind::Ip4,
+                                    l3: off as u16,
+                                    end: end as u16,
+                                    rx_if: rxif.ifindex,
+                                    table: t,
+                                    path: ETH | MPLS,
+                                    ..Meta::default()
+                                };
+                                self.resume(i, m, &mut back, &mut n_back);
+                            }
+                        }
+                        continue;
+                    }
+                    // Left untouched: the general path does it all again.
+                    _ => {
+                        self.slow[n_slow] = i as u16;
+                        n_slow += 1;
+                        continue;
+                    }
+                };
+                switched += 1;
+                rx_pkts += 1;
+                rx_bytes += len as u64;
+                self.meta[i] = Meta {
+                    kind: Kind::Rewrite,
+                    l3: off as u16,
+                    end: end as u16,
+                    rx_if: rxif.ifindex,
+                    ethertype: et,
+                    table: vt,
+                    adj,
+                    path: ETH | MPLS,
+                    ..Meta::default()
+                };
+                lfw[n_lfw] = (i as u16, adj);
+                n_lfw += 1;
+                continue;
             }
             self.slow[n_slow] = i as u16;
             n_slow += 1;
         }
         drop(guard);
-        flush_rx(&self.stats, &rx);
-        let t1 = acc.add(Stage::EthernetInput, taken, t0);
+        rx_flush(&self.stats, rxif.ifindex, rx_pkts, rx_bytes);
+        // Packets taken: the IPv4 keys that were not popped, and the switched ones.
+        let t1 = acc.add(Stage::EthernetInput, n - n_slow, t0);
         acc.count(Stage::MplsLookup, switched);
 
         // Labelled packets: the L2 header, or the general rewrite (incomplete
         // adjacency, interface down, no headroom).
         let mut done = 0usize;
-        for &(i, adj, _) in &lfw[..n_lfw] {
+        for &(i, adj) in &lfw[..n_lfw] {
             let i = usize::from(i);
             let rs = self.rw_slot(adj, ift, view);
             let rw = &mut self.rw[rs];
@@ -396,21 +436,22 @@ impl Work {
 
         let mut done_ip4 = 0usize;
         if k > 0 {
-            view.lookup_burst(table.unwrap_or(0), &self.keys[..k], &mut self.fwd[..k]);
+            view.lookup_burst(vt, &self.keys[..k], &mut self.fwd[..k]);
         }
+        // The receiving interface of the packets that leave the fast path here.
+        let mut fb_if = rxif;
         for j in 0..k {
             let i = usize::from(self.sel[j]);
+            let l3 = usize::from(self.l3s[j]);
             let f = self.fwd[j];
             let slot = f as usize & (FWD_CACHE - 1);
             if self.fd[slot].key != f.wrapping_add(1) {
                 self.fwd_decode(slot, f, ift, view);
             }
-            let tk = self.taken[j];
             let slot = if self.fd[slot].ecmp {
                 // The leg of this flow (the general stage's hash: the NIC's, or
                 // the 5-tuple's).
                 let rss = pkts[i].rss_hash();
-                let l3 = usize::from(tk.l3);
                 let raw = pkts[i].raw_mut();
                 let hash = if rss != 0 {
                     rss
@@ -424,27 +465,37 @@ impl Work {
                 slot
             };
             let (ok, adj, push) = (self.fd[slot].ok, self.fd[slot].adj, self.fd[slot].push);
+            // A label was popped before the lookup (the window still starts at the
+            // Ethernet header as received).
+            let popped = l3 != pkts[i].window().0 + ETH_LEN;
             let mut sent = None;
             if ok {
                 let rs = self.rw_slot(adj, ift, view);
                 let rw = &mut self.rw[rs];
                 let lse = &self.fd[slot].lse;
-                if let Some(r) = forward(&mut pkts[i], usize::from(tk.l3), rw, push, lse) {
+                if let Some(r) = forward(&mut pkts[i], l3, rw, push, lse) {
                     rw.tx_pkts += 1;
                     rw.tx_bytes += r.1 as u64;
                     out[i] = Out::Tx(rw.port);
                     sent = Some(r.0);
                 }
             }
-            let Some(l3) = sent else {
+            if sent.is_none() || need_meta {
+                let port = pkts[i].port();
+                if port != fb_if.port {
+                    fb_if = RxIf::of(port, ift, vt);
+                }
+            }
+            let Some(new_l3) = sent else {
                 // Untouched by the IPv4 part: the general IPv4 stage takes over.
+                let (start, len) = pkts[i].window();
                 let m = Meta {
                     kind: Kind::Ip4,
-                    l3: tk.l3,
-                    end: tk.end,
-                    rx_if: tk.rx_if,
-                    table: table.unwrap_or(0),
-                    path: tk.path,
+                    l3: l3 as u16,
+                    end: (start + len) as u16,
+                    rx_if: fb_if.ifindex,
+                    table: vt,
+                    path: ETH | if popped { MPLS } else { 0 },
                     ..Meta::default()
                 };
                 self.resume(i, m, &mut back, &mut n_back);
@@ -457,15 +508,18 @@ impl Work {
                 // 6-7 cycles per packet before it sampled anything).
                 let m = &mut self.meta[i];
                 m.kind = Kind::Rewrite;
-                m.l3 = l3;
-                m.rx_if = tk.rx_if;
+                m.l3 = new_l3;
+                m.rx_if = fb_if.ifindex;
                 m.ethertype = if push > 0 {
                     ETHERTYPE_MPLS
                 } else {
                     ETHERTYPE_IPV4
                 };
                 m.adj = adj;
-                m.path = tk.path | 1 << Stage::Ip4Lookup as u8 | 1 << Stage::Rewrite as u8;
+                m.path = ETH
+                    | if popped { MPLS } else { 0 }
+                    | 1 << Stage::Ip4Lookup as u8
+                    | 1 << Stage::Rewrite as u8;
                 m.reason = 0;
             }
         }
@@ -553,43 +607,39 @@ fn forward<P: Packet>(
     }
     let (start, len) = p.window();
     let push = usize::from(push);
-    let hl = if rw.tagged {
-        ETH_LEN + VLAN_LEN
-    } else {
-        ETH_LEN
-    };
-    let raw = p.raw_mut();
-    let total = usize::from(rd16(raw.get(l3..l3 + 4)?, 2));
+    let hl = ETH_LEN + VLAN_LEN * usize::from(rw.tagged);
     let grow = hl + 4 * push;
-    if total + 4 * push > usize::from(rw.mtu) || l3 < grow {
+    let raw = p.raw_mut();
+    let ip = raw.get_mut(l3..)?.first_chunk_mut::<20>()?;
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let end = l3 + total;
+    if (total + 4 * push > usize::from(rw.mtu)) | (l3 < grow) | (end > start + len) {
         return None;
     }
-    let new_start = l3 - grow;
-    let end = l3 + total;
     // Every check is done: from here on the packet changes.
-    let fr = raw.get_mut(new_start..end)?;
-    let (h, rest) = fr.split_at_mut(hl);
-    let (st, ip) = rest.split_at_mut(4 * push);
-    // TTL - 1, RFC 1624 incremental checksum.
-    let old = rd16(ip, 8);
-    let ttl = ip[8] - 1;
-    ip[8] = ttl;
-    let ck = wire::checksum::update_u16(rd16(ip, 10), old, rd16(ip, 8));
-    wr16(ip, 10, ck);
-    for (q, c) in st.chunks_exact_mut(4).enumerate() {
-        c.copy_from_slice(&(lse[q] | u32::from(ttl)).to_be_bytes());
+    let ttl = ttl_dec(ip);
+    let new_start = l3 - grow;
+    let top = l3 - 4 * push;
+    if push > 0 {
+        let st = raw.get_mut(top..l3)?;
+        for (c, &e) in st.chunks_exact_mut(4).zip(lse) {
+            c.copy_from_slice(&(e | u32::from(ttl)).to_be_bytes());
+        }
     }
     let et = if push > 0 {
         ETHERTYPE_MPLS
     } else {
         ETHERTYPE_IPV4
-    };
+    }
+    .to_be_bytes();
     if rw.tagged {
+        let h = raw.get_mut(new_start..)?.first_chunk_mut::<18>()?;
         h[..16].copy_from_slice(&rw.hdr);
-        wr16(h, 16, et);
+        h[16..].copy_from_slice(&et);
     } else {
+        let h = raw.get_mut(new_start..)?.first_chunk_mut::<14>()?;
         h[..12].copy_from_slice(&rw.hdr[..12]);
-        wr16(h, 12, et);
+        h[12..].copy_from_slice(&et);
     }
     let frame = end - new_start;
     if (start, len) != (new_start, frame) {
@@ -597,5 +647,57 @@ fn forward<P: Packet>(
         // packet (the checks saw the whole frame in it).
         let _ = p.set_window(new_start, frame);
     }
-    Some(((l3 - 4 * push) as u16, frame))
+    Some((top as u16, frame))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The folded TTL update gives RFC 1624's answer for every checksum and TTL.
+    #[test]
+    fn ttl_dec_matches_rfc1624() {
+        let mut h = [0u8; 20];
+        for ttl in [2u8, 3, 64, 128, 255] {
+            for proto in [1u8, 6, 17, 0xff] {
+                for hc in 0..=u16::MAX {
+                    h[8] = ttl;
+                    h[9] = proto;
+                    h[10..12].copy_from_slice(&hc.to_be_bytes());
+                    let old = u16::from_be_bytes([ttl, proto]);
+                    let want = wire::checksum::update_u16(hc, old, old - 0x100);
+                    assert_eq!(ttl_dec(&mut h), ttl - 1);
+                    assert_eq!(u16::from_be_bytes([h[10], h[11]]), want, "hc {hc:#x}");
+                }
+            }
+        }
+    }
+
+    /// The little-endian sum accepts exactly the headers whose checksum is right.
+    #[test]
+    fn header_checksum_either_byte_order() {
+        let mut h = [
+            0x45, 0, 0, 40, 0x12, 0x34, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 192, 0, 2, 7,
+        ];
+        let ck = wire::checksum::checksum(&h);
+        h[10..12].copy_from_slice(&ck.to_be_bytes());
+        assert_eq!(ip4_check_hdr(&h, 40), Some(0xc000_0207));
+        for bit in 0..160 {
+            let mut b = h;
+            b[bit / 8] ^= 1 << (bit % 8);
+            let sum_ok = wire::checksum::verify(&b);
+            if ip4_check_hdr(&b, 40).is_some() {
+                assert!(sum_ok, "bit {bit}");
+            }
+        }
+        // Martians: loopback source, multicast destination, 0/8 destination.
+        for (o, v) in [(12, 127), (16, 224), (16, 0), (12, 230), (16, 255)] {
+            let mut b = h;
+            b[o] = v;
+            b[10..12].copy_from_slice(&[0, 0]);
+            let ck = wire::checksum::checksum(&b);
+            b[10..12].copy_from_slice(&ck.to_be_bytes());
+            assert_eq!(ip4_check_hdr(&b, 40), None, "octet {v} at {o}");
+        }
+    }
 }
