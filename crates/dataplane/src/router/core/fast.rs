@@ -283,8 +283,8 @@ impl Work {
         let vt = RxIf::of(port0, ift, 0).table;
         let mut rxif = RxIf::of(port0, ift, vt);
         let mut guard = None;
-        // Labelled packets switched here: (packet, adjacency).
-        let mut lfw = [(0u16, 0u32); BURST];
+        // Labelled packets switched here.
+        let mut lfw = [Lfw::default(); BURST];
         let mut n_lfw = 0usize;
         let mut back = [0u16; BURST];
         let mut n_back = 0usize;
@@ -293,6 +293,7 @@ impl Work {
         let mut switched = 0usize;
         const ETH: u8 = 1 << Stage::EthernetInput as u8;
         const MPLS: u8 = 1 << Stage::MplsLookup as u8;
+        const REWRITE: u8 = 1 << Stage::Rewrite as u8;
         for i in 0..n {
             if let Some(p) = pkts.get(i + 2 * PREFETCH) {
                 p.prefetch_meta();
@@ -385,18 +386,12 @@ impl Work {
                 switched += 1;
                 rx_pkts += 1;
                 rx_bytes += len as u64;
-                self.meta[i] = Meta {
-                    kind: Kind::Rewrite,
+                lfw[n_lfw] = Lfw {
+                    i: i as u16,
                     l3: off as u16,
-                    end: end as u16,
-                    rx_if: rxif.ifindex,
-                    ethertype: et,
-                    table: vt,
+                    et,
                     adj,
-                    path: ETH | MPLS,
-                    ..Meta::default()
                 };
-                lfw[n_lfw] = (i as u16, adj);
                 n_lfw += 1;
                 continue;
             }
@@ -412,13 +407,17 @@ impl Work {
         // Labelled packets: the L2 header, or the general rewrite (incomplete
         // adjacency, interface down, no headroom).
         let mut done = 0usize;
-        for &(i, adj) in &lfw[..n_lfw] {
+        // The receiving interface of the packets that leave the fast path after
+        // the classify walk.
+        let mut fb_if = rxif;
+        for &Lfw { i, l3, et, adj } in &lfw[..n_lfw] {
             let i = usize::from(i);
             let rs = self.rw_slot(adj, ift, view);
             let rw = &mut self.rw[rs];
-            let m = &mut self.meta[i];
+            // The window still spans the frame as received.
+            let (start, len) = pkts[i].window();
             let sent = if rw.ok {
-                put_l2(&mut pkts[i], m, rw)
+                put_l2_at(&mut pkts[i], usize::from(l3), et, rw)
             } else {
                 None
             };
@@ -426,11 +425,29 @@ impl Work {
                 rw.tx_pkts += 1;
                 rw.tx_bytes += len as u64;
                 out[i] = Out::Tx(rw.port);
-                m.path |= 1 << Stage::Rewrite as u8;
                 done += 1;
-            } else {
-                let m = *m;
-                self.resume(i, m, &mut back, &mut n_back);
+            }
+            if sent.is_none() || need_meta {
+                let port = pkts[i].port();
+                if port != fb_if.port {
+                    fb_if = RxIf::of(port, ift, vt);
+                }
+                let m = Meta {
+                    kind: Kind::Rewrite,
+                    l3,
+                    end: (start + len) as u16,
+                    rx_if: fb_if.ifindex,
+                    ethertype: et,
+                    table: vt,
+                    adj,
+                    path: ETH | MPLS | if sent.is_some() { REWRITE } else { 0 },
+                    ..Meta::default()
+                };
+                if sent.is_some() {
+                    self.meta[i] = m;
+                } else {
+                    self.resume(i, m, &mut back, &mut n_back);
+                }
             }
         }
 
@@ -438,8 +455,6 @@ impl Work {
         if k > 0 {
             view.lookup_burst(vt, &self.keys[..k], &mut self.fwd[..k]);
         }
-        // The receiving interface of the packets that leave the fast path here.
-        let mut fb_if = rxif;
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let l3 = usize::from(self.l3s[j]);
@@ -589,6 +604,42 @@ impl Work {
         let rs = self.rw_slot(adj, ift, view);
         self.fd[slot].ok = self.rw[rs].ok;
     }
+}
+
+/// A labelled packet the classify walk switched, waiting for its L2 header.
+#[derive(Debug, Clone, Copy, Default)]
+struct Lfw {
+    /// Its index in the vector.
+    i: u16,
+    /// Where the payload of the new header starts (the top label, or IPv4 after
+    /// a penultimate hop's pop).
+    l3: u16,
+    /// EtherType of the new header.
+    et: u16,
+    adj: u32,
+}
+
+/// Puts the L2 header of `rw` with EtherType `et` in front of `l3` and moves the
+/// window there (its end stays). Returns the frame length; `None` when the
+/// headroom does not hold it.
+#[inline(always)]
+fn put_l2_at<P: Packet>(p: &mut P, l3: usize, et: u16, rw: &Rw) -> Option<usize> {
+    let (start, len) = p.window();
+    let hl = ETH_LEN + VLAN_LEN * usize::from(rw.tagged);
+    let new_start = l3.checked_sub(hl)?;
+    let et = et.to_be_bytes();
+    let raw = p.raw_mut();
+    if rw.tagged {
+        let h = raw.get_mut(new_start..)?.first_chunk_mut::<18>()?;
+        h[..16].copy_from_slice(&rw.hdr);
+        h[16..].copy_from_slice(&et);
+    } else {
+        let h = raw.get_mut(new_start..)?.first_chunk_mut::<14>()?;
+        h[..12].copy_from_slice(&rw.hdr[..12]);
+        h[12..].copy_from_slice(&et);
+    }
+    let frame = (start + len).checked_sub(new_start)?;
+    p.set_window(new_start, frame).then_some(frame)
 }
 
 /// Forwards one checked IPv4 packet (header at `l3`) through a plain-forward
