@@ -48,6 +48,7 @@ pub(super) const FWD_CACHE: usize = 16;
 
 /// What one FIB result means for the fast path, decoded once per vector.
 #[derive(Debug, Clone, Copy, Default)]
+#[repr(align(32))]
 pub(super) struct FwdDec {
     /// FIB result + 1; 0 marks an empty slot.
     key: u32,
@@ -664,7 +665,8 @@ fn forward<P: Packet>(
     let ip = raw.get_mut(l3..)?.first_chunk_mut::<20>()?;
     let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
     let end = l3 + total;
-    if (total + 4 * push > usize::from(rw.mtu)) | (l3 < grow) | (end > start + len) {
+    // (`end` is within the frame: the classify walk checked the total length.)
+    if (total + 4 * push > usize::from(rw.mtu)) | (l3 < grow) {
         return None;
     }
     // Every check is done: from here on the packet changes.
