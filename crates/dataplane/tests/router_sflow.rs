@@ -342,3 +342,77 @@ fn mpls_datagram_carries_extended_mpls() {
     assert_eq!(mpls.out_stack.as_ref(), [word(200, true, 63)]);
     assert_eq!(mpls.next_hop, sflow::Address::V4(a("10.2.0.2")));
 }
+
+/// The fast path fills only part of the metadata of what it forwards while sFlow
+/// samples; the records must not tell: every packet of a mix (plain IPv4, push,
+/// swap, penultimate-hop pop, pop + lookup, VLAN in and out (with a label too), a
+/// TTL expiry, no route) is sampled on rx and tx by a core with the fast path and
+/// one without, and the records are equal.
+#[test]
+fn fast_path_samples_match_the_general_path() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    route(&mut ctl, "198.19.0.0/16", &["10.3.0.2"], &[1001, 1002]);
+    route(&mut ctl, "198.20.0.0/16", &["10.200.0.2"], &[]);
+    route(&mut ctl, "198.21.0.0/16", &["10.200.0.2"], &[1001]);
+    let adj = ctl.adjacency(2, a("10.2.0.2")).unwrap();
+    ctl.label_add(100, false, LabelAction::swap(adj, &[200]))
+        .unwrap();
+    let adj4 = ctl.adjacency(4, a("10.4.0.2")).unwrap();
+    ctl.label_add(102, true, LabelAction::php(adj4)).unwrap();
+    ctl.label_add(300, true, LabelAction::ip4_lookup(0))
+        .unwrap();
+    let mut frames = Vec::new();
+    for i in 0..40 {
+        let ip = |net: [u8; 2], ttl: u8| host_ip(i, net, ttl);
+        frames.push(eth(mac_r(0), HOST, None, ETH_IP4, &ip([198, 18], 64)));
+        frames.push(eth(mac_r(0), HOST, None, ETH_IP4, &ip([198, 19], 64)));
+        frames.push(eth(mac_r(0), HOST, None, ETH_IP4, &ip([198, 20], 64)));
+        frames.push(eth(mac_r(0), HOST, None, ETH_IP4, &ip([198, 21], 64)));
+        frames.push(eth(mac_r(0), HOST, Some(100), ETH_IP4, &ip([198, 18], 64)));
+        let mpls = |stack: &[(u32, u8)]| {
+            eth(
+                mac_r(0),
+                HOST,
+                None,
+                ETH_MPLS,
+                &labelled(stack, &ip([198, 18], 64)),
+            )
+        };
+        frames.push(mpls(&[(100, 64), (5000, 9)]));
+        frames.push(mpls(&[(102, 64)]));
+        frames.push(mpls(&[(300, 20)]));
+        frames.push(eth(mac_r(0), HOST, None, ETH_IP4, &ip([198, 18], 1)));
+        frames.push(eth(mac_r(0), HOST, None, ETH_IP4, &ip([203, 0], 64)));
+    }
+    let mut recs = Vec::new();
+    let mut outs = Vec::new();
+    for fast_path in [true, false] {
+        let cfg = CoreConfig {
+            fast_path,
+            icmp_burst: u32::MAX,
+            ..CoreConfig::default()
+        };
+        let mut core = ctl.new_core(cfg, tsc_hz()).0;
+        let (mut h, mut c, table) = hook(4096);
+        for ifindex in [1, 2, 3, 4, 5, 10, 11] {
+            table.set(ifindex, every(Directions::Both)).unwrap();
+        }
+        outs.push(run(&mut core, &mut h, &frames, 0));
+        recs.push(drain(&mut c));
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert!(
+        outs[0]
+            .iter()
+            .filter(|(o, _)| matches!(o, Out::Tx(_)))
+            .count()
+            >= 8 * 40
+    );
+    // Rx: every frame once; tx: every forwarded one once more.
+    assert!(recs[0].len() > frames.len() + 7 * 40, "{}", recs[0].len());
+    assert_eq!(recs[0].len(), recs[1].len());
+    for (k, (f, g)) in recs[0].iter().zip(&recs[1]).enumerate() {
+        assert_eq!(f, g, "record {k}");
+    }
+}

@@ -126,6 +126,10 @@ enum Kind {
     Rewrite,
     /// Built completely (L2 included) by the local stage: send on `port`.
     Ready,
+    /// Forwarded by the fast path with only `rx_if` and `adj` filled in (for the
+    /// sFlow hook, while sampling is on and no trace runs); true: it arrived
+    /// labelled (its stack as received is kept).
+    Fast(bool),
     Punt(PuntReason),
 }
 
@@ -396,7 +400,9 @@ impl Work {
         // The fast path first; what it leaves goes through the general stages.
         let n_slow = if self.fast {
             self.fd = [FwdDec::default(); FWD_CACHE + 1];
-            let need_meta = tracing || self.keep_stacks;
+            // The trace reads every field; sFlow (without a trace) what
+            // `Kind::Fast` promises.
+            let (need_meta, light_meta) = (tracing, self.keep_stacks && !tracing);
             self.fast_ip4(
                 pkts,
                 out,
@@ -405,6 +411,7 @@ impl Work {
                 &view,
                 &tables.labels,
                 need_meta,
+                light_meta,
                 &mut acc,
             )
         } else {

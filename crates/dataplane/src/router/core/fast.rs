@@ -260,7 +260,9 @@ impl Work {
 
     /// Runs the fast path over `pkts[..n]`; returns how many packets it left for
     /// the general path (their indices in `self.slow`, ascending). `need_meta`:
-    /// fill the metadata of finished packets too (trace, sFlow).
+    /// fill the whole metadata of finished packets too (trace). `light_meta`:
+    /// only what sFlow reads of a finished packet: [`Kind::Fast`], the receiving
+    /// interface and the adjacency.
     #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
     #[inline(always)]
     pub(super) fn fast_ip4<P: Packet>(
@@ -272,6 +274,7 @@ impl Work {
         view: &fib::FibView<'_>,
         labels: &mpls::LabelReader,
         need_meta: bool,
+        light_meta: bool,
         acc: &mut StageAcc,
     ) -> usize {
         let t0 = tsc();
@@ -330,6 +333,10 @@ impl Work {
                     .last_chunk::<20>()
                     .map(|h| ip4_check_hdr(h, len - ETH_LEN));
                 if let Some(Some(dst)) = ip {
+                    if light_meta {
+                        self.meta[i].kind = Kind::Fast(false);
+                        self.meta[i].rx_if = rxif.ifindex;
+                    }
                     self.keys[k] = dst;
                     self.sel[k] = i as u16;
                     self.l3s[k] = l3 as u16;
@@ -341,6 +348,10 @@ impl Work {
             } else if et & 0xffff == ET_MPLS_LE {
                 let g = guard.get_or_insert_with(|| labels.pin());
                 let frame = &mut raw[..end];
+                if light_meta {
+                    self.meta[i].kind = Kind::Fast(true);
+                    self.meta[i].rx_if = rxif.ifindex;
+                }
                 if self.keep_stacks {
                     sflow_hook::keep_stack(&mut self.stacks[i], frame, l3);
                 }
@@ -449,6 +460,8 @@ impl Work {
                 } else {
                     self.resume(i, m, &mut back, &mut n_back);
                 }
+            } else if light_meta {
+                self.meta[i].adj = adj;
             }
         }
 
@@ -518,6 +531,9 @@ impl Work {
                 continue;
             };
             done_ip4 += 1;
+            if light_meta {
+                self.meta[i].adj = adj;
+            }
             if need_meta {
                 // Only what the trace and the sFlow hook read of a forwarded
                 // packet, field by field (a whole `Meta` per packet cost sFlow

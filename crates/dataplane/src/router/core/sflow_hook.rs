@@ -269,23 +269,40 @@ impl SflowHook {
                     SfInterface::Index(e.ifindex),
                     (e.nbr != 0).then(|| Ipv4Addr::from(e.nbr)),
                 )
-            } else if matches!(o, Out::Punt(_)) || (m.reason == 0 && m.kind != Kind::Drop) {
+            } else if matches!(o, Out::Punt(_))
+                || (m.reason == 0 && m.kind != Kind::Drop)
+                || matches!(m.kind, Kind::Fast(_))
+            {
                 (SfInterface::Internal, None)
             } else {
                 (SfInterface::Discarded(discard_code(m.reason)), None)
             };
             let (start, len) = p.window();
             let raw = p.raw_mut();
+            // The fast path did not fill `l3`, `ethertype`, `path` of what it sent:
+            // the frame and the kind say.
+            let (labelled_in, l3, et) = match m.kind {
+                Kind::Fast(labelled) => {
+                    let f = raw.get(start..start + len).unwrap_or_default();
+                    let (off, et) = sent_l3(f);
+                    (labelled, start + off, et)
+                }
+                _ => (
+                    m.path & (1 << Stage::MplsLookup as u8) != 0,
+                    usize::from(m.l3),
+                    m.ethertype,
+                ),
+            };
             // The stacks only for labelled packets (no zeroed arrays otherwise).
             let (in_buf, out_buf);
-            let in_labels: &[u32] = if m.path & (1 << Stage::MplsLookup as u8) != 0 {
+            let in_labels: &[u32] = if labelled_in {
                 in_buf = stack_words(&w.stacks[i]);
                 in_buf.as_slice()
             } else {
                 &[]
             };
-            let out_labels: &[u32] = if forwarded && m.ethertype == ETHERTYPE_MPLS {
-                out_buf = stack_words(raw.get(usize::from(m.l3)..).unwrap_or_default());
+            let out_labels: &[u32] = if forwarded && et == ETHERTYPE_MPLS {
+                out_buf = stack_words(raw.get(l3..).unwrap_or_default());
                 out_buf.as_slice()
             } else {
                 &[]
@@ -344,7 +361,28 @@ fn rw_hit(rw: &[super::Rw; super::RW_CACHE], adj: u32) -> Option<AdjEntry> {
 /// as an ICMP error, which keeps the original's drop reason).
 #[inline(always)]
 fn transit(kind: Kind, reason: u8, out: Out) -> bool {
-    kind == Kind::Rewrite && reason == 0 && matches!(out, Out::Tx(_))
+    let fwd = match kind {
+        // (the fast path leaves `reason` as it was)
+        Kind::Fast(_) => true,
+        Kind::Rewrite => reason == 0,
+        _ => false,
+    };
+    fwd && matches!(out, Out::Tx(_))
+}
+
+/// Where the payload of a frame we built starts (after Ethernet and at most one
+/// 802.1Q tag) and its EtherType.
+#[inline(always)]
+fn sent_l3(frame: &[u8]) -> (usize, u16) {
+    let rd = |o: usize| {
+        frame
+            .get(o..o + 2)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    match rd(12) {
+        0x8100 => (18, rd(16)),
+        et => (14, et),
+    }
 }
 
 /// The cached interface and neighbour of adjacency `adj`.
