@@ -265,6 +265,7 @@ fn cases() -> (Rig, Vec<Case>) {
         Case::new(&mut rig, "on-not-sampling", rx(u32::MAX)),
         Case::new(&mut rig, "rx-1:1000", rx(1000)),
         Case::new(&mut rig, "rx-1:10", rx(10)),
+        Case::new(&mut rig, "tx-not-sampling", tx(u32::MAX)),
         Case::new(&mut rig, "tx-1:10", tx(10)),
         // sFlow off again: how far two identical cases land apart.
         Case::new(&mut rig, "off-again", None),

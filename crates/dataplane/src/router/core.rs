@@ -243,6 +243,15 @@ struct Work {
     trace_heads: Option<Box<[TraceHead; BURST]>>,
     /// sFlow is on: `mpls-lookup` keeps each labelled packet's stack as received.
     keep_stacks: bool,
+    /// sFlow samples on tx: record in `txs` the adjacency cache slot each transit
+    /// packet left through.
+    tx_slots: bool,
+    /// Per packet of the vector (while `tx_slots`): the `rw` slot + 1 of the
+    /// adjacency a transit packet was sent through, 0 for every other packet.
+    txs: [u8; BURST],
+    /// An `rw` slot was taken over by another adjacency during the vector (the
+    /// slots in `txs` no longer all name the adjacency that was used).
+    rw_evicted: bool,
     /// The label stacks kept (see [`SflowHook`]).
     stacks: Box<[[u8; sflow_hook::LSE_BYTES]; BURST]>,
     /// Adjacencies decoded in this vector (see [`Rw`]).
@@ -348,6 +357,9 @@ impl Core {
                 ident: 1,
                 trace_heads: None,
                 keep_stacks: false,
+                tx_slots: false,
+                txs: [0; BURST],
+                rw_evicted: false,
                 stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
                 rw: [Rw::default(); RW_CACHE],
                 fast: cfg.fast_path,
@@ -395,6 +407,10 @@ impl Work {
         let mut acc = StageAcc::default();
 
         self.rw = [Rw::default(); RW_CACHE];
+        self.rw_evicted = false;
+        if self.tx_slots {
+            self.txs[..n].fill(0);
+        }
         let view = tables.fib.read();
 
         // The fast path first; what it leaves goes through the general stages.
@@ -695,6 +711,9 @@ impl Work {
                     rw.tx_pkts += 1;
                     rw.tx_bytes += len as u64;
                     out[i] = Out::Tx(rw.port);
+                    if self.tx_slots && self.meta[i].reason == 0 {
+                        self.txs[i] = slot as u8 + 1;
+                    }
                     continue;
                 }
             }
@@ -702,7 +721,13 @@ impl Work {
             out[i] = match m.kind {
                 // Stale, down, unresolved, no headroom: the general path.
                 Kind::Rewrite => match self.rewrite(&mut pkts[i], &mut m, ift, &view) {
-                    Some(port) => Out::Tx(port),
+                    Some(port) => {
+                        if self.tx_slots && m.kind == Kind::Rewrite && m.reason == 0 {
+                            // (the loop above put this adjacency in its slot)
+                            self.txs[i] = (m.adj as usize & (RW_CACHE - 1)) as u8 + 1;
+                        }
+                        Out::Tx(port)
+                    }
                     None => Out::Drop,
                 },
                 Kind::Ready => Out::Tx(m.adj as u16),
@@ -902,6 +927,7 @@ impl Work {
         let slot = adj as usize & (RW_CACHE - 1);
         let key = self.rw[slot].key;
         if key != adj.wrapping_add(1) || key == 0 {
+            self.rw_evicted |= key != 0;
             self.flush_tx(slot);
             self.rw[slot] = rw_decode(adj, ift, view);
         }

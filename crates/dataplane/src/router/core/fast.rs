@@ -438,6 +438,9 @@ impl Work {
                 rw.tx_bytes += len as u64;
                 out[i] = Out::Tx(rw.port);
                 done += 1;
+                if self.tx_slots {
+                    self.txs[i] = rs as u8 + 1;
+                }
             }
             if sent.is_none() || need_meta {
                 let port = pkts[i].port();
@@ -507,6 +510,9 @@ impl Work {
                     rw.tx_bytes += r.1 as u64;
                     out[i] = Out::Tx(rw.port);
                     sent = Some(r.0);
+                    if self.tx_slots {
+                        self.txs[i] = rs as u8 + 1;
+                    }
                 }
             }
             if sent.is_none() || need_meta {

@@ -155,8 +155,10 @@ impl SflowHook {
     #[inline]
     pub fn begin(&mut self, core: &mut Core) {
         self.sampler.refresh();
-        self.on = self.sampler.is_on(Direction::Rx) || self.sampler.is_on(Direction::Tx);
+        let tx = self.sampler.is_on(Direction::Tx);
+        self.on = self.sampler.is_on(Direction::Rx) || tx;
         core.w.keep_stacks = self.on;
+        core.w.tx_slots = tx;
     }
 
     /// After [`Core::process`] on the same `pkts` and `out`: samples.
@@ -196,18 +198,50 @@ impl SflowHook {
                 self.rx_runs(rx);
             }
         }
-        if self.sampler.is_on(Direction::Tx) {
+        if self.sampler.is_on(Direction::Tx) && w.tx_slots && !w.rw_evicted {
+            // The core noted per packet the adjacency slot it left through (0:
+            // not transit); the slots still hold those adjacencies.
+            let mut slot_if = [0u32; 32];
+            for (s, e) in w.rw.iter().enumerate() {
+                if e.key != 0 {
+                    slot_if[s + 1] = e.ifindex;
+                }
+            }
+            let txs = &w.txs;
+            #[cfg(debug_assertions)]
+            {
+                let mut reader = Some(&mut tables.fib);
+                let mut view = None;
+                for i in 0..n {
+                    let want = tx_ifindex(
+                        &meta[i],
+                        out[i],
+                        &w.rw,
+                        &mut self.adj,
+                        &mut reader,
+                        &mut view,
+                    );
+                    debug_assert_eq!(slot_if[usize::from(txs[i]) & 31], want, "packet {i}");
+                }
+            }
+            self.sampler.select_burst(
+                Direction::Tx,
+                n,
+                |i| slot_if[usize::from(txs[i]) & 31],
+                &mut self.picks,
+            );
+        } else if self.sampler.is_on(Direction::Tx) {
+            // The general way: each packet's kind, fate and adjacency.
             let (mut reader, mut view) = (Some(&mut tables.fib), None);
             for i in 0..n {
-                let m = &meta[i];
-                self.tx_if[i] = if transit(m.kind, m.reason, out[i]) {
-                    match rw_hit(&w.rw, m.adj) {
-                        Some(e) => e.ifindex,
-                        None => adj_slow(&mut self.adj, m.adj, &mut reader, &mut view).ifindex,
-                    }
-                } else {
-                    0
-                };
+                self.tx_if[i] = tx_ifindex(
+                    &meta[i],
+                    out[i],
+                    &w.rw,
+                    &mut self.adj,
+                    &mut reader,
+                    &mut view,
+                );
             }
             drop(view);
             let tx_if = &self.tx_if;
@@ -322,6 +356,25 @@ impl SflowHook {
         drop(view);
         self.sampler.publish();
         self.picks.clear();
+    }
+}
+
+/// The ifIndex a transit packet left through, 0 for any other packet.
+#[inline(always)]
+fn tx_ifindex<'a>(
+    m: &super::Meta,
+    out: Out,
+    rw: &[super::Rw; super::RW_CACHE],
+    cache: &mut [AdjEntry; ADJ_CACHE],
+    reader: &mut Option<&'a mut fib::FibReader>,
+    view: &mut Option<fib::FibView<'a>>,
+) -> u32 {
+    if !transit(m.kind, m.reason, out) {
+        return 0;
+    }
+    match rw_hit(rw, m.adj) {
+        Some(e) => e.ifindex,
+        None => adj_slow(cache, m.adj, reader, view).ifindex,
     }
 }
 
