@@ -37,7 +37,7 @@ impl LabelGuard<'_> {
     /// Never panics, whatever the bytes.
     ///
     /// The one-label swap is inlined into the caller; every other action is one
-    /// call away ([`run`](Self::run) is large, and inlined it made every caller save
+    /// call away (`run` is large, and inlined it made every caller save
     /// and restore its registers even for a swap).
     #[inline(always)]
     pub fn switch(&self, buf: &mut [u8], off: &mut usize) -> MplsDecision {

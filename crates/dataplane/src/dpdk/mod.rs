@@ -3,7 +3,7 @@
 //!
 //! Ownership rules the types enforce:
 //! - an [`Mbuf`] owns one packet buffer; dropping it frees it, handing it to
-//!   [`Burst::tx_burst`] or [`Ring::enqueue`] moves the ownership to DPDK;
+//!   [`Burst::tx_burst`] or [`Ring::enqueue_burst`] moves the ownership to DPDK;
 //! - a [`Burst`] owns up to [`BURST`] mbufs and frees whatever it still holds on drop;
 //! - a [`Port`] is stopped and closed on drop; a [`Mempool`] is freed only when no
 //!   mbuf of it is outstanding.

@@ -484,7 +484,7 @@ impl RouterControl {
         Ok(())
     }
 
-    /// Ages the neighbours learned from ARP (see [`super::neigh`]) as of `now`:
+    /// Ages the neighbours learned from ARP (see [`NeighborAging`]) as of `now`:
     /// returns the probes to send now (give them to a worker's `inject` queue) and
     /// forgets the neighbours whose probes went unanswered.
     pub fn age_neighbors(&mut self, now: Instant, aging: &NeighborAging) -> Vec<ArpProbe> {

@@ -33,6 +33,11 @@
 //! fate: `tests/router_core.rs` runs random vectors through a core with it and one
 //! without and compares every byte and counter.
 //!
+//! Metadata: a packet the fast path finishes has none, unless the trace runs (the
+//! whole [`Meta`], as the general path would leave it) or sFlow samples (only
+//! [`Kind::Fast`], the receiving interface and the adjacency, and for tx sampling
+//! the adjacency cache slot it left through: see `sflow_hook`).
+//!
 //! `show run` still shows the stages: the classify walk is counted as
 //! `ethernet-input` (the label switch included; switched packets also count under
 //! `mpls-lookup`), the lookup and forward walk as `ip4-lookup` (its rewrite

@@ -9,11 +9,18 @@
 //!   interface is sampled; one 32-byte copy per labelled packet).
 //! * `end`: the rx samplers see the vector as runs of packets of one input
 //!   interface (a branch-free compare per packet, one subtract per run); the tx
-//!   samplers see each forwarded packet under its output interface (read from the
-//!   core's cache of the adjacencies it decoded in this vector, or from the FIB for
+//!   samplers see each forwarded packet under its output interface: the core notes,
+//!   per transit packet, which slot of its per-vector adjacency cache it left
+//!   through (one byte), and the hook maps the slots to ifIndexes once per vector.
+//!   When a slot changed hands during the vector, the hook falls back to each
+//!   packet's metadata and adjacency (from the core's cache, or from the FIB for
 //!   the rare one it no longer holds). Only when a skip count expires is a packet
 //!   described and copied into the worker's ring; the vector's samples are
 //!   published to the agent with one store.
+//! * What the core leaves for the hook: while sampling is on (and no trace runs)
+//!   the fast path fills only the kind ([`Kind::Fast`]), the receiving interface
+//!   and the adjacency of what it forwards; the description of a pick reads the
+//!   rest (where the payload starts, the EtherType it left with) from the frame.
 //!
 //! What a sample carries:
 //! * input: the receiving interface's ifIndex; output: the adjacency's interface
