@@ -118,6 +118,24 @@ struct RxIf {
     v4: bool,
 }
 
+impl RxIf {
+    /// Becomes port `port`'s interface if it is not already.
+    #[inline(always)]
+    fn follow(&mut self, port: u16, ift: &IfTable, vt: u32) {
+        if port != self.port {
+            *self = RxIf::of(port, ift, vt);
+        }
+    }
+}
+
+/// Counts a packet of `len` bytes sent through `rw`; where it goes.
+#[inline(always)]
+fn count_tx(rw: &mut Rw, len: usize) -> Out {
+    rw.tx_pkts += 1;
+    rw.tx_bytes += len as u64;
+    Out::Tx(rw.port)
+}
+
 /// The MAC of an [`RxIf`] that takes nothing: no 48-bit load equals it.
 const NO_MAC: u64 = u64::MAX;
 
@@ -439,19 +457,14 @@ impl Work {
                 None
             };
             if let Some(len) = sent {
-                rw.tx_pkts += 1;
-                rw.tx_bytes += len as u64;
-                out[i] = Out::Tx(rw.port);
+                out[i] = count_tx(rw, len);
                 done += 1;
                 if self.tx_slots {
                     self.txs[i] = rs as u8 + 1;
                 }
             }
             if sent.is_none() || need_meta {
-                let port = pkts[i].port();
-                if port != fb_if.port {
-                    fb_if = RxIf::of(port, ift, vt);
-                }
+                fb_if.follow(pkts[i].port(), ift, vt);
                 let m = Meta {
                     kind: Kind::Rewrite,
                     l3,
@@ -511,9 +524,7 @@ impl Work {
                 let rw = &mut self.rw[rs];
                 let lse = &self.fd[slot].lse;
                 if let Some(r) = forward(&mut pkts[i], l3, rw, push, lse) {
-                    rw.tx_pkts += 1;
-                    rw.tx_bytes += r.1 as u64;
-                    out[i] = Out::Tx(rw.port);
+                    out[i] = count_tx(rw, r.1);
                     sent = Some(r.0);
                     if self.tx_slots {
                         self.txs[i] = rs as u8 + 1;
@@ -521,10 +532,7 @@ impl Work {
                 }
             }
             if sent.is_none() || need_meta {
-                let port = pkts[i].port();
-                if port != fb_if.port {
-                    fb_if = RxIf::of(port, ift, vt);
-                }
+                fb_if.follow(pkts[i].port(), ift, vt);
             }
             let Some(new_l3) = sent else {
                 // Untouched by the IPv4 part: the general IPv4 stage takes over.
@@ -655,19 +663,26 @@ fn put_l2_at<P: Packet>(p: &mut P, l3: usize, et: u16, rw: &Rw) -> Option<usize>
     let (start, len) = p.window();
     let hl = ETH_LEN + VLAN_LEN * usize::from(rw.tagged);
     let new_start = l3.checked_sub(hl)?;
+    write_l2(p.raw_mut(), new_start, rw, et)?;
+    let frame = (start + len).checked_sub(new_start)?;
+    p.set_window(new_start, frame).then_some(frame)
+}
+
+/// Writes the L2 header of `rw` with EtherType `et` at `at` (fixed-size copies: a
+/// variable length would be a `memcpy` call per packet).
+#[inline(always)]
+fn write_l2(raw: &mut [u8], at: usize, rw: &Rw, et: u16) -> Option<()> {
     let et = et.to_be_bytes();
-    let raw = p.raw_mut();
     if rw.tagged {
-        let h = raw.get_mut(new_start..)?.first_chunk_mut::<18>()?;
+        let h = raw.get_mut(at..)?.first_chunk_mut::<18>()?;
         h[..16].copy_from_slice(&rw.hdr);
         h[16..].copy_from_slice(&et);
     } else {
-        let h = raw.get_mut(new_start..)?.first_chunk_mut::<14>()?;
+        let h = raw.get_mut(at..)?.first_chunk_mut::<14>()?;
         h[..12].copy_from_slice(&rw.hdr[..12]);
         h[12..].copy_from_slice(&et);
     }
-    let frame = (start + len).checked_sub(new_start)?;
-    p.set_window(new_start, frame).then_some(frame)
+    Some(())
 }
 
 /// Forwards one checked IPv4 packet (header at `l3`) through a plain-forward
@@ -710,17 +725,8 @@ fn forward<P: Packet>(
         ETHERTYPE_MPLS
     } else {
         ETHERTYPE_IPV4
-    }
-    .to_be_bytes();
-    if rw.tagged {
-        let h = raw.get_mut(new_start..)?.first_chunk_mut::<18>()?;
-        h[..16].copy_from_slice(&rw.hdr);
-        h[16..].copy_from_slice(&et);
-    } else {
-        let h = raw.get_mut(new_start..)?.first_chunk_mut::<14>()?;
-        h[..12].copy_from_slice(&rw.hdr[..12]);
-        h[12..].copy_from_slice(&et);
-    }
+    };
+    write_l2(raw, new_start, rw, et)?;
     let frame = end - new_start;
     if (start, len) != (new_start, frame) {
         // Cannot fail: the window only moves inside the buffer of a one-segment

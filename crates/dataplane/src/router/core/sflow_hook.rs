@@ -217,18 +217,20 @@ impl SflowHook {
             let txs = &w.txs;
             #[cfg(debug_assertions)]
             {
-                let mut reader = Some(&mut tables.fib);
-                let mut view = None;
+                // The same answers as the per-packet way.
+                let tx_if = &mut self.tx_if;
+                tx_ifs(
+                    tx_if,
+                    &mut self.adj,
+                    &mut tables.fib,
+                    &meta[..],
+                    &w.rw,
+                    out,
+                    n,
+                );
                 for i in 0..n {
-                    let want = tx_ifindex(
-                        &meta[i],
-                        out[i],
-                        &w.rw,
-                        &mut self.adj,
-                        &mut reader,
-                        &mut view,
-                    );
-                    debug_assert_eq!(slot_if[usize::from(txs[i]) & 31], want, "packet {i}");
+                    let got = slot_if[usize::from(txs[i]) & 31];
+                    debug_assert_eq!(got, tx_if[i], "packet {i}");
                 }
             }
             self.sampler.select_burst(
@@ -239,18 +241,15 @@ impl SflowHook {
             );
         } else if self.sampler.is_on(Direction::Tx) {
             // The general way: each packet's kind, fate and adjacency.
-            let (mut reader, mut view) = (Some(&mut tables.fib), None);
-            for i in 0..n {
-                self.tx_if[i] = tx_ifindex(
-                    &meta[i],
-                    out[i],
-                    &w.rw,
-                    &mut self.adj,
-                    &mut reader,
-                    &mut view,
-                );
-            }
-            drop(view);
+            tx_ifs(
+                &mut self.tx_if,
+                &mut self.adj,
+                &mut tables.fib,
+                &meta[..],
+                &w.rw,
+                out,
+                n,
+            );
             let tx_if = &self.tx_if;
             self.sampler
                 .select_burst(Direction::Tx, n, |i| tx_if[i], &mut self.picks);
@@ -366,22 +365,28 @@ impl SflowHook {
     }
 }
 
-/// The ifIndex a transit packet left through, 0 for any other packet.
-#[inline(always)]
-fn tx_ifindex<'a>(
-    m: &super::Meta,
-    out: Out,
-    rw: &[super::Rw; super::RW_CACHE],
+/// Per packet of `meta[..n]`, the ifIndex a transit packet left through (0 for
+/// any other packet): its adjacency's, from the core's cache, else from the FIB.
+fn tx_ifs(
+    tx_if: &mut [u32; BURST],
     cache: &mut [AdjEntry; ADJ_CACHE],
-    reader: &mut Option<&'a mut fib::FibReader>,
-    view: &mut Option<fib::FibView<'a>>,
-) -> u32 {
-    if !transit(m.kind, m.reason, out) {
-        return 0;
-    }
-    match rw_hit(rw, m.adj) {
-        Some(e) => e.ifindex,
-        None => adj_slow(cache, m.adj, reader, view).ifindex,
+    fib: &mut fib::FibReader,
+    meta: &[super::Meta],
+    rw: &[super::Rw; super::RW_CACHE],
+    out: &[Out],
+    n: usize,
+) {
+    let (mut reader, mut view) = (Some(fib), None);
+    for i in 0..n {
+        let m = &meta[i];
+        tx_if[i] = if transit(m.kind, m.reason, out[i]) {
+            match rw_hit(rw, m.adj) {
+                Some(e) => e.ifindex,
+                None => adj_slow(cache, m.adj, &mut reader, &mut view).ifindex,
+            }
+        } else {
+            0
+        };
     }
 }
 
