@@ -347,7 +347,7 @@ fn mpls_datagram_carries_extended_mpls() {
 /// samples; the records must not tell: every packet of a mix (plain IPv4, push,
 /// swap, penultimate-hop pop, pop + lookup, VLAN in and out (with a label too), a
 /// TTL expiry, no route) is sampled on rx and tx by a core with the fast path and
-/// one without, and the records are equal.
+/// one without, then a vector over two input ports, and the records are equal.
 #[test]
 fn fast_path_samples_match_the_general_path() {
     let mut ctl = router();
@@ -385,6 +385,14 @@ fn fast_path_samples_match_the_general_path() {
         frames.push(eth(mac_r(0), HOST, None, ETH_IP4, &ip([198, 18], 1)));
         frames.push(eth(mac_r(0), HOST, None, ETH_IP4, &ip([203, 0], 64)));
     }
+    // Then a vector the fast path takes whole, over two input ports.
+    let two_ports: Vec<(Vec<u8>, u16)> = (0..64)
+        .map(|i| {
+            let p = 2 * (i % 2) as u8;
+            let ip = host_ip(i, [198, 18], 64);
+            (eth(mac_r(p), HOST, None, ETH_IP4, &ip), u16::from(p))
+        })
+        .collect();
     let mut recs = Vec::new();
     let mut outs = Vec::new();
     for fast_path in [true, false] {
@@ -398,7 +406,15 @@ fn fast_path_samples_match_the_general_path() {
         for ifindex in [1, 2, 3, 4, 5, 10, 11] {
             table.set(ifindex, every(Directions::Both)).unwrap();
         }
-        outs.push(run(&mut core, &mut h, &frames, 0));
+        let mut o = run(&mut core, &mut h, &frames, 0);
+        let mut pkts: Vec<VecPacket> = two_ports
+            .iter()
+            .map(|(f, p)| VecPacket::new(f, *p))
+            .collect();
+        let mut out = vec![Out::Drop; pkts.len()];
+        h.process(&mut core, &mut pkts, &mut out);
+        o.extend(out.iter().zip(&pkts).map(|(o, p)| (*o, p.data().to_vec())));
+        outs.push(o);
         recs.push(drain(&mut c));
     }
     assert_eq!(outs[0], outs[1]);
@@ -410,7 +426,12 @@ fn fast_path_samples_match_the_general_path() {
             >= 8 * 40
     );
     // Rx: every frame once; tx: every forwarded one once more.
-    assert!(recs[0].len() > frames.len() + 7 * 40, "{}", recs[0].len());
+    assert!(
+        recs[0].len() > frames.len() + 7 * 40 + 128,
+        "{}",
+        recs[0].len()
+    );
+    assert!(recs[0].iter().any(|r| r.input == Interface::Index(3)));
     assert_eq!(recs[0].len(), recs[1].len());
     for (k, (f, g)) in recs[0].iter().zip(&recs[1]).enumerate() {
         assert_eq!(f, g, "record {k}");

@@ -249,6 +249,9 @@ struct Work {
     /// Per packet of the vector (while `tx_slots`): the `rw` slot + 1 of the
     /// adjacency a transit packet was sent through, 0 for every other packet.
     txs: [u8; BURST],
+    /// The fast path took every packet of the vector, all received on this
+    /// interface (their `rx_if` is then not filled in for sFlow).
+    rx_one: Option<u16>,
     /// An `rw` slot was taken over by another adjacency during the vector (the
     /// slots in `txs` no longer all name the adjacency that was used).
     rw_evicted: bool,
@@ -358,6 +361,7 @@ impl Core {
                 trace_heads: None,
                 keep_stacks: false,
                 tx_slots: false,
+                rx_one: None,
                 txs: [0; BURST],
                 rw_evicted: false,
                 stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
@@ -413,6 +417,7 @@ impl Work {
         }
         let view = tables.fib.read();
 
+        self.rx_one = None;
         // The fast path first; what it leaves goes through the general stages.
         let n_slow = if self.fast {
             self.fd = [FwdDec::default(); FWD_CACHE + 1];

@@ -310,6 +310,8 @@ impl Work {
         let vt = RxIf::of(port0, ift, 0).table;
         let mut rxif = RxIf::of(port0, ift, vt);
         let mut guard = None;
+        // Every packet so far came in on the first packet's port.
+        let mut one_port = true;
         // Labelled packets switched here.
         let mut lfw = [Lfw::default(); BURST];
         let mut n_lfw = 0usize;
@@ -334,6 +336,7 @@ impl Work {
                 rx_flush(&self.stats, rxif.ifindex, rx_pkts, rx_bytes);
                 (rx_pkts, rx_bytes) = (0, 0);
                 rxif = RxIf::of(port, ift, vt);
+                one_port = false;
             }
             let (start, len) = p.window();
             let contiguous = p.is_contiguous();
@@ -358,7 +361,6 @@ impl Work {
                 if let Some(Some(dst)) = ip {
                     if light_meta {
                         self.meta[i].kind = Kind::Fast(false);
-                        self.meta[i].rx_if = rxif.ifindex;
                     }
                     self.keys[k] = dst;
                     self.sel[k] = i as u16;
@@ -373,7 +375,6 @@ impl Work {
                 let frame = &mut raw[..end];
                 if light_meta {
                     self.meta[i].kind = Kind::Fast(true);
-                    self.meta[i].rx_if = rxif.ifindex;
                 }
                 if self.keep_stacks {
                     sflow_hook::keep_stack(&mut self.stacks[i], frame, l3);
@@ -591,7 +592,38 @@ impl Work {
             self.slow[..m].copy_from_slice(&merged[..m]);
             n_slow = m;
         }
+        // sFlow reads the receiving interface of every packet: for a vector the
+        // fast path took whole from one port, that is one value; otherwise each
+        // packet it took gets its own (the general path fills the others').
+        self.rx_one = (n_slow == 0 && one_port).then_some(rxif.ifindex);
+        if light_meta && self.rx_one.is_none() {
+            self.fill_rx_if(pkts, n, n_slow, ift, vt);
+        }
         n_slow
+    }
+
+    /// Fills `rx_if` of the packets the fast path took (every packet of
+    /// `pkts[..n]` not in `self.slow[..n_slow]`).
+    #[cold]
+    #[inline(never)]
+    fn fill_rx_if<P: Packet>(
+        &mut self,
+        pkts: &[P],
+        n: usize,
+        n_slow: usize,
+        ift: &IfTable,
+        vt: u32,
+    ) {
+        let mut s = 0;
+        let mut rx = RxIf::of(u16::MAX, ift, vt);
+        for (i, p) in pkts.iter().enumerate().take(n) {
+            if s < n_slow && usize::from(self.slow[s]) == i {
+                s += 1;
+                continue;
+            }
+            rx.follow(p.port(), ift, vt);
+            self.meta[i].rx_if = rx.ifindex;
+        }
     }
 
     /// What FIB result `f` means for the fast path (see [`FwdDec`]).

@@ -196,8 +196,9 @@ impl SflowHook {
             // Runs of one input interface: a vector mostly comes from one port, so
             // first one branch-free pass to see whether it is one run.
             let rx = &meta[..n];
-            let first = rx[0].rx_if;
-            let one = rx.iter().fold(true, |same, m| same & (m.rx_if == first));
+            let first = w.rx_one.unwrap_or(rx[0].rx_if);
+            let one =
+                w.rx_one.is_some() || rx.iter().fold(true, |same, m| same & (m.rx_if == first));
             if one {
                 self.sampler
                     .select_run(Direction::Rx, u32::from(first), 0, n, &mut self.picks);
@@ -350,7 +351,7 @@ impl SflowHook {
             let info = PacketInfo {
                 frame: raw.get(start..start + len).unwrap_or_default(),
                 frame_len: len as u32,
-                input: SfInterface::Index(u32::from(m.rx_if)),
+                input: SfInterface::Index(u32::from(w.rx_one.unwrap_or(m.rx_if))),
                 output,
                 next_hop,
                 in_labels,
