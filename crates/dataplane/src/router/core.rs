@@ -126,9 +126,10 @@ enum Kind {
     Rewrite,
     /// Built completely (L2 included) by the local stage: send on `port`.
     Ready,
-    /// Forwarded by the fast path with only `rx_if` and `adj` filled in (for the
-    /// sFlow hook, while sampling is on and no trace runs); true: it arrived
-    /// labelled (its stack as received is kept).
+    /// Forwarded by the fast path with only `adj` (and `rx_if`, unless
+    /// `Work::rx_one` says it for the whole vector) filled in, for the sFlow hook
+    /// while sampling is on and no trace runs; true: it arrived labelled (its
+    /// stack as received is kept).
     Fast(bool),
     Punt(PuntReason),
 }

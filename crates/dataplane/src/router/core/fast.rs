@@ -35,8 +35,9 @@
 //!
 //! Metadata: a packet the fast path finishes has none, unless the trace runs (the
 //! whole [`Meta`], as the general path would leave it) or sFlow samples (only
-//! [`Kind::Fast`], the receiving interface and the adjacency, and for tx sampling
-//! the adjacency cache slot it left through: see `sflow_hook`).
+//! [`Kind::Fast`] and the adjacency, the receiving interface once per vector when
+//! one port sent it all, and for tx sampling the adjacency cache slot it left
+//! through: see `sflow_hook`).
 //!
 //! `show run` still shows the stages: the classify walk is counted as
 //! `ethernet-input` (the label switch included; switched packets also count under

@@ -18,8 +18,9 @@
 //!   described and copied into the worker's ring; the vector's samples are
 //!   published to the agent with one store.
 //! * What the core leaves for the hook: while sampling is on (and no trace runs)
-//!   the fast path fills only the kind ([`Kind::Fast`]), the receiving interface
-//!   and the adjacency of what it forwards; the description of a pick reads the
+//!   the fast path fills only the kind ([`Kind::Fast`]) and the adjacency of what
+//!   it forwards, and the receiving interface once for a vector it took whole from
+//!   one port (`rx_one`; per packet otherwise); the description of a pick reads the
 //!   rest (where the payload starts, the EtherType it left with) from the frame.
 //!
 //! What a sample carries:
