@@ -261,7 +261,13 @@ impl<'r> FibView<'r> {
         let h =
             p.lb.get(fwd as usize)
                 .map_or(0, |h| h.load(Ordering::Acquire));
-        let b = (h as u32).wrapping_add(flow_hash & (h >> 32) as u32);
+        self.bucket_leg((h as u32).wrapping_add(flow_hash & (h >> 32) as u32))
+    }
+
+    /// The leg in bucket `b`.
+    #[inline]
+    fn bucket_leg(&self, b: u32) -> Leg<'r> {
+        let p = self.planes;
         let leg = p
             .buckets
             .get(b as usize)
@@ -273,6 +279,18 @@ impl<'r> FibView<'r> {
                 .get(start..start + LEG_WORDS)
                 .unwrap_or(&p.legs[..LEG_WORDS]),
         }
+    }
+
+    /// The leg of result id `fwd` when it has one bucket (nothing for a flow hash
+    /// to pick); `None` for an ECMP result. One read of its bucket header, where
+    /// [`FibView::bucket_count`] then [`FibView::leg`] make two.
+    #[inline]
+    pub fn only_leg(&self, fwd: u32) -> Option<Leg<'r>> {
+        let p = self.planes;
+        let h =
+            p.lb.get(fwd as usize)
+                .map_or(0, |h| h.load(Ordering::Acquire));
+        (h >> 32 == 0).then(|| self.bucket_leg(h as u32))
     }
 
     /// Number of ECMP buckets of result id `fwd` (a power of two).
@@ -357,6 +375,18 @@ impl Leg<'_> {
     #[inline]
     pub fn label_count(&self) -> usize {
         ((self.header() >> 8) as usize).min(MAX_LABELS)
+    }
+
+    /// Out-label `i` (top of stack first); 0 past the last.
+    #[inline]
+    pub fn label(&self, i: usize) -> u32 {
+        if i < self.label_count() {
+            self.words
+                .get(2 + i)
+                .map_or(0, |w| w.load(Ordering::Relaxed))
+        } else {
+            0
+        }
     }
 
     /// Copies the out-labels (top of stack first) into `out`; returns how many.

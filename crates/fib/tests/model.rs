@@ -43,6 +43,20 @@ fn forward(fib: &Fib, dst: &str, hash: u32) -> (Action, u32, Vec<u32>) {
     let leg = v.leg(id, hash);
     let mut l = [0u32; fib::MAX_LABELS];
     let n = leg.labels_into(&mut l);
+    // The one-bucket shortcut and the per-label reads say the same.
+    assert_eq!((0..n).map(|i| leg.label(i)).collect::<Vec<_>>(), l[..n]);
+    assert_eq!(leg.label(n), 0);
+    match v.only_leg(id) {
+        Some(o) => {
+            assert_eq!(v.bucket_count(id), 1);
+            let ol: Vec<u32> = (0..o.label_count()).map(|i| o.label(i)).collect();
+            assert_eq!(
+                (o.action(), o.target(), ol),
+                (leg.action(), leg.target(), l[..n].to_vec())
+            );
+        }
+        None => assert_ne!(v.bucket_count(id), 1),
+    }
     (leg.action(), leg.target(), l[..n].to_vec())
 }
 

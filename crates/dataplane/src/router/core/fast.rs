@@ -635,9 +635,12 @@ impl Work {
     fn fwd_decode(&mut self, slot: usize, f: u32, ift: &IfTable, view: &fib::FibView<'_>) {
         self.fd[slot].key = f.wrapping_add(1);
         self.fd[slot].ok = false;
-        self.fd[slot].ecmp = view.bucket_count(f) != 1;
-        if !self.fd[slot].ecmp {
-            self.leg_decode(slot, view.leg(f, 0), ift, view);
+        match view.only_leg(f) {
+            Some(leg) => {
+                self.fd[slot].ecmp = false;
+                self.leg_decode(slot, leg, ift, view);
+            }
+            None => self.fd[slot].ecmp = true,
         }
     }
 
@@ -654,10 +657,12 @@ impl Work {
         if leg.action() != fib::Action::Forward {
             return;
         }
-        let mut labels = [0u32; fib::MAX_LABELS];
-        let nl = leg.labels_into(&mut labels);
         let mut push = 0usize;
-        for &l in labels[..nl].iter().filter(|&&l| l != 3) {
+        for q in 0..leg.label_count() {
+            let l = leg.label(q);
+            if l == 3 {
+                continue;
+            }
             if push == FAST_LABELS {
                 return;
             }
