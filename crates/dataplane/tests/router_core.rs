@@ -509,13 +509,7 @@ fn arp_resolves_an_incomplete_adjacency() {
 
     // The reply is learned (and consumed); the control thread installs it.
     let gw_mac = [2, 0, 0, 0, 7, 7];
-    let reply = eth(
-        mac_r(2),
-        gw_mac,
-        None,
-        ETH_ARP,
-        &arp(2, gw_mac, a("10.3.0.7"), mac_r(2), a("10.3.0.1")),
-    );
+    let reply = neighbor_reply(2, gw_mac, "10.3.0.7");
     let res = run(&mut core, &[reply], 2);
     assert_eq!(res[0].0, Out::Drop);
     assert_eq!(ctl.poll(), 1);
@@ -775,13 +769,7 @@ fn mpls_swap_to_an_unresolved_neighbour_sends_an_arp_request() {
         expect(&[("neighbor_incomplete", N as u64), ("arp_requests", 1)])
     );
     let nbr = [2, 0, 0, 0, 4, 7];
-    let reply = eth(
-        mac_r(3),
-        nbr,
-        None,
-        ETH_ARP,
-        &arp(2, nbr, a("10.4.0.7"), mac_r(3), a("10.4.0.1")),
-    );
+    let reply = neighbor_reply(3, nbr, "10.4.0.7");
     assert_eq!(run(&mut core, &[reply], 3)[0].0, Out::Drop);
     assert_eq!(ctl.poll(), 1);
     let res = run(&mut core, &vec![f; N], 0);
@@ -1453,13 +1441,7 @@ fn learned_neighbors_are_probed_and_forgotten_when_silent() {
     let mut core = core(&mut ctl);
     let gw_mac = [2, 0, 0, 0, 7, 7];
     let heard = |core: &mut Core, ctl: &mut RouterControl| {
-        let reply = eth(
-            mac_r(2),
-            gw_mac,
-            None,
-            ETH_ARP,
-            &arp(2, gw_mac, a("10.3.0.7"), mac_r(2), a("10.3.0.1")),
-        );
+        let reply = neighbor_reply(2, gw_mac, "10.3.0.7");
         assert_eq!(run(core, &[reply], 2)[0].0, Out::Drop);
         assert_eq!(ctl.poll(), 1);
     };

@@ -561,13 +561,7 @@ fn injected_probes_leave_on_their_port() {
     let w = w.with_inject(inject.clone());
     // A neighbour learned from ARP on port 0, aged at once.
     let nbr = [2, 0, 0, 0, 1, 9];
-    let reply = eth(
-        mac_r(0),
-        nbr,
-        None,
-        ETH_ARP,
-        &arp(2, nbr, a("10.1.0.9"), mac_r(0), a("10.1.0.1")),
-    );
+    let reply = neighbor_reply(0, nbr, "10.1.0.9");
     let lcores = start(eal, vec![w]);
     lab.feed(0, 0, &[reply]);
     let t0 = Instant::now();

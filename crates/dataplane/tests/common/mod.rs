@@ -180,6 +180,19 @@ pub fn arp_request(dst: [u8; 6], mac: [u8; 6], spa: Ipv4Addr, tpa: Ipv4Addr) -> 
     f
 }
 
+/// An ARP reply from neighbour `mac`/`ip` on logical port `p` to the router's
+/// address there (10.(p+1).0.1), as an untagged frame.
+pub fn neighbor_reply(p: u8, mac: [u8; 6], ip: &str) -> Vec<u8> {
+    let ours = Ipv4Addr::new(10, p + 1, 0, 1);
+    eth(
+        mac_r(p),
+        mac,
+        None,
+        ETH_ARP,
+        &arp(2, mac, a(ip), mac_r(p), ours),
+    )
+}
+
 /// An IPv4 ICMP error as the router should build it: TOS 0xc0, TTL 64, `id`, the
 /// quoted datagram cut at 548 bytes (576 in all).
 pub fn icmp_error(
