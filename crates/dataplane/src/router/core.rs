@@ -707,16 +707,15 @@ impl Work {
                 self.meta[i].path |= 1 << Stage::Rewrite as u8;
                 let slot = self.rw_slot(self.meta[i].adj, ift, &view);
                 let rw = &self.rw[slot];
+                let m = &self.meta[i];
                 let fast = if rw.ok {
-                    put_l2(&mut pkts[i], &self.meta[i], rw)
+                    let (l3, end) = (usize::from(m.l3), usize::from(m.end));
+                    put_l2(&mut pkts[i], l3, m.ethertype, end, rw)
                 } else {
                     None
                 };
                 if let Some(len) = fast {
-                    let rw = &mut self.rw[slot];
-                    rw.tx_pkts += 1;
-                    rw.tx_bytes += len as u64;
-                    out[i] = Out::Tx(rw.port);
+                    out[i] = count_tx(&mut self.rw[slot], len);
                     if self.tx_slots && self.meta[i].reason == 0 {
                         self.txs[i] = slot as u8 + 1;
                     }
@@ -1582,28 +1581,40 @@ fn rw_decode(adj: u32, ift: &IfTable, view: &fib::FibView<'_>) -> Rw {
     e
 }
 
-/// The fast l2-rewrite: copies the cached header in front of `m.l3` and sets the
-/// packet's window to the frame; returns the frame length, or None (no headroom).
+/// The fast l2-rewrite: copies the cached header of `rw` with EtherType `et` in
+/// front of `l3` and sets the packet's window to the frame, which ends at `end`;
+/// returns the frame length, or None (no headroom).
 #[inline(always)]
-fn put_l2<P: Packet>(p: &mut P, m: &Meta, rw: &Rw) -> Option<usize> {
-    let l3 = usize::from(m.l3);
-    let hl = if rw.tagged {
-        ETH_LEN + VLAN_LEN
-    } else {
-        ETH_LEN
-    };
-    let start = l3.checked_sub(hl)?;
-    let h = p.raw_mut().get_mut(start..l3)?;
-    // Fixed-size copies (a variable length would be a memcpy call per packet).
-    if rw.tagged {
-        h[..16].copy_from_slice(&rw.hdr);
-        wr16(h, 16, m.ethertype);
-    } else {
-        h[..12].copy_from_slice(&rw.hdr[..12]);
-        wr16(h, 12, m.ethertype);
-    }
-    let len = usize::from(m.end) - start;
+fn put_l2<P: Packet>(p: &mut P, l3: usize, et: u16, end: usize, rw: &Rw) -> Option<usize> {
+    let start = l3.checked_sub(ETH_LEN + VLAN_LEN * usize::from(rw.tagged))?;
+    write_l2(p.raw_mut(), start, rw, et)?;
+    let len = end.checked_sub(start)?;
     p.set_window(start, len).then_some(len)
+}
+
+/// Writes the L2 header of `rw` with EtherType `et` at `at` (fixed-size copies: a
+/// variable length would be a `memcpy` call per packet).
+#[inline(always)]
+fn write_l2(raw: &mut [u8], at: usize, rw: &Rw, et: u16) -> Option<()> {
+    let et = et.to_be_bytes();
+    if rw.tagged {
+        let h = raw.get_mut(at..)?.first_chunk_mut::<18>()?;
+        h[..16].copy_from_slice(&rw.hdr);
+        h[16..].copy_from_slice(&et);
+    } else {
+        let h = raw.get_mut(at..)?.first_chunk_mut::<14>()?;
+        h[..12].copy_from_slice(&rw.hdr[..12]);
+        h[12..].copy_from_slice(&et);
+    }
+    Some(())
+}
+
+/// Counts a packet of `len` bytes sent through `rw`; where it goes.
+#[inline(always)]
+fn count_tx(rw: &mut Rw, len: usize) -> Out {
+    rw.tx_pkts += 1;
+    rw.tx_bytes += len as u64;
+    Out::Tx(rw.port)
 }
 
 /// The ECMP hash of an IPv4 packet. `mpls::ip4_flow_hash` returns the raw 5-tuple

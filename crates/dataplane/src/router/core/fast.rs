@@ -129,14 +129,6 @@ impl RxIf {
     }
 }
 
-/// Counts a packet of `len` bytes sent through `rw`; where it goes.
-#[inline(always)]
-fn count_tx(rw: &mut Rw, len: usize) -> Out {
-    rw.tx_pkts += 1;
-    rw.tx_bytes += len as u64;
-    Out::Tx(rw.port)
-}
-
 /// The MAC of an [`RxIf`] that takes nothing: no 48-bit load equals it.
 const NO_MAC: u64 = u64::MAX;
 
@@ -454,7 +446,8 @@ impl Work {
             // The window still spans the frame as received.
             let (start, len) = pkts[i].window();
             let sent = if rw.ok {
-                put_l2_at(&mut pkts[i], usize::from(l3), et, rw)
+                // (the window still ends where the frame received did)
+                put_l2(&mut pkts[i], usize::from(l3), et, start + len, rw)
             } else {
                 None
             };
@@ -691,36 +684,6 @@ struct Lfw {
     /// EtherType of the new header.
     et: u16,
     adj: u32,
-}
-
-/// Puts the L2 header of `rw` with EtherType `et` in front of `l3` and moves the
-/// window there (its end stays). Returns the frame length; `None` when the
-/// headroom does not hold it.
-#[inline(always)]
-fn put_l2_at<P: Packet>(p: &mut P, l3: usize, et: u16, rw: &Rw) -> Option<usize> {
-    let (start, len) = p.window();
-    let hl = ETH_LEN + VLAN_LEN * usize::from(rw.tagged);
-    let new_start = l3.checked_sub(hl)?;
-    write_l2(p.raw_mut(), new_start, rw, et)?;
-    let frame = (start + len).checked_sub(new_start)?;
-    p.set_window(new_start, frame).then_some(frame)
-}
-
-/// Writes the L2 header of `rw` with EtherType `et` at `at` (fixed-size copies: a
-/// variable length would be a `memcpy` call per packet).
-#[inline(always)]
-fn write_l2(raw: &mut [u8], at: usize, rw: &Rw, et: u16) -> Option<()> {
-    let et = et.to_be_bytes();
-    if rw.tagged {
-        let h = raw.get_mut(at..)?.first_chunk_mut::<18>()?;
-        h[..16].copy_from_slice(&rw.hdr);
-        h[16..].copy_from_slice(&et);
-    } else {
-        let h = raw.get_mut(at..)?.first_chunk_mut::<14>()?;
-        h[..12].copy_from_slice(&rw.hdr[..12]);
-        h[12..].copy_from_slice(&et);
-    }
-    Some(())
 }
 
 /// Forwards one checked IPv4 packet (header at `l3`) through a plain-forward
