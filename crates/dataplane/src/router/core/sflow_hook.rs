@@ -311,10 +311,7 @@ impl SflowHook {
                     SfInterface::Index(e.ifindex),
                     (e.nbr != 0).then(|| Ipv4Addr::from(e.nbr)),
                 )
-            } else if matches!(o, Out::Punt(_))
-                || (m.reason == 0 && m.kind != Kind::Drop)
-                || matches!(m.kind, Kind::Fast(_))
-            {
+            } else if matches!(o, Out::Punt(_)) || (m.reason == 0 && m.kind != Kind::Drop) {
                 (SfInterface::Internal, None)
             } else {
                 (SfInterface::Discarded(discard_code(m.reason)), None)
