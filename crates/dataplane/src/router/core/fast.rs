@@ -119,6 +119,9 @@ struct RxIf {
     v4: bool,
 }
 
+/// The MAC of an [`RxIf`] that takes nothing: no 48-bit load equals it.
+const NO_MAC: u64 = u64::MAX;
+
 impl RxIf {
     /// Becomes port `port`'s interface if it is not already.
     #[inline(always)]
@@ -127,12 +130,7 @@ impl RxIf {
             *self = RxIf::of(port, ift, vt);
         }
     }
-}
 
-/// The MAC of an [`RxIf`] that takes nothing: no 48-bit load equals it.
-const NO_MAC: u64 = u64::MAX;
-
-impl RxIf {
     /// Port `port`'s untagged interface; `vt` is the vector's routing table.
     fn of(port: u16, ift: &IfTable, vt: u32) -> RxIf {
         match ift.rx_iface(port, None).filter(|i| i.up) {
