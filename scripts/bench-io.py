@@ -14,7 +14,13 @@ warm-up.
                    scripts/build-l3fwd.sh from Debian's dpdk-doc; rate read with
                    dpdk-proc-info).
 
-    scripts/bench-io.py [--mode xconnect|router] [--rounds 3] [--seconds 10]
+  --mode sflow:    the router run twice per round, sFlow off and sFlow on port0 at
+                   1-in-N (--sflow-rate, default 10; --sflow-direction rx|tx|both),
+                   exporting to a UDP socket this script drains on 127.0.0.1: the
+                   forwarding rate with sampling against the rate without (issue 7's
+                   goal: >= 0.95 at 1:10).
+
+    scripts/bench-io.py [--mode xconnect|router|sflow] [--rounds 3] [--seconds 10]
 
 Prints a table (Mpps, TSC cycles/packet, ratio) and writes it to
 target/bench-io/<mode>.md. Needs root and hugepages (scripts/setup.sh).
@@ -24,6 +30,8 @@ import json
 import os
 import re
 import signal
+import socket
+import threading
 import statistics
 import subprocess
 import sys
@@ -137,6 +145,40 @@ mac = "02:00:00:00:00:02"
 """
 
 
+class Collector:
+    """A UDP socket on loopback that counts the sFlow datagrams it drains."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.5)
+        self.port = self.sock.getsockname()[1]
+        self.datagrams = 0
+        self.stop = False
+        self.thread = threading.Thread(target=self.drain, daemon=True)
+        self.thread.start()
+
+    def drain(self):
+        while not self.stop:
+            try:
+                self.sock.recv(65536)
+                self.datagrams += 1
+            except socket.timeout:
+                pass
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+def sflow_cfg(base, rate, direction, port):
+    """`base` with sFlow sampling port0 at 1-in-`rate` towards `port` on loopback."""
+    return base + (f'[sflow]\ncollectors = ["127.0.0.1:{port}"]\n'
+                   f'[[sflow.interface]]\nname = "port0"\nrate = {rate}\n'
+                   f'direction = "{direction}"\n')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", default="xconnect")
@@ -145,6 +187,8 @@ def main():
     ap.add_argument("--pcap")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/dataplaned"))
     ap.add_argument("--l3fwd", default=os.path.join(ROOT, "target/l3fwd/l3fwd/build/l3fwd"))
+    ap.add_argument("--sflow-rate", type=int, default=10)
+    ap.add_argument("--sflow-direction", default="rx", choices=["rx", "tx", "both"])
     a = ap.parse_args()
     outdir = os.path.join(ROOT, "target", "bench-io")
     os.makedirs(outdir, exist_ok=True)
@@ -173,7 +217,7 @@ device = "net_null0,no-rx=1"
 [control]
 socket = "{outdir}/bench.sock"
 """)
-        if a.mode == "router":
+        if a.mode in ("router", "sflow"):
             f.write(ROUTER_CFG)
             # l3fwd's default LPM table: 198.18.N.0/24 -> port N, N = 0..15
             for n in range(16):
@@ -183,6 +227,8 @@ socket = "{outdir}/bench.sock"
     if a.mode == "router" and not os.path.exists(a.l3fwd):
         subprocess.run([os.path.join(ROOT, "scripts/build-l3fwd.sh")], check=True)
     load = os.getloadavg()[0]
+    if a.mode == "sflow":
+        return sflow_main(a, cfg, outdir, load)
     ours, peer, l3 = [], [], []
     for r in range(a.rounds):
         ours.append(run_ours(a.binary, cfg, a.seconds))
@@ -212,6 +258,44 @@ socket = "{outdir}/bench.sock"
             f"--rounds {a.rounds} --seconds {a.seconds}`\n")
     print(table + note)
     with open(os.path.join(outdir, f"{a.mode}.md"), "w") as f:
+        f.write(table + note)
+
+
+def sflow_main(a, cfg, outdir, load):
+    """Rounds of sFlow off / on, alternating; the ratio of the medians."""
+    with open(cfg) as f:
+        base = f.read()
+    col = Collector()
+    on_cfg = os.path.join(outdir, "sflow-on.toml")
+    with open(on_cfg, "w") as f:
+        f.write(sflow_cfg(base, a.sflow_rate, a.sflow_direction, col.port))
+    off, on = [], []
+    try:
+        for r in range(a.rounds):
+            off.append(run_ours(a.binary, cfg, a.seconds))
+            before = col.datagrams
+            on.append(run_ours(a.binary, on_cfg, a.seconds))
+            got = col.datagrams - before
+            print(f"round {r + 1}: sFlow off {off[-1][0]:.2f} Mpps {off[-1][1]:.1f} cyc/pkt | "
+                  f"1:{a.sflow_rate} {a.sflow_direction} {on[-1][0]:.2f} Mpps {on[-1][1]:.1f} cyc/pkt "
+                  f"({on[-1][0] / off[-1][0]:.3f}; {got} datagrams received)", flush=True)
+    finally:
+        col.close()
+    med = lambda xs, k: statistics.median(x[k] for x in xs)
+    f_mpps, f_cpp, n_mpps, n_cpp = med(off, 0), med(off, 1), med(on, 0), med(on, 1)
+    what = f"IPv4 routing, 16 routes, sFlow 1:{a.sflow_rate} {a.sflow_direction} on port0"
+    table = (
+        f"| path | sFlow on Mpps | cycles/pkt | sFlow off Mpps | cycles/pkt | ratio |\n"
+        f"|---|---|---|---|---|---|\n"
+        f"| {what}, 64 B, net_pcap -> net_null, 1 core | {n_mpps:.2f} | {n_cpp:.1f} | {f_mpps:.2f} | {f_cpp:.1f} | {n_mpps / f_mpps:.3f} |\n"
+    )
+    runs = ", ".join(f"{x[0]:.2f}" for x in on) + " vs off " + ", ".join(f"{x[0]:.2f}" for x in off)
+    note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s (per-round Mpps: {runs}); "
+            f"load average at start {load:.2f}; command: `scripts/bench-io.py --mode sflow "
+            f"--sflow-rate {a.sflow_rate} --sflow-direction {a.sflow_direction} "
+            f"--rounds {a.rounds} --seconds {a.seconds}`\n")
+    print(table + note)
+    with open(os.path.join(outdir, "sflow.md"), "w") as f:
         f.write(table + note)
 
 

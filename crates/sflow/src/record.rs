@@ -96,7 +96,9 @@ impl std::fmt::Debug for LabelWords {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PacketInfo<'a> {
     /// The frame from its Ethernet header on; the first `header_bytes` are copied
-    /// (all of it if shorter).
+    /// (all of it if shorter). It may run on past `frame_len` into the rest of the
+    /// buffer: nothing past `frame_len` is sampled, but a slice that covers whole
+    /// 64-byte lines lets the ring copy them with fixed-size stores.
     pub frame: &'a [u8],
     /// Length of the whole frame without FCS (may exceed `frame.len()` when only the
     /// first segment is at hand).

@@ -61,6 +61,10 @@ pub(crate) struct Producer {
     published: usize,
     slot: usize,
     head_cache: usize,
+    /// The ring was still full when `head` was reread: until the next publish the
+    /// worker drops samples without rereading it (in overload, a reread per sample
+    /// is a cache miss on the agent's line per sample).
+    full: bool,
 }
 
 /// The agent's end.
@@ -89,6 +93,7 @@ pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
             published: 0,
             slot: 0,
             head_cache: 0,
+            full: false,
         },
         Consumer {
             ring,
@@ -171,37 +176,45 @@ fn word_at(b: &[u8; 64], at: usize) -> u64 {
     u64::from_le_bytes(w)
 }
 
-/// Copies `header` into `words` as little-endian words; the bytes of the last word
-/// past the header are zero. Whole 64-byte lines go as eight fixed stores.
+/// Copies the first `n` bytes of `src` into `words` as little-endian words. While
+/// `src` has whole 64-byte lines, they go as eight fixed stores each, bytes past
+/// `n` included (the consumer reads `n`); the rest word by word, the bytes of the
+/// last word past `n` zero.
 #[inline(always)]
-fn store_header(words: &[AtomicU64], header: &[u8]) {
-    let n = header.len();
-    let mut lines = header.chunks_exact(64);
-    let mut out = words.chunks_exact(8);
-    for (line, dst) in (&mut lines).zip(&mut out) {
+fn store_header(words: &[AtomicU64], src: &[u8], n: usize) {
+    let mut done = 0;
+    for (line, dst) in src.chunks_exact(64).zip(words.chunks_exact(8)) {
+        if done >= n {
+            return;
+        }
         let Ok(b) = <&[u8; 64]>::try_from(line) else {
             break;
         };
         for (j, w) in dst.iter().enumerate() {
             st(w, word_at(b, 8 * j));
         }
+        done += 64;
     }
-    let done = n - lines.remainder().len();
-    let tail = lines.remainder();
-    let dst = words.get(done / 8..).unwrap_or_default();
-    let mut chunks = tail.chunks_exact(8);
-    for (w, c) in dst.iter().zip(&mut chunks) {
+    if done >= n {
+        return;
+    }
+    // Less than a line left (`n` is within `src`).
+    let header = src.get(..n).unwrap_or_default();
+    let rest = header.get(done..).unwrap_or_default();
+    let words = words.get(done / 8..).unwrap_or_default();
+    let mut chunks = rest.chunks_exact(8);
+    for (w, c) in words.iter().zip(&mut chunks) {
         let mut b = [0u8; 8];
         b.copy_from_slice(c);
         st(w, u64::from_le_bytes(b));
     }
-    let r = n % 8;
+    let r = rest.len() % 8;
     if r == 0 {
         return;
     }
-    // The last r bytes: the frame's last 8 bytes shifted down (one load, no store
+    // The last r bytes: the header's last 8 bytes shifted down (one load, no store
     // to the stack and reload, which would wait for the slot's earlier stores).
-    let last = match header.get(n.wrapping_sub(8)..) {
+    let last = match header.get(header.len().wrapping_sub(8)..) {
         Some(c) => {
             let mut b = [0u8; 8];
             b.copy_from_slice(c);
@@ -212,7 +225,7 @@ fn store_header(words: &[AtomicU64], header: &[u8]) {
             .rev()
             .fold(0u64, |acc, &x| acc << 8 | u64::from(x)),
     };
-    if let Some(w) = words.get(n / 8) {
+    if let Some(w) = words.get(rest.len() / 8) {
         st(w, last);
     }
 }
@@ -231,13 +244,18 @@ pub(crate) struct SampleMeta {
 impl Producer {
     /// Writes a sample into the next free slot, for the consumer to see at the next
     /// [`publish`](Self::publish); false (nothing written) if the ring is full.
-    /// Never waits.
+    /// Never waits. The agent's index is reread at most once between publishes
+    /// (a pipeline publishes once per vector).
     #[inline]
     pub(crate) fn write(&mut self, m: &SampleMeta, pkt: &PacketInfo<'_>) -> bool {
         let cap = self.ring.capacity();
         if self.tail.wrapping_sub(self.head_cache) >= cap {
+            if self.full {
+                return false;
+            }
             self.head_cache = self.ring.head.0.load(Ordering::Acquire);
             if self.tail.wrapping_sub(self.head_cache) >= cap {
+                self.full = true;
                 return false;
             }
         }
@@ -288,14 +306,39 @@ impl Producer {
         if n_out != 0 {
             store_labels(&w[LABEL_OUT..LABEL_OUT + 4], &pkt.out_labels[..n_out]);
         }
-        store_header(&w[META_WORDS..], &pkt.frame[..n]);
+        store_header(&w[META_WORDS..], pkt.frame, n);
         true
+    }
+
+    /// Calls `f` on the first word of the lines the next `n` writes (at most the
+    /// free slots last seen) store into first: each slot's metadata line and its
+    /// header's first line. For a prefetch with intent to write, so that the
+    /// stores do not wait for the consumer's core to give the lines up.
+    pub(crate) fn upcoming(&self, n: usize, mut f: impl FnMut(&AtomicU64)) {
+        let cap = self.ring.capacity();
+        let free = cap.saturating_sub(self.tail.wrapping_sub(self.head_cache));
+        let mut slot = self.slot;
+        for _ in 0..n.min(free) {
+            if let Some(Slot(w)) = self.ring.slots.get(slot) {
+                f(&w[0]);
+                f(&w[META_WORDS]);
+            }
+            slot = if slot + 1 == cap { 0 } else { slot + 1 };
+        }
+    }
+
+    /// A write now drops without looking: the ring was full when last checked,
+    /// and nothing was published since.
+    #[inline]
+    pub(crate) fn blocked(&self) -> bool {
+        self.full
     }
 
     /// Makes every sample written so far visible to the consumer: one release store,
     /// and none when nothing was written.
     #[inline]
     pub(crate) fn publish(&mut self) {
+        self.full = false;
         if self.published != self.tail {
             self.published = self.tail;
             self.ring.tail.0.store(self.tail, Ordering::Release);
@@ -333,6 +376,8 @@ impl Consumer {
         {
             chunk.copy_from_slice(&ld(x).to_le_bytes());
         }
+        // (whole lines were copied with whatever followed the frame)
+        header[n..].fill(0);
         let rec = SampleRecord {
             worker,
             direction: if (w5 >> 48) as u8 == 1 {
@@ -441,6 +486,39 @@ mod tests {
         assert!(c.pop(9).is_none());
     }
 
+    /// A frame slice that runs on past the frame (the rest of the buffer): only the
+    /// frame's bytes are sampled, and nothing after them reaches the record.
+    #[test]
+    fn test_slice_past_the_frame() {
+        let buf: Vec<u8> = (1..=255u8).cycle().take(400).collect();
+        let (mut p, mut c) = ring(2);
+        for header_bytes in [64, 128, 200, 256] {
+            for len in [0usize, 5, 8, 60, 63, 64, 65, 100, 127, 128, 129, 250, 300] {
+                let pkt = PacketInfo {
+                    frame: &buf,
+                    frame_len: len as u32,
+                    ..PacketInfo::default()
+                };
+                let m = SampleMeta {
+                    header_bytes,
+                    ..meta(len as u64)
+                };
+                assert!(p.push(&m, &pkt));
+                let got = c.pop(0).expect("a sample");
+                let n = len.min(header_bytes);
+                assert_eq!(got.header(), &buf[..n], "{len} {header_bytes}");
+                assert!(got.header.iter().skip(n).all(|&b| b == 0), "{len}");
+                let exact = PacketInfo {
+                    frame: &buf[..len],
+                    ..pkt
+                };
+                let want =
+                    SampleRecord::new(0, m.direction, 7, 1000, m.pool, 3, header_bytes, &exact);
+                assert_eq!(got, want, "{len} {header_bytes}");
+            }
+        }
+    }
+
     #[test]
     fn test_full_and_wrap() {
         let frame = [0xabu8; 100];
@@ -470,5 +548,33 @@ mod tests {
         }
         assert_eq!(want, next);
         assert_eq!(c.len(), 0);
+    }
+
+    /// A full ring is rechecked once between publishes: a slot freed meanwhile is
+    /// used after the next publish, and no sample is lost from the ring.
+    #[test]
+    fn test_full_rechecked_once_per_publish() {
+        let pkt = PacketInfo {
+            frame: &[1u8; 60],
+            frame_len: 60,
+            ..PacketInfo::default()
+        };
+        let (mut p, mut c) = ring(2);
+        assert!(p.write(&meta(0), &pkt));
+        assert!(p.write(&meta(1), &pkt));
+        assert!(!p.write(&meta(2), &pkt));
+        p.publish();
+        assert_eq!(c.pop(0).map(|r| r.sample_pool), Some(0));
+        // Full when last looked: the next write does look (publish cleared it).
+        assert!(p.write(&meta(3), &pkt));
+        assert!(!p.write(&meta(4), &pkt));
+        assert_eq!(c.pop(0).map(|r| r.sample_pool), Some(1));
+        // Freed, but not looked at again before the next publish.
+        assert!(!p.write(&meta(5), &pkt));
+        p.publish();
+        assert!(p.write(&meta(6), &pkt));
+        p.publish();
+        let got: Vec<u64> = std::iter::from_fn(|| c.pop(0).map(|r| r.sample_pool)).collect();
+        assert_eq!(got, [3, 6]);
     }
 }

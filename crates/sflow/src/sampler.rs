@@ -683,6 +683,28 @@ impl WorkerSampler {
         }
     }
 
+    /// The ring was full when last checked and nothing was published since: an
+    /// [`enqueue`](Self::enqueue) now drops the sample without looking. A pipeline
+    /// can skip describing the packet and call [`drop_pick`](Self::drop_pick).
+    #[inline]
+    pub fn ring_blocked(&self) -> bool {
+        self.ring.blocked()
+    }
+
+    /// Calls `f` on a word of each cache line the next `n` samples write first
+    /// (see [`enqueue`](Self::enqueue)): for a prefetch with intent to write, which
+    /// this crate (no `unsafe`) cannot issue itself. The ring's slots were last
+    /// read by the agent's core: a store to one waits for that core to give the
+    /// line up, unless the line was fetched for writing ahead of time.
+    pub fn upcoming_lines(&self, n: usize, f: impl FnMut(&AtomicU64)) {
+        self.ring.upcoming(n, f);
+    }
+
+    /// Counts `pick` as dropped on a full ring, as [`enqueue`](Self::enqueue) does.
+    pub fn drop_pick(&mut self, pick: &Pick) {
+        self.ring_full(slot(pick.ifindex));
+    }
+
     /// Makes the samples enqueued so far visible to the agent: one release store
     /// (none if nothing was enqueued since the last publish).
     #[inline]

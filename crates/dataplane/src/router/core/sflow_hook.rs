@@ -44,6 +44,7 @@ use std::net::Ipv4Addr;
 use sflow::{Direction, Interface as SfInterface, PacketInfo, Picks, WorkerSampler};
 
 use super::{BURST, Core, ETHERTYPE_MPLS, Kind, Out, Packet, Stage};
+use crate::dpdk::prefetchw;
 use crate::router::reasons::DropReason;
 
 /// Bytes of a received label stack kept per packet: 8 entries, the most a sample
@@ -52,6 +53,9 @@ pub(super) const LSE_BYTES: usize = 4 * sflow::MAX_RECORD_LABELS;
 
 /// Slots of the per-vector adjacency cache (a power of two).
 const ADJ_CACHE: usize = 16;
+
+/// Ring slots fetched for writing ahead of the next vector's samples, at most.
+const UPCOMING: usize = 64;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct AdjEntry {
@@ -297,6 +301,11 @@ impl SflowHook {
         // under one view taken on the first miss.
         let (mut reader, mut view) = (Some(&mut tables.fib), None);
         for pick in self.picks.as_slice() {
+            if self.sampler.ring_blocked() {
+                // Overload: the agent is behind; count the drop, describe nothing.
+                self.sampler.drop_pick(pick);
+                continue;
+            }
             let i = pick.index as usize;
             let (Some(p), Some(m), Some(&o)) = (pkts.get_mut(i), w.meta.get(i), out.get(i)) else {
                 continue;
@@ -347,7 +356,8 @@ impl SflowHook {
                 &[]
             };
             let info = PacketInfo {
-                frame: raw.get(start..start + len).unwrap_or_default(),
+                // (with the rest of the buffer: the ring copies whole lines)
+                frame: raw.get(start..).unwrap_or_default(),
                 frame_len: len as u32,
                 input: SfInterface::Index(u32::from(w.rx_one.unwrap_or(m.rx_if))),
                 output,
@@ -360,6 +370,10 @@ impl SflowHook {
         }
         drop(view);
         self.sampler.publish();
+        // The next vector likely takes as many: fetch their slots' lines for
+        // writing now, while it is forwarded.
+        self.sampler
+            .upcoming_lines(self.picks.len().min(UPCOMING), |w| prefetchw(w));
         self.picks.clear();
     }
 }
