@@ -1429,6 +1429,75 @@ fn fast_path_matches_general_path() {
     assert!(counters(fs).len() > 8, "{:?}", counters(fs));
 }
 
+/// More adjacencies in one vector than the per-vector caches hold: the fast path's
+/// decoded results name adjacency cache slots that other adjacencies take over
+/// mid-vector. Every packet still leaves through its own neighbour, with its own
+/// labels, as the general path sends it.
+#[test]
+fn fast_path_with_more_adjacencies_than_cache_slots() {
+    let mut ctl = lsr();
+    let nbr = |k: u8| Ipv4Addr::new(10, 2, 0, 10 + k);
+    let mac = |k: u8| [0x02, 0, 0, 0x77, 0, k];
+    // Adjacency ids in another order than the routes' results, so that the two
+    // caches' slots do not change hands together.
+    for k in 0..40u8 {
+        let k = ((u32::from(k) * 17) % 40) as u8;
+        ctl.set_neighbor(2, nbr(k), mac(k)).unwrap();
+        ctl.adjacency(2, nbr(k)).unwrap();
+    }
+    for k in 0..40u8 {
+        let labels: &[u32] = if k % 3 == 0 { &[500 + k as u32] } else { &[] };
+        route(
+            &mut ctl,
+            &format!("198.30.{k}.0/24"),
+            &[&nbr(k).to_string()],
+            labels,
+        );
+    }
+    let cfg = |fast_path| CoreConfig {
+        fast_path,
+        ..CoreConfig::default()
+    };
+    let mut fast = ctl.new_core(cfg(true), tsc_hz()).0;
+    let mut general = ctl.new_core(cfg(false), tsc_hz()).0;
+    // Neighbours in an order that makes slots change hands again and again, with
+    // runs that reuse one.
+    let which: Vec<u8> = (0..BURST).map(|j| ((j * 7 + j / 5) % 40) as u8).collect();
+    let frames: Vec<Vec<u8>> = which
+        .iter()
+        .enumerate()
+        .map(|(j, &k)| {
+            let dst = Ipv4Addr::new(198, 30, k, j as u8);
+            from_host(&ip4(a("10.1.0.2"), dst, 64, 1024 + j as u16, 60))
+        })
+        .collect();
+    let mut res = Vec::new();
+    for core in [&mut fast, &mut general] {
+        let mut pkts: Vec<VecPacket> = frames.iter().map(|f| VecPacket::new(f, 0)).collect();
+        let mut out = vec![Out::Drop; BURST];
+        core.process(&mut pkts, &mut out);
+        res.push((
+            out,
+            pkts.iter().map(|p| p.data().to_vec()).collect::<Vec<_>>(),
+        ));
+    }
+    assert_eq!(res[0], res[1]);
+    let (out, data) = &res[0];
+    for (j, &k) in which.iter().enumerate() {
+        assert_eq!(out[j], Out::Tx(1), "packet {j}");
+        let d = &data[j];
+        assert_eq!(&d[..6], &mac(k), "packet {j} to neighbour {k}");
+        if k % 3 == 0 {
+            assert_eq!(&d[12..14], &[0x88, 0x47]);
+            let lse = u32::from_be_bytes([d[14], d[15], d[16], d[17]]);
+            assert_eq!(lse >> 12, 500 + u32::from(k), "packet {j}");
+        } else {
+            assert_eq!(&d[12..14], &[0x08, 0x00]);
+        }
+    }
+    assert_eq!(fast.stats().ifaces[2].tx_pkts.get(), BURST as u64);
+}
+
 /// Neighbours learned from ARP age: probed by unicast after `reachable`, kept when
 /// they answer, forgotten (adjacency incomplete, traffic resolves again) when they
 /// do not. Configured ones never age.

@@ -932,7 +932,14 @@ impl Work {
         let slot = adj as usize & (RW_CACHE - 1);
         let key = self.rw[slot].key;
         if key != adj.wrapping_add(1) || key == 0 {
-            self.rw_evicted |= key != 0;
+            if key != 0 {
+                // Taken over: the fast path's decoded results that name this
+                // slot would be stale (they are decoded again).
+                self.rw_evicted = true;
+                for e in &mut self.fd {
+                    *e = FwdDec::default();
+                }
+            }
             self.flush_tx(slot);
             self.rw[slot] = rw_decode(adj, ift, view);
         }

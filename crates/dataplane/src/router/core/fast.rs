@@ -67,6 +67,9 @@ pub(super) struct FwdDec {
     push: u8,
     /// The adjacency.
     adj: u32,
+    /// Its slot in the adjacency cache (`rw`); a slot taken over by another
+    /// adjacency clears this cache (see [`Work::rw_slot`]).
+    rs: u8,
     /// Label stack entries, top first, S bit on the last, TTL 0 (filled per packet).
     lse: [u32; FAST_LABELS],
 }
@@ -483,6 +486,8 @@ impl Work {
         if k > 0 {
             view.lookup_burst(vt, &self.keys[..k], &mut self.fwd[..k]);
         }
+        // Anything to note per forwarded packet (sFlow, trace)?
+        let extra = need_meta | light_meta | self.tx_slots;
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let l3 = usize::from(self.l3s[j]);
@@ -508,26 +513,20 @@ impl Work {
                 slot
             };
             let (ok, adj, push) = (self.fd[slot].ok, self.fd[slot].adj, self.fd[slot].push);
+            let rs = usize::from(self.fd[slot].rs) & (RW_CACHE - 1);
             // A label was popped before the lookup (the window still starts at the
             // Ethernet header as received).
             let popped = l3 != pkts[i].window().0 + ETH_LEN;
             let mut sent = None;
             if ok {
-                let rs = self.rw_slot(adj, ift, view);
                 let rw = &mut self.rw[rs];
-                let lse = &self.fd[slot].lse;
-                if let Some(r) = forward(&mut pkts[i], l3, rw, push, lse) {
+                if let Some(r) = forward(&mut pkts[i], l3, rw, &self.fd[slot]) {
                     out[i] = count_tx(rw, r.1);
                     sent = Some(r.0);
-                    if self.tx_slots {
-                        self.txs[i] = rs as u8 + 1;
-                    }
                 }
             }
-            if sent.is_none() || need_meta {
-                fb_if.follow(pkts[i].port(), ift, vt);
-            }
             let Some(new_l3) = sent else {
+                fb_if.follow(pkts[i].port(), ift, vt);
                 // Untouched by the IPv4 part: the general IPv4 stage takes over.
                 let (start, len) = pkts[i].window();
                 let m = Meta {
@@ -543,10 +542,18 @@ impl Work {
                 continue;
             };
             done_ip4 += 1;
+            // (one test per packet for the three)
+            if !extra {
+                continue;
+            }
+            if self.tx_slots {
+                self.txs[i] = rs as u8 + 1;
+            }
             if light_meta {
                 self.meta[i].adj = adj;
             }
             if need_meta {
+                fb_if.follow(pkts[i].port(), ift, vt);
                 // Only what the trace and the sFlow hook read of a forwarded
                 // packet, field by field (a whole `Meta` per packet cost sFlow
                 // 6-7 cycles per packet before it sampled anything).
@@ -624,18 +631,21 @@ impl Work {
     /// store forwarding, for every packet when each one has its own route).
     #[inline(always)]
     fn fwd_decode(&mut self, slot: usize, f: u32, ift: &IfTable, view: &fib::FibView<'_>) {
-        self.fd[slot].key = f.wrapping_add(1);
-        self.fd[slot].ok = false;
         match view.only_leg(f) {
             Some(leg) => {
-                self.fd[slot].ecmp = false;
                 self.leg_decode(slot, leg, ift, view);
+                self.fd[slot].ecmp = false;
             }
-            None => self.fd[slot].ecmp = true,
+            None => {
+                self.fd[slot].ok = false;
+                self.fd[slot].ecmp = true;
+            }
         }
+        // (last: decoding the leg may have cleared the cache)
+        self.fd[slot].key = f.wrapping_add(1);
     }
 
-    /// Decodes `leg` into entry `slot` (its `ok`, `push`, `lse`, `adj`).
+    /// Decodes `leg` into entry `slot` (its `ok`, `push`, `lse`, `adj`, `rs`).
     #[inline(always)]
     fn leg_decode(
         &mut self,
@@ -648,6 +658,7 @@ impl Work {
         if leg.action() != fib::Action::Forward {
             return;
         }
+        let mut lse = [0u32; FAST_LABELS];
         let mut push = 0usize;
         for q in 0..leg.label_count() {
             let l = leg.label(q);
@@ -657,17 +668,22 @@ impl Work {
             if push == FAST_LABELS {
                 return;
             }
-            self.fd[slot].lse[push] = l << 12;
+            lse[push] = l << 12;
             push += 1;
         }
         if push > 0 {
-            self.fd[slot].lse[push - 1] |= 0x100;
+            lse[push - 1] |= 0x100;
         }
         let adj = leg.target();
-        self.fd[slot].push = push as u8;
-        self.fd[slot].adj = adj;
+        // (before the fields are written: taking a slot over clears this cache)
         let rs = self.rw_slot(adj, ift, view);
-        self.fd[slot].ok = self.rw[rs].ok;
+        let ok = self.rw[rs].ok;
+        let e = &mut self.fd[slot];
+        e.lse = lse;
+        e.push = push as u8;
+        e.adj = adj;
+        e.rs = rs as u8;
+        e.ok = ok;
     }
 }
 
@@ -685,21 +701,13 @@ struct Lfw {
 }
 
 /// Forwards one checked IPv4 packet (header at `l3`) through a plain-forward
-/// decision: MTU and headroom, TTL and checksum, labels, L2 header. Returns the new
-/// layer-3 offset and the frame length, or `None` with the packet untouched.
+/// decision `d` on adjacency `rw`: MTU and headroom, TTL and checksum, labels, L2
+/// header. Returns the new layer-3 offset and the frame length, or `None` with the
+/// packet untouched.
 #[inline(always)]
-fn forward<P: Packet>(
-    p: &mut P,
-    l3: usize,
-    rw: &Rw,
-    push: u8,
-    lse: &[u32; FAST_LABELS],
-) -> Option<(u16, usize)> {
-    if !rw.ok {
-        return None;
-    }
+fn forward<P: Packet>(p: &mut P, l3: usize, rw: &Rw, d: &FwdDec) -> Option<(u16, usize)> {
     let (start, len) = p.window();
-    let push = usize::from(push);
+    let push = usize::from(d.push);
     let hl = ETH_LEN + VLAN_LEN * usize::from(rw.tagged);
     let grow = hl + 4 * push;
     let raw = p.raw_mut();
@@ -716,7 +724,7 @@ fn forward<P: Packet>(
     let top = l3 - 4 * push;
     if push > 0 {
         let st = raw.get_mut(top..l3)?;
-        for (c, &e) in st.chunks_exact_mut(4).zip(lse) {
+        for (c, &e) in st.chunks_exact_mut(4).zip(&d.lse) {
             c.copy_from_slice(&(e | u32::from(ttl)).to_be_bytes());
         }
     }
