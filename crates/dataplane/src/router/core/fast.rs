@@ -192,22 +192,31 @@ static MARTIAN: [u8; 256] = {
 /// `None` for anything the general path must see (including every malformed header).
 #[inline(always)]
 fn ip4_check_hdr(h: &[u8; 20], avail: usize) -> Option<u32> {
-    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
-    // (`|`: one branch for the common checks)
-    if (h[0] != 0x45) | (total < 20) | (total > avail) | (h[8] <= 1) {
+    if h[0] != 0x45 {
         return None;
     }
-    // The ones' complement sum does not depend on the byte order: add the words as
-    // loaded (little-endian) and fold; a header that checks out sums to 0xffff
-    // either way. Five 32-bit words: four folds are enough (sum < 2^35).
+    ip4_check_rest(h, avail)
+}
+
+/// [`ip4_check_hdr`] but for the version and IHL byte (the caller has seen 0x45).
+#[inline(always)]
+fn ip4_check_rest(h: &[u8; 20], avail: usize) -> Option<u32> {
+    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    // (`|`: one branch for the common checks)
+    if (total < 20) | (total > avail) | (h[8] <= 1) {
+        return None;
+    }
+    // The header checks out when the ones' complement sum of its 16-bit words is
+    // 0xffff, that is, when their plain sum is a non-zero multiple of 0xffff
+    // (folding the carries back in keeps the value mod 0xffff). 2^16 is 1 mod
+    // 0xffff, so five 32-bit words, as loaded (little-endian: swapping the bytes
+    // of every word multiplies the sum by 2^8, which keeps it a multiple), have
+    // the same sum mod 0xffff; it is never 0 (the first byte is 0x45). A
+    // divisibility test by a constant is one multiply and one compare.
     let w = |o: usize| u64::from(u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]));
     let s = w(0) + w(4) + w(8) + w(12) + w(16);
-    let s = (s & 0xffff_ffff) + (s >> 32);
-    let s = (s & 0xffff) + (s >> 16);
-    let s = (s & 0xffff) + (s >> 16);
-    let s = (s & 0xffff) + (s >> 16);
     let bad = MARTIAN[usize::from(h[12])] & 2 | MARTIAN[usize::from(h[16])] & 1;
-    if (s != 0xffff) | (bad != 0) {
+    if (s % 0xffff != 0) | (bad != 0) {
         return None;
     }
     Some(u32::from_be_bytes([h[16], h[17], h[18], h[19]]))
@@ -336,97 +345,97 @@ impl Work {
             let contiguous = p.is_contiguous();
             let raw = p.raw_mut();
             let end = start + len;
-            let l3 = start + ETH_LEN;
+            // Where the packet goes, and for an IPv4 key its destination and header.
+            // Every way ends at the stores below the `if` (one way round the loop,
+            // not one per outcome: the compiler's loop nest would otherwise re-derive
+            // its pointers for every packet taken).
+            let mut to = To::Slow;
+            let mut dst = 0u32;
+            let mut l3 = start + ETH_LEN;
             // One bounds check for the Ethernet header and an IPv4 header behind it.
             let hd = match raw.get(start..end) {
                 Some(f) if contiguous => f.first_chunk::<HEAD>(),
                 _ => None,
             };
-            let Some(hd) = hd.filter(|h| mac_word(h) & MAC_MASK == rxif.mac) else {
-                self.slow[n_slow] = i as u16;
-                n_slow += 1;
-                continue;
-            };
-            let et = u32::from_le_bytes([hd[12], hd[13], hd[14], hd[15]]);
-            if et & 0xff_ffff == ET_IP4_45 && rxif.v4 {
-                let ip = hd
-                    .last_chunk::<20>()
-                    .map(|h| ip4_check_hdr(h, len - ETH_LEN));
-                if let Some(Some(dst)) = ip {
-                    if light_meta {
-                        self.meta[i].kind = Kind::Fast(false);
-                    }
-                    self.keys[k] = dst;
-                    self.sel[k] = i as u16;
-                    self.l3s[k] = l3 as u16;
-                    k += 1;
-                    rx_pkts += 1;
-                    rx_bytes += len as u64;
-                    continue;
-                }
-            } else if et & 0xffff == ET_MPLS_LE {
-                let g = guard.get_or_insert_with(|| labels.pin());
-                let frame = &mut raw[..end];
-                if light_meta {
-                    self.meta[i].kind = Kind::Fast(true);
-                }
-                if self.keep_stacks {
-                    sflow_hook::keep_stack(&mut self.stacks[i], frame, l3);
-                }
-                let mut off = l3;
-                let d = g.switch(frame, &mut off);
-                let (adj, et) = match d {
-                    mpls::MplsDecision::Forward { adj } => (adj, ETHERTYPE_MPLS),
-                    mpls::MplsDecision::Php { adj } => (adj, ETHERTYPE_IPV4),
-                    mpls::MplsDecision::Ip4Lookup { table: t } => {
-                        // Popped: on into the IPv4 batch, or the general IPv4
-                        // stage (the frame has changed: resume there).
-                        switched += 1;
-                        rx_pkts += 1;
-                        rx_bytes += len as u64;
-                        match frame.get(off..).and_then(ip4_check_fast) {
-                            Some(dst) if t == vt => {
-                                self.keys[k] = dst;
-                                self.sel[k] = i as u16;
-                                self.l3s[k] = off as u16;
-                                k += 1;
-                            }
-                            _ => {
-                                let m = Meta {
-                                    kind: Kind::Ip4,
-                                    l3: off as u16,
-                                    end: end as u16,
-                                    rx_if: rxif.ifindex,
-                                    table: t,
-                                    path: ETH | MPLS,
-                                    ..Meta::default()
-                                };
-                                self.resume(i, m, &mut back, &mut n_back);
-                            }
+            if let Some(hd) = hd.filter(|h| mac_word(h) & MAC_MASK == rxif.mac) {
+                let et = u32::from_le_bytes([hd[12], hd[13], hd[14], hd[15]]);
+                if et & 0xff_ffff == ET_IP4_45 && rxif.v4 {
+                    // (the version and IHL byte was compared with the EtherType)
+                    if let Some(Some(d)) = hd
+                        .last_chunk::<20>()
+                        .map(|h| ip4_check_rest(h, len - ETH_LEN))
+                    {
+                        if light_meta {
+                            self.meta[i].kind = Kind::Fast(false);
                         }
-                        continue;
+                        dst = d;
+                        to = To::Key;
                     }
-                    // Left untouched: the general path does it all again.
-                    _ => {
-                        self.slow[n_slow] = i as u16;
-                        n_slow += 1;
-                        continue;
+                } else if et & 0xffff == ET_MPLS_LE {
+                    let g = guard.get_or_insert_with(|| labels.pin());
+                    let frame = &mut raw[..end];
+                    if light_meta {
+                        self.meta[i].kind = Kind::Fast(true);
                     }
-                };
-                switched += 1;
-                rx_pkts += 1;
-                rx_bytes += len as u64;
-                lfw[n_lfw] = Lfw {
-                    i: i as u16,
-                    l3: off as u16,
-                    et,
-                    adj,
-                };
-                n_lfw += 1;
-                continue;
+                    if self.keep_stacks {
+                        sflow_hook::keep_stack(&mut self.stacks[i], frame, l3);
+                    }
+                    let mut off = l3;
+                    let d = g.switch(frame, &mut off);
+                    let sw = match d {
+                        mpls::MplsDecision::Forward { adj } => Some((adj, ETHERTYPE_MPLS)),
+                        mpls::MplsDecision::Php { adj } => Some((adj, ETHERTYPE_IPV4)),
+                        mpls::MplsDecision::Ip4Lookup { table: t } => {
+                            // Popped: on into the IPv4 batch, or the general IPv4
+                            // stage (the frame has changed: resume there).
+                            match frame.get(off..).and_then(ip4_check_fast) {
+                                Some(d) if t == vt => {
+                                    dst = d;
+                                    l3 = off;
+                                    to = To::Key;
+                                }
+                                _ => {
+                                    let m = Meta {
+                                        kind: Kind::Ip4,
+                                        l3: off as u16,
+                                        end: end as u16,
+                                        rx_if: rxif.ifindex,
+                                        table: t,
+                                        path: ETH | MPLS,
+                                        ..Meta::default()
+                                    };
+                                    self.resume(i, m, &mut back, &mut n_back);
+                                    to = To::Other;
+                                }
+                            }
+                            None
+                        }
+                        // Left untouched: the general path does it all again.
+                        _ => None,
+                    };
+                    if let Some((adj, et)) = sw {
+                        lfw[n_lfw & (BURST - 1)] = Lfw {
+                            i: i as u16,
+                            l3: off as u16,
+                            et,
+                            adj,
+                        };
+                        n_lfw += 1;
+                        to = To::Other;
+                    }
+                    switched += usize::from(to != To::Slow);
+                }
             }
-            self.slow[n_slow] = i as u16;
-            n_slow += 1;
+            // Both stores always (the counts say which one holds).
+            self.keys[k & (BURST - 1)] = dst;
+            self.sel[k & (BURST - 1)] = i as u16;
+            self.l3s[k & (BURST - 1)] = l3 as u16;
+            self.slow[n_slow & (BURST - 1)] = i as u16;
+            let taken = to != To::Slow;
+            k += usize::from(to == To::Key);
+            n_slow += usize::from(!taken);
+            rx_pkts += u64::from(taken);
+            rx_bytes += if taken { len as u64 } else { 0 };
         }
         drop(guard);
         rx_flush(&self.stats, rxif.ifindex, rx_pkts, rx_bytes);
@@ -687,6 +696,17 @@ impl Work {
     }
 }
 
+/// Where the classify walk sends a packet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum To {
+    /// The general path, untouched.
+    Slow,
+    /// The IPv4 batch.
+    Key,
+    /// Switched (into `lfw`), or resumes part-way in the general path.
+    Other,
+}
+
 /// A labelled packet the classify walk switched, waiting for its L2 header.
 #[derive(Debug, Clone, Copy, Default)]
 struct Lfw {
@@ -762,6 +782,53 @@ mod tests {
                     assert_eq!(ttl_dec(&mut h), ttl - 1);
                     assert_eq!(u16::from_be_bytes([h[10], h[11]]), want, "hc {hc:#x}");
                 }
+            }
+        }
+    }
+
+    /// The divisibility test accepts exactly what the checksum module verifies:
+    /// every checksum value of a few random headers.
+    #[test]
+    fn header_checksum_matches_verify() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..16 {
+            let r = next().to_le_bytes();
+            let q = next().to_le_bytes();
+            let mut h = [
+                0x45,
+                r[0],
+                0,
+                40,
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                2 + r[5] % 250,
+                r[6],
+                0,
+                0,
+                10,
+                r[7],
+                q[0],
+                q[1],
+                198,
+                q[2],
+                q[3],
+                q[4],
+            ];
+            for ck in 0..=u16::MAX {
+                h[10..12].copy_from_slice(&ck.to_be_bytes());
+                assert_eq!(
+                    ip4_check_hdr(&h, 40).is_some(),
+                    wire::checksum::verify(&h),
+                    "{h:02x?}"
+                );
             }
         }
     }
