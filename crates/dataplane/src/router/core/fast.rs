@@ -305,6 +305,7 @@ impl Work {
     ) -> usize {
         let t0 = tsc();
         self.resumed = [0; 4];
+        self.popped = [0; 4];
         let mut n_slow = 0usize;
         let mut k = 0usize;
         // The vector's routing table: the first packet's interface's (packets of
@@ -393,6 +394,7 @@ impl Work {
                                     dst = d;
                                     l3 = off;
                                     to = To::Key;
+                                    self.popped[i >> 6] |= 1 << (i & 63);
                                 }
                                 _ => {
                                     let m = Meta {
@@ -491,12 +493,74 @@ impl Work {
             }
         }
 
-        let mut done_ip4 = 0usize;
-        if k > 0 {
+        let done_ip4 = if k > 0 {
             view.lookup_burst(vt, &self.keys[..k], &mut self.fwd[..k]);
+            self.forward_walk(
+                pkts,
+                out,
+                k,
+                ift,
+                view,
+                vt,
+                need_meta,
+                light_meta,
+                &mut fb_if,
+                &mut back,
+                &mut n_back,
+            )
+        } else {
+            0
+        };
+        acc.add(Stage::Ip4Lookup, done_ip4, t1);
+        acc.count(Stage::Rewrite, done + done_ip4);
+        if n_back > 0 {
+            // Merge the two ascending index lists.
+            back[..n_back].sort_unstable();
+            let mut merged = [0u16; BURST];
+            let (mut a, mut b, mut m) = (0, 0, 0);
+            while a < n_slow || b < n_back {
+                let take_a = b == n_back || (a < n_slow && self.slow[a] < back[b]);
+                merged[m] = if take_a { self.slow[a] } else { back[b] };
+                a += usize::from(take_a);
+                b += usize::from(!take_a);
+                m += 1;
+            }
+            self.slow[..m].copy_from_slice(&merged[..m]);
+            n_slow = m;
         }
+        // sFlow reads the receiving interface of every packet: for a vector the
+        // fast path took whole from one port, that is one value; otherwise each
+        // packet it took gets its own (the general path fills the others').
+        self.rx_one = (n_slow == 0 && one_port).then_some(rxif.ifindex);
+        if light_meta && self.rx_one.is_none() {
+            self.fill_rx_if(pkts, n, n_slow, ift, vt);
+        }
+        n_slow
+    }
+
+    /// The forward walk of the fast path over the `k` keys looked up (see the
+    /// module docs); returns how many packets it sent. Packets it leaves resume in
+    /// the general path (`back`); `fb_if` follows their receiving interface. Out of
+    /// line: with the rest of `process` around it, its loop ran short of registers.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn forward_walk<P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        k: usize,
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+        vt: u32,
+        need_meta: bool,
+        light_meta: bool,
+        fb_if: &mut RxIf,
+        back: &mut [u16; BURST],
+        n_back: &mut usize,
+    ) -> usize {
         // Anything to note per forwarded packet (sFlow, trace)?
         let extra = need_meta | light_meta | self.tx_slots;
+        let mut done_ip4 = 0usize;
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let l3 = usize::from(self.l3s[j]);
@@ -523,9 +587,6 @@ impl Work {
             };
             let (ok, adj, push) = (self.fd[slot].ok, self.fd[slot].adj, self.fd[slot].push);
             let rs = usize::from(self.fd[slot].rs) & (RW_CACHE - 1);
-            // A label was popped before the lookup (the window still starts at the
-            // Ethernet header as received).
-            let popped = l3 != pkts[i].window().0 + ETH_LEN;
             let mut sent = None;
             if ok {
                 let rw = &mut self.rw[rs];
@@ -535,19 +596,8 @@ impl Work {
                 }
             }
             let Some(new_l3) = sent else {
-                fb_if.follow(pkts[i].port(), ift, vt);
                 // Untouched by the IPv4 part: the general IPv4 stage takes over.
-                let (start, len) = pkts[i].window();
-                let m = Meta {
-                    kind: Kind::Ip4,
-                    l3: l3 as u16,
-                    end: (start + len) as u16,
-                    rx_if: fb_if.ifindex,
-                    table: vt,
-                    path: ETH | if popped { MPLS } else { 0 },
-                    ..Meta::default()
-                };
-                self.resume(i, m, &mut back, &mut n_back);
+                self.ip4_resume(&pkts[i], i, l3, fb_if, ift, vt, back, n_back);
                 continue;
             };
             done_ip4 += 1;
@@ -562,52 +612,84 @@ impl Work {
                 self.meta[i].adj = adj;
             }
             if need_meta {
-                fb_if.follow(pkts[i].port(), ift, vt);
-                // Only what the trace and the sFlow hook read of a forwarded
-                // packet, field by field (a whole `Meta` per packet cost sFlow
-                // 6-7 cycles per packet before it sampled anything).
-                let m = &mut self.meta[i];
-                m.kind = Kind::Rewrite;
-                m.l3 = new_l3;
-                m.rx_if = fb_if.ifindex;
-                m.ethertype = if push > 0 {
-                    ETHERTYPE_MPLS
-                } else {
-                    ETHERTYPE_IPV4
-                };
-                m.adj = adj;
-                m.path = ETH
-                    | if popped { MPLS } else { 0 }
-                    | 1 << Stage::Ip4Lookup as u8
-                    | 1 << Stage::Rewrite as u8;
-                m.reason = 0;
+                self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, fb_if, ift, vt);
             }
         }
-        acc.add(Stage::Ip4Lookup, done_ip4, t1);
-        acc.count(Stage::Rewrite, done + done_ip4);
-        if n_back > 0 {
-            // Merge the two ascending index lists.
-            back[..n_back].sort_unstable();
-            let mut merged = [0u16; BURST];
-            let (mut a, mut b, mut m) = (0, 0, 0);
-            while a < n_slow || b < n_back {
-                let take_a = b == n_back || (a < n_slow && self.slow[a] < back[b]);
-                merged[m] = if take_a { self.slow[a] } else { back[b] };
-                a += usize::from(take_a);
-                b += usize::from(!take_a);
-                m += 1;
-            }
-            self.slow[..m].copy_from_slice(&merged[..m]);
-            n_slow = m;
-        }
-        // sFlow reads the receiving interface of every packet: for a vector the
-        // fast path took whole from one port, that is one value; otherwise each
-        // packet it took gets its own (the general path fills the others').
-        self.rx_one = (n_slow == 0 && one_port).then_some(rxif.ifindex);
-        if light_meta && self.rx_one.is_none() {
-            self.fill_rx_if(pkts, n, n_slow, ift, vt);
-        }
-        n_slow
+        done_ip4
+    }
+
+    /// Hands IPv4 packet `i` (header at `l3`, untouched by the forward walk) to the
+    /// general IPv4 stage.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn ip4_resume<P: Packet>(
+        &mut self,
+        p: &P,
+        i: usize,
+        l3: usize,
+        fb_if: &mut RxIf,
+        ift: &IfTable,
+        vt: u32,
+        back: &mut [u16; BURST],
+        n_back: &mut usize,
+    ) {
+        const ETH: u8 = 1 << Stage::EthernetInput as u8;
+        const MPLS: u8 = 1 << Stage::MplsLookup as u8;
+        fb_if.follow(p.port(), ift, vt);
+        let (start, len) = p.window();
+        // A label was popped before the lookup (the window still starts at the
+        // Ethernet header as received).
+        let popped = l3 != start + ETH_LEN;
+        let m = Meta {
+            kind: Kind::Ip4,
+            l3: l3 as u16,
+            end: (start + len) as u16,
+            rx_if: fb_if.ifindex,
+            table: vt,
+            path: ETH | if popped { MPLS } else { 0 },
+            ..Meta::default()
+        };
+        self.resume(i, m, back, n_back);
+    }
+
+    /// The metadata of IPv4 packet `i`, forwarded, as the trace reads it: only
+    /// what the trace and the sFlow hook read, field by field (a whole `Meta` per
+    /// packet cost sFlow 6-7 cycles per packet before it sampled anything).
+    /// `new_l3` is where its payload starts now.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn ip4_trace_meta<P: Packet>(
+        &mut self,
+        p: &P,
+        i: usize,
+        new_l3: u16,
+        push: u8,
+        adj: u32,
+        fb_if: &mut RxIf,
+        ift: &IfTable,
+        vt: u32,
+    ) {
+        const ETH: u8 = 1 << Stage::EthernetInput as u8;
+        const MPLS: u8 = 1 << Stage::MplsLookup as u8;
+        fb_if.follow(p.port(), ift, vt);
+        let popped = self.popped[i >> 6] >> (i & 63) & 1 != 0;
+        let m = &mut self.meta[i];
+        m.kind = Kind::Rewrite;
+        m.l3 = new_l3;
+        m.rx_if = fb_if.ifindex;
+        m.ethertype = if push > 0 {
+            ETHERTYPE_MPLS
+        } else {
+            ETHERTYPE_IPV4
+        };
+        m.adj = adj;
+        m.path = ETH
+            | if popped { MPLS } else { 0 }
+            | 1 << Stage::Ip4Lookup as u8
+            | 1 << Stage::Rewrite as u8;
+        m.reason = 0;
     }
 
     /// Fills `rx_if` of the packets the fast path took (every packet of
