@@ -324,9 +324,6 @@ impl Work {
         // Received packets and bytes taken on `rxif`, not yet counted.
         let (mut rx_pkts, mut rx_bytes) = (0u64, 0u64);
         let mut switched = 0usize;
-        const ETH: u8 = 1 << Stage::EthernetInput as u8;
-        const MPLS: u8 = 1 << Stage::MplsLookup as u8;
-        const REWRITE: u8 = 1 << Stage::Rewrite as u8;
         for i in 0..n {
             if let Some(p) = pkts.get(i + 2 * PREFETCH) {
                 p.prefetch_meta();
@@ -397,16 +394,15 @@ impl Work {
                                     self.popped[i >> 6] |= 1 << (i & 63);
                                 }
                                 _ => {
-                                    let m = Meta {
-                                        kind: Kind::Ip4,
-                                        l3: off as u16,
-                                        end: end as u16,
-                                        rx_if: rxif.ifindex,
-                                        table: t,
-                                        path: ETH | MPLS,
-                                        ..Meta::default()
-                                    };
-                                    self.resume(i, m, &mut back, &mut n_back);
+                                    self.popped_resume(
+                                        i,
+                                        off,
+                                        end,
+                                        rxif.ifindex,
+                                        t,
+                                        &mut back,
+                                        &mut n_back,
+                                    );
                                     to = To::Other;
                                 }
                             }
@@ -447,51 +443,26 @@ impl Work {
 
         // Labelled packets: the L2 header, or the general rewrite (incomplete
         // adjacency, interface down, no headroom).
-        let mut done = 0usize;
         // The receiving interface of the packets that leave the fast path after
         // the classify walk.
         let mut fb_if = rxif;
-        for &Lfw { i, l3, et, adj } in &lfw[..n_lfw] {
-            let i = usize::from(i);
-            let rs = self.rw_slot(adj, ift, view);
-            let rw = &mut self.rw[rs];
-            // The window still spans the frame as received.
-            let (start, len) = pkts[i].window();
-            let sent = if rw.ok {
-                // (the window still ends where the frame received did)
-                put_l2(&mut pkts[i], usize::from(l3), et, start + len, rw)
-            } else {
-                None
-            };
-            if let Some(len) = sent {
-                out[i] = count_tx(rw, len);
-                done += 1;
-                if self.tx_slots {
-                    self.txs[i] = rs as u8 + 1;
-                }
-            }
-            if sent.is_none() || need_meta {
-                fb_if.follow(pkts[i].port(), ift, vt);
-                let m = Meta {
-                    kind: Kind::Rewrite,
-                    l3,
-                    end: (start + len) as u16,
-                    rx_if: fb_if.ifindex,
-                    ethertype: et,
-                    table: vt,
-                    adj,
-                    path: ETH | MPLS | if sent.is_some() { REWRITE } else { 0 },
-                    ..Meta::default()
-                };
-                if sent.is_some() {
-                    self.meta[i] = m;
-                } else {
-                    self.resume(i, m, &mut back, &mut n_back);
-                }
-            } else if light_meta {
-                self.meta[i].adj = adj;
-            }
-        }
+        let done = if n_lfw > 0 {
+            self.label_walk(
+                pkts,
+                out,
+                &lfw[..n_lfw],
+                ift,
+                view,
+                vt,
+                need_meta,
+                light_meta,
+                &mut fb_if,
+                &mut back,
+                &mut n_back,
+            )
+        } else {
+            0
+        };
 
         let done_ip4 = if k > 0 {
             view.lookup_burst(vt, &self.keys[..k], &mut self.fwd[..k]);
@@ -616,6 +587,151 @@ impl Work {
             }
         }
         done_ip4
+    }
+
+    /// The L2 header of the labelled packets the classify walk switched (`lfw`),
+    /// or the general rewrite for them (incomplete adjacency, interface down, no
+    /// headroom); returns how many it sent.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn label_walk<P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        lfw: &[Lfw],
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+        vt: u32,
+        need_meta: bool,
+        light_meta: bool,
+        fb_if: &mut RxIf,
+        back: &mut [u16; BURST],
+        n_back: &mut usize,
+    ) -> usize {
+        let extra = need_meta | light_meta | self.tx_slots;
+        let mut done = 0usize;
+        // (one label's packets go to one adjacency: the last one's slot)
+        let mut last = (u32::MAX, 0usize);
+        for &Lfw { i, l3, et, adj } in lfw {
+            let i = usize::from(i);
+            let rs = if adj == last.0 {
+                last.1
+            } else {
+                let rs = self.rw_slot(adj, ift, view);
+                last = (adj, rs);
+                rs
+            };
+            let rw = &mut self.rw[rs];
+            // The window still spans the frame as received.
+            let (start, len) = pkts[i].window();
+            let end = start + len;
+            let sent = if rw.ok {
+                // (the window still ends where the frame received did)
+                put_l2(&mut pkts[i], usize::from(l3), et, end, rw)
+            } else {
+                None
+            };
+            let Some(sent_len) = sent else {
+                let l = Lfw {
+                    i: i as u16,
+                    l3,
+                    et,
+                    adj,
+                };
+                self.label_meta(&pkts[i], l, end, false, fb_if, ift, vt, back, n_back);
+                continue;
+            };
+            out[i] = count_tx(rw, sent_len);
+            done += 1;
+            if !extra {
+                continue;
+            }
+            if self.tx_slots {
+                self.txs[i] = rs as u8 + 1;
+            }
+            if need_meta {
+                let l = Lfw {
+                    i: i as u16,
+                    l3,
+                    et,
+                    adj,
+                };
+                self.label_meta(&pkts[i], l, end, true, fb_if, ift, vt, back, n_back);
+            } else if light_meta {
+                self.meta[i].adj = adj;
+            }
+        }
+        done
+    }
+
+    /// The metadata of switched packet `l` (its frame as received ended at
+    /// `end`): for the trace when it was `sent`, else to resume in the general
+    /// rewrite.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn label_meta<P: Packet>(
+        &mut self,
+        p: &P,
+        l: Lfw,
+        end: usize,
+        sent: bool,
+        fb_if: &mut RxIf,
+        ift: &IfTable,
+        vt: u32,
+        back: &mut [u16; BURST],
+        n_back: &mut usize,
+    ) {
+        const ETH: u8 = 1 << Stage::EthernetInput as u8;
+        const MPLS: u8 = 1 << Stage::MplsLookup as u8;
+        const REWRITE: u8 = 1 << Stage::Rewrite as u8;
+        fb_if.follow(p.port(), ift, vt);
+        let i = usize::from(l.i);
+        let m = Meta {
+            kind: Kind::Rewrite,
+            l3: l.l3,
+            end: end as u16,
+            rx_if: fb_if.ifindex,
+            ethertype: l.et,
+            table: vt,
+            adj: l.adj,
+            path: ETH | MPLS | if sent { REWRITE } else { 0 },
+            ..Meta::default()
+        };
+        if sent {
+            self.meta[i] = m;
+        } else {
+            self.resume(i, m, back, n_back);
+        }
+    }
+
+    /// Hands packet `i`, its label popped (IPv4 header at `l3`, frame up to `end`),
+    /// to the general IPv4 stage of routing table `t`.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn popped_resume(
+        &mut self,
+        i: usize,
+        l3: usize,
+        end: usize,
+        rx_if: u16,
+        t: u32,
+        back: &mut [u16; BURST],
+        n_back: &mut usize,
+    ) {
+        const ETH: u8 = 1 << Stage::EthernetInput as u8;
+        const MPLS: u8 = 1 << Stage::MplsLookup as u8;
+        let m = Meta {
+            kind: Kind::Ip4,
+            l3: l3 as u16,
+            end: end as u16,
+            rx_if,
+            table: t,
+            path: ETH | MPLS,
+            ..Meta::default()
+        };
+        self.resume(i, m, back, n_back);
     }
 
     /// Hands IPv4 packet `i` (header at `l3`, untouched by the forward walk) to the
