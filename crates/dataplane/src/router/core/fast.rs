@@ -528,7 +528,8 @@ impl Work {
     ) -> usize {
         // Anything to note per forwarded packet (sFlow, trace)?
         let extra = need_meta | light_meta | self.tx_slots;
-        let mut done_ip4 = 0usize;
+        // (what is not sent resumes: the count of those says how many were sent)
+        let resumed_before = *n_back;
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let l3 = usize::from(self.l3s[j]);
@@ -538,17 +539,7 @@ impl Work {
                 self.fwd_decode(slot, f, ift, view);
             }
             let slot = if self.fd[slot].ecmp {
-                // The leg of this flow (the general stage's hash: the NIC's, or
-                // the 5-tuple's).
-                let rss = pkts[i].rss_hash();
-                let raw = pkts[i].raw_mut();
-                let hash = if rss != 0 {
-                    rss
-                } else {
-                    let total = raw.get(l3 + 2..l3 + 4).map_or(0, |b| rd16(b, 0));
-                    raw.get(l3..l3 + usize::from(total)).map_or(0, flow_hash)
-                };
-                self.leg_decode(FWD_CACHE, view.leg(f, hash), ift, view);
+                self.ecmp_leg(&mut pkts[i], l3, f, ift, view);
                 FWD_CACHE
             } else {
                 slot
@@ -568,7 +559,6 @@ impl Work {
                 self.ip4_resume(&pkts[i], i, l3, fb_if, ift, vt, back, n_back);
                 continue;
             };
-            done_ip4 += 1;
             // (one test per packet for the three)
             if !extra {
                 continue;
@@ -583,7 +573,30 @@ impl Work {
                 self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, fb_if, ift, vt);
             }
         }
-        done_ip4
+        k - (*n_back - resumed_before)
+    }
+
+    /// Decodes into the scratch entry (`fd[FWD_CACHE]`) the leg of ECMP result `f`
+    /// that packet `p` (IPv4 header at `l3`) takes: by the general stage's hash,
+    /// the NIC's or the 5-tuple's.
+    #[inline(always)]
+    fn ecmp_leg<P: Packet>(
+        &mut self,
+        p: &mut P,
+        l3: usize,
+        f: u32,
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+    ) {
+        let rss = p.rss_hash();
+        let raw = p.raw_mut();
+        let hash = if rss != 0 {
+            rss
+        } else {
+            let total = raw.get(l3 + 2..l3 + 4).map_or(0, |b| rd16(b, 0));
+            raw.get(l3..l3 + usize::from(total)).map_or(0, flow_hash)
+        };
+        self.leg_decode(FWD_CACHE, view.leg(f, hash), ift, view);
     }
 
     /// [`Kind::Fast`] for every packet the classify walk took, for sFlow (the
