@@ -363,12 +363,18 @@ impl Work {
                         .last_chunk::<20>()
                         .map(|h| ip4_check_rest(h, len - ETH_LEN))
                     {
+                        if light_meta {
+                            self.meta[i].kind = Kind::Fast(false);
+                        }
                         dst = d;
                         to = To::Key;
                     }
                 } else if et & 0xffff == ET_MPLS_LE {
                     let g = guard.get_or_insert_with(|| labels.pin());
                     let frame = &mut raw[..end];
+                    if light_meta {
+                        self.meta[i].kind = Kind::Fast(true);
+                    }
                     if self.keep_stacks {
                         sflow_hook::keep_stack(&mut self.stacks[i], frame, l3);
                     }
@@ -431,9 +437,6 @@ impl Work {
         }
         drop(guard);
         rx_flush(&self.stats, rxif.ifindex, rx_pkts, rx_bytes);
-        if light_meta {
-            self.fast_kinds(k, &lfw[..n_lfw]);
-        }
         // Packets taken: the IPv4 keys that were not popped, and the switched ones.
         let t1 = acc.add(Stage::EthernetInput, n - n_slow, t0);
         acc.count(Stage::MplsLookup, switched);
@@ -597,22 +600,6 @@ impl Work {
             raw.get(l3..l3 + usize::from(total)).map_or(0, flow_hash)
         };
         self.leg_decode(FWD_CACHE, view.leg(f, hash), ift, view);
-    }
-
-    /// [`Kind::Fast`] for every packet the classify walk took, for sFlow (the
-    /// ones that end up resuming in the general path get their whole metadata
-    /// later): after the walk, so that the walk itself carries no metadata
-    /// pointer.
-    #[inline(never)]
-    fn fast_kinds(&mut self, k: usize, lfw: &[Lfw]) {
-        for j in 0..k {
-            let i = usize::from(self.sel[j]);
-            let popped = self.popped[i >> 6] >> (i & 63) & 1 != 0;
-            self.meta[i].kind = Kind::Fast(popped);
-        }
-        for l in lfw {
-            self.meta[usize::from(l.i)].kind = Kind::Fast(true);
-        }
     }
 
     /// The L2 header of the labelled packets the classify walk switched (`lfw`),
