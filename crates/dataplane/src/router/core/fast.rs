@@ -531,6 +531,8 @@ impl Work {
     ) -> usize {
         // Anything to note per forwarded packet (sFlow, trace)?
         let extra = need_meta | light_meta | self.tx_slots;
+        // The usual sFlow case: rx sampling only, no trace.
+        let adj_only = light_meta & !need_meta & !self.tx_slots;
         // (what is not sent resumes: the count of those says how many were sent)
         let resumed_before = *n_back;
         for j in 0..k {
@@ -564,6 +566,10 @@ impl Work {
             };
             // (one test per packet for the three)
             if !extra {
+                continue;
+            }
+            if adj_only {
+                self.meta[i].adj = adj;
                 continue;
             }
             if self.tx_slots {
