@@ -126,8 +126,9 @@ enum Kind {
     Rewrite,
     /// Built completely (L2 included) by the local stage: send on `port`.
     Ready,
-    /// Forwarded by the fast path with only `adj` (and `rx_if`, unless
-    /// `Work::rx_one` says it for the whole vector) filled in, for the sFlow hook
+    /// Forwarded by the fast path with only `rx_if` filled in (unless
+    /// `Work::rx_one` says it for the whole vector; the adjacency is in
+    /// `Work::fast_adj`), for the sFlow hook
     /// while sampling is on and no trace runs; true: it arrived labelled (its
     /// stack as received is kept).
     Fast(bool),
@@ -247,6 +248,10 @@ struct Work {
     /// sFlow samples on tx: record in `txs` the adjacency cache slot each transit
     /// packet left through.
     tx_slots: bool,
+    /// Per packet the fast path sent while sFlow is on (`Kind::Fast`): its
+    /// adjacency (a compact array: the fast path stores one word per packet, not
+    /// into a `Meta`).
+    fast_adj: [u32; BURST],
     /// Per packet of the vector (while `tx_slots`): the `rw` slot + 1 of the
     /// adjacency a transit packet was sent through, 0 for every other packet.
     txs: [u8; BURST],
@@ -367,6 +372,7 @@ impl Core {
                 tx_slots: false,
                 rx_one: None,
                 txs: [0; BURST],
+                fast_adj: [0; BURST],
                 rw_evicted: false,
                 stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
                 rw: [Rw::default(); RW_CACHE],

@@ -35,7 +35,7 @@
 //!
 //! Metadata: a packet the fast path finishes has none, unless the trace runs (the
 //! whole [`Meta`], as the general path would leave it) or sFlow samples (only
-//! [`Kind::Fast`] and the adjacency, the receiving interface once per vector when
+//! [`Kind::Fast`] and the adjacency in a compact array, the receiving interface once per vector when
 //! one port sent it all, and for tx sampling the adjacency cache slot it left
 //! through: see `sflow_hook`).
 //!
@@ -569,14 +569,14 @@ impl Work {
                 continue;
             }
             if adj_only {
-                self.meta[i].adj = adj;
+                self.fast_adj[i] = adj;
                 continue;
             }
             if self.tx_slots {
                 self.txs[i] = rs as u8 + 1;
             }
             if light_meta {
-                self.meta[i].adj = adj;
+                self.fast_adj[i] = adj;
             }
             if need_meta {
                 self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, fb_if, ift, vt);
@@ -677,7 +677,7 @@ impl Work {
                 };
                 self.label_meta(&pkts[i], l, end, true, fb_if, ift, vt, back, n_back);
             } else if light_meta {
-                self.meta[i].adj = adj;
+                self.fast_adj[i] = adj;
             }
         }
         done

@@ -230,6 +230,7 @@ impl SflowHook {
                     &mut self.adj,
                     &mut tables.fib,
                     &meta[..],
+                    &w.fast_adj,
                     &w.rw,
                     out,
                     n,
@@ -252,6 +253,7 @@ impl SflowHook {
                 &mut self.adj,
                 &mut tables.fib,
                 &meta[..],
+                &w.fast_adj,
                 &w.rw,
                 out,
                 n,
@@ -312,9 +314,10 @@ impl SflowHook {
             };
             let forwarded = transit(m.kind, m.reason, o);
             let (output, next_hop) = if forwarded {
-                let e = match rw_hit(&w.rw, m.adj) {
+                let adj = adj_of(m, &w.fast_adj, i);
+                let e = match rw_hit(&w.rw, adj) {
                     Some(e) => e,
-                    None => adj_slow(&mut self.adj, m.adj, &mut reader, &mut view),
+                    None => adj_slow(&mut self.adj, adj, &mut reader, &mut view),
                 };
                 (
                     SfInterface::Index(e.ifindex),
@@ -380,11 +383,13 @@ impl SflowHook {
 
 /// Per packet of `meta[..n]`, the ifIndex a transit packet left through (0 for
 /// any other packet): its adjacency's, from the core's cache, else from the FIB.
+#[allow(clippy::too_many_arguments)]
 fn tx_ifs(
     tx_if: &mut [u32; BURST],
     cache: &mut [AdjEntry; ADJ_CACHE],
     fib: &mut fib::FibReader,
     meta: &[super::Meta],
+    fast_adj: &[u32; BURST],
     rw: &[super::Rw; super::RW_CACHE],
     out: &[Out],
     n: usize,
@@ -393,9 +398,10 @@ fn tx_ifs(
     for i in 0..n {
         let m = &meta[i];
         tx_if[i] = if transit(m.kind, m.reason, out[i]) {
-            match rw_hit(rw, m.adj) {
+            let adj = adj_of(m, fast_adj, i);
+            match rw_hit(rw, adj) {
                 Some(e) => e.ifindex,
-                None => adj_slow(cache, m.adj, &mut reader, &mut view).ifindex,
+                None => adj_slow(cache, adj, &mut reader, &mut view).ifindex,
             }
         } else {
             0
@@ -433,6 +439,16 @@ fn rw_hit(rw: &[super::Rw; super::RW_CACHE], adj: u32) -> Option<AdjEntry> {
         ifindex: e.ifindex,
         nbr: e.nbr,
     })
+}
+
+/// The adjacency packet `i` (metadata `m`) left through: the fast path keeps it
+/// in `fast_adj`, the general path in the metadata.
+#[inline(always)]
+fn adj_of(m: &super::Meta, fast_adj: &[u32; BURST], i: usize) -> u32 {
+    match m.kind {
+        Kind::Fast(_) => fast_adj.get(i).copied().unwrap_or(u32::MAX),
+        _ => m.adj,
+    }
 }
 
 /// A packet forwarded through an adjacency (not one the router made from it, such
