@@ -531,8 +531,6 @@ impl Work {
     ) -> usize {
         // Anything to note per forwarded packet (sFlow, trace)?
         let extra = need_meta | light_meta | self.tx_slots;
-        // The usual sFlow case: rx sampling only, no trace.
-        let adj_only = light_meta & !need_meta & !self.tx_slots;
         // (what is not sent resumes: the count of those says how many were sent)
         let resumed_before = *n_back;
         for j in 0..k {
@@ -564,20 +562,14 @@ impl Work {
                 self.ip4_resume(&pkts[i], i, l3, fb_if, ift, vt, back, n_back);
                 continue;
             };
-            // (one test per packet for the three)
+            // (one test per packet for the three; both notes unconditionally: each
+            // is read only when it is meant to be, `txs` while `tx_slots`,
+            // `fast_adj` for `Kind::Fast` packets)
             if !extra {
                 continue;
             }
-            if adj_only {
-                self.fast_adj[i] = adj;
-                continue;
-            }
-            if self.tx_slots {
-                self.txs[i] = rs as u8 + 1;
-            }
-            if light_meta {
-                self.fast_adj[i] = adj;
-            }
+            self.fast_adj[i] = adj;
+            self.txs[i] = rs as u8 + 1;
             if need_meta {
                 self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, fb_if, ift, vt);
             }
@@ -665,9 +657,7 @@ impl Work {
             if !extra {
                 continue;
             }
-            if self.tx_slots {
-                self.txs[i] = rs as u8 + 1;
-            }
+            self.txs[i] = rs as u8 + 1;
             if need_meta {
                 let l = Lfw {
                     i: i as u16,
