@@ -161,6 +161,11 @@ impl RxIf {
 
 const MAC_MASK: u64 = 0xffff_ffff_ffff;
 
+/// `Meta::path` bits of the stages a packet went through.
+const ETH: u8 = 1 << Stage::EthernetInput as u8;
+const MPLS: u8 = 1 << Stage::MplsLookup as u8;
+const REWRITE: u8 = 1 << Stage::Rewrite as u8;
+
 /// Bytes the classify walk reads at once: Ethernet and an IPv4 header without
 /// options (shorter frames go to the general path).
 const HEAD: usize = ETH_LEN + 20;
@@ -271,11 +276,11 @@ impl Work {
     /// Marks packet `i` to resume in the general stages with `m` (it went through
     /// part of the fast path, which may have changed it).
     #[inline(always)]
-    fn resume(&mut self, i: usize, m: Meta, back: &mut [u16; BURST], n_back: &mut usize) {
+    fn resume(&mut self, i: usize, m: Meta, hb: &mut Handback<'_>) {
         self.meta[i] = m;
         self.resumed[i >> 6] |= 1 << (i & 63);
-        back[*n_back] = i as u16;
-        *n_back += 1;
+        hb.back[hb.n] = i as u16;
+        hb.n += 1;
     }
 
     /// Whether packet `i` resumes in the general stages (see [`Work::resume`]).
@@ -319,8 +324,16 @@ impl Work {
         // Labelled packets switched here.
         let mut lfw = [Lfw::default(); BURST];
         let mut n_lfw = 0usize;
-        let mut back = [0u16; BURST];
-        let mut n_back = 0usize;
+        // Packets handed back part-way.
+        let mut hb = Handback {
+            ift,
+            vt,
+            need_meta,
+            light_meta,
+            fb_if: RxIf::of(u16::MAX, ift, vt),
+            back: [0u16; BURST],
+            n: 0,
+        };
         // Received packets and bytes taken on `rxif`, not yet counted.
         let (mut rx_pkts, mut rx_bytes) = (0u64, 0u64);
         let mut switched = 0usize;
@@ -394,15 +407,7 @@ impl Work {
                                     self.popped[i >> 6] |= 1 << (i & 63);
                                 }
                                 _ => {
-                                    self.popped_resume(
-                                        i,
-                                        off,
-                                        end,
-                                        rxif.ifindex,
-                                        t,
-                                        &mut back,
-                                        &mut n_back,
-                                    );
+                                    self.ip4_resume_at(i, off, end, rxif.ifindex, t, true, &mut hb);
                                     to = To::Other;
                                 }
                             }
@@ -445,45 +450,22 @@ impl Work {
         // adjacency, interface down, no headroom).
         // The receiving interface of the packets that leave the fast path after
         // the classify walk.
-        let mut fb_if = rxif;
+        hb.fb_if = rxif;
         let done = if n_lfw > 0 {
-            self.label_walk(
-                pkts,
-                out,
-                &lfw[..n_lfw],
-                ift,
-                view,
-                vt,
-                need_meta,
-                light_meta,
-                &mut fb_if,
-                &mut back,
-                &mut n_back,
-            )
+            self.label_walk(pkts, out, &lfw[..n_lfw], view, &mut hb)
         } else {
             0
         };
 
         let done_ip4 = if k > 0 {
             view.lookup_burst(vt, &self.keys[..k], &mut self.fwd[..k]);
-            self.forward_walk(
-                pkts,
-                out,
-                k,
-                ift,
-                view,
-                vt,
-                need_meta,
-                light_meta,
-                &mut fb_if,
-                &mut back,
-                &mut n_back,
-            )
+            self.forward_walk(pkts, out, k, view, &mut hb)
         } else {
             0
         };
         acc.add(Stage::Ip4Lookup, done_ip4, t1);
         acc.count(Stage::Rewrite, done + done_ip4);
+        let (back, n_back) = (&mut hb.back, hb.n);
         if n_back > 0 {
             // Merge the two ascending index lists.
             back[..n_back].sort_unstable();
@@ -513,26 +495,20 @@ impl Work {
     /// module docs); returns how many packets it sent. Packets it leaves resume in
     /// the general path (`back`); `fb_if` follows their receiving interface. Out of
     /// line: with the rest of `process` around it, its loop ran short of registers.
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn forward_walk<P: Packet>(
         &mut self,
         pkts: &mut [P],
         out: &mut [Out],
         k: usize,
-        ift: &IfTable,
         view: &fib::FibView<'_>,
-        vt: u32,
-        need_meta: bool,
-        light_meta: bool,
-        fb_if: &mut RxIf,
-        back: &mut [u16; BURST],
-        n_back: &mut usize,
+        hb: &mut Handback<'_>,
     ) -> usize {
+        let (ift, need_meta, light_meta) = (hb.ift, hb.need_meta, hb.light_meta);
         // Anything to note per forwarded packet (sFlow, trace)?
         let extra = need_meta | light_meta | self.tx_slots;
         // (what is not sent resumes: the count of those says how many were sent)
-        let resumed_before = *n_back;
+        let resumed_before = hb.n;
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let l3 = usize::from(self.l3s[j]);
@@ -559,7 +535,7 @@ impl Work {
             }
             let Some(new_l3) = sent else {
                 // Untouched by the IPv4 part: the general IPv4 stage takes over.
-                self.ip4_resume(&pkts[i], i, l3, fb_if, ift, vt, back, n_back);
+                self.ip4_resume(&pkts[i], i, l3, hb);
                 continue;
             };
             // (one test per packet for the three; both notes unconditionally: each
@@ -571,10 +547,10 @@ impl Work {
             self.fast_adj[i] = adj;
             self.txs[i] = rs as u8 + 1;
             if need_meta {
-                self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, fb_if, ift, vt);
+                self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, hb);
             }
         }
-        k - (*n_back - resumed_before)
+        k - (hb.n - resumed_before)
     }
 
     /// Decodes into the scratch entry (`fd[FWD_CACHE]`) the leg of ECMP result `f`
@@ -603,27 +579,22 @@ impl Work {
     /// The L2 header of the labelled packets the classify walk switched (`lfw`),
     /// or the general rewrite for them (incomplete adjacency, interface down, no
     /// headroom); returns how many it sent.
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn label_walk<P: Packet>(
         &mut self,
         pkts: &mut [P],
         out: &mut [Out],
         lfw: &[Lfw],
-        ift: &IfTable,
         view: &fib::FibView<'_>,
-        vt: u32,
-        need_meta: bool,
-        light_meta: bool,
-        fb_if: &mut RxIf,
-        back: &mut [u16; BURST],
-        n_back: &mut usize,
+        hb: &mut Handback<'_>,
     ) -> usize {
+        let (ift, need_meta, light_meta) = (hb.ift, hb.need_meta, hb.light_meta);
         let extra = need_meta | light_meta | self.tx_slots;
         let mut done = 0usize;
         // (one label's packets go to one adjacency: the last one's slot)
         let mut last = (u32::MAX, 0usize);
-        for &Lfw { i, l3, et, adj } in lfw {
+        for &l in lfw {
+            let Lfw { i, l3, et, adj } = l;
             let i = usize::from(i);
             let rs = if adj == last.0 {
                 last.1
@@ -643,13 +614,7 @@ impl Work {
                 None
             };
             let Some(sent_len) = sent else {
-                let l = Lfw {
-                    i: i as u16,
-                    l3,
-                    et,
-                    adj,
-                };
-                self.label_meta(&pkts[i], l, end, false, fb_if, ift, vt, back, n_back);
+                self.label_meta(&pkts[i], l, end, false, hb);
                 continue;
             };
             out[i] = count_tx(rw, sent_len);
@@ -659,13 +624,7 @@ impl Work {
             }
             self.txs[i] = rs as u8 + 1;
             if need_meta {
-                let l = Lfw {
-                    i: i as u16,
-                    l3,
-                    et,
-                    adj,
-                };
-                self.label_meta(&pkts[i], l, end, true, fb_if, ift, vt, back, n_back);
+                self.label_meta(&pkts[i], l, end, true, hb);
             } else if light_meta {
                 self.fast_adj[i] = adj;
             }
@@ -676,7 +635,6 @@ impl Work {
     /// The metadata of switched packet `l` (its frame as received ended at
     /// `end`): for the trace when it was `sent`, else to resume in the general
     /// rewrite.
-    #[allow(clippy::too_many_arguments)]
     #[cold]
     #[inline(never)]
     fn label_meta<P: Packet>(
@@ -685,24 +643,17 @@ impl Work {
         l: Lfw,
         end: usize,
         sent: bool,
-        fb_if: &mut RxIf,
-        ift: &IfTable,
-        vt: u32,
-        back: &mut [u16; BURST],
-        n_back: &mut usize,
+        hb: &mut Handback<'_>,
     ) {
-        const ETH: u8 = 1 << Stage::EthernetInput as u8;
-        const MPLS: u8 = 1 << Stage::MplsLookup as u8;
-        const REWRITE: u8 = 1 << Stage::Rewrite as u8;
-        fb_if.follow(p.port(), ift, vt);
+        hb.follow(p.port());
         let i = usize::from(l.i);
         let m = Meta {
             kind: Kind::Rewrite,
             l3: l.l3,
             end: end as u16,
-            rx_if: fb_if.ifindex,
+            rx_if: hb.fb_if.ifindex,
             ethertype: l.et,
-            table: vt,
+            table: hb.vt,
             adj: l.adj,
             path: ETH | MPLS | if sent { REWRITE } else { 0 },
             ..Meta::default()
@@ -710,79 +661,56 @@ impl Work {
         if sent {
             self.meta[i] = m;
         } else {
-            self.resume(i, m, back, n_back);
+            self.resume(i, m, hb);
         }
     }
 
-    /// Hands packet `i`, its label popped (IPv4 header at `l3`, frame up to `end`),
-    /// to the general IPv4 stage of routing table `t`.
-    #[allow(clippy::too_many_arguments)]
+    /// Hands packet `i` (IPv4 header at `l3`, frame up to `end`, received on
+    /// `rx_if`, its label `popped` or not) to the general IPv4 stage of routing
+    /// table `t`.
     #[cold]
+    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn popped_resume(
+    fn ip4_resume_at(
         &mut self,
         i: usize,
         l3: usize,
         end: usize,
         rx_if: u16,
         t: u32,
-        back: &mut [u16; BURST],
-        n_back: &mut usize,
+        popped: bool,
+        hb: &mut Handback<'_>,
     ) {
-        const ETH: u8 = 1 << Stage::EthernetInput as u8;
-        const MPLS: u8 = 1 << Stage::MplsLookup as u8;
         let m = Meta {
             kind: Kind::Ip4,
             l3: l3 as u16,
             end: end as u16,
             rx_if,
             table: t,
-            path: ETH | MPLS,
+            path: ETH | if popped { MPLS } else { 0 },
             ..Meta::default()
         };
-        self.resume(i, m, back, n_back);
+        self.resume(i, m, hb);
     }
 
     /// Hands IPv4 packet `i` (header at `l3`, untouched by the forward walk) to the
     /// general IPv4 stage.
-    #[allow(clippy::too_many_arguments)]
     #[cold]
     #[inline(never)]
-    fn ip4_resume<P: Packet>(
-        &mut self,
-        p: &P,
-        i: usize,
-        l3: usize,
-        fb_if: &mut RxIf,
-        ift: &IfTable,
-        vt: u32,
-        back: &mut [u16; BURST],
-        n_back: &mut usize,
-    ) {
-        const ETH: u8 = 1 << Stage::EthernetInput as u8;
-        const MPLS: u8 = 1 << Stage::MplsLookup as u8;
-        fb_if.follow(p.port(), ift, vt);
+    fn ip4_resume<P: Packet>(&mut self, p: &P, i: usize, l3: usize, hb: &mut Handback<'_>) {
+        hb.follow(p.port());
         let (start, len) = p.window();
         // A label was popped before the lookup (the window still starts at the
         // Ethernet header as received).
         let popped = l3 != start + ETH_LEN;
-        let m = Meta {
-            kind: Kind::Ip4,
-            l3: l3 as u16,
-            end: (start + len) as u16,
-            rx_if: fb_if.ifindex,
-            table: vt,
-            path: ETH | if popped { MPLS } else { 0 },
-            ..Meta::default()
-        };
-        self.resume(i, m, back, n_back);
+        let (rx_if, vt) = (hb.fb_if.ifindex, hb.vt);
+        self.ip4_resume_at(i, l3, start + len, rx_if, vt, popped, hb);
     }
 
     /// The metadata of IPv4 packet `i`, forwarded, as the trace reads it: only
     /// what the trace and the sFlow hook read, field by field (a whole `Meta` per
     /// packet cost sFlow 6-7 cycles per packet before it sampled anything).
     /// `new_l3` is where its payload starts now.
-    #[allow(clippy::too_many_arguments)]
     #[cold]
     #[inline(never)]
     fn ip4_trace_meta<P: Packet>(
@@ -792,18 +720,14 @@ impl Work {
         new_l3: u16,
         push: u8,
         adj: u32,
-        fb_if: &mut RxIf,
-        ift: &IfTable,
-        vt: u32,
+        hb: &mut Handback<'_>,
     ) {
-        const ETH: u8 = 1 << Stage::EthernetInput as u8;
-        const MPLS: u8 = 1 << Stage::MplsLookup as u8;
-        fb_if.follow(p.port(), ift, vt);
+        hb.follow(p.port());
         let popped = self.popped[i >> 6] >> (i & 63) & 1 != 0;
         let m = &mut self.meta[i];
         m.kind = Kind::Rewrite;
         m.l3 = new_l3;
-        m.rx_if = fb_if.ifindex;
+        m.rx_if = hb.fb_if.ifindex;
         m.ethertype = if push > 0 {
             ETHERTYPE_MPLS
         } else {
@@ -900,6 +824,31 @@ impl Work {
         e.adj = adj;
         e.rs = rs as u8;
         e.ok = ok;
+    }
+}
+
+/// What the fast path's walks share over a vector: the tables, what to note per
+/// packet sent, and the packets handed back to the general stages part-way.
+struct Handback<'a> {
+    ift: &'a IfTable,
+    /// The vector's routing table.
+    vt: u32,
+    /// Fill the whole metadata of packets sent (trace).
+    need_meta: bool,
+    /// Note what sFlow reads of packets sent (see [`Work::fast_ip4`]).
+    light_meta: bool,
+    /// The receiving interface of the packet handed back last.
+    fb_if: RxIf,
+    /// Their indices (`n` of them), in the order handed back.
+    back: [u16; BURST],
+    n: usize,
+}
+
+impl Handback<'_> {
+    /// Makes `fb_if` port `port`'s interface.
+    #[inline(always)]
+    fn follow(&mut self, port: u16) {
+        self.fb_if.follow(port, self.ift, self.vt);
     }
 }
 
