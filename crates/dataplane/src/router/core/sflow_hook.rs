@@ -225,16 +225,7 @@ impl SflowHook {
             {
                 // The same answers as the per-packet way.
                 let tx_if = &mut self.tx_if;
-                tx_ifs(
-                    tx_if,
-                    &mut self.adj,
-                    &mut tables.fib,
-                    &meta[..],
-                    &w.fast_adj,
-                    &w.rw,
-                    out,
-                    n,
-                );
+                tx_ifs(tx_if, &mut self.adj, &mut tables.fib, w, out, n);
                 for i in 0..n {
                     let got = slot_if[usize::from(txs[i]) & 31];
                     debug_assert_eq!(got, tx_if[i], "packet {i}");
@@ -248,16 +239,7 @@ impl SflowHook {
             );
         } else if self.sampler.is_on(Direction::Tx) {
             // The general way: each packet's kind, fate and adjacency.
-            tx_ifs(
-                &mut self.tx_if,
-                &mut self.adj,
-                &mut tables.fib,
-                &meta[..],
-                &w.fast_adj,
-                &w.rw,
-                out,
-                n,
-            );
+            tx_ifs(&mut self.tx_if, &mut self.adj, &mut tables.fib, w, out, n);
             let tx_if = &self.tx_if;
             self.sampler
                 .select_burst(Direction::Tx, n, |i| tx_if[i], &mut self.picks);
@@ -381,19 +363,17 @@ impl SflowHook {
     }
 }
 
-/// Per packet of `meta[..n]`, the ifIndex a transit packet left through (0 for
+/// Per packet of `w.meta[..n]`, the ifIndex a transit packet left through (0 for
 /// any other packet): its adjacency's, from the core's cache, else from the FIB.
-#[allow(clippy::too_many_arguments)]
 fn tx_ifs(
     tx_if: &mut [u32; BURST],
     cache: &mut [AdjEntry; ADJ_CACHE],
     fib: &mut fib::FibReader,
-    meta: &[super::Meta],
-    fast_adj: &[u32; BURST],
-    rw: &[super::Rw; super::RW_CACHE],
+    w: &super::Work,
     out: &[Out],
     n: usize,
 ) {
+    let (meta, fast_adj, rw) = (&w.meta[..], &w.fast_adj, &w.rw);
     let (mut reader, mut view) = (Some(fib), None);
     for i in 0..n {
         let m = &meta[i];
