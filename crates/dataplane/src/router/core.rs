@@ -284,6 +284,12 @@ struct Work {
 /// Slots of the per-vector adjacency cache (a power of two).
 const RW_CACHE: usize = 16;
 
+/// The slot of adjacency `adj` in the per-vector adjacency cache (`Work::rw`).
+#[inline(always)]
+fn rw_index(adj: u32) -> usize {
+    adj as usize & (RW_CACHE - 1)
+}
+
 /// An adjacency decoded once per vector for the IPv4 stage and the rewrite: what
 /// `FibView::adjacency` and the interface table say about it, and the L2 header
 /// ready to copy. A vector uses a handful of adjacencies, so the decode (four atomic
@@ -739,7 +745,7 @@ impl Work {
                     Some(port) => {
                         if self.tx_slots && m.kind == Kind::Rewrite && m.reason == 0 {
                             // (the loop above put this adjacency in its slot)
-                            self.txs[i] = (m.adj as usize & (RW_CACHE - 1)) as u8 + 1;
+                            self.txs[i] = rw_index(m.adj) as u8 + 1;
                         }
                         Out::Tx(port)
                     }
@@ -939,7 +945,7 @@ impl Work {
     /// [`Rw`]).
     #[inline(always)]
     fn rw_slot(&mut self, adj: u32, ift: &IfTable, view: &fib::FibView<'_>) -> usize {
-        let slot = adj as usize & (RW_CACHE - 1);
+        let slot = rw_index(adj);
         let key = self.rw[slot].key;
         if key != adj.wrapping_add(1) || key == 0 {
             if key != 0 {

@@ -283,6 +283,12 @@ impl Work {
         hb.n += 1;
     }
 
+    /// Whether the classify walk popped packet `i`'s label into its IPv4 batch.
+    #[inline(always)]
+    fn is_popped(&self, i: usize) -> bool {
+        self.popped[i >> 6] >> (i & 63) & 1 != 0
+    }
+
     /// Whether packet `i` resumes in the general stages (see [`Work::resume`]).
     #[inline(always)]
     pub(super) fn is_resumed(&self, i: usize) -> bool {
@@ -404,7 +410,7 @@ impl Work {
                                     dst = d;
                                     l3 = off;
                                     to = To::Key;
-                                    self.popped[i >> 6] |= 1 << (i & 63);
+                                    self.popped[i >> 6] |= 1 << (i & 63); // (see `is_popped`)
                                 }
                                 _ => {
                                     self.ip4_resume_at(i, off, end, rxif.ifindex, t, true, &mut hb);
@@ -492,9 +498,9 @@ impl Work {
     }
 
     /// The forward walk of the fast path over the `k` keys looked up (see the
-    /// module docs); returns how many packets it sent. Packets it leaves resume in
-    /// the general path (`back`); `fb_if` follows their receiving interface. Out of
-    /// line: with the rest of `process` around it, its loop ran short of registers.
+    /// module docs); returns how many packets it sent. Packets it leaves are handed
+    /// back (`hb`) to resume in the general IPv4 stage. Out of line: with the rest
+    /// of `process` around it, its loop ran short of registers.
     #[inline(never)]
     fn forward_walk<P: Packet>(
         &mut self,
@@ -504,9 +510,9 @@ impl Work {
         view: &fib::FibView<'_>,
         hb: &mut Handback<'_>,
     ) -> usize {
-        let (ift, need_meta, light_meta) = (hb.ift, hb.need_meta, hb.light_meta);
+        let (ift, need_meta) = (hb.ift, hb.need_meta);
         // Anything to note per forwarded packet (sFlow, trace)?
-        let extra = need_meta | light_meta | self.tx_slots;
+        let extra = need_meta | hb.light_meta | self.tx_slots;
         // (what is not sent resumes: the count of those says how many were sent)
         let resumed_before = hb.n;
         for j in 0..k {
@@ -588,8 +594,8 @@ impl Work {
         view: &fib::FibView<'_>,
         hb: &mut Handback<'_>,
     ) -> usize {
-        let (ift, need_meta, light_meta) = (hb.ift, hb.need_meta, hb.light_meta);
-        let extra = need_meta | light_meta | self.tx_slots;
+        let (ift, need_meta) = (hb.ift, hb.need_meta);
+        let extra = need_meta | hb.light_meta | self.tx_slots;
         let mut done = 0usize;
         // (one label's packets go to one adjacency: the last one's slot)
         let mut last = (u32::MAX, 0usize);
@@ -619,14 +625,14 @@ impl Work {
             };
             out[i] = count_tx(rw, sent_len);
             done += 1;
+            // (as in the forward walk: one test, both notes unconditionally)
             if !extra {
                 continue;
             }
+            self.fast_adj[i] = adj;
             self.txs[i] = rs as u8 + 1;
             if need_meta {
                 self.label_meta(&pkts[i], l, end, true, hb);
-            } else if light_meta {
-                self.fast_adj[i] = adj;
             }
         }
         done
@@ -700,9 +706,7 @@ impl Work {
     fn ip4_resume<P: Packet>(&mut self, p: &P, i: usize, l3: usize, hb: &mut Handback<'_>) {
         hb.follow(p.port());
         let (start, len) = p.window();
-        // A label was popped before the lookup (the window still starts at the
-        // Ethernet header as received).
-        let popped = l3 != start + ETH_LEN;
+        let popped = self.is_popped(i);
         let (rx_if, vt) = (hb.fb_if.ifindex, hb.vt);
         self.ip4_resume_at(i, l3, start + len, rx_if, vt, popped, hb);
     }
@@ -723,7 +727,7 @@ impl Work {
         hb: &mut Handback<'_>,
     ) {
         hb.follow(p.port());
-        let popped = self.popped[i >> 6] >> (i & 63) & 1 != 0;
+        let popped = self.is_popped(i);
         let m = &mut self.meta[i];
         m.kind = Kind::Rewrite;
         m.l3 = new_l3;
@@ -734,10 +738,7 @@ impl Work {
             ETHERTYPE_IPV4
         };
         m.adj = adj;
-        m.path = ETH
-            | if popped { MPLS } else { 0 }
-            | 1 << Stage::Ip4Lookup as u8
-            | 1 << Stage::Rewrite as u8;
+        m.path = ETH | if popped { MPLS } else { 0 } | 1 << Stage::Ip4Lookup as u8 | REWRITE;
         m.reason = 0;
     }
 

@@ -18,8 +18,8 @@
 //!   described and copied into the worker's ring; the vector's samples are
 //!   published to the agent with one store.
 //! * What the core leaves for the hook: while sampling is on (and no trace runs)
-//!   the fast path fills only the kind ([`Kind::Fast`]) and the adjacency of what
-//!   it forwards, and the receiving interface once for a vector it took whole from
+//!   the fast path fills only the kind ([`Kind::Fast`]) of what it forwards and
+//!   its adjacency (in the compact `fast_adj` array), and the receiving interface once for a vector it took whole from
 //!   one port (`rx_one`; per packet otherwise); the description of a pick reads the
 //!   rest (where the payload starts, the EtherType it left with) from the frame.
 //!
@@ -413,7 +413,7 @@ fn adj_slow<'a>(
 /// vector (its rewrite cache: the same answer the packet was forwarded with).
 #[inline(always)]
 fn rw_hit(rw: &[super::Rw; super::RW_CACHE], adj: u32) -> Option<AdjEntry> {
-    let e = &rw[adj as usize & (super::RW_CACHE - 1)];
+    let e = &rw[super::rw_index(adj)];
     (e.key == adj.wrapping_add(1)).then_some(AdjEntry {
         key: e.key,
         ifindex: e.ifindex,
