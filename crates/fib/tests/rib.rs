@@ -1,4 +1,5 @@
-//! The real 512k-prefix table against a naive reference.
+//! The real 512k-prefix table (or a stand-in of its size and shape, when the
+//! shared data is not beside the clone) against a naive reference.
 
 mod common;
 
@@ -17,7 +18,7 @@ fn path_for(asn: u32) -> RouteKind {
 #[test]
 fn full_table_load_check_delete() {
     let rib = common::load_rib();
-    assert_eq!(rib.len(), 512_621);
+    assert_eq!(rib.len(), common::RIB_PREFIXES);
     let mut fib = common::fib_with_port();
     let empty = fib.memory();
     let mut reference = common::Reference::new();

@@ -1,4 +1,4 @@
-//! Shared helpers: the real RIB and a naive reference LPM.
+//! Shared helpers: the real RIB (or a stand-in of its size) and a naive reference LPM.
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::HashMap;
@@ -63,20 +63,35 @@ where
         .collect()
 }
 
-/// The shared 2014 RIB snapshot: 512,621 `prefix<TAB>asn` lines.
-pub fn rib_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/rib-v4-2014-05-13.txt.gz")
+/// Prefixes in the shared 2014 RIB snapshot (and in the stand-in table).
+pub const RIB_PREFIXES: usize = 512_621;
+
+const RIB_FILE: &str = "rib-v4-2014-05-13.txt.gz";
+
+/// The shared 2014 RIB snapshot (512,621 `prefix<TAB>asn` lines): `$RIB_V4` if set,
+/// else `shared/data/` beside the workspace or beside any directory above it.
+pub fn rib_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("RIB_V4") {
+        return Some(PathBuf::from(p));
+    }
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .map(|d| d.join("shared/data").join(RIB_FILE))
+        .find(|p| p.is_file())
 }
 
-/// Loads (prefix, asn) pairs; panics with a clear message when the file is missing.
+/// Loads (prefix, asn) pairs from the snapshot. Without it (a clone that has no
+/// `shared/` beside it), a stand-in of the same size and shape: see
+/// [`synthetic_rib`]. The tests check the FIB against a reference either way.
 pub fn load_rib() -> Vec<(Ipv4Prefix, u32)> {
-    let path = rib_path();
-    let f = std::fs::File::open(&path).unwrap_or_else(|e| {
-        panic!(
-            "RIB snapshot {} not found ({e}); the repo expects shared/ checked out beside it",
-            path.display()
-        )
-    });
+    let Some(path) = rib_path() else {
+        eprintln!(
+            "RIB snapshot {RIB_FILE} not found (set RIB_V4, or check shared/ out beside the repo): using a synthetic table of the same size"
+        );
+        return synthetic_rib();
+    };
+    let f = std::fs::File::open(&path)
+        .unwrap_or_else(|e| panic!("RIB snapshot {} cannot be opened: {e}", path.display()));
     let r = BufReader::new(flate2::read::GzDecoder::new(f));
     let mut out = Vec::with_capacity(520_000);
     for line in r.lines() {
@@ -92,6 +107,53 @@ pub fn load_rib() -> Vec<(Ipv4Prefix, u32)> {
             Ipv4Prefix::new_truncated(a, l).expect("len"),
             asn.trim().parse().unwrap_or(0),
         ));
+    }
+    out
+}
+
+/// A deterministic stand-in for the RIB: [`RIB_PREFIXES`] distinct prefixes with
+/// roughly the 2014 table's length mix (/24 more than half, then /22-/23, /16-/21,
+/// a few short and long ones) and 45,000 origin ASes.
+pub fn synthetic_rib() -> Vec<(Ipv4Prefix, u32)> {
+    use rand::{Rng, SeedableRng};
+    // (length, weight in thousandths)
+    const MIX: [(u8, u32); 17] = [
+        (8, 1),
+        (12, 2),
+        (14, 3),
+        (15, 4),
+        (16, 25),
+        (17, 14),
+        (18, 24),
+        (19, 45),
+        (20, 50),
+        (21, 52),
+        (22, 92),
+        (23, 98),
+        (24, 545),
+        (25, 8),
+        (26, 7),
+        (28, 5),
+        (32, 25),
+    ];
+    let total: u32 = MIX.iter().map(|m| m.1).sum();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2014);
+    let mut seen = std::collections::HashSet::with_capacity(RIB_PREFIXES);
+    let mut out = Vec::with_capacity(RIB_PREFIXES);
+    while out.len() < RIB_PREFIXES {
+        let mut w = rng.random_range(0..total);
+        let len = MIX
+            .iter()
+            .find(|m| {
+                let hit = w < m.1;
+                w = w.saturating_sub(m.1);
+                hit
+            })
+            .map_or(24, |m| m.0);
+        let p = Ipv4Prefix::new_truncated(Ipv4Addr::from(rng.random::<u32>()), len).expect("len");
+        if seen.insert((p.addr_u32(), len)) {
+            out.push((p, rng.random_range(1..=45_000)));
+        }
     }
     out
 }
