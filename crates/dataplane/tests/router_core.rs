@@ -1285,7 +1285,7 @@ fn route_and_label_changes_while_traffic_flows_drop_nothing_valid() {
 fn diff_frame() -> impl Strategy<Value = (Vec<u8>, u16)> {
     (
         (
-            0usize..11,
+            0usize..14,
             0usize..6,
             28usize..1600,
             0usize..3,
@@ -1296,7 +1296,7 @@ fn diff_frame() -> impl Strategy<Value = (Vec<u8>, u16)> {
         0u8..17,
     )
         .prop_map(|((net, ttl, len, pad, df), edits, port, head)| {
-            let nets: [[u8; 2]; 11] = [
+            let nets: [[u8; 2]; 14] = [
                 [198, 18],
                 [198, 18],
                 [198, 19],
@@ -1305,6 +1305,9 @@ fn diff_frame() -> impl Strategy<Value = (Vec<u8>, u16)> {
                 [198, 26],
                 [198, 27],
                 [198, 28],
+                [198, 29],
+                [198, 30],
+                [198, 31],
                 [10, 1],
                 [203, 0],
                 [127, 0],
@@ -1353,6 +1356,16 @@ fn fast_path_matches_general_path() {
         &[1001, 1002, 1003, 1004, 1005],
     );
     route(&mut ctl, "198.28.0.0/16", &["10.3.0.2"], &[3]);
+    // Implicit null inside a stack (as recursion through an LDP route to a
+    // neighbour concatenates it), and as many labels as the fast path pushes.
+    route(&mut ctl, "198.29.0.0/16", &["10.3.0.2"], &[3, 1007]);
+    route(&mut ctl, "198.30.0.0/16", &["10.2.0.2"], &[1008, 3, 1009]);
+    route(
+        &mut ctl,
+        "198.31.0.0/16",
+        &["10.2.0.2"],
+        &[2001, 2002, 2003, 2004],
+    );
     let unresolved = ctl.adjacency(3, a("10.3.0.7")).unwrap();
     ctl.label_add(120, true, LabelAction::swap(unresolved, &[220]))
         .unwrap();

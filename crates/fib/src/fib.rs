@@ -25,7 +25,8 @@ use crate::model::{
 };
 use crate::qsbr::Qsbr;
 use crate::reader::{
-    FibReader, LEG_WORDS, Planes, RW_COMPLETE, RW_NBR_V4, RW_WORDS, Shared, Sizes, VLAN_TAGGED,
+    FibReader, LEG_IMPLICIT_NULL, LEG_WORDS, Planes, RW_COMPLETE, RW_NBR_V4, RW_WORDS, Shared,
+    Sizes, VLAN_TAGGED,
 };
 use crate::trie::{NIL, Trie};
 
@@ -897,6 +898,9 @@ impl Fib {
         }
     }
 
+    /// The implicit-null label (RFC 3032): flagged in the leg header for readers.
+    const IMPLICIT_NULL: u32 = 3;
+
     fn leg_acquire(&mut self, key: LegKey) -> u32 {
         if let Some(e) = self.legs.get_mut(&key) {
             e.refs += 1;
@@ -911,10 +915,16 @@ impl Fib {
         let b = id as usize * LEG_WORDS;
         let w = &self.planes.legs[b..b + LEG_WORDS];
         let n = key.labels.len().min(MAX_LABELS);
-        w[0].store(key.action as u32 | (n as u32) << 8, Ordering::Relaxed);
+        let implicit_null = key.labels.iter().take(n).any(|&l| l == Self::IMPLICIT_NULL);
+        let flags = if implicit_null { LEG_IMPLICIT_NULL } else { 0 };
+        w[0].store(
+            key.action as u32 | (n as u32) << 8 | flags,
+            Ordering::Relaxed,
+        );
         w[1].store(target, Ordering::Relaxed);
-        for (i, l) in key.labels.iter().take(n).enumerate() {
-            w[2 + i].store(*l, Ordering::Relaxed);
+        // (the words past the last label are 0: see `Leg::plain_labels`)
+        for (i, x) in w[2..].iter().enumerate() {
+            x.store(key.labels.get(i).copied().unwrap_or(0), Ordering::Relaxed);
         }
         if self.leg_keys.len() <= id as usize {
             self.leg_keys.resize(id as usize + 1, None);

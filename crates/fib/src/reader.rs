@@ -13,6 +13,8 @@ use crate::qsbr::Qsbr;
 
 /// 32-bit words per leg: header, target, labels.
 pub(crate) const LEG_WORDS: usize = 16;
+/// Leg header flag: some out-label is implicit null (3).
+pub(crate) const LEG_IMPLICIT_NULL: u32 = 1 << 16;
 /// 64-bit words per adjacency rewrite.
 pub(crate) const RW_WORDS: usize = 4;
 pub(crate) const RW_COMPLETE: u64 = 1 << 48;
@@ -30,7 +32,8 @@ pub(crate) struct Planes {
     pub(crate) lb: Box<[AtomicU64]>,
     /// Bucket → leg.
     pub(crate) buckets: Box<[AtomicU32]>,
-    /// [`LEG_WORDS`] per leg: `action | nlabels << 8`, target, labels.
+    /// [`LEG_WORDS`] per leg: `action | nlabels << 8 | flags` (flags from bit 16:
+    /// [`LEG_IMPLICIT_NULL`]), target, labels, 0 in the words after the last.
     pub(crate) legs: Box<[AtomicU32]>,
     /// Adjacency id → rewrite slot.
     pub(crate) adj: Box<[AtomicU32]>,
@@ -276,8 +279,9 @@ impl<'r> FibView<'r> {
         Leg {
             words: p
                 .legs
-                .get(start..start + LEG_WORDS)
-                .unwrap_or(&p.legs[..LEG_WORDS]),
+                .get(start..)
+                .and_then(|s| s.first_chunk())
+                .unwrap_or(&NO_LEG),
         }
     }
 
@@ -338,8 +342,11 @@ impl<'r> FibView<'r> {
 /// One ECMP bucket's forwarding: action, adjacency and out-labels.
 #[derive(Clone, Copy)]
 pub struct Leg<'r> {
-    words: &'r [AtomicU32],
+    words: &'r [AtomicU32; LEG_WORDS],
 }
+
+/// The leg of a bucket index out of range (never published): no route.
+static NO_LEG: [AtomicU32; LEG_WORDS] = [const { AtomicU32::new(0) }; LEG_WORDS];
 
 impl std::fmt::Debug for Leg<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -374,7 +381,7 @@ impl Leg<'_> {
     /// Number of out-labels to impose.
     #[inline]
     pub fn label_count(&self) -> usize {
-        ((self.header() >> 8) as usize).min(MAX_LABELS)
+        ((self.header() >> 8 & 0xff) as usize).min(MAX_LABELS)
     }
 
     /// Out-label `i` (top of stack first); 0 past the last.
@@ -397,5 +404,22 @@ impl Leg<'_> {
             *o = w.load(Ordering::Relaxed);
         }
         n
+    }
+
+    /// The out-labels (top of stack first, 0 past the last) and their number, when
+    /// there are at most `N` and none is implicit null (3); `None` otherwise. For a
+    /// fast path: one test, then loads without a branch per label.
+    #[inline]
+    pub fn plain_labels<const N: usize>(&self) -> Option<([u32; N], usize)> {
+        // (the flags sit above the count: any flag makes it look too long)
+        let n = (self.header() >> 8) as usize;
+        if n > N {
+            return None;
+        }
+        let mut out = [0u32; N];
+        for (o, w) in out.iter_mut().zip(&self.words[2..]) {
+            *o = w.load(Ordering::Relaxed);
+        }
+        Some((out, n))
     }
 }

@@ -46,6 +46,13 @@ fn forward(fib: &Fib, dst: &str, hash: u32) -> (Action, u32, Vec<u32>) {
     // The one-bucket shortcut and the per-label reads say the same.
     assert_eq!((0..n).map(|i| leg.label(i)).collect::<Vec<_>>(), l[..n]);
     assert_eq!(leg.label(n), 0);
+    // The fast path's form: up to four labels without implicit null, 0 after them.
+    let plain = (n <= 4 && !l[..n].contains(&3)).then(|| {
+        let mut f = [0u32; 4];
+        f[..n].copy_from_slice(&l[..n]);
+        (f, n)
+    });
+    assert_eq!(leg.plain_labels::<4>(), plain);
     match v.only_leg(id) {
         Some(o) => {
             assert_eq!(v.bucket_count(id), 1);
@@ -180,6 +187,62 @@ fn ipv6_next_hop_and_labels() {
     assert_eq!(act, Action::Forward);
     assert_eq!(Some(target), fib.adjacency_id(1, IpAddr::V6(gw6)));
     assert_eq!(labels, vec![100, 200, 300, 400, 500, 600, 700, 800, 900]);
+}
+
+/// The fast path's form of a stack (`Leg::plain_labels`): implicit null anywhere
+/// or more labels than asked for say `None`; a leg slot reused for a shorter stack
+/// reads 0 after its last label.
+#[test]
+fn plain_labels_of_out_label_stacks() {
+    let mut fib = fib_with_ifaces();
+    let cases: [&[u32]; 6] = [
+        &[],
+        &[100],
+        &[100, 200, 300, 400],
+        &[100, 200, 300, 400, 500],
+        &[3],
+        &[3, 100],
+    ];
+    // (a route that stays: the arrays are not reset when the others go)
+    fib.route_add(
+        0,
+        pfx("198.51.100.0/24"),
+        RouteKind::Paths(vec![Path::gateway_on(ip("10.1.1.1"), 2)]),
+    )
+    .unwrap();
+    // (freed slots are reused after a grace period: some dozens of changes)
+    for round in 0..12 {
+        for (k, &labels) in cases.iter().enumerate() {
+            // (a different next hop per round: new legs, in slots freed before)
+            let gw = Ipv4Addr::new(10, 0, round, k as u8 + 1);
+            let prefix = pfx(&format!("198.51.{k}.0/24"));
+            fib.route_add(
+                0,
+                prefix,
+                RouteKind::Paths(vec![Path::gateway_on(gw, 1).with_labels(labels)]),
+            )
+            .unwrap();
+            let (_, _, got) = forward(&fib, &format!("198.51.{k}.1"), 0);
+            assert_eq!(got, labels);
+            let mut r = fib.reader();
+            let v = r.read();
+            let plain = v
+                .leg(v.lookup(0, a(&format!("198.51.{k}.1"))), 0)
+                .plain_labels::<4>();
+            let want = match labels.len() {
+                n if n <= 4 && !labels.contains(&3) => {
+                    let mut f = [0u32; 4];
+                    f[..n].copy_from_slice(labels);
+                    Some((f, n))
+                }
+                _ => None,
+            };
+            assert_eq!(plain, want, "round {round}, {labels:?}");
+        }
+        for k in 0..cases.len() {
+            fib.route_del(0, pfx(&format!("198.51.{k}.0/24"))).unwrap();
+        }
+    }
 }
 
 /// Share of 2^16 flow hashes per adjacency.

@@ -48,6 +48,7 @@ use super::*;
 
 /// Labels a fast-path route may push (more go through the general path).
 pub(super) const FAST_LABELS: usize = 4;
+const _: () = assert!(FAST_LABELS.is_power_of_two());
 
 /// Slots of the per-vector FIB result cache (a power of two).
 pub(super) const FWD_CACHE: usize = 16;
@@ -799,22 +800,21 @@ impl Work {
         if leg.action() != fib::Action::Forward {
             return;
         }
-        let mut lse = [0u32; FAST_LABELS];
-        let mut push = 0usize;
-        for q in 0..leg.label_count() {
-            let l = leg.label(q);
-            if l == 3 {
-                continue;
+        // (no branch per label: an implicit null among them, or more than
+        // FAST_LABELS, is rare and decoded out of line)
+        let (lse, push) = match leg.plain_labels::<FAST_LABELS>() {
+            Some((ls, count)) => {
+                let mut lse = ls.map(|l| l << 12);
+                if count > 0 {
+                    lse[(count - 1) & (FAST_LABELS - 1)] |= 0x100;
+                }
+                (lse, count)
             }
-            if push == FAST_LABELS {
-                return;
-            }
-            lse[push] = l << 12;
-            push += 1;
-        }
-        if push > 0 {
-            lse[push - 1] |= 0x100;
-        }
+            None => match implicit_null_stack(leg) {
+                Some(d) => d,
+                None => return,
+            },
+        };
         let adj = leg.target();
         // (before the fields are written: taking a slot over clears this cache)
         let rs = self.rw_slot(adj, ift, view);
@@ -826,6 +826,28 @@ impl Work {
         e.rs = rs as u8;
         e.ok = ok;
     }
+}
+
+/// The label stack entries (top first, S bit on the last, TTL 0) and their number
+/// for out-labels `leg` pushes when some are implicit null (3: nothing pushed for
+/// it); `None` when more than [`FAST_LABELS`] remain.
+#[cold]
+#[inline(never)]
+fn implicit_null_stack(leg: fib::Leg<'_>) -> Option<([u32; FAST_LABELS], usize)> {
+    let mut lse = [0u32; FAST_LABELS];
+    let mut push = 0usize;
+    for q in 0..leg.label_count() {
+        let l = leg.label(q);
+        if l == 3 {
+            continue;
+        }
+        *lse.get_mut(push)? = l << 12;
+        push += 1;
+    }
+    if let Some(e) = push.checked_sub(1).and_then(|t| lse.get_mut(t)) {
+        *e |= 0x100;
+    }
+    Some((lse, push))
 }
 
 /// What the fast path's walks share over a vector: the tables, what to note per
