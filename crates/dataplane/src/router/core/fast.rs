@@ -51,7 +51,7 @@ pub(super) const FAST_LABELS: usize = 4;
 const _: () = assert!(FAST_LABELS.is_power_of_two());
 
 /// Slots of the per-vector FIB result cache (a power of two).
-pub(super) const FWD_CACHE: usize = 16;
+pub(super) const FWD_CACHE: usize = 64;
 
 /// What one FIB result means for the fast path, decoded once per vector.
 #[derive(Debug, Clone, Copy, Default)]
