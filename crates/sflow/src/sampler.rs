@@ -413,6 +413,17 @@ impl WorkerSampler {
         !self.enabled[dir as usize].is_empty()
     }
 
+    /// Whether a sampler in `dir` may pick one of the next `n` packets: some
+    /// interface sampled in `dir` has at most `n` packets left of its skip. When
+    /// not, a pipeline need not note anything a sample would be described from
+    /// (the counts still have to run: call `select_*` as usual).
+    #[inline]
+    pub fn may_pick(&self, dir: Direction, n: usize) -> bool {
+        let d = dir as usize;
+        let n = n as u64;
+        self.enabled[d].iter().any(|&k| self.skip[d][slot(k)] <= n)
+    }
+
     /// Picks up configuration changes; call once per vector, before `select_*`.
     /// One load and compare when nothing changed.
     #[inline]

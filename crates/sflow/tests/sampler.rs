@@ -194,6 +194,48 @@ fn burst_over_mixed_interfaces_is_per_interface() {
     assert_eq!(s.sample_pool(3, Direction::Tx), 0);
 }
 
+/// `may_pick` is never wrong when it says no (a pipeline then notes nothing for
+/// the vector), and says no for most vectors at a low rate.
+#[test]
+fn may_pick_is_never_wrong_when_it_says_no() {
+    let t = table_with(&[
+        (1, 600, Directions::Rx),
+        (2, 40, Directions::Tx),
+        (3, 5000, Directions::Tx),
+    ]);
+    let (mut s, _c) = sampler(&t, 16, 9);
+    let mut picks = Picks::new();
+    let mut rng = 0x1234_5678u32;
+    let (mut vectors, mut no) = (0u32, [0u32; 2]);
+    for v in 0..4000 {
+        // Vector sizes 1..=BURST; rx over ports 1 and 2 (not sampled on rx, now
+        // and then), tx over 2, 3 and an interface that is not sampled.
+        rng = rng.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let n = (rng >> 8) as usize % BURST + 1;
+        let rx_key = move |i: usize| if (i + v) % 97 == 0 { 2 } else { 1 };
+        let tx_key = move |i: usize| [2u32, 3, 3, 7][(i * 7 + v) % 4];
+        for (d, dir) in Direction::ALL.iter().enumerate() {
+            let may = s.may_pick(*dir, n);
+            match dir {
+                Direction::Rx => s.select_burst(*dir, n, rx_key, &mut picks),
+                Direction::Tx => s.select_burst(*dir, n, tx_key, &mut picks),
+            }
+            assert!(may || picks.is_empty(), "vector {v}, {dir:?}");
+            no[d] += u32::from(!may);
+            picks.clear();
+        }
+        vectors += 1;
+    }
+    // (rx at 1:600 on the port with nearly every packet: about 2 vectors in 3
+    // cannot pick; tx is dominated by 1:40 on port 2)
+    assert!(no[0] > vectors / 3, "{no:?} of {vectors}");
+    assert!(no[1] > 0, "{no:?} of {vectors}");
+    // Off: nothing can pick.
+    let off = table_with(&[]);
+    let (s, _c) = sampler(&off, 16, 1);
+    assert!(!s.may_pick(Direction::Rx, BURST) && !s.may_pick(Direction::Tx, BURST));
+}
+
 #[test]
 fn burst_and_run_pick_the_same_packets() {
     // On a vector of one interface, select_burst and select_run draw the same skips

@@ -243,8 +243,16 @@ struct Work {
     ident: u16,
     /// Heads of the packets of a traced vector (allocated on first trace).
     trace_heads: Option<Box<[TraceHead; BURST]>>,
-    /// sFlow is on: `mpls-lookup` keeps each labelled packet's stack as received.
+    /// sFlow may pick a packet of this vector: `mpls-lookup` keeps each labelled
+    /// packet's stack as received.
     keep_stacks: bool,
+    /// The fast path notes, per packet it sends, what sFlow describes a pick
+    /// from and what the tx samplers' per-packet fallback reads: [`Kind::Fast`]
+    /// and the adjacency (`fast_adj`). While a pick is possible or tx sampling is on.
+    sflow_notes: bool,
+    /// sFlow needs the receiving interface of every packet (`rx_one`, else each
+    /// packet's `rx_if`): the rx samplers count by it, and a pick names it.
+    sflow_rx_if: bool,
     /// sFlow samples on tx: record in `txs` the adjacency cache slot each transit
     /// packet left through.
     tx_slots: bool,
@@ -375,6 +383,8 @@ impl Core {
                 ident: 1,
                 trace_heads: None,
                 keep_stacks: false,
+                sflow_notes: false,
+                sflow_rx_if: false,
                 tx_slots: false,
                 rx_one: None,
                 txs: [0; BURST],
@@ -440,7 +450,7 @@ impl Work {
             self.fd = [FwdDec::default(); FWD_CACHE + 1];
             // The trace reads every field; sFlow (without a trace) what
             // `Kind::Fast` promises.
-            let (need_meta, light_meta) = (tracing, self.keep_stacks && !tracing);
+            let (need_meta, light_meta) = (tracing, self.sflow_notes && !tracing);
             self.fast_ip4(
                 pkts,
                 out,

@@ -299,8 +299,8 @@ impl Work {
     /// Runs the fast path over `pkts[..n]`; returns how many packets it left for
     /// the general path (their indices in `self.slow`, ascending). `need_meta`:
     /// fill the whole metadata of finished packets too (trace). `light_meta`:
-    /// only what sFlow reads of a finished packet: [`Kind::Fast`], the receiving
-    /// interface and the adjacency.
+    /// only what sFlow reads of a finished packet: [`Kind::Fast`] and the
+    /// adjacency (the receiving interface: see `sflow_rx_if`).
     #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
     #[inline(always)]
     pub(super) fn fast_ip4<P: Packet>(
@@ -492,7 +492,7 @@ impl Work {
         // fast path took whole from one port, that is one value; otherwise each
         // packet it took gets its own (the general path fills the others').
         self.rx_one = (n_slow == 0 && one_port).then_some(rxif.ifindex);
-        if light_meta && self.rx_one.is_none() {
+        if self.sflow_rx_if && !need_meta && self.rx_one.is_none() {
             self.fill_rx_if(pkts, n, n_slow, ift, vt);
         }
         n_slow

@@ -4,9 +4,12 @@
 //! control thread's agent created for it) and calls [`SflowHook::begin`] before
 //! [`Core::process`] and [`SflowHook::end`] after it. Per vector:
 //!
-//! * `begin`: one atomic load to pick up configuration changes, and it tells the
-//!   core whether to keep the label stacks packets arrive with (only while some
-//!   interface is sampled; one 32-byte copy per labelled packet).
+//! * `begin`: one atomic load to pick up configuration changes; then it tells the
+//!   core what to note for the hook. Whether any skip count could run out within
+//!   the vector ([`WorkerSampler::may_pick`]: one compare per sampled interface)
+//!   decides whether the core keeps the label stacks packets arrive with (one
+//!   32-byte copy per labelled packet) and notes what a pick is described from.
+//!   At 1:1000 about three vectors in four cannot pick, and cost only the counting.
 //! * `end`: the rx samplers see the vector as runs of packets of one input
 //!   interface (a branch-free compare per packet, one subtract per run); the tx
 //!   samplers see each forwarded packet under its output interface: the core notes,
@@ -17,11 +20,12 @@
 //!   the rare one it no longer holds). Only when a skip count expires is a packet
 //!   described and copied into the worker's ring; the vector's samples are
 //!   published to the agent with one store.
-//! * What the core leaves for the hook: while sampling is on (and no trace runs)
-//!   the fast path fills only the kind ([`Kind::Fast`]) of what it forwards and
-//!   its adjacency (in the compact `fast_adj` array), and the receiving interface once for a vector it took whole from
-//!   one port (`rx_one`; per packet otherwise); the description of a pick reads the
-//!   rest (where the payload starts, the EtherType it left with) from the frame.
+//! * What the core leaves for the hook: while a pick is possible or tx sampling is
+//!   on (and no trace runs), the fast path fills only the kind ([`Kind::Fast`]) of
+//!   what it forwards and its adjacency (in the compact `fast_adj` array); and the
+//!   receiving interface, once for a vector it took whole from one port (`rx_one`;
+//!   per packet otherwise). The description of a pick reads the rest (where the
+//!   payload starts, the EtherType it left with) from the frame.
 //!
 //! What a sample carries:
 //! * input: the receiving interface's ifIndex; output: the adjacency's interface
@@ -163,14 +167,25 @@ impl SflowHook {
     }
 
     /// Before [`Core::process`]: picks up configuration changes and tells the core
-    /// whether to keep received label stacks.
+    /// what to note for the samplers.
     #[inline]
     pub fn begin(&mut self, core: &mut Core) {
         self.sampler.refresh();
-        let tx = self.sampler.is_on(Direction::Tx);
-        self.on = self.sampler.is_on(Direction::Rx) || tx;
-        core.w.keep_stacks = self.on;
-        core.w.tx_slots = tx;
+        let (rx, tx) = (
+            self.sampler.is_on(Direction::Rx),
+            self.sampler.is_on(Direction::Tx),
+        );
+        self.on = rx || tx;
+        // Whether a skip count may run out in this vector: if not, nothing a
+        // sample is described from needs noting (the counting still runs).
+        let pick = (rx && self.sampler.may_pick(Direction::Rx, BURST))
+            || (tx && self.sampler.may_pick(Direction::Tx, BURST));
+        let w = &mut core.w;
+        w.keep_stacks = pick;
+        // (the tx samplers' fallback reads each packet's kind and adjacency)
+        w.sflow_notes = pick || tx;
+        w.sflow_rx_if = rx || pick;
+        w.tx_slots = tx;
     }
 
     /// After [`Core::process`] on the same `pkts` and `out`: samples.
