@@ -284,6 +284,24 @@ impl Work {
         hb.n += 1;
     }
 
+    /// Marks what the classify walk took ([`Kind::Fast`], labelled or not) for
+    /// sFlow: the `k` IPv4 keys (a popped one was labelled) and the switched
+    /// packets `lfw`. Before the walks: a packet they hand back gets its whole
+    /// metadata then. (A pass of its own: in the classify walk, the per-packet
+    /// metadata address cost every packet, sFlow on or not.)
+    #[cold]
+    #[inline(never)]
+    fn note_fast(&mut self, k: usize, lfw: &[Lfw]) {
+        for j in 0..k {
+            let i = usize::from(self.sel[j]);
+            let popped = self.is_popped(i);
+            self.meta[i].kind = Kind::Fast(popped);
+        }
+        for l in lfw {
+            self.meta[usize::from(l.i)].kind = Kind::Fast(true);
+        }
+    }
+
     /// Whether the classify walk popped packet `i`'s label into its IPv4 batch.
     #[inline(always)]
     fn is_popped(&self, i: usize) -> bool {
@@ -383,20 +401,15 @@ impl Work {
                         .last_chunk::<20>()
                         .map(|h| ip4_check_rest(h, len - ETH_LEN))
                     {
-                        if light_meta {
-                            self.meta[i].kind = Kind::Fast(false);
-                        }
                         dst = d;
                         to = To::Key;
                     }
                 } else if et & 0xffff == ET_MPLS_LE {
                     let g = guard.get_or_insert_with(|| labels.pin());
                     let frame = &mut raw[..end];
-                    if light_meta {
-                        self.meta[i].kind = Kind::Fast(true);
-                    }
                     if self.keep_stacks {
-                        sflow_hook::keep_stack(&mut self.stacks[i], frame, l3);
+                        // (out of line: the stacks' address is not kept per packet)
+                        sflow_hook::keep_stack_of(&mut self.stacks, i, frame, l3);
                     }
                     let mut off = l3;
                     let d = g.switch(frame, &mut off);
@@ -449,6 +462,9 @@ impl Work {
         }
         drop(guard);
         rx_flush(&self.stats, rxif.ifindex, rx_pkts, rx_bytes);
+        if light_meta {
+            self.note_fast(k, &lfw[..n_lfw]);
+        }
         // Packets taken: the IPv4 keys that were not popped, and the switched ones.
         let t1 = acc.add(Stage::EthernetInput, n - n_slow, t0);
         acc.count(Stage::MplsLookup, switched);

@@ -92,6 +92,20 @@ pub(super) fn keep_stack(dst: &mut [u8; LSE_BYTES], frame: &[u8], off: usize) {
     }
 }
 
+/// [`keep_stack`] into `stacks[i]`, out of line (the classify walk calls it only
+/// while a pick is possible).
+#[inline(never)]
+pub(super) fn keep_stack_of(
+    stacks: &mut [[u8; LSE_BYTES]; BURST],
+    i: usize,
+    frame: &[u8],
+    off: usize,
+) {
+    if let Some(dst) = stacks.get_mut(i) {
+        keep_stack(dst, frame, off);
+    }
+}
+
 #[cold]
 fn keep_short(dst: &mut [u8; LSE_BYTES], frame: &[u8], off: usize) {
     *dst = [0; LSE_BYTES];
