@@ -443,6 +443,14 @@ impl<'a> RouterApi<'a> {
                     .map_err(|e| format!("sflow header-bytes: {e}"))?;
                 format!("sflow: {n} header bytes per sample")
             }
+            Command::SflowMaxSamples(0) => {
+                agent.set_max_samples_per_second(0);
+                "sflow: no limit on samples exported".to_string()
+            }
+            Command::SflowMaxSamples(n) => {
+                agent.set_max_samples_per_second(n);
+                format!("sflow: at most {n} samples exported per second")
+            }
             _ => return Err("not an sflow command".to_string()),
         };
         Ok(json!({ "message": message }))
@@ -793,6 +801,7 @@ impl<'a> RouterApi<'a> {
             | Command::SflowCollector { .. }
             | Command::SflowPolling(_)
             | Command::SflowHeaderBytes(_)
+            | Command::SflowMaxSamples(_)
             | Command::ShowSflow) => self.sflow_cmd(c),
         }
     }
@@ -1679,6 +1688,7 @@ fn command_name(c: &Command) -> &'static str {
         | Command::SflowCollector { .. }
         | Command::SflowPolling(_)
         | Command::SflowHeaderBytes(_)
+        | Command::SflowMaxSamples(_)
         | Command::ShowSflow => "sflow",
         _ => "this command",
     }

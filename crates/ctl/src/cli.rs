@@ -50,6 +50,7 @@ sflow disable INTERFACE
 sflow collector add|del IP[:PORT]                     (port 6343 when omitted)
 sflow polling SECS                                    (0: no counter samples)
 sflow header-bytes N                                  (64..256)
+sflow max-samples N                                   (exported per second; 0: no limit)
 trace add N
 clear trace
 clear counters
@@ -214,6 +215,8 @@ pub enum Command {
     SflowPolling(u64),
     /// `sflow header-bytes N`.
     SflowHeaderBytes(u16),
+    /// `sflow max-samples N` (per second; 0 = no limit).
+    SflowMaxSamples(u32),
     /// `show sflow`.
     ShowSflow,
 }
@@ -792,7 +795,7 @@ fn address(s: &str) -> Result<Ipv4Addr> {
 }
 
 fn sflow(w: &mut Words<'_>) -> Result<Command> {
-    w.usage = "sflow enable|disable|collector|polling|header-bytes ... (dpctl help)";
+    w.usage = "sflow enable|disable|collector|polling|header-bytes|max-samples ... (dpctl help)";
     match w.expect("enable, disable, collector, polling or header-bytes")? {
         "enable" => {
             w.usage = "sflow enable INTERFACE [rate N] [direction rx|tx|both]";
@@ -858,6 +861,11 @@ fn sflow(w: &mut Words<'_>) -> Result<Command> {
             let n = u16::try_from(n).unwrap_or(u16::MAX);
             sflow::validate_header_bytes(n).map_err(|e| bad(format!("sflow {e}")))?;
             Ok(Command::SflowHeaderBytes(n))
+        }
+        "max-samples" => {
+            w.usage = "sflow max-samples N (per second, 0: no limit)";
+            let n: u32 = w.number("samples per second")?;
+            Ok(Command::SflowMaxSamples(n))
         }
         x => w.err(format!("unknown sflow command {x:?}")),
     }

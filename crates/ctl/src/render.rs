@@ -364,7 +364,7 @@ fn sflow(d: &Value) -> String {
     let cs: Vec<&str> = arr(&d["collectors"]).iter().map(s).collect();
     let _ = writeln!(
         o,
-        "agent {}  collectors {}  polling {} s  header-bytes {}",
+        "agent {}  collectors {}  polling {} s  header-bytes {}  max-samples {}",
         s(&d["agent_address"]),
         if cs.is_empty() {
             "-".to_string()
@@ -372,7 +372,11 @@ fn sflow(d: &Value) -> String {
             cs.join(", ")
         },
         n(&d["polling_interval_s"]),
-        n(&d["header_bytes"])
+        n(&d["header_bytes"]),
+        match n(&d["max_samples_per_second"]) {
+            0 => "unlimited".to_string(),
+            m => format!("{m}/s"),
+        }
     );
     let _ = writeln!(
         o,

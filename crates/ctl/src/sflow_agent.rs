@@ -9,6 +9,7 @@
 //! collectors = ["192.0.2.99", "collector.example:6343"]
 //! polling_interval = 20            # seconds; 0 = no counter samples
 //! header_bytes = 128               # 64..=256
+//! max_samples_per_second = 20000   # exported, all workers; 0 = no limit
 //!
 //! [[sflow.interface]]
 //! name = "port0"
@@ -49,6 +50,9 @@ pub struct SflowSection {
     /// Frame bytes per sample.
     #[serde(default = "default_header_bytes")]
     pub header_bytes: u16,
+    /// Most flow samples exported per second (0 = no limit).
+    #[serde(default = "default_max_samples")]
+    pub max_samples_per_second: u32,
     /// Sampled interfaces.
     #[serde(default, rename = "interface")]
     pub interfaces: Vec<SflowInterface>,
@@ -59,6 +63,9 @@ fn default_polling() -> u64 {
 }
 fn default_header_bytes() -> u16 {
     sflow::DEFAULT_HEADER_BYTES
+}
+fn default_max_samples() -> u32 {
+    sflow::DEFAULT_MAX_SAMPLES_PER_SECOND
 }
 fn default_rate() -> u32 {
     DEFAULT_RATE
@@ -103,6 +110,7 @@ pub fn agent_config(
     cfg.collectors = s.collectors.clone();
     cfg.polling_interval = Duration::from_secs(s.polling_interval);
     cfg.header_bytes = s.header_bytes;
+    cfg.max_samples_per_second = s.max_samples_per_second;
     for i in &s.interfaces {
         let ix = ifindex(&i.name)
             .ok_or_else(|| format!("[sflow] interface {:?}: no such interface", i.name))?;
@@ -141,6 +149,10 @@ pub fn apply_diff(agent: &mut Agent, old: &AgentConfig, new: &AgentConfig) -> Ve
         && agent.set_polling_interval(new.polling_interval).is_ok()
     {
         done.push(format!("polling {}", new.polling_interval.as_secs()));
+    }
+    if old.max_samples_per_second != new.max_samples_per_second {
+        agent.set_max_samples_per_second(new.max_samples_per_second);
+        done.push(format!("max-samples {}", new.max_samples_per_second));
     }
     for c in &old.collectors {
         if !new.collectors.contains(c) && agent.remove_collector(c).is_ok() {
@@ -230,6 +242,7 @@ pub fn show(agent: &Agent, name: &dyn Fn(u32) -> String) -> Value {
         "collectors": agent.collectors().iter().map(|c| c.to_string()).collect::<Vec<_>>(),
         "polling_interval_s": cfg.polling_interval.as_secs(),
         "header_bytes": cfg.header_bytes,
+        "max_samples_per_second": cfg.max_samples_per_second,
         "interfaces": ifaces,
         "workers": workers,
         "sources": sources,
@@ -279,6 +292,10 @@ mod tests {
         assert_eq!(cfg.polling_interval, Duration::from_secs(5));
         assert_eq!(cfg.header_bytes, 64);
         assert_eq!(
+            cfg.max_samples_per_second,
+            sflow::DEFAULT_MAX_SAMPLES_PER_SECOND
+        );
+        assert_eq!(
             cfg.interfaces[&2],
             Sampling {
                 rate: 10,
@@ -294,6 +311,9 @@ mod tests {
         );
         let none = agent_config(None, &names, None).unwrap();
         assert!(none.interfaces.is_empty() && none.collectors.is_empty());
+        let s = parse("[sflow]\nmax_samples_per_second = 0\n");
+        let cfg = agent_config(Some(&s), &names, None).unwrap();
+        assert_eq!(cfg.max_samples_per_second, 0);
     }
 
     #[test]
@@ -343,14 +363,19 @@ mod tests {
             .unwrap();
         let new = agent_config(
             Some(&parse(
-                "[sflow]\nheader_bytes = 96\n[[sflow.interface]]\nname = \"port0\"\nrate = 20\n",
+                "[sflow]\nheader_bytes = 96\nmax_samples_per_second = 500\n\
+                 [[sflow.interface]]\nname = \"port0\"\nrate = 20\n",
             )),
             &names,
             None,
         )
         .unwrap();
         let done = apply_diff(&mut agent, &old, &new);
-        assert_eq!(done, ["header-bytes 96", "enable ifindex 1"]);
+        assert_eq!(
+            done,
+            ["header-bytes 96", "max-samples 500", "enable ifindex 1"]
+        );
+        assert_eq!(agent.config().max_samples_per_second, 500);
         assert_eq!(enabled(&agent)[&1].rate, 20);
         assert_eq!(enabled(&agent)[&2].rate, 5);
     }

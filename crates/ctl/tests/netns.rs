@@ -736,6 +736,8 @@ fn sflow_one_in_ten_reaches_a_collector() {
         ("sflow enable nosuch", "nosuch"),
         ("sflow disable port1", "not sampled"),
         ("sflow enable port1 direction up", "rx, tx or both"),
+        ("sflow max-samples 4294967296", "not a number"),
+        ("sflow max-samples lots", "not a number"),
     ] {
         let (code, _, err) = lab.dpctl(cmd);
         assert_ne!(code, 0, "{cmd} accepted");
@@ -747,6 +749,7 @@ fn sflow_one_in_ten_reaches_a_collector() {
         "collectors",
         "header_bytes",
         "polling_interval_s",
+        "max_samples_per_second",
     ] {
         assert_eq!(before[k], after[k], "{k} changed");
     }
@@ -756,6 +759,7 @@ fn sflow_one_in_ten_reaches_a_collector() {
         "sflow header-bytes 64",
         "sflow polling 30",
         "sflow collector add 127.0.0.1:9",
+        "sflow max-samples 5000",
     ] {
         let (code, _, err) = lab.dpctl(cmd);
         assert_eq!(code, 0, "{cmd}: {err}");
@@ -763,12 +767,14 @@ fn sflow_one_in_ten_reaches_a_collector() {
     let v = lab.json("show sflow");
     assert_eq!(v["header_bytes"], 64);
     assert_eq!(v["polling_interval_s"], 30);
+    assert_eq!(v["max_samples_per_second"], 5000);
     assert_eq!(v["interfaces"][1]["rate"], 100);
     assert_eq!(v["interfaces"][1]["direction"], "both");
     assert_eq!(v["collectors"].as_array().map(Vec::len), Some(2));
     let (code, out, _) = lab.dpctl("show sflow");
     assert_eq!(code, 0);
     assert!(out.contains("worker") && out.contains("1:100"), "{out}");
+    assert!(out.contains("max-samples 5000/s"), "{out}");
     lab.stop_daemon();
 }
 

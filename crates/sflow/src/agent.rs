@@ -13,6 +13,13 @@
 //! dataplane's port counters (the caller's [`CounterSource`]) and travel in the
 //! datagrams of one sub-agent ([`AgentConfig::counters_sub_agent`]), so each
 //! interface's counters are reported once.
+//!
+//! The agent takes at most [`AgentConfig::max_samples_per_second`] flow samples
+//! from the rings (a token bucket of one second's worth). Beyond it the samples
+//! wait in the rings, and a full ring makes the worker drop and count what it
+//! picks: in overload the workers spend one test per pick instead of writing
+//! sample slots this thread reads back from the other core, and the collectors
+//! still learn of every loss from the drops field.
 
 use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -319,6 +326,9 @@ pub struct Agent {
     counters_buf: Vec<InterfaceCounters>,
     seed: u64,
     rr: usize,
+    /// Flow samples the export limit lets through now, and when it was refilled.
+    tokens: f64,
+    refilled: Option<Instant>,
     flow_samples: u64,
     counter_samples: u64,
     encode_errors: u64,
@@ -349,6 +359,8 @@ impl Agent {
             counters_buf: Vec::new(),
             seed,
             rr: 0,
+            tokens: 0.0,
+            refilled: None,
             flow_samples: 0,
             counter_samples: 0,
             encode_errors: 0,
@@ -469,6 +481,13 @@ impl Agent {
         self.table.set_header_bytes(n)?;
         self.cfg.header_bytes = n;
         Ok(())
+    }
+
+    /// `sflow max-samples N`: most flow samples exported per second over all
+    /// workers; 0 = no limit.
+    pub fn set_max_samples_per_second(&mut self, n: u32) {
+        self.cfg.max_samples_per_second = n;
+        self.tokens = self.tokens.min(f64::from(n));
     }
 
     /// `sflow polling SECS` (zero turns counter samples off).
@@ -642,7 +661,20 @@ impl Agent {
         if n == 0 {
             return;
         }
+        let cap = self.cfg.max_samples_per_second;
         let mut budget = self.cfg.drain_budget;
+        if cap > 0 {
+            // The bucket holds one second's worth; it starts full.
+            let full = f64::from(cap);
+            let t = match self.refilled {
+                Some(at) => now.saturating_duration_since(at).as_secs_f64(),
+                None => 1.0,
+            };
+            self.tokens = (self.tokens + t * full).min(full);
+            self.refilled = Some(now);
+            budget = budget.min(self.tokens as usize);
+        }
+        let allowed = budget;
         loop {
             let mut any = false;
             for j in 0..n {
@@ -664,7 +696,11 @@ impl Agent {
                 break;
             }
         }
-        report.more = budget == 0;
+        if cap > 0 {
+            self.tokens -= (allowed - budget) as f64;
+        }
+        // (more only when the drain budget ran out, not the export limit)
+        report.more = budget == 0 && allowed == self.cfg.drain_budget;
         self.rr = (self.rr + 1) % n;
     }
 

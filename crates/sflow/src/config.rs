@@ -32,6 +32,11 @@ pub const MAX_DATAGRAM_BYTES: usize = 65_507;
 pub const DEFAULT_RING_CAPACITY: usize = 2048;
 /// Default most samples one [`Agent::poll`](crate::Agent::poll) call drains.
 pub const DEFAULT_DRAIN_BUDGET: usize = 4096;
+/// Default most flow samples the agent exports per second, over all workers
+/// (about 2,900 datagrams and 30 Mbit/s of 128-byte headers). What a sampling
+/// rate picks beyond it waits in the rings; a full ring drops and counts, and the
+/// collector sees the drops (and scales by the sample pool). 0 = no limit.
+pub const DEFAULT_MAX_SAMPLES_PER_SECOND: u32 = 20_000;
 //= hsflowd flushes a partly filled datagram on its 1 s tick.
 /// Default longest time a sample waits in a partly filled datagram.
 pub const DEFAULT_FLUSH_DELAY: Duration = Duration::from_secs(1);
@@ -222,6 +227,12 @@ pub struct AgentConfig {
     pub ring_capacity: usize,
     /// Most samples one `poll` drains over all workers.
     pub drain_budget: usize,
+    /// Most flow samples taken from the rings per second, over all workers (a
+    /// token bucket holding one second's worth); 0 = no limit. Protects the
+    /// collectors, the control thread and the workers' caches from a rate set too
+    /// high for the traffic: the workers then drop what they pick cheaply (a
+    /// full ring), and count it.
+    pub max_samples_per_second: u32,
     /// Longest time a sample waits in a partly filled datagram.
     pub flush_delay: Duration,
     /// Sub-agent whose datagrams carry the counter samples (the worker with this id
@@ -246,6 +257,7 @@ impl AgentConfig {
             max_datagram_bytes: DEFAULT_MAX_DATAGRAM_BYTES,
             ring_capacity: DEFAULT_RING_CAPACITY,
             drain_budget: DEFAULT_DRAIN_BUDGET,
+            max_samples_per_second: DEFAULT_MAX_SAMPLES_PER_SECOND,
             flush_delay: DEFAULT_FLUSH_DELAY,
             counters_sub_agent: 0,
             seed: None,

@@ -49,11 +49,11 @@ pub use agent::{
 };
 pub use config::{
     AgentConfig, COUNTERS_SAMPLE_LEN, ConfigError, DEFAULT_DRAIN_BUDGET, DEFAULT_FLUSH_DELAY,
-    DEFAULT_HEADER_BYTES, DEFAULT_MAX_DATAGRAM_BYTES, DEFAULT_POLLING_INTERVAL,
-    DEFAULT_RING_CAPACITY, Directions, MAX_DATAGRAM_BYTES, MAX_HEADER_BYTES, MAX_IFINDEX,
-    MIN_HEADER_BYTES, Sampling, datagram_header_len, max_flow_sample_len, resolve_collector,
-    validate_agent_address, validate_datagram_size, validate_header_bytes, validate_ifindex,
-    validate_polling_interval,
+    DEFAULT_HEADER_BYTES, DEFAULT_MAX_DATAGRAM_BYTES, DEFAULT_MAX_SAMPLES_PER_SECOND,
+    DEFAULT_POLLING_INTERVAL, DEFAULT_RING_CAPACITY, Directions, MAX_DATAGRAM_BYTES,
+    MAX_HEADER_BYTES, MAX_IFINDEX, MIN_HEADER_BYTES, Sampling, datagram_header_len,
+    max_flow_sample_len, resolve_collector, validate_agent_address, validate_datagram_size,
+    validate_header_bytes, validate_ifindex, validate_polling_interval,
 };
 pub use decode::{DecodeError, decode_datagram};
 pub use proto::{

@@ -672,6 +672,54 @@ fn drain_is_bounded_per_poll() {
     assert_eq!(n, 2 * BURST);
 }
 
+/// The export limit: a bucket of one second's worth, refilled with time; what it
+/// holds back waits in the ring (or, when the ring is full, the worker drops and
+/// counts it); 0 lifts it.
+#[test]
+fn export_limit_caps_samples_per_second() {
+    let (sock, addr) = collector();
+    let mut cfg = config(&[&addr], &[(1, 1, Directions::Rx)]);
+    cfg.max_samples_per_second = 200;
+    cfg.ring_capacity = 2 * BURST;
+    let mut agent = Agent::new(cfg).unwrap();
+    let mut w = agent.add_worker(0).unwrap();
+    let mut picks = Picks::new();
+    let pkts = mpls_packets(BURST);
+    for _ in 0..3 {
+        run_vector(&mut w, &mut picks, &pkts);
+    }
+    // (the third vector found the ring full)
+    assert_eq!(agent.stats().workers[0].dropped, BURST as u64);
+    let t0 = agent.start_time();
+    let ms = Duration::from_millis;
+    let mut got = Vec::new();
+    let mut take = |agent: &mut Agent, at: Instant| {
+        let r = agent.poll(at, &mut NoCounters);
+        recv_all(&sock, &mut got);
+        assert!(!r.more);
+        r.samples
+    };
+    assert_eq!(take(&mut agent, t0), 200);
+    assert_eq!(take(&mut agent, t0), 0);
+    assert_eq!(take(&mut agent, t0 + ms(500)), 100);
+    assert_eq!(take(&mut agent, t0 + ms(520)), 4);
+    // Idle for long: still one second's worth at most.
+    assert_eq!(take(&mut agent, t0 + ms(10_000)), 200);
+    run_vector(&mut w, &mut picks, &pkts);
+    assert_eq!(take(&mut agent, t0 + ms(10_000)), 0);
+    agent.set_max_samples_per_second(0);
+    assert_eq!(agent.config().max_samples_per_second, 0);
+    assert_eq!(take(&mut agent, t0 + ms(10_000)), 8 + BURST);
+    assert_eq!(agent.stats().workers[0].dropped, BURST as u64);
+    agent.flush_all(t0 + ms(10_000));
+    recv_all(&sock, &mut got);
+    let n: usize = got
+        .iter()
+        .map(|x| decode_datagram(x).unwrap().samples.len())
+        .sum();
+    assert_eq!(n, 3 * BURST);
+}
+
 #[test]
 fn ipv6_agent_and_collector() {
     let Ok(sock) = UdpSocket::bind("[::1]:0") else {
