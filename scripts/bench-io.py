@@ -18,7 +18,8 @@ warm-up.
                    1-in-N (--sflow-rate, default 10; --sflow-direction rx|tx|both),
                    exporting to a UDP socket this script drains on 127.0.0.1: the
                    forwarding rate with sampling against the rate without (issue 7's
-                   goal: >= 0.95 at 1:10).
+                   goal: >= 0.95 at 1:10). --sflow-max-samples N sets the agent's
+                   export limit (default: the daemon's, 20000/s; 0: no limit).
 
     scripts/bench-io.py [--mode xconnect|router|sflow] [--rounds 3] [--seconds 10]
 
@@ -172,9 +173,11 @@ class Collector:
         self.sock.close()
 
 
-def sflow_cfg(base, rate, direction, port):
-    """`base` with sFlow sampling port0 at 1-in-`rate` towards `port` on loopback."""
-    return base + (f'[sflow]\ncollectors = ["127.0.0.1:{port}"]\n'
+def sflow_cfg(base, rate, direction, port, max_samples=None):
+    """`base` with sFlow sampling port0 at 1-in-`rate` towards `port` on loopback
+    (and the export limit `max_samples`, when given)."""
+    limit = "" if max_samples is None else f"max_samples_per_second = {max_samples}\n"
+    return base + (f'[sflow]\ncollectors = ["127.0.0.1:{port}"]\n{limit}'
                    f'[[sflow.interface]]\nname = "port0"\nrate = {rate}\n'
                    f'direction = "{direction}"\n')
 
@@ -189,6 +192,7 @@ def main():
     ap.add_argument("--l3fwd", default=os.path.join(ROOT, "target/l3fwd/l3fwd/build/l3fwd"))
     ap.add_argument("--sflow-rate", type=int, default=10)
     ap.add_argument("--sflow-direction", default="rx", choices=["rx", "tx", "both"])
+    ap.add_argument("--sflow-max-samples", type=int)
     a = ap.parse_args()
     outdir = os.path.join(ROOT, "target", "bench-io")
     os.makedirs(outdir, exist_ok=True)
@@ -268,7 +272,7 @@ def sflow_main(a, cfg, outdir, load):
     col = Collector()
     on_cfg = os.path.join(outdir, "sflow-on.toml")
     with open(on_cfg, "w") as f:
-        f.write(sflow_cfg(base, a.sflow_rate, a.sflow_direction, col.port))
+        f.write(sflow_cfg(base, a.sflow_rate, a.sflow_direction, col.port, a.sflow_max_samples))
     off, on = [], []
     try:
         for r in range(a.rounds):
@@ -293,7 +297,8 @@ def sflow_main(a, cfg, outdir, load):
     note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s (per-round Mpps: {runs}); "
             f"load average at start {load:.2f}; command: `scripts/bench-io.py --mode sflow "
             f"--sflow-rate {a.sflow_rate} --sflow-direction {a.sflow_direction} "
-            f"--rounds {a.rounds} --seconds {a.seconds}`\n")
+            + ("" if a.sflow_max_samples is None else f"--sflow-max-samples {a.sflow_max_samples} ")
+            + f"--rounds {a.rounds} --seconds {a.seconds}`\n")
     print(table + note)
     with open(os.path.join(outdir, "sflow.md"), "w") as f:
         f.write(table + note)

@@ -7,7 +7,9 @@
 //! baseline is cheaper than the full-table `pipeline` bench and the sFlow overhead
 //! shows as a larger share (a conservative ratio). The samples go into the worker's
 //! ring as in the dataplane; the agent's end is drained between vectors, outside the
-//! timed region (the agent runs on the control thread).
+//! timed region (the agent runs on the control thread), except in the
+//! `rx-1:10-ring-full` case: there it is never drained, as when the agent is at its
+//! export limit (`max_samples_per_second`), and the worker drops what it picks.
 //!
 //! Before criterion runs, a summary prints the median cycles of single vectors
 //! (400 rounds of 50 vectors per case, interleaved) and the forwarding rate of each
@@ -120,6 +122,9 @@ struct Rig {
 struct Case {
     name: &'static str,
     hook: Option<(SflowHook, SampleConsumer)>,
+    /// The agent's end is never drained: the ring stays full (the agent at its
+    /// export limit), and the worker drops what it picks.
+    full: bool,
 }
 
 impl Case {
@@ -130,13 +135,28 @@ impl Case {
             let (sampler, consumer) = sflow::channel(0, table, DEFAULT_RING_CAPACITY, 1).unwrap();
             (SflowHook::new(sampler), consumer)
         });
-        let mut c = Case { name, hook };
+        let mut c = Case {
+            name,
+            hook,
+            full: false,
+        };
         rig.check(&mut c);
         c
     }
 
+    /// [`Case::new`] with a ring that is never drained.
+    fn full(rig: &mut Rig, name: &'static str, sampling: Option<(u32, Sampling)>) -> Case {
+        Case {
+            full: true,
+            ..Case::new(rig, name, sampling)
+        }
+    }
+
     fn drain(&mut self) -> usize {
         let mut n = 0;
+        if self.full {
+            return 0;
+        }
         if let Some((_, c)) = &mut self.hook {
             while c.pop().is_some() {
                 n += 1;
@@ -265,6 +285,8 @@ fn cases() -> (Rig, Vec<Case>) {
         Case::new(&mut rig, "on-not-sampling", rx(u32::MAX)),
         Case::new(&mut rig, "rx-1:1000", rx(1000)),
         Case::new(&mut rig, "rx-1:10", rx(10)),
+        // The agent at its export limit: every pick dropped at a full ring.
+        Case::full(&mut rig, "rx-1:10-ring-full", rx(10)),
         Case::new(&mut rig, "tx-not-sampling", tx(u32::MAX)),
         Case::new(&mut rig, "tx-1:10", tx(10)),
         // sFlow off again: how far two identical cases land apart.

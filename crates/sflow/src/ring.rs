@@ -327,6 +327,18 @@ impl Producer {
         }
     }
 
+    /// The ring was full when the consumer's index was last read (nothing is read
+    /// now).
+    #[inline]
+    pub(crate) fn looks_full(&self) -> bool {
+        self.tail.wrapping_sub(self.head_cache) >= self.ring.capacity()
+    }
+
+    /// Rereads the consumer's index (one load of its line).
+    pub(crate) fn recheck(&mut self) {
+        self.head_cache = self.ring.head.0.load(Ordering::Acquire);
+    }
+
     /// A write now drops without looking: the ring was full when last checked,
     /// and nothing was published since.
     #[inline]

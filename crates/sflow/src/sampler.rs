@@ -711,6 +711,26 @@ impl WorkerSampler {
         self.ring.upcoming(n, f);
     }
 
+    /// Whether the ring has room for a sample: the agent's index is reread only
+    /// when the ring looked full (a line the agent writes only when it drains). A
+    /// pipeline may plan a vector by it: when not, it need not note what its picks
+    /// would be described from, and drops them all with
+    /// [`drop_picks`](Self::drop_picks).
+    #[inline]
+    pub fn ring_room(&mut self) -> bool {
+        if self.ring.looks_full() {
+            self.ring.recheck();
+        }
+        !self.ring.looks_full()
+    }
+
+    /// Counts every pick of `picks` as dropped on a full ring.
+    pub fn drop_picks(&mut self, picks: &Picks) {
+        for p in picks.as_slice() {
+            self.drop_pick(p);
+        }
+    }
+
     /// Counts `pick` as dropped on a full ring, as [`enqueue`](Self::enqueue) does.
     pub fn drop_pick(&mut self, pick: &Pick) {
         self.ring_full(slot(pick.ifindex));

@@ -446,22 +446,33 @@ fn full_ring_drops_without_blocking_and_next_sample_reports_it() {
             out_labels: vec![lse(200, 0, true, 63)],
         })
         .collect();
+    assert!(s.ring_room());
     let (taken, queued) = run_vector(&mut s, &mut picks, &pkts);
     assert_eq!((taken, queued), (100, 4));
     assert_eq!(s.counters().sampled(), 100);
     assert_eq!(s.counters().dropped(), 96);
     assert_eq!(s.drops(1), 96);
+    // A pipeline that sees no room drops a vector's picks without describing
+    // them (counted the same way).
+    assert!(!s.ring_room());
+    s.select_run(Direction::Rx, 1, 0, 3, &mut picks);
+    assert_eq!(picks.len(), 3);
+    s.drop_picks(&picks);
+    picks.clear();
+    assert_eq!((s.counters().dropped(), s.drops(1)), (99, 99));
     // The queued ones carry the drops seen before them: none.
     for _ in 0..4 {
         assert_eq!(c.pop().unwrap().drops, 0);
+        // (the agent's index is reread: the room it made shows)
+        assert!(s.ring_room());
     }
     assert!(c.pop().is_none());
-    // The ring has room again: the next sample reports the 96 lost.
+    // The ring has room again: the next sample reports the 99 lost.
     let (taken, queued) = run_vector(&mut s, &mut picks, &pkts[..1]);
     assert_eq!((taken, queued), (1, 1));
     let r = c.pop().unwrap();
-    assert_eq!(r.drops, 96);
-    assert_eq!(r.sample_pool, 101);
+    assert_eq!(r.drops, 99);
+    assert_eq!(r.sample_pool, 104);
     assert_eq!(r.in_labels.as_slice(), &labels);
     assert_eq!(r.out_labels.as_slice(), &[lse(200, 0, true, 63)]);
     assert_eq!(r.next_hop, Some(Ipv4Addr::new(192, 168, 1, 1)));

@@ -80,6 +80,9 @@ pub struct SflowHook {
     adj: [AdjEntry; ADJ_CACHE],
     /// Some interface is sampled (as of `begin`).
     on: bool,
+    /// The ring had room at `begin`: if not, the vector's picks are dropped
+    /// (counted), and the core noted nothing to describe them from.
+    room: bool,
 }
 
 /// Keeps the first [`LSE_BYTES`] of the label stack at `frame[off..]` (called by
@@ -172,6 +175,7 @@ impl SflowHook {
             tx_if: Box::new([0; BURST]),
             adj: [AdjEntry::default(); ADJ_CACHE],
             on: false,
+            room: true,
         }
     }
 
@@ -190,10 +194,14 @@ impl SflowHook {
             self.sampler.is_on(Direction::Tx),
         );
         self.on = rx || tx;
-        // Whether a skip count may run out in this vector: if not, nothing a
-        // sample is described from needs noting (the counting still runs).
-        let pick = (rx && self.sampler.may_pick(Direction::Rx, BURST))
-            || (tx && self.sampler.may_pick(Direction::Tx, BURST));
+        // Whether a skip count may run out in this vector, into a ring with room
+        // (when the agent is behind, the picks are dropped without a description):
+        // if not, nothing a sample is described from needs noting (the counting
+        // still runs).
+        self.room = self.sampler.ring_room();
+        let pick = self.room
+            && ((rx && self.sampler.may_pick(Direction::Rx, BURST))
+                || (tx && self.sampler.may_pick(Direction::Tx, BURST)));
         let w = &mut core.w;
         w.keep_stacks = pick;
         // (the tx samplers' fallback reads each packet's kind and adjacency)
@@ -274,7 +282,13 @@ impl SflowHook {
                 .select_burst(Direction::Tx, n, |i| tx_if[i], &mut self.picks);
         }
         if !self.picks.is_empty() {
-            self.submit(core, pkts, out);
+            if self.room {
+                self.submit(core, pkts, out);
+            } else {
+                // The ring was full at `begin`: dropped and counted.
+                self.sampler.drop_picks(&self.picks);
+                self.picks.clear();
+            }
         }
     }
 
