@@ -309,6 +309,7 @@ pub fn channel(
         worker,
         sampled: 0,
         dropped: 0,
+        dropping: false,
     };
     Ok((sampler, consumer))
 }
@@ -382,6 +383,9 @@ pub struct WorkerSampler {
     worker: u32,
     sampled: u64,
     dropped: u64,
+    /// The vector began with the ring full: its picks are counted as dropped as
+    /// they are selected (see [`WorkerSampler::begin_vector`]).
+    dropping: bool,
 }
 
 impl std::fmt::Debug for WorkerSampler {
@@ -633,6 +637,14 @@ impl WorkerSampler {
         let o = 1 - d;
         let src = &mut self.sources[k];
         src.base[d] += src.drawn[d];
+        if self.dropping {
+            // (a full ring: counted as `enqueue` would, nothing described)
+            src.drops += 1;
+            src.drawn[d] = draw(&mut self.rng, src.rate);
+            self.dropped += 1;
+            self.sampled += 1;
+            return;
+        }
         let mut pool = src.base[d];
         if src.on(o) {
             pool += src.base[o] + src.drawn[o].saturating_sub(self.skip[o][k]);
@@ -658,6 +670,9 @@ impl WorkerSampler {
     #[inline]
     fn count_sampled(&self) {
         self.counters.sampled.store(self.sampled, Ordering::Relaxed);
+        if self.dropping {
+            self.counters.dropped.store(self.dropped, Ordering::Relaxed);
+        }
     }
 
     /// Copies the sampled packet into the ring and publishes it (see
@@ -711,24 +726,18 @@ impl WorkerSampler {
         self.ring.upcoming(n, f);
     }
 
-    /// Whether the ring has room for a sample: the agent's index is reread only
-    /// when the ring looked full (a line the agent writes only when it drains). A
-    /// pipeline may plan a vector by it: when not, it need not note what its picks
-    /// would be described from, and drops them all with
-    /// [`drop_picks`](Self::drop_picks).
+    /// Starts a vector (after [`refresh`](Self::refresh)); returns whether the
+    /// ring has room for a sample (the agent's index is reread only when the ring
+    /// looked full: a line the agent writes only when it drains). Without room,
+    /// the vector's picks are counted as dropped as they are selected, and none is
+    /// returned: a pipeline need not note what they would be described from.
     #[inline]
-    pub fn ring_room(&mut self) -> bool {
+    pub fn begin_vector(&mut self) -> bool {
         if self.ring.looks_full() {
             self.ring.recheck();
         }
-        !self.ring.looks_full()
-    }
-
-    /// Counts every pick of `picks` as dropped on a full ring.
-    pub fn drop_picks(&mut self, picks: &Picks) {
-        for p in picks.as_slice() {
-            self.drop_pick(p);
-        }
+        self.dropping = self.ring.looks_full();
+        !self.dropping
     }
 
     /// Counts `pick` as dropped on a full ring, as [`enqueue`](Self::enqueue) does.

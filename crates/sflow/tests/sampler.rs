@@ -446,25 +446,24 @@ fn full_ring_drops_without_blocking_and_next_sample_reports_it() {
             out_labels: vec![lse(200, 0, true, 63)],
         })
         .collect();
-    assert!(s.ring_room());
+    assert!(s.begin_vector());
     let (taken, queued) = run_vector(&mut s, &mut picks, &pkts);
     assert_eq!((taken, queued), (100, 4));
     assert_eq!(s.counters().sampled(), 100);
     assert_eq!(s.counters().dropped(), 96);
     assert_eq!(s.drops(1), 96);
-    // A pipeline that sees no room drops a vector's picks without describing
-    // them (counted the same way).
-    assert!(!s.ring_room());
+    // A vector that begins with the ring full: its picks are counted as dropped
+    // as they are selected, none is handed out.
+    assert!(!s.begin_vector());
     s.select_run(Direction::Rx, 1, 0, 3, &mut picks);
-    assert_eq!(picks.len(), 3);
-    s.drop_picks(&picks);
-    picks.clear();
+    assert!(picks.is_empty());
+    assert_eq!(s.counters().sampled(), 103);
     assert_eq!((s.counters().dropped(), s.drops(1)), (99, 99));
     // The queued ones carry the drops seen before them: none.
     for _ in 0..4 {
         assert_eq!(c.pop().unwrap().drops, 0);
         // (the agent's index is reread: the room it made shows)
-        assert!(s.ring_room());
+        assert!(s.begin_vector());
     }
     assert!(c.pop().is_none());
     // The ring has room again: the next sample reports the 99 lost.

@@ -80,8 +80,8 @@ pub struct SflowHook {
     adj: [AdjEntry; ADJ_CACHE],
     /// Some interface is sampled (as of `begin`).
     on: bool,
-    /// The ring had room at `begin`: if not, the vector's picks are dropped
-    /// (counted), and the core noted nothing to describe them from.
+    /// The ring had room at `begin`: if not, the sampler counts the vector's
+    /// picks as dropped, and the core notes nothing to describe them from.
     room: bool,
 }
 
@@ -198,7 +198,7 @@ impl SflowHook {
         // (when the agent is behind, the picks are dropped without a description):
         // if not, nothing a sample is described from needs noting (the counting
         // still runs).
-        self.room = self.sampler.ring_room();
+        self.room = self.sampler.begin_vector();
         let pick = self.room
             && ((rx && self.sampler.may_pick(Direction::Rx, BURST))
                 || (tx && self.sampler.may_pick(Direction::Tx, BURST)));
@@ -281,14 +281,9 @@ impl SflowHook {
             self.sampler
                 .select_burst(Direction::Tx, n, |i| tx_if[i], &mut self.picks);
         }
+        // (none when the ring was full at `begin`: counted as dropped already)
         if !self.picks.is_empty() {
-            if self.room {
-                self.submit(core, pkts, out);
-            } else {
-                // The ring was full at `begin`: dropped and counted.
-                self.sampler.drop_picks(&self.picks);
-                self.picks.clear();
-            }
+            self.submit(core, pkts, out);
         }
     }
 
