@@ -13,7 +13,8 @@
 //! * [`Agent::add_worker`] once per worker; the returned [`WorkerSampler`] moves to
 //!   the worker's thread.
 //! * `dpctl sflow ...`: [`Agent::set_sampling`], [`Agent::set_header_bytes`],
-//!   [`Agent::set_polling_interval`], [`Agent::add_collector`],
+//!   [`Agent::set_polling_interval`], [`Agent::set_max_samples_per_second`],
+//!   [`Agent::add_collector`],
 //!   [`Agent::remove_collector`]; a config reload: [`Agent::reconfigure`].
 //! * Every few milliseconds: [`Agent::poll`] with the port counters as a
 //!   [`CounterSource`]; `show sflow`: [`Agent::stats`] and [`Agent::sources`].
@@ -31,6 +32,12 @@
 //! stacks into a [`SampleRecord`] and pushes it into the worker's ring; a full ring
 //! drops the sample, counts it, and the next sample of that interface reports it in
 //! its `drops` field.
+//!
+//! A pipeline that notes per packet what a sample is described from can skip the
+//! notes for most vectors: [`WorkerSampler::may_pick`] says whether a skip count
+//! may run out within the next `n` packets, and [`WorkerSampler::begin_vector`]
+//! whether the ring has room (without room, the vector's picks are counted as
+//! dropped as they are selected, and none is returned).
 //!
 //! Tests and tools: [`decode_datagram`] and the [`proto`] types.
 #![forbid(unsafe_code)]
