@@ -10,6 +10,9 @@
 //!   decides whether the core keeps the label stacks packets arrive with (one
 //!   32-byte copy per labelled packet) and notes what a pick is described from.
 //!   At 1:1000 about three vectors in four cannot pick, and cost only the counting.
+//!   So does a vector that begins with the ring full
+//!   ([`WorkerSampler::begin_vector`]: the agent is behind, say at its export
+//!   limit): the sampler counts its picks as dropped as they are selected.
 //! * `end`: the rx samplers see the vector as runs of packets of one input
 //!   interface (a branch-free compare per packet, one subtract per run); the tx
 //!   samplers see each forwarded packet under its output interface: the core notes,
