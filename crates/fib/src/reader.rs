@@ -413,10 +413,10 @@ impl Leg<'_> {
     pub fn plain_labels<const N: usize>(&self) -> Option<([u32; N], usize)> {
         // (the flags sit above the count: any flag makes it look too long)
         let n = (self.header() >> 8) as usize;
-        if n > N {
-            return None;
-        }
         let mut out = [0u32; N];
+        if n == 0 || n > N {
+            return (n == 0).then_some((out, 0));
+        }
         for (o, w) in out.iter_mut().zip(&self.words[2..]) {
             *o = w.load(Ordering::Relaxed);
         }
