@@ -613,7 +613,8 @@ impl Work {
     ) -> usize {
         let (ift, need_meta) = (hb.ift, hb.need_meta);
         let extra = need_meta | hb.light_meta | self.tx_slots;
-        let mut done = 0usize;
+        // (what is not sent resumes: the count of those says how many were sent)
+        let resumed_before = hb.n;
         // (one label's packets go to one adjacency: the last one's slot)
         let mut last = (u32::MAX, 0usize);
         for &l in lfw {
@@ -641,7 +642,6 @@ impl Work {
                 continue;
             };
             out[i] = count_tx(rw, sent_len);
-            done += 1;
             // (as in the forward walk: one test, both notes unconditionally)
             if !extra {
                 continue;
@@ -652,7 +652,7 @@ impl Work {
                 self.label_meta(&pkts[i], l, end, true, hb);
             }
         }
-        done
+        lfw.len() - (hb.n - resumed_before)
     }
 
     /// The metadata of switched packet `l` (its frame as received ended at
