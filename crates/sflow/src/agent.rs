@@ -17,9 +17,9 @@
 //! The agent takes at most [`AgentConfig::max_samples_per_second`] flow samples
 //! from the rings (a token bucket of one second's worth). Beyond it the samples
 //! wait in the rings, and a full ring makes the worker drop and count what it
-//! picks: in overload the workers spend one test per pick instead of writing
-//! sample slots this thread reads back from the other core, and the collectors
-//! still learn of every loss from the drops field.
+//! picks: in overload the workers count their picks (and draw the next skip)
+//! instead of writing sample slots this thread reads back from the other core,
+//! and the collectors still learn of every loss from the drops field.
 
 use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};

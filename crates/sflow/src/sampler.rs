@@ -638,11 +638,11 @@ impl WorkerSampler {
         let src = &mut self.sources[k];
         src.base[d] += src.drawn[d];
         if self.dropping {
-            // (a full ring: counted as `enqueue` would, nothing described)
-            src.drops += 1;
+            // (a full ring: counted as `enqueue` would, nothing described; the
+            // counter is published once per expiry, in `count_sampled`)
             src.drawn[d] = draw(&mut self.rng, src.rate);
-            self.dropped += 1;
             self.sampled += 1;
+            self.count_drop(k);
             return;
         }
         let mut pool = src.base[d];
@@ -729,8 +729,9 @@ impl WorkerSampler {
     /// Starts a vector (after [`refresh`](Self::refresh)); returns whether the
     /// ring has room for a sample (the agent's index is reread only when the ring
     /// looked full: a line the agent writes only when it drains). Without room,
-    /// the vector's picks are counted as dropped as they are selected, and none is
-    /// returned: a pipeline need not note what they would be described from.
+    /// the picks are counted as dropped as they are selected, and none is
+    /// returned, until the next `begin_vector`: a pipeline need not note what they
+    /// would be described from.
     #[inline]
     pub fn begin_vector(&mut self) -> bool {
         if self.ring.looks_full() {
@@ -754,9 +755,15 @@ impl WorkerSampler {
 
     #[cold]
     fn ring_full(&mut self, k: usize) {
+        self.count_drop(k);
+        self.counters.dropped.store(self.dropped, Ordering::Relaxed);
+    }
+
+    /// One sample of source `k` lost to a full ring.
+    #[inline(always)]
+    fn count_drop(&mut self, k: usize) {
         self.sources[k].drops += 1;
         self.dropped += 1;
-        self.counters.dropped.store(self.dropped, Ordering::Relaxed);
     }
 
     /// Packets this worker's sampler of (`ifindex`, `dir`) has seen (0 when off).

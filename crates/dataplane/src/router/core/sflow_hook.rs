@@ -83,9 +83,6 @@ pub struct SflowHook {
     adj: [AdjEntry; ADJ_CACHE],
     /// Some interface is sampled (as of `begin`).
     on: bool,
-    /// The ring had room at `begin`: if not, the sampler counts the vector's
-    /// picks as dropped, and the core notes nothing to describe them from.
-    room: bool,
 }
 
 /// Keeps the first [`LSE_BYTES`] of the label stack at `frame[off..]` (called by
@@ -178,7 +175,6 @@ impl SflowHook {
             tx_if: Box::new([0; BURST]),
             adj: [AdjEntry::default(); ADJ_CACHE],
             on: false,
-            room: true,
         }
     }
 
@@ -201,10 +197,11 @@ impl SflowHook {
         // (when the agent is behind, the picks are dropped without a description):
         // if not, nothing a sample is described from needs noting (the counting
         // still runs).
-        self.room = self.sampler.begin_vector();
-        let pick = self.room
-            && ((rx && self.sampler.may_pick(Direction::Rx, BURST))
-                || (tx && self.sampler.may_pick(Direction::Tx, BURST)));
+        // (`may_pick` is false for a direction nothing is sampled in)
+        let room = self.sampler.begin_vector();
+        let pick = room
+            && (self.sampler.may_pick(Direction::Rx, BURST)
+                || self.sampler.may_pick(Direction::Tx, BURST));
         let w = &mut core.w;
         w.keep_stacks = pick;
         // (the tx samplers' fallback reads each packet's kind and adjacency)
