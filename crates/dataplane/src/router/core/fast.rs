@@ -66,6 +66,9 @@ pub(super) struct FwdDec {
     ecmp: bool,
     /// Labels to push (implicit null excluded).
     push: u8,
+    /// `ok`, one leg, nothing to push, an untagged interface: the forward walk's
+    /// inline case ([`forward_plain`]).
+    plain: bool,
     /// The adjacency.
     adj: u32,
     /// Its slot in the adjacency cache (`rw`); a slot taken over by another
@@ -337,7 +340,6 @@ impl Work {
         self.resumed = [0; 4];
         self.popped = [0; 4];
         let mut n_slow = 0usize;
-        let mut k = 0usize;
         // The vector's routing table: the first packet's interface's (packets of
         // another table take the general path).
         let port0 = pkts.first().map_or(u16::MAX, |p| p.port());
@@ -359,10 +361,18 @@ impl Work {
             back: [0u16; BURST],
             n: 0,
         };
+        // The common case first, in a loop of its own: the leading run of plain
+        // IPv4 packets from the first packet's port.
+        let run = if rxif.v4 {
+            self.ip4_run(pkts, n, &rxif)
+        } else {
+            (0, 0)
+        };
+        let mut k = run.0;
         // Received packets and bytes taken on `rxif`, not yet counted.
-        let (mut rx_pkts, mut rx_bytes) = (0u64, 0u64);
+        let (mut rx_pkts, mut rx_bytes) = (run.0 as u64, run.1);
         let mut switched = 0usize;
-        for i in 0..n {
+        for i in run.0..n {
             if let Some(p) = pkts.get(i + 2 * PREFETCH) {
                 p.prefetch_meta();
             }
@@ -514,6 +524,55 @@ impl Work {
         n_slow
     }
 
+    /// The classify walk's common case, in a loop of its own (the general walk
+    /// keeps a dozen values live and spills them): from the start of the vector,
+    /// untagged frames on `rxif`'s port (up, in the vector's table) to its MAC
+    /// carrying an IPv4 header that passes [`ip4_check_rest`]. Their destinations
+    /// become keys `0..run` (`sel` and `l3s` as the general walk sets them).
+    /// Returns the run's length and bytes; the general walk goes on from there.
+    #[inline(never)]
+    fn ip4_run<P: Packet>(&mut self, pkts: &mut [P], n: usize, rxif: &RxIf) -> (usize, u64) {
+        let n = n.min(pkts.len()).min(BURST);
+        let mut bytes = 0u64;
+        let mut i = 0;
+        while i < n {
+            if let Some(p) = pkts.get(i + 2 * PREFETCH) {
+                p.prefetch_meta();
+            }
+            if let Some(p) = pkts.get_mut(i + PREFETCH) {
+                prefetch_data(p);
+            }
+            let p = &mut pkts[i];
+            if p.port() != rxif.port || !p.is_contiguous() {
+                break;
+            }
+            let (start, len) = p.window();
+            let Some(hd) = p
+                .raw_mut()
+                .get(start..start + len)
+                .and_then(|f| f.first_chunk::<HEAD>())
+            else {
+                break;
+            };
+            let et = u32::from_le_bytes([hd[12], hd[13], hd[14], hd[15]]);
+            if (mac_word(hd) & MAC_MASK != rxif.mac) | (et & 0xff_ffff != ET_IP4_45) {
+                break;
+            }
+            let Some(dst) = hd
+                .last_chunk::<20>()
+                .and_then(|h| ip4_check_rest(h, len - ETH_LEN))
+            else {
+                break;
+            };
+            self.keys[i] = dst;
+            self.sel[i] = i as u16;
+            self.l3s[i] = (start + ETH_LEN) as u16;
+            bytes += len as u64;
+            i += 1;
+        }
+        (i, bytes)
+    }
+
     /// The forward walk of the fast path over the `k` keys looked up (see the
     /// module docs); returns how many packets it sent. Packets it leaves are handed
     /// back (`hb`) to resume in the general IPv4 stage. Out of line: with the rest
@@ -527,9 +586,8 @@ impl Work {
         view: &fib::FibView<'_>,
         hb: &mut Handback<'_>,
     ) -> usize {
-        let (ift, need_meta) = (hb.ift, hb.need_meta);
         // Anything to note per forwarded packet (sFlow, trace)?
-        let extra = need_meta | hb.light_meta | self.tx_slots;
+        let extra = hb.need_meta | hb.light_meta | self.tx_slots;
         // (what is not sent resumes: the count of those says how many were sent)
         let resumed_before = hb.n;
         for j in 0..k {
@@ -538,42 +596,95 @@ impl Work {
             let f = self.fwd[j];
             let slot = f as usize & (FWD_CACHE - 1);
             if self.fd[slot].key != f.wrapping_add(1) {
-                self.fwd_decode(slot, f, ift, view);
+                self.fwd_decode_cold(slot, f, hb.ift, view);
             }
-            let slot = if self.fd[slot].ecmp {
-                self.ecmp_leg(&mut pkts[i], l3, f, ift, view);
-                FWD_CACHE
-            } else {
-                slot
-            };
-            let (ok, adj, push) = (self.fd[slot].ok, self.fd[slot].adj, self.fd[slot].push);
-            let rs = usize::from(self.fd[slot].rs) & (RW_CACHE - 1);
-            let mut sent = None;
-            if ok {
-                let rw = &mut self.rw[rs];
-                if let Some(r) = forward(&mut pkts[i], l3, rw, &self.fd[slot]) {
-                    out[i] = count_tx(rw, r.1);
-                    sent = Some(r.0);
+            // The common cases inline: a packet sent with nothing to note.
+            if !extra {
+                let slot = if self.fd[slot].ecmp {
+                    self.ecmp_leg(&mut pkts[i], l3, f, hb.ift, view);
+                    FWD_CACHE
+                } else {
+                    slot
+                };
+                let d = &self.fd[slot];
+                if d.ok {
+                    let rw = &mut self.rw[usize::from(d.rs) & (RW_CACHE - 1)];
+                    if let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) {
+                        let sent = if d.plain {
+                            forward_plain(p, l3, rw)
+                        } else {
+                            forward(p, l3, rw, d).map(|r| r.1)
+                        };
+                        if let Some(len) = sent {
+                            *o = count_tx(rw, len);
+                            continue;
+                        }
+                    }
                 }
             }
-            let Some(new_l3) = sent else {
-                // Untouched by the IPv4 part: the general IPv4 stage takes over.
-                self.ip4_resume(&pkts[i], i, l3, hb);
-                continue;
-            };
-            // (one test per packet for the three; both notes unconditionally: each
-            // is read only when it is meant to be, `txs` while `tx_slots`,
-            // `fast_adj` for `Kind::Fast` packets)
-            if !extra {
-                continue;
-            }
-            self.fast_adj[i] = adj;
-            self.txs[i] = rs as u8 + 1;
-            if need_meta {
-                self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, hb);
-            }
+            self.forward_one(pkts, out, j, view, hb);
         }
         k - (hb.n - resumed_before)
+    }
+
+    /// [`Work::fwd_decode`] out of the forward walk's loop.
+    #[inline(never)]
+    fn fwd_decode_cold(&mut self, slot: usize, f: u32, ift: &IfTable, view: &fib::FibView<'_>) {
+        self.fwd_decode(slot, f, ift, view);
+    }
+
+    /// The forward walk for key `j` when it is not the inline case (something to
+    /// note for sFlow or the trace, or a packet the fast path hands back): the
+    /// whole decision again, the notes, or the hand-back.
+    #[inline(never)]
+    fn forward_one<P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        j: usize,
+        view: &fib::FibView<'_>,
+        hb: &mut Handback<'_>,
+    ) {
+        let (ift, need_meta) = (hb.ift, hb.need_meta);
+        let extra = need_meta | hb.light_meta | self.tx_slots;
+        let i = usize::from(self.sel[j]);
+        let l3 = usize::from(self.l3s[j]);
+        let f = self.fwd[j];
+        let slot = f as usize & (FWD_CACHE - 1);
+        if self.fd[slot].key != f.wrapping_add(1) {
+            self.fwd_decode(slot, f, ift, view);
+        }
+        let slot = if self.fd[slot].ecmp {
+            self.ecmp_leg(&mut pkts[i], l3, f, ift, view);
+            FWD_CACHE
+        } else {
+            slot
+        };
+        let (ok, adj, push) = (self.fd[slot].ok, self.fd[slot].adj, self.fd[slot].push);
+        let rs = usize::from(self.fd[slot].rs) & (RW_CACHE - 1);
+        let mut sent = None;
+        if ok {
+            let rw = &mut self.rw[rs];
+            if let Some(r) = forward(&mut pkts[i], l3, rw, &self.fd[slot]) {
+                out[i] = count_tx(rw, r.1);
+                sent = Some(r.0);
+            }
+        }
+        let Some(new_l3) = sent else {
+            // Untouched by the IPv4 part: the general IPv4 stage takes over.
+            self.ip4_resume(&pkts[i], i, l3, hb);
+            return;
+        };
+        // (both notes unconditionally: each is read only when it is meant to be,
+        // `txs` while `tx_slots`, `fast_adj` for `Kind::Fast` packets)
+        if !extra {
+            return;
+        }
+        self.fast_adj[i] = adj;
+        self.txs[i] = rs as u8 + 1;
+        if need_meta {
+            self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, hb);
+        }
     }
 
     /// Decodes into the scratch entry (`fd[FWD_CACHE]`) the leg of ECMP result `f`
@@ -796,6 +907,7 @@ impl Work {
             }
             None => {
                 self.fd[slot].ok = false;
+                self.fd[slot].plain = false;
                 self.fd[slot].ecmp = true;
             }
         }
@@ -813,6 +925,7 @@ impl Work {
         view: &fib::FibView<'_>,
     ) {
         self.fd[slot].ok = false;
+        self.fd[slot].plain = false;
         if leg.action() != fib::Action::Forward {
             return;
         }
@@ -834,13 +947,14 @@ impl Work {
         let adj = leg.target();
         // (before the fields are written: taking a slot over clears this cache)
         let rs = self.rw_slot(adj, ift, view);
-        let ok = self.rw[rs].ok;
+        let (ok, tagged) = (self.rw[rs].ok, self.rw[rs].tagged);
         let e = &mut self.fd[slot];
         e.lse = lse;
         e.push = push as u8;
         e.adj = adj;
         e.rs = rs as u8;
         e.ok = ok;
+        e.plain = ok & (push == 0) & !tagged;
     }
 }
 
@@ -956,6 +1070,37 @@ fn forward<P: Packet>(p: &mut P, l3: usize, rw: &Rw, d: &FwdDec) -> Option<(u16,
         let _ = p.set_window(new_start, frame);
     }
     Some((top as u16, frame))
+}
+
+/// [`forward`] for a plain decision (see [`FwdDec::plain`]): IPv4 out of an
+/// untagged interface, nothing pushed. Returns the frame length, or `None` with the
+/// packet untouched (MTU, headroom).
+#[inline(always)]
+fn forward_plain<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
+    let (start, len) = p.window();
+    let new_start = l3.checked_sub(ETH_LEN)?;
+    let h = p
+        .raw_mut()
+        .get_mut(new_start..)?
+        .first_chunk_mut::<HEAD>()?;
+    let total = usize::from(u16::from_be_bytes([h[ETH_LEN + 2], h[ETH_LEN + 3]]));
+    // (the classify walk checked that the total length is within the frame)
+    if total > usize::from(rw.mtu) {
+        return None;
+    }
+    // Every check is done: from here on the packet changes.
+    let ip = h.last_chunk_mut::<20>()?;
+    ttl_dec(ip);
+    let l2 = h.first_chunk_mut::<ETH_LEN>()?;
+    l2[..12].copy_from_slice(&rw.hdr[..12]);
+    l2[12..].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    let frame = ETH_LEN + total;
+    if (start, len) != (new_start, frame) {
+        // Cannot fail: the window only moves inside the buffer of a one-segment
+        // packet (the checks saw the whole frame in it).
+        let _ = p.set_window(new_start, frame);
+    }
+    Some(frame)
 }
 
 #[cfg(test)]
