@@ -339,18 +339,12 @@ impl Work {
         let t0 = tsc();
         self.resumed = [0; 4];
         self.popped = [0; 4];
-        let mut n_slow = 0usize;
         // The vector's routing table: the first packet's interface's (packets of
         // another table take the general path).
         let port0 = pkts.first().map_or(u16::MAX, |p| p.port());
         let vt = RxIf::of(port0, ift, 0).table;
-        let mut rxif = RxIf::of(port0, ift, vt);
-        let mut guard = None;
-        // Every packet so far came in on the first packet's port.
-        let mut one_port = true;
         // Labelled packets switched here.
         let mut lfw = [Lfw::default(); BURST];
-        let mut n_lfw = 0usize;
         // Packets handed back part-way.
         let mut hb = Handback {
             ift,
@@ -361,115 +355,53 @@ impl Work {
             back: [0u16; BURST],
             n: 0,
         };
-        // The common case first, in a loop of its own: the leading run of plain
-        // IPv4 packets from the first packet's port.
-        let run = if rxif.v4 {
-            self.ip4_run(pkts, n, &rxif)
-        } else {
-            (0, 0)
+        let mut c = Cls {
+            rxif: RxIf::of(port0, ift, vt),
+            vt,
+            rx_pkts: 0,
+            rx_bytes: 0,
+            one_port: true,
+            k: 0,
+            n_slow: 0,
+            n_lfw: 0,
+            switched: 0,
+            guard: None,
         };
-        let mut k = run.0;
-        // Received packets and bytes taken on `rxif`, not yet counted.
-        let (mut rx_pkts, mut rx_bytes) = (run.0 as u64, run.1);
-        let mut switched = 0usize;
-        for i in run.0..n {
-            if let Some(p) = pkts.get(i + 2 * PREFETCH) {
-                p.prefetch_meta();
-            }
-            if let Some(p) = pkts.get_mut(i + PREFETCH) {
-                prefetch_data(p);
-            }
-            let p = &mut pkts[i];
-            let port = p.port();
-            if port != rxif.port {
-                rx_flush(&self.stats, rxif.ifindex, rx_pkts, rx_bytes);
-                (rx_pkts, rx_bytes) = (0, 0);
-                rxif = RxIf::of(port, ift, vt);
-                one_port = false;
-            }
-            let (start, len) = p.window();
-            let contiguous = p.is_contiguous();
-            let raw = p.raw_mut();
-            let end = start + len;
-            // Where the packet goes, and for an IPv4 key its destination and header.
-            // Every way ends at the stores below the `if` (one way round the loop,
-            // not one per outcome: the compiler's loop nest would otherwise re-derive
-            // its pointers for every packet taken).
-            let mut to = To::Slow;
-            let mut dst = 0u32;
-            let mut l3 = start + ETH_LEN;
-            // One bounds check for the Ethernet header and an IPv4 header behind it.
-            let hd = match raw.get(start..end) {
-                Some(f) if contiguous => f.first_chunk::<HEAD>(),
-                _ => None,
+        // The classify walk: runs of plain IPv4 and of labelled packets, each in
+        // a loop of its own (one loop for every case kept a dozen values live and
+        // spilled them); what neither takes goes to the general path untouched.
+        let mut i = 0;
+        while i < n {
+            i = self.ip4_run(pkts, i, n, &mut c);
+            i = self.mpls_run(pkts, i, n, &mut c, labels, &mut lfw, &mut hb);
+            let Some(p) = pkts.get(i).filter(|_| i < n) else {
+                break;
             };
-            if let Some(hd) = hd.filter(|h| mac_word(h) & MAC_MASK == rxif.mac) {
-                let et = u32::from_le_bytes([hd[12], hd[13], hd[14], hd[15]]);
-                if et & 0xff_ffff == ET_IP4_45 && rxif.v4 {
-                    // (the version and IHL byte was compared with the EtherType)
-                    if let Some(Some(d)) = hd
-                        .last_chunk::<20>()
-                        .map(|h| ip4_check_rest(h, len - ETH_LEN))
-                    {
-                        dst = d;
-                        to = To::Key;
-                    }
-                } else if et & 0xffff == ET_MPLS_LE {
-                    let g = guard.get_or_insert_with(|| labels.pin());
-                    let frame = &mut raw[..end];
-                    if self.keep_stacks {
-                        // (out of line: the stacks' address is not kept per packet)
-                        sflow_hook::keep_stack_of(&mut self.stacks, i, frame, l3);
-                    }
-                    let mut off = l3;
-                    let d = g.switch(frame, &mut off);
-                    let sw = match d {
-                        mpls::MplsDecision::Forward { adj } => Some((adj, ETHERTYPE_MPLS)),
-                        mpls::MplsDecision::Php { adj } => Some((adj, ETHERTYPE_IPV4)),
-                        mpls::MplsDecision::Ip4Lookup { table: t } => {
-                            // Popped: on into the IPv4 batch, or the general IPv4
-                            // stage (the frame has changed: resume there).
-                            match frame.get(off..).and_then(ip4_check_fast) {
-                                Some(d) if t == vt => {
-                                    dst = d;
-                                    l3 = off;
-                                    to = To::Key;
-                                    self.popped[i >> 6] |= 1 << (i & 63); // (see `is_popped`)
-                                }
-                                _ => {
-                                    self.ip4_resume_at(i, off, end, rxif.ifindex, t, true, &mut hb);
-                                    to = To::Other;
-                                }
-                            }
-                            None
-                        }
-                        // Left untouched: the general path does it all again.
-                        _ => None,
-                    };
-                    if let Some((adj, et)) = sw {
-                        lfw[n_lfw & (BURST - 1)] = Lfw {
-                            i: i as u16,
-                            l3: off as u16,
-                            et,
-                            adj,
-                        };
-                        n_lfw += 1;
-                        to = To::Other;
-                    }
-                    switched += usize::from(to != To::Slow);
-                }
+            let port = p.port();
+            if port != c.rxif.port {
+                // (the runs take it on its own port's interface)
+                rx_flush(&self.stats, c.rxif.ifindex, c.rx_pkts, c.rx_bytes);
+                (c.rx_pkts, c.rx_bytes) = (0, 0);
+                c.rxif = RxIf::of(port, ift, vt);
+                c.one_port = false;
+                continue;
             }
-            // Both stores always (the counts say which one holds).
-            self.keys[k & (BURST - 1)] = dst;
-            self.sel[k & (BURST - 1)] = i as u16;
-            self.l3s[k & (BURST - 1)] = l3 as u16;
-            self.slow[n_slow & (BURST - 1)] = i as u16;
-            let taken = to != To::Slow;
-            k += usize::from(to == To::Key);
-            n_slow += usize::from(!taken);
-            rx_pkts += u64::from(taken);
-            rx_bytes += if taken { len as u64 } else { 0 };
+            self.slow[c.n_slow & (BURST - 1)] = i as u16;
+            c.n_slow += 1;
+            i += 1;
         }
+        let Cls {
+            rxif,
+            rx_pkts,
+            rx_bytes,
+            one_port,
+            k,
+            mut n_slow,
+            n_lfw,
+            switched,
+            guard,
+            ..
+        } = c;
         drop(guard);
         rx_flush(&self.stats, rxif.ifindex, rx_pkts, rx_bytes);
         if light_meta {
@@ -524,17 +456,24 @@ impl Work {
         n_slow
     }
 
-    /// The classify walk's common case, in a loop of its own (the general walk
-    /// keeps a dozen values live and spills them): from the start of the vector,
-    /// untagged frames on `rxif`'s port (up, in the vector's table) to its MAC
+    /// The classify walk's run of plain IPv4 packets from `pkts[i0]` on:
+    /// untagged frames on `c.rxif`'s port (up, in the vector's table) to its MAC
     /// carrying an IPv4 header that passes [`ip4_check_rest`]. Their destinations
-    /// become keys `0..run` (`sel` and `l3s` as the general walk sets them).
-    /// Returns the run's length and bytes; the general walk goes on from there.
+    /// become the next keys. Returns where the run ends.
     #[inline(never)]
-    fn ip4_run<P: Packet>(&mut self, pkts: &mut [P], n: usize, rxif: &RxIf) -> (usize, u64) {
-        let n = n.min(pkts.len()).min(BURST);
-        let mut bytes = 0u64;
-        let mut i = 0;
+    fn ip4_run<P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        i0: usize,
+        n: usize,
+        c: &mut Cls<'_>,
+    ) -> usize {
+        let rxif = c.rxif;
+        if !rxif.v4 {
+            return i0;
+        }
+        let n = n.min(pkts.len());
+        let (mut k, mut bytes, mut i) = (c.k, 0u64, i0);
         while i < n {
             if let Some(p) = pkts.get(i + 2 * PREFETCH) {
                 p.prefetch_meta();
@@ -564,13 +503,116 @@ impl Work {
             else {
                 break;
             };
-            self.keys[i] = dst;
-            self.sel[i] = i as u16;
-            self.l3s[i] = (start + ETH_LEN) as u16;
+            self.keys[k & (BURST - 1)] = dst;
+            self.sel[k & (BURST - 1)] = i as u16;
+            self.l3s[k & (BURST - 1)] = (start + ETH_LEN) as u16;
+            k += 1;
             bytes += len as u64;
             i += 1;
         }
-        (i, bytes)
+        c.k = k;
+        c.rx_pkts += (i - i0) as u64;
+        c.rx_bytes += bytes;
+        i
+    }
+
+    /// The classify walk's run of labelled packets from `pkts[i0]` on: untagged
+    /// frames on `c.rxif`'s port to its MAC with EtherType MPLS, switched
+    /// ([`mpls::LabelGuard::switch`]). A swap or PHP waits in `lfw` for its L2
+    /// header; a pop into IPv4 checks the inner header and joins the IPv4 keys (or
+    /// resumes in the general IPv4 stage); any other decision leaves the packet
+    /// untouched for the general path. Returns where the run ends.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn mpls_run<'g, P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        i0: usize,
+        n: usize,
+        c: &mut Cls<'g>,
+        labels: &'g mpls::LabelReader,
+        lfw: &mut [Lfw; BURST],
+        hb: &mut Handback<'_>,
+    ) -> usize {
+        let rxif = c.rxif;
+        let n = n.min(pkts.len());
+        let (mut k, mut n_lfw, mut n_slow) = (c.k, c.n_lfw, c.n_slow);
+        let (mut taken, mut bytes, mut i) = (0usize, 0u64, i0);
+        while i < n {
+            if let Some(p) = pkts.get(i + 2 * PREFETCH) {
+                p.prefetch_meta();
+            }
+            if let Some(p) = pkts.get_mut(i + PREFETCH) {
+                prefetch_data(p);
+            }
+            let p = &mut pkts[i];
+            if p.port() != rxif.port || !p.is_contiguous() {
+                break;
+            }
+            let (start, len) = p.window();
+            let end = start + len;
+            let Some(frame) = p.raw_mut().get_mut(..end) else {
+                break;
+            };
+            let Some(hd) = frame.get(start..).and_then(|f| f.first_chunk::<HEAD>()) else {
+                break;
+            };
+            let et = u32::from_le_bytes([hd[12], hd[13], hd[14], hd[15]]);
+            if (mac_word(hd) & MAC_MASK != rxif.mac) | (et & 0xffff != ET_MPLS_LE) {
+                break;
+            }
+            let g = c.guard.get_or_insert_with(|| labels.pin());
+            let l3 = start + ETH_LEN;
+            if self.keep_stacks {
+                // (out of line: the stacks' address is not kept per packet)
+                sflow_hook::keep_stack_of(&mut self.stacks, i, frame, l3);
+            }
+            let mut off = l3;
+            let (adj, et) = match g.switch(frame, &mut off) {
+                mpls::MplsDecision::Forward { adj } => (adj, ETHERTYPE_MPLS),
+                mpls::MplsDecision::Php { adj } => (adj, ETHERTYPE_IPV4),
+                mpls::MplsDecision::Ip4Lookup { table: t } => {
+                    // Popped: on into the IPv4 batch, or the general IPv4 stage
+                    // (the frame has changed: resume there).
+                    match frame.get(off..).and_then(ip4_check_fast) {
+                        Some(d) if t == c.vt => {
+                            self.keys[k & (BURST - 1)] = d;
+                            self.sel[k & (BURST - 1)] = i as u16;
+                            self.l3s[k & (BURST - 1)] = off as u16;
+                            k += 1;
+                            self.popped[i >> 6] |= 1 << (i & 63); // (see `is_popped`)
+                        }
+                        _ => self.ip4_resume_at(i, off, end, rxif.ifindex, t, true, hb),
+                    }
+                    taken += 1;
+                    bytes += len as u64;
+                    i += 1;
+                    continue;
+                }
+                // Left untouched: the general path does it all again.
+                _ => {
+                    self.slow[n_slow & (BURST - 1)] = i as u16;
+                    n_slow += 1;
+                    i += 1;
+                    continue;
+                }
+            };
+            lfw[n_lfw & (BURST - 1)] = Lfw {
+                i: i as u16,
+                l3: off as u16,
+                et,
+                adj,
+            };
+            n_lfw += 1;
+            taken += 1;
+            bytes += len as u64;
+            i += 1;
+        }
+        (c.k, c.n_lfw, c.n_slow) = (k, n_lfw, n_slow);
+        c.switched += taken;
+        c.rx_pkts += taken as u64;
+        c.rx_bytes += bytes;
+        i
     }
 
     /// The forward walk of the fast path over the `k` keys looked up (see the
@@ -980,6 +1022,29 @@ fn implicit_null_stack(leg: fib::Leg<'_>) -> Option<([u32; FAST_LABELS], usize)>
     Some((lse, push))
 }
 
+/// Where the classify walk stands (see [`Work::fast_ip4`]), shared by its runs.
+struct Cls<'g> {
+    /// The receiving interface of the packets at hand.
+    rxif: RxIf,
+    /// The vector's routing table.
+    vt: u32,
+    /// Received packets and bytes taken on `rxif`, not yet counted.
+    rx_pkts: u64,
+    rx_bytes: u64,
+    /// Every packet so far came in on the first packet's port.
+    one_port: bool,
+    /// IPv4 keys so far.
+    k: usize,
+    /// Packets for the general path so far (`Work::slow`).
+    n_slow: usize,
+    /// Labelled packets switched, waiting for their L2 header.
+    n_lfw: usize,
+    /// Packets the label switch took (counted under `mpls-lookup`).
+    switched: usize,
+    /// The label table, pinned at the first labelled packet.
+    guard: Option<mpls::LabelGuard<'g>>,
+}
+
 /// What the fast path's walks share over a vector: the tables, what to note per
 /// packet sent, and the packets handed back to the general stages part-way.
 struct Handback<'a> {
@@ -1003,17 +1068,6 @@ impl Handback<'_> {
     fn follow(&mut self, port: u16) {
         self.fb_if.follow(port, self.ift, self.vt);
     }
-}
-
-/// Where the classify walk sends a packet.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum To {
-    /// The general path, untouched.
-    Slow,
-    /// The IPv4 batch.
-    Key,
-    /// Switched (into `lfw`), or resumes part-way in the general path.
-    Other,
 }
 
 /// A labelled packet the classify walk switched, waiting for its L2 header.
