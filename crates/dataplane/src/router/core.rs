@@ -284,9 +284,6 @@ struct Work {
     l3s: [u16; BURST],
     /// Packets the fast path handed to the general stages part-way (bit per packet).
     resumed: [u64; 4],
-    /// Packets whose label the fast path popped into its IPv4 batch (bit per
-    /// packet; read only for the trace).
-    popped: [u64; 4],
 }
 
 /// Slots of the per-vector adjacency cache (a power of two).
@@ -397,7 +394,6 @@ impl Core {
                 slow: [0; BURST],
                 l3s: [0; BURST],
                 resumed: [0; 4],
-                popped: [0; 4],
             },
         }
     }

@@ -294,21 +294,15 @@ impl Work {
     /// metadata address cost every packet, sFlow on or not.)
     #[cold]
     #[inline(never)]
-    fn note_fast(&mut self, k: usize, lfw: &[Lfw]) {
+    fn note_fast<P: Packet>(&mut self, pkts: &[P], k: usize, lfw: &[Lfw]) {
         for j in 0..k {
             let i = usize::from(self.sel[j]);
-            let popped = self.is_popped(i);
+            let popped = popped_at(&pkts[i], usize::from(self.l3s[j]));
             self.meta[i].kind = Kind::Fast(popped);
         }
         for l in lfw {
             self.meta[usize::from(l.i)].kind = Kind::Fast(true);
         }
-    }
-
-    /// Whether the classify walk popped packet `i`'s label into its IPv4 batch.
-    #[inline(always)]
-    fn is_popped(&self, i: usize) -> bool {
-        self.popped[i >> 6] >> (i & 63) & 1 != 0
     }
 
     /// Whether packet `i` resumes in the general stages (see [`Work::resume`]).
@@ -338,7 +332,6 @@ impl Work {
     ) -> usize {
         let t0 = tsc();
         self.resumed = [0; 4];
-        self.popped = [0; 4];
         // The vector's routing table: the first packet's interface's (packets of
         // another table take the general path).
         let port0 = pkts.first().map_or(u16::MAX, |p| p.port());
@@ -405,7 +398,7 @@ impl Work {
         drop(guard);
         rx_flush(&self.stats, rxif.ifindex, rx_pkts, rx_bytes);
         if light_meta {
-            self.note_fast(k, &lfw[..n_lfw]);
+            self.note_fast(pkts, k, &lfw[..n_lfw]);
         }
         // Packets taken: the IPv4 keys that were not popped, and the switched ones.
         let t1 = acc.add(Stage::EthernetInput, n - n_slow, t0);
@@ -580,7 +573,6 @@ impl Work {
                             self.sel[k & (BURST - 1)] = i as u16;
                             self.l3s[k & (BURST - 1)] = off as u16;
                             k += 1;
-                            self.popped[i >> 6] |= 1 << (i & 63); // (see `is_popped`)
                         }
                         _ => self.ip4_resume_at(i, off, end, rxif.ifindex, t, true, hb),
                     }
@@ -704,6 +696,8 @@ impl Work {
         };
         let (ok, adj, push) = (self.fd[slot].ok, self.fd[slot].adj, self.fd[slot].push);
         let rs = usize::from(self.fd[slot].rs) & (RW_CACHE - 1);
+        // (before the packet changes: see `popped_at`)
+        let popped = popped_at(&pkts[i], l3);
         let mut sent = None;
         if ok {
             let rw = &mut self.rw[rs];
@@ -725,7 +719,7 @@ impl Work {
         self.fast_adj[i] = adj;
         self.txs[i] = rs as u8 + 1;
         if need_meta {
-            self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, hb);
+            self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, popped, hb);
         }
     }
 
@@ -876,7 +870,7 @@ impl Work {
     fn ip4_resume<P: Packet>(&mut self, p: &P, i: usize, l3: usize, hb: &mut Handback<'_>) {
         hb.follow(p.port());
         let (start, len) = p.window();
-        let popped = self.is_popped(i);
+        let popped = popped_at(p, l3);
         let (rx_if, vt) = (hb.fb_if.ifindex, hb.vt);
         self.ip4_resume_at(i, l3, start + len, rx_if, vt, popped, hb);
     }
@@ -894,10 +888,10 @@ impl Work {
         new_l3: u16,
         push: u8,
         adj: u32,
+        popped: bool,
         hb: &mut Handback<'_>,
     ) {
         hb.follow(p.port());
-        let popped = self.is_popped(i);
         let m = &mut self.meta[i];
         m.kind = Kind::Rewrite;
         m.l3 = new_l3;
@@ -1124,6 +1118,15 @@ fn forward<P: Packet>(p: &mut P, l3: usize, rw: &Rw, d: &FwdDec) -> Option<(u16,
         let _ = p.set_window(new_start, frame);
     }
     Some((top as u16, frame))
+}
+
+/// Whether the IPv4 header of fast-path key packet `p` at `l3` came out from
+/// under a label the classify walk popped: a plain one sits right behind the
+/// Ethernet header of the frame as received (the fast path takes untagged frames
+/// only). Asked before the forward walk changes the packet.
+#[inline(always)]
+fn popped_at<P: Packet>(p: &P, l3: usize) -> bool {
+    l3 != p.window().0 + ETH_LEN
 }
 
 /// [`forward`] for a plain decision (see [`FwdDec::plain`]): IPv4 out of an
