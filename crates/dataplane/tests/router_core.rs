@@ -166,6 +166,72 @@ fn pe_ingress_pushes_one_and_three_labels_with_uniform_ttl() {
     assert_eq!(core.stats().ifaces[2].tx_pkts.get(), 2 * N as u64);
 }
 
+/// The core keeps what it decoded of FIB results and adjacencies from one vector
+/// to the next while nothing changes: every change between two vectors (a
+/// neighbour's MAC rewritten in place, the MTU, the admin state, a route moved to
+/// another path list, the neighbour gone) shows in the very next vector, on the
+/// plain and the labelled route alike.
+#[test]
+fn decoded_results_follow_changes_between_vectors() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    route(&mut ctl, "198.19.0.0/16", &["10.2.0.2"], &[1000]);
+    let mut core = core(&mut ctl);
+    let plain = host_ip(1, [198, 18], 64, 300);
+    let pushed = host_ip(2, [198, 19], 64, 300);
+    let frames: Vec<Vec<u8>> = (0..N)
+        .map(|i| from_host(if i % 2 == 0 { &plain } else { &pushed }))
+        .collect();
+    let want = |mac: [u8; 6], src: [u8; 6], label: u32| {
+        let (plain, pushed) = (&plain, &pushed);
+        move |i: usize| {
+            if i % 2 == 0 {
+                eth(mac, src, None, ETH_IP4, &with_ttl(plain, 63))
+            } else {
+                let stack = labelled(&[(label, 63)], &with_ttl(pushed, 63));
+                eth(mac, src, None, ETH_MPLS, &stack)
+            }
+        }
+    };
+    // Twice: the second vector runs on what the first decoded.
+    for _ in 0..2 {
+        let res = run(&mut core, &frames, 0);
+        assert_all_tx(&res, 1, want(mac_n(1), mac_r(1), 1000));
+    }
+    // The neighbour's MAC, rewritten in place (same adjacency, same results).
+    let moved = [0x02, 0, 0, 0, 1, 0x77];
+    ctl.set_neighbor(2, a("10.2.0.2"), moved).unwrap();
+    let res = run(&mut core, &frames, 0);
+    assert_all_tx(&res, 1, want(moved, mac_r(1), 1000));
+    // An MTU below the frames (no DF): dropped, none sent.
+    ctl.set_mtu(2, 200).unwrap();
+    let res = run(&mut core, &frames, 0);
+    assert!(res.iter().all(|(o, _)| *o == Out::Drop), "{:?}", res[0].0);
+    ctl.set_mtu(2, 1500).unwrap();
+    assert_all_tx(&run(&mut core, &frames, 0), 1, want(moved, mac_r(1), 1000));
+    // Interface down, then up again.
+    ctl.set_up(2, false).unwrap();
+    let res = run(&mut core, &frames, 0);
+    assert!(res.iter().all(|(o, _)| !matches!(o, Out::Tx(_))));
+    ctl.set_up(2, true).unwrap();
+    assert_all_tx(&run(&mut core, &frames, 0), 1, want(moved, mac_r(1), 1000));
+    // Both routes moved to another neighbour and label.
+    route(&mut ctl, "198.18.0.0/16", &["10.3.0.2"], &[]);
+    route(&mut ctl, "198.19.0.0/16", &["10.3.0.2"], &[2000]);
+    assert_all_tx(
+        &run(&mut core, &frames, 0),
+        2,
+        want(mac_n(2), mac_r(2), 2000),
+    );
+    // The neighbour incomplete: nothing leaves on the old MAC.
+    ctl.set_neighbor(3, a("10.3.0.2"), [0; 6]).ok();
+    let res = run(&mut core, &frames, 0);
+    assert!(
+        res.iter()
+            .all(|(o, d)| !matches!(o, Out::Tx(2)) || d.get(..6) != Some(&mac_n(2)[..])),
+    );
+}
+
 #[test]
 fn implicit_null_out_label_sends_plain_ip4() {
     let mut ctl = router();

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 
@@ -328,6 +328,7 @@ impl Fib {
         let shared = Arc::new(Shared {
             current: Arc::new(ArcSwap::new(planes.clone())),
             qsbr: Qsbr::new(),
+            version: AtomicU64::new(0),
         });
         let mut fib = Self {
             shared,
@@ -719,6 +720,10 @@ impl Fib {
             self.shared.current.store(self.planes.clone());
             self.republish = false;
         }
+        // Everything of this change is visible: readers that keep decoded
+        // answers drop them (see `FibView::version`).
+        let v = self.shared.version.load(Ordering::Relaxed);
+        self.shared.version.store(v + 1, Ordering::Release);
         // Ending a grace period touches cache lines every reader writes; amortise it
         // over several single updates. Until then freed slots just wait longer.
         self.since_reclaim += 1;

@@ -127,6 +127,9 @@ impl Planes {
 pub(crate) struct Shared {
     pub(crate) current: Arc<ArcSwap<Planes>>,
     pub(crate) qsbr: Qsbr,
+    /// Bumped (release) after every change the writer made visible, in place or
+    /// by publication: see [`FibView::version`].
+    pub(crate) version: AtomicU64,
 }
 
 /// A worker's handle on the FIB: cheap to clone, `Send`, never blocks.
@@ -160,11 +163,14 @@ impl FibReader {
     #[inline]
     pub fn read(&mut self) -> FibView<'_> {
         self.shared.qsbr.enter(&self.slot);
+        // (before the data: what was changed before this version is seen)
+        let version = self.shared.version.load(Ordering::Acquire);
         let planes: &Planes = self.cache.load();
         FibView {
             planes,
             qsbr: &self.shared.qsbr,
             slot: &self.slot,
+            version,
         }
     }
 }
@@ -186,6 +192,7 @@ pub struct FibView<'r> {
     planes: &'r Planes,
     qsbr: &'r Qsbr,
     slot: &'r AtomicU64,
+    version: u64,
 }
 
 impl std::fmt::Debug for FibView<'_> {
@@ -229,6 +236,17 @@ impl TableView<'_> {
 }
 
 impl<'r> FibView<'r> {
+    /// The FIB's version when this view was taken. Every change (route, path
+    /// list, adjacency, neighbour) bumps it once the writer has made it visible,
+    /// so two views with the same version answer alike, except for a change still
+    /// under way, which either may see in part, as any view may. A reader that
+    /// keeps what it decoded from one view (results, adjacencies) for the next may
+    /// keep it while the version stays.
+    #[inline]
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     /// The table `id`, if it exists.
     #[inline]
     pub fn table(&self, id: TableId) -> Option<TableView<'r>> {

@@ -625,3 +625,71 @@ fn handles_are_send() {
     send::<Fib>();
     send::<fib::FibReader>();
 }
+
+/// Every change a reader can see moves the version its views report, so a reader
+/// that keeps decoded answers between views (the data plane's result cache) never
+/// keeps one across a change; a view in between changes reports the same version.
+#[test]
+fn every_change_moves_the_view_version() {
+    let mut fib = fib_with_ifaces();
+    let mut r = fib.reader();
+    let version = |r: &mut fib::FibReader| r.read().version();
+    let mut last = version(&mut r);
+    let mut moved = |r: &mut fib::FibReader, what: &str| {
+        let v = version(r);
+        assert!(v > last, "{what}: version {v} after {last}");
+        assert_eq!(version(r), v, "{what}: two views between changes differ");
+        last = v;
+    };
+    let nbr = IpAddr::V4(ip("10.0.1.2"));
+    fib.interface_set(
+        1,
+        Interface {
+            mac: [2, 0, 0, 0, 0, 9],
+            mtu: 9000,
+            vlan: None,
+        },
+    );
+    moved(&mut r, "interface_set");
+    fib.neighbor_set(1, nbr, Some([2, 0, 0, 0, 1, 2])).unwrap();
+    moved(&mut r, "neighbor_set");
+    fib.neighbor_set(1, nbr, Some([2, 0, 0, 0, 1, 3])).unwrap();
+    moved(&mut r, "neighbor_set (MAC in place)");
+    fib.route_add(
+        0,
+        pfx("198.18.0.0/16"),
+        RouteKind::Paths(vec![Path::gateway(ip("10.0.1.2"))]),
+    )
+    .unwrap();
+    moved(&mut r, "route_add");
+    fib.route_add(
+        0,
+        pfx("198.18.0.0/16"),
+        RouteKind::Paths(vec![Path::gateway(ip("10.0.1.2")).with_labels(&[100])]),
+    )
+    .unwrap();
+    moved(&mut r, "route_add (replace)");
+    let _held = fib.adjacency_hold(2, IpAddr::V4(ip("10.0.2.2"))).unwrap();
+    moved(&mut r, "adjacency_hold");
+    fib.neighbor_set(1, nbr, None).unwrap();
+    moved(&mut r, "neighbor_set (incomplete)");
+    fib.route_del(0, pfx("198.18.0.0/16")).unwrap();
+    moved(&mut r, "route_del");
+    fib.adjacency_release(2, IpAddr::V4(ip("10.0.2.2")));
+    moved(&mut r, "adjacency_release");
+    fib.neighbor_del(1, nbr).unwrap();
+    moved(&mut r, "neighbor_del");
+    {
+        let mut b = fib.batch();
+        b.route_add(
+            0,
+            pfx("198.19.0.0/16"),
+            RouteKind::Paths(vec![Path::gateway(ip("10.0.2.2"))]),
+        )
+        .unwrap();
+        b.commit();
+    }
+    moved(&mut r, "batch");
+    fib.table_add(7).unwrap();
+    moved(&mut r, "table_add");
+}

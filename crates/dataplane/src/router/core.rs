@@ -275,9 +275,14 @@ struct Work {
     rw: [Rw; RW_CACHE],
     /// The fast path is on.
     fast: bool,
-    /// FIB results decoded in this vector (fast path), and a scratch entry for
-    /// ECMP legs.
-    fd: [FwdDec; FWD_CACHE + 1],
+    /// FIB results decoded (fast path), and a scratch entry for ECMP legs. An
+    /// entry holds while its `generation` is `fd_gen`.
+    fd: Box<[FwdDec; FWD_CACHE + 1]>,
+    /// The generation of the valid `fd` entries (never 0).
+    fd_gen: u16,
+    /// The FIB version and interface table that `rw` and `fd` were decoded from
+    /// (they are dropped when either changes).
+    seen: Option<(u64, Arc<IfTable>)>,
     /// Indices of the packets the general stages handle, ascending.
     slow: [u16; BURST],
     /// Where each fast-path key's IPv4 header starts.
@@ -390,7 +395,9 @@ impl Core {
                 stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
                 rw: [Rw::default(); RW_CACHE],
                 fast: cfg.fast_path,
-                fd: [FwdDec::default(); FWD_CACHE + 1],
+                fd: Box::new([FwdDec::default(); FWD_CACHE + 1]),
+                fd_gen: 1,
+                seen: None,
                 slow: [0; BURST],
                 l3s: [0; BURST],
                 resumed: [0; 4],
@@ -433,17 +440,24 @@ impl Work {
         }
         let mut acc = StageAcc::default();
 
-        self.rw = [Rw::default(); RW_CACHE];
-        self.rw_evicted = false;
         if self.tx_slots {
             self.txs[..n].fill(0);
         }
         let view = tables.fib.read();
+        // The decoded adjacencies and FIB results of earlier vectors hold while the
+        // FIB and the interface table are the ones they were decoded from.
+        let same =
+            matches!(&self.seen, Some((v, t)) if *v == view.version() && Arc::ptr_eq(t, &ifaces));
+        if !same {
+            self.rw = [Rw::default(); RW_CACHE];
+            self.fd_invalidate();
+            self.seen = Some((view.version(), ifaces.clone()));
+        }
+        self.rw_evicted = false;
 
         self.rx_one = None;
         // The fast path first; what it leaves goes through the general stages.
         let n_slow = if self.fast {
-            self.fd = [FwdDec::default(); FWD_CACHE + 1];
             // The trace reads every field; sFlow (without a trace) what
             // `Kind::Fast` promises.
             let (need_meta, light_meta) = (tracing, self.sflow_notes && !tracing);
@@ -947,6 +961,16 @@ impl Work {
         }
     }
 
+    /// Drops every decoded FIB result (`fd`): a new generation.
+    fn fd_invalidate(&mut self) {
+        self.fd_gen = self.fd_gen.wrapping_add(1);
+        if self.fd_gen == 0 {
+            // (wrapped: entries of generation 1 could look valid again)
+            self.fd.fill(FwdDec::default());
+            self.fd_gen = 1;
+        }
+    }
+
     /// The cache slot holding adjacency `adj` as decoded for this vector (see
     /// [`Rw`]).
     #[inline(always)]
@@ -958,9 +982,7 @@ impl Work {
                 // Taken over: the fast path's decoded results that name this
                 // slot would be stale (they are decoded again).
                 self.rw_evicted = true;
-                for e in &mut self.fd {
-                    *e = FwdDec::default();
-                }
+                self.fd_invalidate();
             }
             self.flush_tx(slot);
             self.rw[slot] = rw_decode(adj, ift, view);

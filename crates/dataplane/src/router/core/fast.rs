@@ -50,8 +50,10 @@ use super::*;
 pub(super) const FAST_LABELS: usize = 4;
 const _: () = assert!(FAST_LABELS.is_power_of_two());
 
-/// Slots of the per-vector FIB result cache (a power of two).
-pub(super) const FWD_CACHE: usize = 64;
+/// Slots of the FIB result cache (a power of two): kept from vector to vector
+/// while the FIB version and the interface table stay (see `Work::seen`), so a
+/// PE with a label per route decodes each result once, not once per vector.
+pub(super) const FWD_CACHE: usize = 1024;
 
 /// What one FIB result means for the fast path, decoded once per vector.
 #[derive(Debug, Clone, Copy, Default)]
@@ -59,6 +61,8 @@ pub(super) const FWD_CACHE: usize = 64;
 pub(super) struct FwdDec {
     /// FIB result + 1; 0 marks an empty slot.
     key: u32,
+    /// Valid while this is `Work::fd_gen`.
+    generation: u16,
     /// A plain forward the fast path can finish.
     ok: bool,
     /// Several buckets: each packet's leg is picked by its flow hash and decoded
@@ -629,7 +633,7 @@ impl Work {
             let l3 = usize::from(self.l3s[j]);
             let f = self.fwd[j];
             let slot = f as usize & (FWD_CACHE - 1);
-            if self.fd[slot].key != f.wrapping_add(1) {
+            if !self.fd_hit(slot, f) {
                 self.fwd_decode_cold(slot, f, hb.ift, view);
             }
             // The common cases inline: a packet sent with nothing to note.
@@ -661,6 +665,13 @@ impl Work {
         k - (hb.n - resumed_before)
     }
 
+    /// Entry `slot` holds FIB result `f`, decoded in this generation.
+    #[inline(always)]
+    fn fd_hit(&self, slot: usize, f: u32) -> bool {
+        let e = &self.fd[slot];
+        (e.key == f.wrapping_add(1)) & (e.generation == self.fd_gen)
+    }
+
     /// [`Work::fwd_decode`] out of the forward walk's loop.
     #[inline(never)]
     fn fwd_decode_cold(&mut self, slot: usize, f: u32, ift: &IfTable, view: &fib::FibView<'_>) {
@@ -685,7 +696,7 @@ impl Work {
         let l3 = usize::from(self.l3s[j]);
         let f = self.fwd[j];
         let slot = f as usize & (FWD_CACHE - 1);
-        if self.fd[slot].key != f.wrapping_add(1) {
+        if !self.fd_hit(slot, f) {
             self.fwd_decode(slot, f, ift, view);
         }
         let slot = if self.fd[slot].ecmp {
@@ -880,6 +891,7 @@ impl Work {
     /// packet cost sFlow 6-7 cycles per packet before it sampled anything).
     /// `new_l3` is where its payload starts now.
     #[cold]
+    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn ip4_trace_meta<P: Packet>(
         &mut self,
@@ -947,8 +959,9 @@ impl Work {
                 self.fd[slot].ecmp = true;
             }
         }
-        // (last: decoding the leg may have cleared the cache)
+        // (last: decoding the leg may have dropped the cache)
         self.fd[slot].key = f.wrapping_add(1);
+        self.fd[slot].generation = self.fd_gen;
     }
 
     /// Decodes `leg` into entry `slot` (its `ok`, `push`, `lse`, `adj`, `rs`).
