@@ -531,8 +531,17 @@ impl Work {
         lfw: &mut [Lfw; BURST],
         hb: &mut Handback<'_>,
     ) -> usize {
-        let rxif = c.rxif;
+        let (rxif, vt) = (c.rxif, c.vt);
         let n = n.min(pkts.len());
+        // (the label table is pinned once, at the first labelled packet)
+        let is_mpls = |p: &mut P| {
+            let (start, _) = p.window();
+            p.raw_mut().get(start + 12..start + 14) == Some(&[0x88, 0x47][..])
+        };
+        if !pkts.get_mut(i0).filter(|_| i0 < n).is_some_and(is_mpls) {
+            return i0;
+        }
+        let g = c.guard.get_or_insert_with(|| labels.pin());
         let (mut k, mut n_lfw, mut n_slow) = (c.k, c.n_lfw, c.n_slow);
         let (mut taken, mut bytes, mut i) = (0usize, 0u64, i0);
         while i < n {
@@ -558,7 +567,6 @@ impl Work {
             if (mac_word(hd) & MAC_MASK != rxif.mac) | (et & 0xffff != ET_MPLS_LE) {
                 break;
             }
-            let g = c.guard.get_or_insert_with(|| labels.pin());
             let l3 = start + ETH_LEN;
             if self.keep_stacks {
                 // (out of line: the stacks' address is not kept per packet)
@@ -572,7 +580,7 @@ impl Work {
                     // Popped: on into the IPv4 batch, or the general IPv4 stage
                     // (the frame has changed: resume there).
                     match frame.get(off..).and_then(ip4_check_fast) {
-                        Some(d) if t == c.vt => {
+                        Some(d) if t == vt => {
                             self.keys[k & (BURST - 1)] = d;
                             self.sel[k & (BURST - 1)] = i as u16;
                             self.l3s[k & (BURST - 1)] = off as u16;
