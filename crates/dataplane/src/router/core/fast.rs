@@ -632,8 +632,8 @@ impl Work {
         view: &fib::FibView<'_>,
         hb: &mut Handback<'_>,
     ) -> usize {
-        // Anything to note per forwarded packet (sFlow, trace)?
-        let extra = hb.need_meta | hb.light_meta | self.tx_slots;
+        // What sFlow reads of a packet sent (its adjacency and tx slot)?
+        let notes = hb.light_meta | self.tx_slots;
         // (what is not sent resumes: the count of those says how many were sent)
         let resumed_before = hb.n;
         for j in 0..k {
@@ -644,8 +644,9 @@ impl Work {
             if !self.fd_hit(slot, f) {
                 self.fwd_decode_cold(slot, f, hb.ift, view);
             }
-            // The common cases inline: a packet sent with nothing to note.
-            if !extra {
+            // The common cases inline: a packet sent with at most sFlow's notes
+            // (the trace's whole metadata and the hand-backs out of line).
+            if !hb.need_meta {
                 let slot = if self.fd[slot].ecmp {
                     self.ecmp_leg(&mut pkts[i], l3, f, hb.ift, view);
                     FWD_CACHE
@@ -654,7 +655,8 @@ impl Work {
                 };
                 let d = &self.fd[slot];
                 if d.ok {
-                    let rw = &mut self.rw[usize::from(d.rs) & (RW_CACHE - 1)];
+                    let (adj, rs) = (d.adj, usize::from(d.rs) & (RW_CACHE - 1));
+                    let rw = &mut self.rw[rs];
                     if let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) {
                         let sent = if d.plain {
                             forward_plain(p, l3, rw)
@@ -663,6 +665,13 @@ impl Work {
                         };
                         if let Some(len) = sent {
                             *o = count_tx(rw, len);
+                            // (both notes unconditionally: each is read only when it
+                            // is meant to be, `txs` while `tx_slots`, `fast_adj` for
+                            // `Kind::Fast` packets)
+                            if notes {
+                                self.fast_adj[i & (BURST - 1)] = adj;
+                                self.txs[i & (BURST - 1)] = rs as u8 + 1;
+                            }
                             continue;
                         }
                     }
