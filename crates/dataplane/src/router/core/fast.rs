@@ -632,8 +632,25 @@ impl Work {
         view: &fib::FibView<'_>,
         hb: &mut Handback<'_>,
     ) -> usize {
-        // What sFlow reads of a packet sent (its adjacency and tx slot)?
-        let notes = hb.light_meta | self.tx_slots;
+        // (one loop without sFlow's notes, one with them)
+        if hb.light_meta | self.tx_slots {
+            self.forward_keys::<true, P>(pkts, out, k, view, hb)
+        } else {
+            self.forward_keys::<false, P>(pkts, out, k, view, hb)
+        }
+    }
+
+    /// [`Work::forward_walk`]'s loop; `NOTES`: note what sFlow reads of each packet
+    /// sent (its adjacency and tx slot).
+    #[inline(always)]
+    fn forward_keys<const NOTES: bool, P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        k: usize,
+        view: &fib::FibView<'_>,
+        hb: &mut Handback<'_>,
+    ) -> usize {
         // (what is not sent resumes: the count of those says how many were sent)
         let resumed_before = hb.n;
         for j in 0..k {
@@ -668,7 +685,7 @@ impl Work {
                             // (both notes unconditionally: each is read only when it
                             // is meant to be, `txs` while `tx_slots`, `fast_adj` for
                             // `Kind::Fast` packets)
-                            if notes {
+                            if NOTES {
                                 self.fast_adj[i & (BURST - 1)] = adj;
                                 self.txs[i & (BURST - 1)] = rs as u8 + 1;
                             }
