@@ -247,28 +247,25 @@ struct Work {
     /// packet's stack as received.
     keep_stacks: bool,
     /// The fast path notes, per packet it sends, what sFlow describes a pick
-    /// from and what the tx samplers' per-packet fallback reads: [`Kind::Fast`]
-    /// and the adjacency (`fast_adj`). While a pick is possible or tx sampling is on.
+    /// from: [`Kind::Fast`] and the adjacency (`fast_adj`). While a pick is
+    /// possible.
     sflow_notes: bool,
     /// sFlow needs the receiving interface of every packet (`rx_one`, else each
     /// packet's `rx_if`): the rx samplers count by it, and a pick names it.
     sflow_rx_if: bool,
-    /// sFlow samples on tx: record in `txs` the adjacency cache slot each transit
-    /// packet left through.
+    /// sFlow samples on tx: record in `txs` the ifIndex each transit packet left
+    /// by.
     tx_slots: bool,
     /// Per packet the fast path sent while sFlow is on (`Kind::Fast`): its
     /// adjacency (a compact array: the fast path stores one word per packet, not
     /// into a `Meta`).
     fast_adj: [u32; BURST],
-    /// Per packet of the vector (while `tx_slots`): the `rw` slot + 1 of the
-    /// adjacency a transit packet was sent through, 0 for every other packet.
+    /// Per packet of the vector (while `tx_slots`): the ifIndex a transit packet
+    /// left by ([`tx_ifindex`]), 0 for every other packet.
     txs: [u8; BURST],
     /// The fast path took every packet of the vector, all received on this
     /// interface (their `rx_if` is then not filled in for sFlow).
     rx_one: Option<u16>,
-    /// An `rw` slot was taken over by another adjacency during the vector (the
-    /// slots in `txs` no longer all name the adjacency that was used).
-    rw_evicted: bool,
     /// The label stacks kept (see [`SflowHook`]).
     stacks: Box<[[u8; sflow_hook::LSE_BYTES]; BURST]>,
     /// Adjacencies decoded in this vector (see [`Rw`]).
@@ -391,7 +388,6 @@ impl Core {
                 rx_one: None,
                 txs: [0; BURST],
                 fast_adj: [0; BURST],
-                rw_evicted: false,
                 stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
                 rw: [Rw::default(); RW_CACHE],
                 fast: cfg.fast_path,
@@ -453,7 +449,6 @@ impl Work {
             self.fd_invalidate();
             self.seen = Some((view.version(), ifaces.clone()));
         }
-        self.rw_evicted = false;
 
         self.rx_one = None;
         // The fast path first; what it leaves goes through the general stages.
@@ -753,7 +748,7 @@ impl Work {
                 if let Some(len) = fast {
                     out[i] = count_tx(&mut self.rw[slot], len);
                     if self.tx_slots && self.meta[i].reason == 0 {
-                        self.txs[i] = slot as u8 + 1;
+                        self.txs[i] = tx_ifindex(&self.rw[slot]);
                     }
                     continue;
                 }
@@ -765,7 +760,7 @@ impl Work {
                     Some(port) => {
                         if self.tx_slots && m.kind == Kind::Rewrite && m.reason == 0 {
                             // (the loop above put this adjacency in its slot)
-                            self.txs[i] = rw_index(m.adj) as u8 + 1;
+                            self.txs[i] = tx_ifindex(&self.rw[rw_index(m.adj)]);
                         }
                         Out::Tx(port)
                     }
@@ -981,7 +976,6 @@ impl Work {
             if key != 0 {
                 // Taken over: the fast path's decoded results that name this
                 // slot would be stale (they are decoded again).
-                self.rw_evicted = true;
                 self.fd_invalidate();
             }
             self.flush_tx(slot);
@@ -1658,6 +1652,14 @@ fn write_l2(raw: &mut [u8], at: usize, rw: &Rw, et: u16) -> Option<()> {
         h[12..].copy_from_slice(&et);
     }
     Some(())
+}
+
+/// The ifIndex a transit packet sent through `rw` leaves by, as `Work::txs` notes
+/// it (ifIndex values are below [`super::stats::MAX_IFACES`], 256).
+#[inline(always)]
+fn tx_ifindex(rw: &Rw) -> u8 {
+    const _: () = assert!(super::stats::MAX_IFACES <= 256);
+    rw.ifindex as u8
 }
 
 /// Counts a packet of `len` bytes sent through `rw`; where it goes.

@@ -687,7 +687,7 @@ impl Work {
                             // `Kind::Fast` packets)
                             if NOTES {
                                 self.fast_adj[i & (BURST - 1)] = adj;
-                                self.txs[i & (BURST - 1)] = rs as u8 + 1;
+                                self.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
                             }
                             continue;
                         }
@@ -762,7 +762,7 @@ impl Work {
             return;
         }
         self.fast_adj[i] = adj;
-        self.txs[i] = rs as u8 + 1;
+        self.txs[i] = tx_ifindex(&self.rw[rs]);
         if need_meta {
             self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, popped, hb);
         }
@@ -839,7 +839,7 @@ impl Work {
                 continue;
             }
             self.fast_adj[i] = adj;
-            self.txs[i] = rs as u8 + 1;
+            self.txs[i] = tx_ifindex(&self.rw[rs]);
             if need_meta {
                 self.label_meta(&pkts[i], l, end, true, hb);
             }

@@ -16,15 +16,14 @@
 //! * `end`: the rx samplers see the vector as runs of packets of one input
 //!   interface (a branch-free compare per packet, one subtract per run); the tx
 //!   samplers see each forwarded packet under its output interface: the core notes,
-//!   per transit packet, which slot of its per-vector adjacency cache it left
-//!   through (one byte), and the hook maps the slots to ifIndexes once per vector.
-//!   When a slot changed hands during the vector, the hook falls back to each
-//!   packet's metadata and adjacency (from the core's cache, or from the FIB for
-//!   the rare one it no longer holds). Only when a skip count expires is a packet
-//!   described and copied into the worker's ring; the vector's samples are
-//!   published to the agent with one store.
-//! * What the core leaves for the hook: while a pick is possible or tx sampling is
-//!   on (and no trace runs), the fast path fills only the kind ([`Kind::Fast`]) of
+//!   per transit packet, the ifIndex it left by (one byte: ifIndex values are below
+//!   256), whichever path sent it, so tx counting needs no other note. (Debug
+//!   builds check it against each packet's metadata and adjacency whenever those
+//!   are noted.) Only when a skip count expires is a packet described and copied
+//!   into the worker's ring; the vector's samples are published to the agent with
+//!   one store.
+//! * What the core leaves for the hook: while a pick is possible (and no trace
+//!   runs), the fast path fills only the kind ([`Kind::Fast`]) of
 //!   what it forwards and its adjacency (in the compact `fast_adj` array); and the
 //!   receiving interface, once for a vector it took whole from one port (`rx_one`;
 //!   per packet otherwise). The description of a pick reads the rest (where the
@@ -204,8 +203,8 @@ impl SflowHook {
                 || self.sampler.may_pick(Direction::Tx, BURST));
         let w = &mut core.w;
         w.keep_stacks = pick;
-        // (the tx samplers' fallback reads each packet's kind and adjacency)
-        w.sflow_notes = pick || tx;
+        // (the tx samplers read the ifIndex noted per packet, `txs`)
+        w.sflow_notes = pick;
         w.sflow_rx_if = rx || pick;
         w.tx_slots = tx;
     }
@@ -248,32 +247,21 @@ impl SflowHook {
                 self.rx_runs(rx);
             }
         }
-        if self.sampler.is_on(Direction::Tx) && w.tx_slots && !w.rw_evicted {
-            // The core noted per packet the adjacency slot it left through (0:
-            // not transit); the slots still hold those adjacencies.
-            let mut slot_if = [0u32; 32];
-            for (s, e) in w.rw.iter().enumerate() {
-                if e.key != 0 {
-                    slot_if[s + 1] = e.ifindex;
-                }
-            }
+        if self.sampler.is_on(Direction::Tx) && w.tx_slots {
+            // The core noted per packet the ifIndex a transit packet left by (0:
+            // not transit).
             let txs = &w.txs;
             #[cfg(debug_assertions)]
-            {
-                // The same answers as the per-packet way.
+            if w.sflow_notes {
+                // The same answers as the per-packet way (which reads the notes).
                 let tx_if = &mut self.tx_if;
                 tx_ifs(tx_if, &mut self.adj, &mut tables.fib, w, out, n);
                 for i in 0..n {
-                    let got = slot_if[usize::from(txs[i]) & 31];
-                    debug_assert_eq!(got, tx_if[i], "packet {i}");
+                    debug_assert_eq!(u32::from(txs[i]), tx_if[i], "packet {i}");
                 }
             }
-            self.sampler.select_burst(
-                Direction::Tx,
-                n,
-                |i| slot_if[usize::from(txs[i]) & 31],
-                &mut self.picks,
-            );
+            self.sampler
+                .select_burst(Direction::Tx, n, |i| u32::from(txs[i]), &mut self.picks);
         } else if self.sampler.is_on(Direction::Tx) {
             // The general way: each packet's kind, fate and adjacency.
             tx_ifs(&mut self.tx_if, &mut self.adj, &mut tables.fib, w, out, n);
