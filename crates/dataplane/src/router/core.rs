@@ -288,22 +288,24 @@ struct Work {
     resumed: [u64; 4],
 }
 
-/// Slots of the per-vector adjacency cache (a power of two).
+/// Slots of the adjacency cache (a power of two).
 const RW_CACHE: usize = 16;
 
-/// The slot of adjacency `adj` in the per-vector adjacency cache (`Work::rw`).
+/// The slot of adjacency `adj` in the adjacency cache (`Work::rw`).
 #[inline(always)]
 fn rw_index(adj: u32) -> usize {
     adj as usize & (RW_CACHE - 1)
 }
 
-/// An adjacency decoded once per vector for the IPv4 stage and the rewrite: what
+/// An adjacency decoded for the IPv4 stage and the rewrite: what
 /// `FibView::adjacency` and the interface table say about it, and the L2 header
-/// ready to copy. A vector uses a handful of adjacencies, so the decode (four atomic
-/// loads, MAC unpacking, the interface lookup) is paid a few times per vector, not
-/// twice per packet. The view's answer may change while the vector runs (the writer
-/// swings adjacencies in place); a cached entry is the answer of one moment, as the
-/// FIB promises, and both stages see the same one.
+/// ready to copy. Decoded once and kept from vector to vector while the FIB version
+/// and the interface table stay (`Work::seen`), so the decode (four atomic loads,
+/// MAC unpacking, the interface lookup) is paid once per change, not twice per
+/// packet. The view's answer may change while a vector runs (the writer swings
+/// adjacencies in place, then bumps the version); a cached entry is the answer of
+/// one moment, as the FIB promises, both stages see the same one, and the next
+/// vector after the bump decodes it again.
 #[derive(Debug, Clone, Copy, Default)]
 struct Rw {
     /// Adjacency id + 1; 0 marks an empty slot.
@@ -966,7 +968,7 @@ impl Work {
         }
     }
 
-    /// The cache slot holding adjacency `adj` as decoded for this vector (see
+    /// The cache slot holding adjacency `adj` as decoded (see
     /// [`Rw`]).
     #[inline(always)]
     fn rw_slot(&mut self, adj: u32, ift: &IfTable, view: &fib::FibView<'_>) -> usize {
@@ -1596,7 +1598,7 @@ fn prefetch_data<P: Packet>(p: &mut P) {
     crate::dpdk::prefetch0(p.raw_mut().as_ptr().wrapping_add(start));
 }
 
-/// Decodes adjacency `adj` for the per-vector cache.
+/// Decodes adjacency `adj` for the adjacency cache.
 #[inline(never)]
 fn rw_decode(adj: u32, ift: &IfTable, view: &fib::FibView<'_>) -> Rw {
     let mut e = Rw {

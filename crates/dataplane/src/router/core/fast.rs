@@ -10,15 +10,17 @@
 //! between them. The fast path does it in two walks with the batched LPM between
 //! them, the way DPDK's l3fwd does:
 //!
-//! 1. **classify**: Ethernet (our MAC, untagged) and then, by EtherType, the IPv4
+//! 1. **classify** (runs of plain IPv4 and of labelled packets, each in a loop of
+//!    its own): Ethernet (our MAC, untagged) and then, by EtherType, the IPv4
 //!    checks (version and IHL, lengths, checksum, TTL, martians) with the
 //!    destination collected as an LPM key, or the label switch
 //!    ([`mpls::LabelGuard::switch`]); a pop into IPv4 checks the inner header and
 //!    joins the same batch. ARP, VLAN tags, options, broadcast, bad headers, label
 //!    drops and punts go to the general path untouched.
 //! 2. **lookup** the keys in one batch.
-//! 3. **forward**: labelled packets get their L2 header; for IPv4, a per-vector
-//!    cache says per FIB result whether it is a plain forward (a forward leg, a
+//! 3. **forward**: labelled packets get their L2 header; for IPv4, a cache kept
+//!    while the FIB version and interface table stay (see `Work::seen`) says per
+//!    FIB result whether it is a plain forward (a forward leg, a
 //!    resolved adjacency on an up interface, at most [`FAST_LABELS`] labels) and
 //!    holds the label stack entries ready to write (an ECMP result's leg is picked
 //!    per packet by the flow hash the general stage uses, and decoded each time);
@@ -35,9 +37,9 @@
 //!
 //! Metadata: a packet the fast path finishes has none, unless the trace runs (the
 //! whole [`Meta`], as the general path would leave it) or sFlow samples (only
-//! [`Kind::Fast`] and the adjacency in a compact array, the receiving interface once per vector when
-//! one port sent it all, and for tx sampling the adjacency cache slot it left
-//! through: see `sflow_hook`).
+//! [`Kind::Fast`] and the adjacency in a compact array, the receiving interface once
+//! per vector when one port sent it all, and for tx sampling the ifIndex it left
+//! by: see `sflow_hook`).
 //!
 //! `show run` still shows the stages: the classify walk is counted as
 //! `ethernet-input` (the label switch included; switched packets also count under
@@ -55,7 +57,7 @@ const _: () = assert!(FAST_LABELS.is_power_of_two());
 /// PE with a label per route decodes each result once, not once per vector.
 pub(super) const FWD_CACHE: usize = 1024;
 
-/// What one FIB result means for the fast path, decoded once per vector.
+/// What one FIB result means for the fast path, decoded once per FIB version.
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(align(32))]
 pub(super) struct FwdDec {
