@@ -474,16 +474,9 @@ impl Work {
         let n = n.min(pkts.len());
         let (mut k, mut bytes, mut i) = (c.k, 0u64, i0);
         while i < n {
-            if let Some(p) = pkts.get(i + 2 * PREFETCH) {
-                p.prefetch_meta();
-            }
-            if let Some(p) = pkts.get_mut(i + PREFETCH) {
-                prefetch_data(p);
-            }
-            let p = &mut pkts[i];
-            if p.port() != rxif.port || !p.is_contiguous() {
+            let Some(p) = run_next(pkts, i, rxif.port) else {
                 break;
-            }
+            };
             let (start, len) = p.window();
             let Some(hd) = p
                 .raw_mut()
@@ -547,16 +540,9 @@ impl Work {
         let (mut k, mut n_lfw, mut n_slow) = (c.k, c.n_lfw, c.n_slow);
         let (mut taken, mut bytes, mut i) = (0usize, 0u64, i0);
         while i < n {
-            if let Some(p) = pkts.get(i + 2 * PREFETCH) {
-                p.prefetch_meta();
-            }
-            if let Some(p) = pkts.get_mut(i + PREFETCH) {
-                prefetch_data(p);
-            }
-            let p = &mut pkts[i];
-            if p.port() != rxif.port || !p.is_contiguous() {
+            let Some(p) = run_next(pkts, i, rxif.port) else {
                 break;
-            }
+            };
             let (start, len) = p.window();
             let end = start + len;
             let Some(frame) = p.raw_mut().get_mut(..end) else {
@@ -1167,6 +1153,21 @@ fn forward<P: Packet>(p: &mut P, l3: usize, rw: &Rw, d: &FwdDec) -> Option<(u16,
         let _ = p.set_window(new_start, frame);
     }
     Some((top as u16, frame))
+}
+
+/// Packet `i` of a classify run on `port`'s interface, with the packets ahead
+/// prefetched; `None` when it came in on another port or in several segments (the
+/// run ends there).
+#[inline(always)]
+fn run_next<P: Packet>(pkts: &mut [P], i: usize, port: u16) -> Option<&mut P> {
+    if let Some(p) = pkts.get(i + 2 * PREFETCH) {
+        p.prefetch_meta();
+    }
+    if let Some(p) = pkts.get_mut(i + PREFETCH) {
+        prefetch_data(p);
+    }
+    pkts.get_mut(i)
+        .filter(|p| p.port() == port && p.is_contiguous())
 }
 
 /// Whether the IPv4 header of fast-path key packet `p` at `l3` came out from
