@@ -255,12 +255,12 @@ struct Work {
     sflow_rx_if: bool,
     /// sFlow samples on tx: record in `txs` the ifIndex each transit packet left
     /// by.
-    tx_slots: bool,
+    tx_ifs: bool,
     /// Per packet the fast path sent while sFlow is on (`Kind::Fast`): its
     /// adjacency (a compact array: the fast path stores one word per packet, not
     /// into a `Meta`).
     fast_adj: [u32; BURST],
-    /// Per packet of the vector (while `tx_slots`): the ifIndex a transit packet
+    /// Per packet of the vector (while `tx_ifs`): the ifIndex a transit packet
     /// left by ([`tx_ifindex`]), 0 for every other packet.
     txs: [u8; BURST],
     /// The fast path took every packet of the vector, all received on this
@@ -268,7 +268,7 @@ struct Work {
     rx_one: Option<u16>,
     /// The label stacks kept (see [`SflowHook`]).
     stacks: Box<[[u8; sflow_hook::LSE_BYTES]; BURST]>,
-    /// Adjacencies decoded in this vector (see [`Rw`]).
+    /// Adjacencies decoded, kept while `seen` holds (see [`Rw`]).
     rw: [Rw; RW_CACHE],
     /// The fast path is on.
     fast: bool,
@@ -386,7 +386,7 @@ impl Core {
                 keep_stacks: false,
                 sflow_notes: false,
                 sflow_rx_if: false,
-                tx_slots: false,
+                tx_ifs: false,
                 rx_one: None,
                 txs: [0; BURST],
                 fast_adj: [0; BURST],
@@ -438,7 +438,7 @@ impl Work {
         }
         let mut acc = StageAcc::default();
 
-        if self.tx_slots {
+        if self.tx_ifs {
             self.txs[..n].fill(0);
         }
         let view = tables.fib.read();
@@ -749,7 +749,7 @@ impl Work {
                 };
                 if let Some(len) = fast {
                     out[i] = count_tx(&mut self.rw[slot], len);
-                    if self.tx_slots && self.meta[i].reason == 0 {
+                    if self.tx_ifs && self.meta[i].reason == 0 {
                         self.txs[i] = tx_ifindex(&self.rw[slot]);
                     }
                     continue;
@@ -760,7 +760,7 @@ impl Work {
                 // Stale, down, unresolved, no headroom: the general path.
                 Kind::Rewrite => match self.rewrite(&mut pkts[i], &mut m, ift, &view) {
                     Some(port) => {
-                        if self.tx_slots && m.kind == Kind::Rewrite && m.reason == 0 {
+                        if self.tx_ifs && m.kind == Kind::Rewrite && m.reason == 0 {
                             // (the loop above put this adjacency in its slot)
                             self.txs[i] = tx_ifindex(&self.rw[rw_index(m.adj)]);
                         }

@@ -78,7 +78,7 @@ pub(super) struct FwdDec {
     /// The adjacency.
     adj: u32,
     /// Its slot in the adjacency cache (`rw`); a slot taken over by another
-    /// adjacency clears this cache (see [`Work::rw_slot`]).
+    /// adjacency drops this cache, a new generation (see [`Work::rw_slot`]).
     rs: u8,
     /// Label stack entries, top first, S bit on the last, TTL 0 (filled per packet).
     lse: [u32; FAST_LABELS],
@@ -620,18 +620,21 @@ impl Work {
         view: &fib::FibView<'_>,
         hb: &mut Handback<'_>,
     ) -> usize {
-        // (one loop without sFlow's notes, one with them)
-        if hb.light_meta | self.tx_slots {
-            self.forward_keys::<true, P>(pkts, out, k, view, hb)
+        // (one loop without sFlow's notes, one with them, one for the trace)
+        if hb.need_meta {
+            self.forward_keys::<true, true, P>(pkts, out, k, view, hb)
+        } else if hb.light_meta | self.tx_ifs {
+            self.forward_keys::<true, false, P>(pkts, out, k, view, hb)
         } else {
-            self.forward_keys::<false, P>(pkts, out, k, view, hb)
+            self.forward_keys::<false, false, P>(pkts, out, k, view, hb)
         }
     }
 
-    /// [`Work::forward_walk`]'s loop; `NOTES`: note what sFlow reads of each packet
-    /// sent (its adjacency and tx slot).
+    /// [`Work::forward_walk`]'s loop. `NOTES`: note what sFlow reads of each packet
+    /// sent (its adjacency and the ifIndex it left by); `TRACE`: fill its whole
+    /// metadata too, as the general path would leave it.
     #[inline(always)]
-    fn forward_keys<const NOTES: bool, P: Packet>(
+    fn forward_keys<const NOTES: bool, const TRACE: bool, P: Packet>(
         &mut self,
         pkts: &mut [P],
         out: &mut [Out],
@@ -649,40 +652,40 @@ impl Work {
             if !self.fd_hit(slot, f) {
                 self.fwd_decode_cold(slot, f, hb.ift, view);
             }
-            // The common cases inline: a packet sent with at most sFlow's notes
-            // (the trace's whole metadata and the hand-backs out of line).
-            if !hb.need_meta {
-                let slot = if self.fd[slot].ecmp {
-                    self.ecmp_leg(&mut pkts[i], l3, f, hb.ift, view);
-                    FWD_CACHE
-                } else {
-                    slot
-                };
-                let d = &self.fd[slot];
-                if d.ok {
-                    let (adj, rs) = (d.adj, usize::from(d.rs) & (RW_CACHE - 1));
-                    let rw = &mut self.rw[rs];
-                    if let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) {
-                        let sent = if d.plain {
-                            forward_plain(p, l3, rw)
-                        } else {
-                            forward(p, l3, rw, d).map(|r| r.1)
-                        };
-                        if let Some(len) = sent {
-                            *o = count_tx(rw, len);
-                            // (both notes unconditionally: each is read only when it
-                            // is meant to be, `txs` while `tx_slots`, `fast_adj` for
-                            // `Kind::Fast` packets)
-                            if NOTES {
-                                self.fast_adj[i & (BURST - 1)] = adj;
-                                self.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
-                            }
-                            continue;
-                        }
-                    }
-                }
+            let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
+                continue;
+            };
+            let slot = if self.fd[slot].ecmp {
+                self.ecmp_leg(p, l3, f, hb.ift, view);
+                FWD_CACHE
+            } else {
+                slot
+            };
+            let d = &self.fd[slot];
+            let (adj, push, rs) = (d.adj, d.push, usize::from(d.rs) & (RW_CACHE - 1));
+            // (before the packet changes: see `popped_at`)
+            let popped = TRACE && popped_at(p, l3);
+            let rw = &mut self.rw[rs];
+            let sent = match (d.ok, d.plain) {
+                (true, true) => forward_plain(p, l3, rw).map(|len| (l3 as u16, len)),
+                (true, false) => forward(p, l3, rw, d),
+                _ => None,
+            };
+            let Some((new_l3, len)) = sent else {
+                // Untouched by the IPv4 part: the general IPv4 stage takes over.
+                self.ip4_resume(p, i, l3, hb);
+                continue;
+            };
+            *o = count_tx(rw, len);
+            // (both notes unconditionally: each is read only when it is meant to
+            // be, `txs` while `tx_ifs`, `fast_adj` for `Kind::Fast` packets)
+            if NOTES {
+                self.fast_adj[i & (BURST - 1)] = adj;
+                self.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
             }
-            self.forward_one(pkts, out, j, view, hb);
+            if TRACE {
+                self.ip4_trace_meta(p, i, new_l3, push, adj, popped, hb);
+            }
         }
         k - (hb.n - resumed_before)
     }
@@ -698,62 +701,6 @@ impl Work {
     #[inline(never)]
     fn fwd_decode_cold(&mut self, slot: usize, f: u32, ift: &IfTable, view: &fib::FibView<'_>) {
         self.fwd_decode(slot, f, ift, view);
-    }
-
-    /// The forward walk for key `j` when it is not the inline case (something to
-    /// note for sFlow or the trace, or a packet the fast path hands back): the
-    /// whole decision again, the notes, or the hand-back.
-    #[inline(never)]
-    fn forward_one<P: Packet>(
-        &mut self,
-        pkts: &mut [P],
-        out: &mut [Out],
-        j: usize,
-        view: &fib::FibView<'_>,
-        hb: &mut Handback<'_>,
-    ) {
-        let (ift, need_meta) = (hb.ift, hb.need_meta);
-        let extra = need_meta | hb.light_meta | self.tx_slots;
-        let i = usize::from(self.sel[j]);
-        let l3 = usize::from(self.l3s[j]);
-        let f = self.fwd[j];
-        let slot = f as usize & (FWD_CACHE - 1);
-        if !self.fd_hit(slot, f) {
-            self.fwd_decode(slot, f, ift, view);
-        }
-        let slot = if self.fd[slot].ecmp {
-            self.ecmp_leg(&mut pkts[i], l3, f, ift, view);
-            FWD_CACHE
-        } else {
-            slot
-        };
-        let (ok, adj, push) = (self.fd[slot].ok, self.fd[slot].adj, self.fd[slot].push);
-        let rs = usize::from(self.fd[slot].rs) & (RW_CACHE - 1);
-        // (before the packet changes: see `popped_at`)
-        let popped = popped_at(&pkts[i], l3);
-        let mut sent = None;
-        if ok {
-            let rw = &mut self.rw[rs];
-            if let Some(r) = forward(&mut pkts[i], l3, rw, &self.fd[slot]) {
-                out[i] = count_tx(rw, r.1);
-                sent = Some(r.0);
-            }
-        }
-        let Some(new_l3) = sent else {
-            // Untouched by the IPv4 part: the general IPv4 stage takes over.
-            self.ip4_resume(&pkts[i], i, l3, hb);
-            return;
-        };
-        // (both notes unconditionally: each is read only when it is meant to be,
-        // `txs` while `tx_slots`, `fast_adj` for `Kind::Fast` packets)
-        if !extra {
-            return;
-        }
-        self.fast_adj[i] = adj;
-        self.txs[i] = tx_ifindex(&self.rw[rs]);
-        if need_meta {
-            self.ip4_trace_meta(&pkts[i], i, new_l3, push, adj, popped, hb);
-        }
     }
 
     /// Decodes into the scratch entry (`fd[FWD_CACHE]`) the leg of ECMP result `f`
@@ -792,7 +739,7 @@ impl Work {
         hb: &mut Handback<'_>,
     ) -> usize {
         let (ift, need_meta) = (hb.ift, hb.need_meta);
-        let extra = need_meta | hb.light_meta | self.tx_slots;
+        let extra = need_meta | hb.light_meta | self.tx_ifs;
         // (what is not sent resumes: the count of those says how many were sent)
         let resumed_before = hb.n;
         // (one label's packets go to one adjacency: the last one's slot)
@@ -1016,7 +963,7 @@ impl Work {
             },
         };
         let adj = leg.target();
-        // (before the fields are written: taking a slot over clears this cache)
+        // (before the fields are written: taking a slot over drops this cache)
         let rs = self.rw_slot(adj, ift, view);
         let (ok, tagged) = (self.rw[rs].ok, self.rw[rs].tagged);
         let e = &mut self.fd[slot];

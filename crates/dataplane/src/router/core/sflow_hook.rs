@@ -206,7 +206,7 @@ impl SflowHook {
         // (the tx samplers read the ifIndex noted per packet, `txs`)
         w.sflow_notes = pick;
         w.sflow_rx_if = rx || pick;
-        w.tx_slots = tx;
+        w.tx_ifs = tx;
     }
 
     /// After [`Core::process`] on the same `pkts` and `out`: samples.
@@ -247,7 +247,7 @@ impl SflowHook {
                 self.rx_runs(rx);
             }
         }
-        if self.sampler.is_on(Direction::Tx) && w.tx_slots {
+        if self.sampler.is_on(Direction::Tx) && w.tx_ifs {
             // The core noted per packet the ifIndex a transit packet left by (0:
             // not transit).
             let txs = &w.txs;
