@@ -43,6 +43,7 @@ pub use decision::{DropReason, MplsDecision, PuntReason, Rewrite};
 pub use hash::{flow_hash, ip4_flow_hash};
 pub use icmp::{IcmpError, build_time_exceeded};
 pub use imposition::{Imposition, pop};
+pub use switch::Top;
 pub use table::{DEFAULT_SLOTS, KEYS, LabelGuard, LabelReader, LabelTable, MAX_BUCKETS, key_of};
 pub use wire::{Label, mpls::LSE_LEN};
 

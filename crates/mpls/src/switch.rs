@@ -44,8 +44,60 @@ impl LabelGuard<'_> {
         let Some(w) = read_word(buf, *off) else {
             return MplsDecision::Drop(DropReason::Truncated);
         };
-        let idx = self.shared.entry(key_of(w));
-        self.step(buf, off, w, idx)
+        let t = self.top(w);
+        self.switch_top(buf, off, w, t)
+    }
+
+    /// [`switch`](Self::switch) for a caller that has read the top entry already:
+    /// `w` is the word at `*off` (host order). The fast path reads it with the
+    /// Ethernet header, in bounds it has checked.
+    #[inline(always)]
+    pub fn switch_word(&self, buf: &mut [u8], off: &mut usize, w: u32) -> MplsDecision {
+        let t = self.top(w);
+        self.switch_top(buf, off, w, t)
+    }
+
+    /// The table entry for top entry `w` (host order): the first half of
+    /// [`switch_word`](Self::switch_word), for a caller that branches on
+    /// [`Top::pops_into_ip4`] before the rest.
+    #[inline(always)]
+    pub fn top(&self, w: u32) -> Top<'_> {
+        let idx = self.entry(key_of(w));
+        let slot = self.slot(idx);
+        Top {
+            idx,
+            slot,
+            h: slot.word(W_HDR),
+        }
+    }
+
+    /// The second half of [`switch_word`](Self::switch_word): `t` is
+    /// [`top`](Self::top)`(w)`.
+    #[inline(always)]
+    pub fn switch_top(&self, buf: &mut [u8], off: &mut usize, w: u32, t: Top<'_>) -> MplsDecision {
+        self.step(buf, off, w, t)
+    }
+
+    /// What [`switch_top`](Self::switch_top) does when [`Top::pops_into_ip4`]:
+    /// pops the label into an IPv4 lookup and returns the table (the
+    /// `Ip4Lookup` decision), or the reason to drop (with `buf` and `*off`
+    /// untouched). For an entry of another kind the answer is `NoLabel`, and
+    /// nothing changes.
+    #[inline(always)]
+    pub fn pop_into_ip4(
+        &self,
+        buf: &mut [u8],
+        off: &mut usize,
+        w: u32,
+        t: Top<'_>,
+    ) -> Result<u32, DropReason> {
+        if !t.pops_into_ip4(w) {
+            return Err(DropReason::NoLabel);
+        }
+        let ip = *off + 4;
+        dispose_ip4(buf, ip, w as u8, hdr_uniform(t.h))?;
+        *off = ip;
+        Ok(t.slot.word(W_ARG))
     }
 
     /// The common cases first: a swap to one label with a live TTL is a single word
@@ -53,9 +105,8 @@ impl LabelGuard<'_> {
     /// label are one header check; everything else goes through [`run`](Self::run)
     /// (the same code for these cases, out of line).
     #[inline(always)]
-    fn step(&self, buf: &mut [u8], off: &mut usize, w: u32, idx: u32) -> MplsDecision {
-        let slot = self.shared.slot(idx);
-        let h = slot.word(W_HDR);
+    fn step(&self, buf: &mut [u8], off: &mut usize, w: u32, t: Top<'_>) -> MplsDecision {
+        let Top { idx, slot, h } = t;
         if h & 0xffff == K_SWAP | (1 << 8) && (w & 0xff) > 1 {
             let nw = slot.word(W_LABELS) | (w & TC_S) | ((w & 0xff) - 1);
             if let Some(b) = buf.get_mut(*off..*off + 4) {
@@ -66,8 +117,11 @@ impl LabelGuard<'_> {
             }
         }
         // Pop and look up (egress PE, explicit null): a call less per packet.
-        if hdr_kind(h) == K_IP4 && w & 0xff != 0 {
-            return self.pop_lookup(buf, off, *off + 4, w as u8, slot);
+        if t.pops_into_ip4(w) {
+            return match self.pop_into_ip4(buf, off, w, t) {
+                Ok(table) => MplsDecision::Ip4Lookup { table },
+                Err(r) => MplsDecision::Drop(r),
+            };
         }
         // Penultimate hop popping the bottom label: the IPv4 payload goes out.
         if hdr_kind(h) == K_PHP && w & S_BIT != 0 && (w & 0xff) > 1 {
@@ -109,7 +163,15 @@ impl LabelGuard<'_> {
             let idx = self.lookup_x4(w);
             for j in 0..4 {
                 d[j] = match w[j] {
-                    Some(wj) => self.step(p[j].as_mut(), &mut o[j], wj, idx[j]),
+                    Some(wj) => {
+                        let slot = self.slot(idx[j]);
+                        let t = Top {
+                            idx: idx[j],
+                            slot,
+                            h: slot.word(W_HDR),
+                        };
+                        self.switch_top(p[j].as_mut(), &mut o[j], wj, t)
+                    }
                     None => MplsDecision::Drop(DropReason::Truncated),
                 };
             }
@@ -128,7 +190,7 @@ impl LabelGuard<'_> {
     /// could not be read).
     #[inline(always)]
     pub fn lookup_x4(&self, w: [Option<u32>; 4]) -> [u32; 4] {
-        w.map(|w| w.map_or(0, |w| self.shared.entry(key_of(w))))
+        w.map(|w| w.map_or(0, |w| self.entry(key_of(w))))
     }
 
     #[inline(never)]
@@ -138,7 +200,7 @@ impl LabelGuard<'_> {
         let mut ttl = w as u8;
         let mut depth = 1;
         loop {
-            let mut slot = self.shared.slot(idx);
+            let mut slot = self.slot(idx);
             let mut h = slot.word(W_HDR);
             if hdr_kind(h) == K_ECMP {
                 slot = self.pick_path(idx, h, buf.get(start..).unwrap_or(&[]));
@@ -232,7 +294,7 @@ impl LabelGuard<'_> {
                         ttl = nw as u8;
                     }
                     w = nw;
-                    idx = self.shared.entry(key_of(w));
+                    idx = self.entry(key_of(w));
                 }
                 K_PUNT => return MplsDecision::Punt(PuntReason::from_code(slot.word(W_ARG))),
                 K_DROP => return MplsDecision::Drop(DropReason::from_code(slot.word(W_ARG))),
@@ -266,12 +328,12 @@ impl LabelGuard<'_> {
     fn pick_path(&self, head: u32, h: u32, stack: &[u8]) -> &Slot {
         let buckets_log2 = hdr_count(h) as u32;
         let b = (flow_hash(stack) & ((1u32 << buckets_log2) - 1)) as usize;
-        let bucket_slot = self.shared.slot(head + 1 + (b / SLOT_WORDS) as u32);
+        let bucket_slot = self.slot(head + 1 + (b / SLOT_WORDS) as u32);
         let path = bucket_slot.word(b % SLOT_WORDS);
-        let s = self.shared.slot(path);
+        let s = self.slot(path);
         // A path is never itself ECMP; guard against a corrupt index anyway.
         if hdr_kind(s.word(W_HDR)) == K_ECMP {
-            self.shared.slot(0)
+            self.slot(0)
         } else {
             s
         }
@@ -285,5 +347,32 @@ fn expired(ttl: u8) -> MplsDecision {
         MplsDecision::Drop(DropReason::TtlExpired)
     } else {
         MplsDecision::TtlExpired
+    }
+}
+
+/// A top label's table entry, looked up ([`LabelGuard::top`]) and not yet applied.
+#[derive(Clone, Copy)]
+pub struct Top<'g> {
+    idx: u32,
+    slot: &'g Slot,
+    h: u32,
+}
+
+impl Top<'_> {
+    /// Top entry `w` pops into an IPv4 lookup (egress PE, explicit null): what
+    /// [`LabelGuard::pop_into_ip4`] does. A received TTL 0 is not: the general
+    /// switch drops it.
+    #[inline(always)]
+    pub fn pops_into_ip4(&self, w: u32) -> bool {
+        hdr_kind(self.h) == K_IP4 && w & 0xff != 0
+    }
+}
+
+impl std::fmt::Debug for Top<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Top")
+            .field("idx", &self.idx)
+            .field("header", &self.h)
+            .finish()
     }
 }

@@ -101,15 +101,6 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The slot index for `key` (0 = none).
-    #[inline(always)]
-    pub(crate) fn entry(&self, key: usize) -> u32 {
-        match self.entries.get(key) {
-            Some(e) => e.load(Ordering::Acquire),
-            None => 0,
-        }
-    }
-
     /// The slot at `idx`; out-of-range reads as slot 0 (Drop(NoLabel)).
     #[inline(always)]
     pub(crate) fn slot(&self, idx: u32) -> &Slot {
@@ -149,7 +140,8 @@ impl LabelReader {
     #[inline]
     pub fn pin(&self) -> LabelGuard<'_> {
         LabelGuard {
-            shared: &self.shared,
+            entries: &self.shared.entries,
+            slots: &self.shared.slots,
             _epoch: crossbeam_epoch::pin(),
         }
     }
@@ -158,8 +150,31 @@ impl LabelReader {
 /// A pinned view of the label table: the per-burst handle the switching functions
 /// hang off (see the `switch` module).
 pub struct LabelGuard<'a> {
-    pub(crate) shared: &'a Shared,
+    // (the two arrays themselves, not the `Shared` holding them: a lookup is one
+    // dependent load shorter)
+    entries: &'a [AtomicU32],
+    slots: &'a [Slot],
     _epoch: crossbeam_epoch::Guard,
+}
+
+impl LabelGuard<'_> {
+    /// The slot index for `key` (0 = none).
+    #[inline(always)]
+    pub(crate) fn entry(&self, key: usize) -> u32 {
+        match self.entries.get(key) {
+            Some(e) => e.load(Ordering::Acquire),
+            None => 0,
+        }
+    }
+
+    /// The slot at `idx`; out-of-range reads as slot 0 (Drop(NoLabel)).
+    #[inline(always)]
+    pub(crate) fn slot(&self, idx: u32) -> &Slot {
+        match self.slots.get(idx as usize) {
+            Some(s) => s,
+            None => &self.slots[0],
+        }
+    }
 }
 
 impl fmt::Debug for LabelGuard<'_> {

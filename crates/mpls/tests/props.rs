@@ -152,6 +152,45 @@ proptest! {
         }
     }
 
+    /// The fast path's split switch (`top`, then `pop_into_ip4` when the entry
+    /// pops into IPv4, else `switch_top`) does what `switch` does, bytes and offset
+    /// alike, and `pop_into_ip4` on any other entry changes nothing.
+    #[test]
+    fn prop_split_switch_matches_switch(
+        bytes in proptest::collection::vec(any::<u8>(), 0..80),
+        labels in proptest::collection::vec((16u32..24, any::<bool>(), any::<u8>()), 1..6),
+        ip_ttl in any::<u8>(),
+    ) {
+        let mut input = Vec::new();
+        for (l, s, ttl) in &labels {
+            input.extend_from_slice(&((l << 12) | (u32::from(*s) << 8) | u32::from(*ttl)).to_be_bytes());
+        }
+        input.extend_from_slice(&ip_packet(ip_ttl, 0, &bytes));
+        let r = table().reader();
+        let g = r.pin();
+        let w = u32::from_be_bytes([input[0], input[1], input[2], input[3]]);
+        let (mut a, mut oa) = (input.clone(), 0usize);
+        let want = g.switch(&mut a, &mut oa);
+        let (mut b, mut ob) = (input.clone(), 0usize);
+        let t = g.top(w);
+        let got = if t.pops_into_ip4(w) {
+            match g.pop_into_ip4(&mut b, &mut ob, w, t) {
+                Ok(table) => MplsDecision::Ip4Lookup { table },
+                Err(r) => MplsDecision::Drop(r),
+            }
+        } else {
+            let (mut c, mut oc) = (input.clone(), 0usize);
+            prop_assert_eq!(g.pop_into_ip4(&mut c, &mut oc, w, t), Err(DropReason::NoLabel));
+            prop_assert_eq!((&c, oc), (&input, 0));
+            g.switch_top(&mut b, &mut ob, w, t)
+        };
+        prop_assert_eq!(got, want);
+        prop_assert_eq!((&b, ob), (&a, oa));
+        let (mut c, mut oc) = (input.clone(), 0usize);
+        prop_assert_eq!(g.switch_word(&mut c, &mut oc, w), want);
+        prop_assert_eq!((&c, oc), (&a, oa));
+    }
+
     #[test]
     fn prop_push_never_panics(
         bytes in proptest::collection::vec(any::<u8>(), 0..64),

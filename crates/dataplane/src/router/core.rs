@@ -282,6 +282,9 @@ struct Work {
     seen: Option<(u64, Arc<IfTable>)>,
     /// Indices of the packets the general stages handle, ascending.
     slow: [u16; BURST],
+    /// The labelled packets the fast path switched in this vector (scratch kept
+    /// here, taken out while the vector runs, so no vector clears its own).
+    lfw: Option<Box<[fast::Lfw; BURST]>>,
     /// Where each fast-path key's IPv4 header starts.
     l3s: [u16; BURST],
     /// Packets the fast path handed to the general stages part-way (bit per packet).
@@ -397,6 +400,7 @@ impl Core {
                 fd_gen: 1,
                 seen: None,
                 slow: [0; BURST],
+                lfw: Some(Box::new([fast::Lfw::default(); BURST])),
                 l3s: [0; BURST],
                 resumed: [0; 4],
             },

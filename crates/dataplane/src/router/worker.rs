@@ -151,7 +151,12 @@ impl RouterWorker {
         // The common case: the whole vector leaves on one port. Send the rx vector
         // as it is, without sorting packets into per-port bursts.
         if let Out::Tx(port) = out[0] {
-            if usize::from(port) < ports && out[1..n].iter().all(|&o| o == Out::Tx(port)) {
+            // (no early exit: the comparisons run branch-free, the common case
+            // reads the whole vector anyway)
+            let same = out[1..n]
+                .iter()
+                .fold(true, |same, &o| same & (o == Out::Tx(port)));
+            if usize::from(port) < ports && same {
                 flush(
                     rx,
                     port,

@@ -342,8 +342,11 @@ impl Work {
         // another table take the general path).
         let port0 = pkts.first().map_or(u16::MAX, |p| p.port());
         let vt = RxIf::of(port0, ift, 0).table;
-        // Labelled packets switched here.
-        let mut lfw = [Lfw::default(); BURST];
+        // Labelled packets switched here (the scratch goes back at the end).
+        let mut lfw = self
+            .lfw
+            .take()
+            .unwrap_or_else(|| Box::new([Lfw::default(); BURST]));
         // Packets handed back part-way.
         let mut hb = Handback {
             ift,
@@ -448,6 +451,7 @@ impl Work {
         // sFlow reads the receiving interface of every packet: for a vector the
         // fast path took whole from one port, that is one value; otherwise each
         // packet it took gets its own (the general path fills the others').
+        self.lfw = Some(lfw);
         self.rx_one = (n_slow == 0 && one_port).then_some(rxif.ifindex);
         if self.sflow_rx_if && !need_meta && self.rx_one.is_none() {
             self.fill_rx_if(pkts, n, n_slow, ift, vt);
@@ -555,33 +559,46 @@ impl Work {
             if (mac_word(hd) & MAC_MASK != rxif.mac) | (et & 0xffff != ET_MPLS_LE) {
                 break;
             }
+            // (the top entry follows the Ethernet header, inside `hd`)
+            let top = u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]);
             let l3 = start + ETH_LEN;
             if self.keep_stacks {
                 // (out of line: the stacks' address is not kept per packet)
                 sflow_hook::keep_stack_of(&mut self.stacks, i, frame, l3);
             }
             let mut off = l3;
-            let (adj, et) = match g.switch(frame, &mut off) {
-                mpls::MplsDecision::Forward { adj } => (adj, ETHERTYPE_MPLS),
-                mpls::MplsDecision::Php { adj } => (adj, ETHERTYPE_IPV4),
-                mpls::MplsDecision::Ip4Lookup { table: t } => {
-                    // Popped: on into the IPv4 batch, or the general IPv4 stage
-                    // (the frame has changed: resume there).
-                    match frame.get(off..).and_then(ip4_check_fast) {
-                        Some(d) if t == vt => {
+            let t = g.top(top);
+            if t.pops_into_ip4(top) {
+                // Popped: on into the IPv4 batch, or the general IPv4 stage (the
+                // frame has changed: resume there); not IPv4 below: untouched,
+                // for the general path to drop.
+                match g.pop_into_ip4(frame, &mut off, top, t) {
+                    Ok(table) => match frame.get(off..).and_then(ip4_check_fast) {
+                        Some(d) if table == vt => {
                             self.keys[k & (BURST - 1)] = d;
                             self.sel[k & (BURST - 1)] = i as u16;
                             self.l3s[k & (BURST - 1)] = off as u16;
                             k += 1;
                         }
-                        _ => self.ip4_resume_at(i, off, end, rxif.ifindex, t, true, hb),
+                        _ => self.ip4_resume_at(i, off, end, rxif.ifindex, table, true, hb),
+                    },
+                    Err(_) => {
+                        self.slow[n_slow & (BURST - 1)] = i as u16;
+                        n_slow += 1;
+                        i += 1;
+                        continue;
                     }
-                    taken += 1;
-                    bytes += len as u64;
-                    i += 1;
-                    continue;
                 }
-                // Left untouched: the general path does it all again.
+                taken += 1;
+                bytes += len as u64;
+                i += 1;
+                continue;
+            }
+            let (adj, et) = match g.switch_top(frame, &mut off, top, t) {
+                mpls::MplsDecision::Forward { adj } => (adj, ETHERTYPE_MPLS),
+                mpls::MplsDecision::Php { adj } => (adj, ETHERTYPE_IPV4),
+                // Left untouched: the general path does it all again (a pop into
+                // IPv4 is taken above).
                 _ => {
                     self.slow[n_slow & (BURST - 1)] = i as u16;
                     n_slow += 1;
@@ -1048,7 +1065,7 @@ impl Handback<'_> {
 
 /// A labelled packet the classify walk switched, waiting for its L2 header.
 #[derive(Debug, Clone, Copy, Default)]
-struct Lfw {
+pub(super) struct Lfw {
     /// Its index in the vector.
     i: u16,
     /// Where the payload of the new header starts (the top label, or IPv4 after
