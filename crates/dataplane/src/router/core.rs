@@ -274,7 +274,7 @@ struct Work {
     fast: bool,
     /// FIB results decoded (fast path), and a scratch entry for ECMP legs. An
     /// entry holds while its `generation` is `fd_gen`.
-    fd: Box<[FwdDec; FWD_CACHE + 1]>,
+    fd: [FwdDec; FWD_CACHE + 1],
     /// The generation of the valid `fd` entries (never 0).
     fd_gen: u16,
     /// The FIB version and interface table that `rw` and `fd` were decoded from
@@ -396,7 +396,7 @@ impl Core {
                 stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
                 rw: [Rw::default(); RW_CACHE],
                 fast: cfg.fast_path,
-                fd: Box::new([FwdDec::default(); FWD_CACHE + 1]),
+                fd: [FwdDec::default(); FWD_CACHE + 1],
                 fd_gen: 1,
                 seen: None,
                 slow: [0; BURST],

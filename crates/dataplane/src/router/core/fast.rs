@@ -672,7 +672,8 @@ impl Work {
             let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
                 continue;
             };
-            let slot = if self.fd[slot].ecmp {
+            // (`plain` first: it implies `ok` and one leg)
+            let slot = if !self.fd[slot].plain && self.fd[slot].ecmp {
                 self.ecmp_leg(p, l3, f, hb.ift, view);
                 FWD_CACHE
             } else {
@@ -683,10 +684,12 @@ impl Work {
             // (before the packet changes: see `popped_at`)
             let popped = TRACE && popped_at(p, l3);
             let rw = &mut self.rw[rs];
-            let sent = match (d.ok, d.plain) {
-                (true, true) => forward_plain(p, l3, rw).map(|len| (l3 as u16, len)),
-                (true, false) => forward(p, l3, rw, d),
-                _ => None,
+            let sent = if d.plain {
+                forward_plain(p, l3, rw).map(|len| (l3 as u16, len))
+            } else if d.ok {
+                forward(p, l3, rw, d)
+            } else {
+                None
             };
             let Some((new_l3, len)) = sent else {
                 // Untouched by the IPv4 part: the general IPv4 stage takes over.
