@@ -5,6 +5,13 @@
 //! not at the bottom, configured `Pop`, entropy label pairs) loop inside the same call,
 //! so a pop followed by an IPv4 lookup never needs a second pass.
 //!
+//! A caller with the top entry in hand splits the call: [`LabelGuard::top`] looks
+//! the entry up, [`Top::pops_into_ip4`] says whether it pops into an IPv4 lookup
+//! ([`LabelGuard::pop_into_ip4`] does that and returns the table), and
+//! [`LabelGuard::switch_top`] does everything else; together they do what `switch`
+//! does (a property test holds them to it). The router's fast path branches on the
+//! entry that way instead of matching on a decision.
+//!
 //! TTL (RFC 3032 §2.4, RFC 3443):
 //! * A received TTL 0 is dropped (`DropReason::TtlExpired`), as VPP's `mpls-input`.
 //! * Swap and PHP decrement: with a received TTL of 1 the decision is

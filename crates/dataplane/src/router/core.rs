@@ -285,6 +285,8 @@ struct Work {
     /// The labelled packets the fast path switched in this vector (scratch kept
     /// here, taken out while the vector runs, so no vector clears its own).
     lfw: Option<Box<[fast::Lfw; BURST]>>,
+    /// The same for the indices of the packets the fast path hands back.
+    hback: Option<Box<[u16; BURST]>>,
     /// Where each fast-path key's IPv4 header starts.
     l3s: [u16; BURST],
     /// Packets the fast path handed to the general stages part-way (bit per packet).
@@ -401,6 +403,7 @@ impl Core {
                 seen: None,
                 slow: [0; BURST],
                 lfw: Some(Box::new([fast::Lfw::default(); BURST])),
+                hback: Some(Box::new([0; BURST])),
                 l3s: [0; BURST],
                 resumed: [0; 4],
             },

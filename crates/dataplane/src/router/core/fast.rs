@@ -13,9 +13,11 @@
 //! 1. **classify** (runs of plain IPv4 and of labelled packets, each in a loop of
 //!    its own): Ethernet (our MAC, untagged) and then, by EtherType, the IPv4
 //!    checks (version and IHL, lengths, checksum, TTL, martians) with the
-//!    destination collected as an LPM key, or the label switch
-//!    ([`mpls::LabelGuard::switch`]); a pop into IPv4 checks the inner header and
-//!    joins the same batch. ARP, VLAN tags, options, broadcast, bad headers, label
+//!    destination collected as an LPM key, or the label switch on the top entry
+//!    read with the Ethernet header ([`mpls::LabelGuard::top`]); a pop into IPv4
+//!    ([`mpls::Top::pops_into_ip4`], [`mpls::LabelGuard::pop_into_ip4`]) checks the
+//!    inner header and joins the same batch without a decision to match on, the
+//!    rest goes through [`mpls::LabelGuard::switch_top`]. ARP, VLAN tags, options, broadcast, bad headers, label
 //!    drops and punts go to the general path untouched.
 //! 2. **lookup** the keys in one batch.
 //! 3. **forward**: labelled packets get their L2 header; for IPv4, a cache kept
@@ -354,7 +356,7 @@ impl Work {
             need_meta,
             light_meta,
             fb_if: RxIf::of(u16::MAX, ift, vt),
-            back: [0u16; BURST],
+            back: self.hback.take().unwrap_or_else(|| Box::new([0; BURST])),
             n: 0,
         };
         let mut c = Cls {
@@ -448,10 +450,12 @@ impl Work {
             self.slow[..m].copy_from_slice(&merged[..m]);
             n_slow = m;
         }
+        // (the scratch lent for the vector goes back)
+        self.lfw = Some(lfw);
+        self.hback = Some(hb.back);
         // sFlow reads the receiving interface of every packet: for a vector the
         // fast path took whole from one port, that is one value; otherwise each
         // packet it took gets its own (the general path fills the others').
-        self.lfw = Some(lfw);
         self.rx_one = (n_slow == 0 && one_port).then_some(rxif.ifindex);
         if self.sflow_rx_if && !need_meta && self.rx_one.is_none() {
             self.fill_rx_if(pkts, n, n_slow, ift, vt);
@@ -1053,8 +1057,9 @@ struct Handback<'a> {
     light_meta: bool,
     /// The receiving interface of the packet handed back last.
     fb_if: RxIf,
-    /// Their indices (`n` of them), in the order handed back.
-    back: [u16; BURST],
+    /// Their indices (`n` of them), in the order handed back (`Work::hback`, lent
+    /// for the vector).
+    back: Box<[u16; BURST]>,
     n: usize,
 }
 
