@@ -51,8 +51,7 @@ impl LabelGuard<'_> {
         let Some(w) = read_word(buf, *off) else {
             return MplsDecision::Drop(DropReason::Truncated);
         };
-        let t = self.top(w);
-        self.switch_top(buf, off, w, t)
+        self.switch_word(buf, off, w)
     }
 
     /// [`switch`](Self::switch) for a caller that has read the top entry already:
@@ -69,20 +68,18 @@ impl LabelGuard<'_> {
     /// [`Top::pops_into_ip4`] before the rest.
     #[inline(always)]
     pub fn top(&self, w: u32) -> Top<'_> {
-        let idx = self.entry(key_of(w));
+        self.top_at(self.entry(key_of(w)))
+    }
+
+    /// The entry in slot `idx`.
+    #[inline(always)]
+    fn top_at(&self, idx: u32) -> Top<'_> {
         let slot = self.slot(idx);
         Top {
             idx,
             slot,
             h: slot.word(W_HDR),
         }
-    }
-
-    /// The second half of [`switch_word`](Self::switch_word): `t` is
-    /// [`top`](Self::top)`(w)`.
-    #[inline(always)]
-    pub fn switch_top(&self, buf: &mut [u8], off: &mut usize, w: u32, t: Top<'_>) -> MplsDecision {
-        self.step(buf, off, w, t)
     }
 
     /// What [`switch_top`](Self::switch_top) does when [`Top::pops_into_ip4`]:
@@ -101,18 +98,18 @@ impl LabelGuard<'_> {
         if !t.pops_into_ip4(w) {
             return Err(DropReason::NoLabel);
         }
-        let ip = *off + 4;
-        dispose_ip4(buf, ip, w as u8, hdr_uniform(t.h))?;
-        *off = ip;
-        Ok(t.slot.word(W_ARG))
+        self.pop_lookup(buf, off, *off + 4, w as u8, t.slot)
     }
 
+    /// The second half of [`switch_word`](Self::switch_word): `t` is
+    /// [`top`](Self::top)`(w)`.
+    ///
     /// The common cases first: a swap to one label with a live TTL is a single word
     /// write; a pop into an IPv4 lookup and a penultimate hop's pop of the bottom
     /// label are one header check; everything else goes through [`run`](Self::run)
     /// (the same code for these cases, out of line).
     #[inline(always)]
-    fn step(&self, buf: &mut [u8], off: &mut usize, w: u32, t: Top<'_>) -> MplsDecision {
+    pub fn switch_top(&self, buf: &mut [u8], off: &mut usize, w: u32, t: Top<'_>) -> MplsDecision {
         let Top { idx, slot, h } = t;
         if h & 0xffff == K_SWAP | (1 << 8) && (w & 0xff) > 1 {
             let nw = slot.word(W_LABELS) | (w & TC_S) | ((w & 0xff) - 1);
@@ -125,10 +122,7 @@ impl LabelGuard<'_> {
         }
         // Pop and look up (egress PE, explicit null): a call less per packet.
         if t.pops_into_ip4(w) {
-            return match self.pop_into_ip4(buf, off, w, t) {
-                Ok(table) => MplsDecision::Ip4Lookup { table },
-                Err(r) => MplsDecision::Drop(r),
-            };
+            return ip4_lookup(self.pop_into_ip4(buf, off, w, t));
         }
         // Penultimate hop popping the bottom label: the IPv4 payload goes out.
         if hdr_kind(h) == K_PHP && w & S_BIT != 0 && (w & 0xff) > 1 {
@@ -170,15 +164,7 @@ impl LabelGuard<'_> {
             let idx = self.lookup_x4(w);
             for j in 0..4 {
                 d[j] = match w[j] {
-                    Some(wj) => {
-                        let slot = self.slot(idx[j]);
-                        let t = Top {
-                            idx: idx[j],
-                            slot,
-                            h: slot.word(W_HDR),
-                        };
-                        self.switch_top(p[j].as_mut(), &mut o[j], wj, t)
-                    }
+                    Some(wj) => self.switch_top(p[j].as_mut(), &mut o[j], wj, self.top_at(idx[j])),
                     None => MplsDecision::Drop(DropReason::Truncated),
                 };
             }
@@ -266,7 +252,7 @@ impl LabelGuard<'_> {
                     if ttl == 0 {
                         return MplsDecision::Drop(DropReason::TtlExpired);
                     }
-                    return self.pop_lookup(buf, off, o + 4, ttl, slot);
+                    return ip4_lookup(self.pop_lookup(buf, off, o + 4, ttl, slot));
                 }
                 K_POP | K_ELI => {
                     if ttl == 0 {
@@ -287,7 +273,7 @@ impl LabelGuard<'_> {
                         if el & S_BIT != 0 {
                             // The pair was the bottom: the payload is what the label
                             // above carried, IPv4 here (looked up like explicit null).
-                            return self.pop_lookup(buf, off, o, ttl, slot);
+                            return ip4_lookup(self.pop_lookup(buf, off, o, ttl, slot));
                         }
                     }
                     let Some(nw) = read_word(buf, o) else {
@@ -310,6 +296,9 @@ impl LabelGuard<'_> {
         }
     }
 
+    /// Pops down to the IPv4 header at `ip` for pop-and-lookup entry `slot`, with
+    /// label TTL `ttl`: the table to look it up in, or the reason to drop (`buf`
+    /// and `*off` untouched).
     #[inline(always)]
     fn pop_lookup(
         &self,
@@ -318,17 +307,10 @@ impl LabelGuard<'_> {
         ip: usize,
         ttl: u8,
         slot: &Slot,
-    ) -> MplsDecision {
-        let h = slot.word(W_HDR);
-        match dispose_ip4(buf, ip, ttl, hdr_uniform(h)) {
-            Ok(()) => {
-                *off = ip;
-                MplsDecision::Ip4Lookup {
-                    table: slot.word(W_ARG),
-                }
-            }
-            Err(r) => MplsDecision::Drop(r),
-        }
+    ) -> Result<u32, DropReason> {
+        dispose_ip4(buf, ip, ttl, hdr_uniform(slot.word(W_HDR)))?;
+        *off = ip;
+        Ok(slot.word(W_ARG))
     }
 
     #[inline(never)]
@@ -344,6 +326,15 @@ impl LabelGuard<'_> {
         } else {
             s
         }
+    }
+}
+
+/// The decision for a pop into an IPv4 lookup.
+#[inline(always)]
+fn ip4_lookup(r: Result<u32, DropReason>) -> MplsDecision {
+    match r {
+        Ok(table) => MplsDecision::Ip4Lookup { table },
+        Err(r) => MplsDecision::Drop(r),
     }
 }
 

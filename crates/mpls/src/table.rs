@@ -101,13 +101,10 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The slot at `idx`; out-of-range reads as slot 0 (Drop(NoLabel)).
+    /// The slot at `idx` (see [`slot_in`]).
     #[inline(always)]
     pub(crate) fn slot(&self, idx: u32) -> &Slot {
-        match self.slots.get(idx as usize) {
-            Some(s) => s,
-            None => &self.slots[0],
-        }
+        slot_in(&self.slots, idx)
     }
 
     fn mark_freed(&self, start: u32, len: u32) {
@@ -167,13 +164,20 @@ impl LabelGuard<'_> {
         }
     }
 
-    /// The slot at `idx`; out-of-range reads as slot 0 (Drop(NoLabel)).
+    /// The slot at `idx` (see [`slot_in`]).
     #[inline(always)]
     pub(crate) fn slot(&self, idx: u32) -> &Slot {
-        match self.slots.get(idx as usize) {
-            Some(s) => s,
-            None => &self.slots[0],
-        }
+        slot_in(self.slots, idx)
+    }
+}
+
+/// Slot `idx` of `slots`; out of range reads as slot 0 (Drop(NoLabel)), which
+/// every table has.
+#[inline(always)]
+fn slot_in(slots: &[Slot], idx: u32) -> &Slot {
+    match slots.get(idx as usize) {
+        Some(s) => s,
+        None => &slots[0],
     }
 }
 

@@ -17,8 +17,9 @@
 //!    read with the Ethernet header ([`mpls::LabelGuard::top`]); a pop into IPv4
 //!    ([`mpls::Top::pops_into_ip4`], [`mpls::LabelGuard::pop_into_ip4`]) checks the
 //!    inner header and joins the same batch without a decision to match on, the
-//!    rest goes through [`mpls::LabelGuard::switch_top`]. ARP, VLAN tags, options, broadcast, bad headers, label
-//!    drops and punts go to the general path untouched.
+//!    rest goes through [`mpls::LabelGuard::switch_top`]. ARP, VLAN tags, options,
+//!    broadcast, bad headers, label drops and punts go to the general path
+//!    untouched.
 //! 2. **lookup** the keys in one batch.
 //! 3. **forward**: labelled packets get their L2 header; for IPv4, a cache kept
 //!    while the FIB version and interface table stay (see `Work::seen`) says per
