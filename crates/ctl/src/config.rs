@@ -283,6 +283,9 @@ pub struct PortSection {
     /// Promiscuous mode.
     #[serde(default = "default_true")]
     pub promiscuous: bool,
+    /// Use the device's IPv4 header checksum check when it has one.
+    #[serde(default = "default_true")]
+    pub rx_checksum: bool,
 }
 
 fn default_desc() -> u16 {
@@ -443,6 +446,7 @@ impl Config {
                 rx_desc: p.rx_desc,
                 tx_desc: p.tx_desc,
                 promiscuous: p.promiscuous,
+                rx_checksum: p.rx_checksum,
             });
         }
         let mode = match self.forwarding.mode.as_str() {

@@ -163,7 +163,7 @@ pub fn run(config: &Config, plan: &Plan, opts: &RunOptions) -> Result<()> {
     for (p, pc) in ports.iter().zip(&plan.ports) {
         let m = p.mac();
         eprintln!(
-            "dataplaned: {} = {} ({}) id {} mac {} queues {}/{}{}",
+            "dataplaned: {} = {} ({}) id {} mac {} queues {}/{}{}{}",
             p.name(),
             pc.device,
             p.driver(),
@@ -171,7 +171,8 @@ pub fn run(config: &Config, plan: &Plan, opts: &RunOptions) -> Result<()> {
             mac_str(m),
             p.rx_queues(),
             p.tx_queues(),
-            if p.rss() { " rss" } else { "" }
+            if p.rss() { " rss" } else { "" },
+            if p.rx_checksum() { " rx-checksum" } else { "" }
         );
     }
     let info = DaemonInfo {
@@ -376,6 +377,11 @@ fn run_router(
     if let Some(r) = plan.routing.router.icmp_rate_pps {
         cfg.icmp_rate_pps = r;
     }
+    // Only devices with rx checksum offload leave a verdict worth reading (port
+    // ids from 64 on are always read).
+    cfg.nic_csum_ports = ports.iter().filter(|p| p.rx_checksum()).fold(0, |m, p| {
+        m | 1u64.checked_shl(u32::from(p.id())).unwrap_or(0)
+    });
     let n_ports = ids.iter().map(|&i| usize::from(i) + 1).max().unwrap_or(0);
     // sFlow: the agent lives here (the control thread); each worker gets its
     // sampler. With no [sflow] section nothing is sampled and the workers' cost is

@@ -5,6 +5,20 @@
 
 use crate::dpdk::Mbuf;
 
+/// The receiving NIC's verdict on a frame's IPv4 header checksum (its rx checksum
+/// offload). Without the offload, or for a frame that is not plain IPv4, it is
+/// [`RxCsum::Unknown`] and the router checks the sum itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RxCsum {
+    /// Not checked: the router checks it.
+    #[default]
+    Unknown,
+    /// Checked and right (or the header's integrity checked some other way).
+    Good,
+    /// Checked and wrong: the packet is dropped as `ip4_bad_checksum`.
+    Bad,
+}
+
 /// A packet buffer with headroom.
 pub trait Packet {
     /// The whole buffer (headroom, data, tailroom).
@@ -19,6 +33,10 @@ pub trait Packet {
     fn rss_hash(&self) -> u32;
     /// Whether the packet is in one segment (multi-segment packets are dropped).
     fn is_contiguous(&self) -> bool;
+    /// What the NIC found of the IPv4 header checksum of the frame as received
+    /// (the header right behind the Ethernet or 802.1Q header; never one under
+    /// labels).
+    fn rx_ip4_csum(&self) -> RxCsum;
     /// Starts loading what the other methods read first (an mbuf's header line), a
     /// few packets ahead of use. Nothing for buffers whose metadata is inline.
     #[inline(always)]
@@ -51,6 +69,10 @@ impl Packet for Mbuf {
         Mbuf::is_contiguous(self)
     }
     #[inline(always)]
+    fn rx_ip4_csum(&self) -> RxCsum {
+        Mbuf::rx_ip4_csum(self)
+    }
+    #[inline(always)]
     fn prefetch_meta(&self) {
         Mbuf::prefetch_header(self)
     }
@@ -64,6 +86,7 @@ pub struct VecPacket {
     start: usize,
     len: usize,
     port: u16,
+    csum: RxCsum,
 }
 
 impl VecPacket {
@@ -80,7 +103,15 @@ impl VecPacket {
             start: Self::HEADROOM,
             len: frame.len(),
             port,
+            csum: RxCsum::Unknown,
         }
+    }
+
+    /// The same packet as a NIC with rx checksum offload would hand it over,
+    /// with verdict `csum` on its IPv4 header.
+    pub fn with_rx_csum(mut self, csum: RxCsum) -> Self {
+        self.csum = csum;
+        self
     }
 
     /// Refills with `frame` (same buffer, same port), for benchmark loops.
@@ -125,5 +156,9 @@ impl Packet for VecPacket {
     #[inline(always)]
     fn is_contiguous(&self) -> bool {
         true
+    }
+    #[inline(always)]
+    fn rx_ip4_csum(&self) -> RxCsum {
+        self.csum
     }
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use dataplane::dpdk::{BURST, tsc_hz};
-use dataplane::packet::VecPacket;
+use dataplane::packet::{RxCsum, VecPacket};
 use dataplane::router::{Core, CoreConfig, Out, RouterControl, RouterError, Stage};
 use fib::{Path, RouteKind};
 use mpls::LabelAction;
@@ -128,6 +128,115 @@ fn ip4_forward_strips_ethernet_padding() {
         eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&ip, 63))
     });
     assert_eq!(core.stats().ifaces[2].tx_bytes.get(), 42 * N as u64);
+}
+
+/// [`run`] with every packet carrying the NIC's checksum verdict `csum`.
+fn run_csum(core: &mut Core, frames: &[Vec<u8>], port: u16, csum: RxCsum) -> Vec<(Out, Vec<u8>)> {
+    let mut res = Vec::with_capacity(frames.len());
+    for chunk in frames.chunks(BURST) {
+        let mut pkts: Vec<VecPacket> = chunk
+            .iter()
+            .map(|f| VecPacket::new(f, port).with_rx_csum(csum))
+            .collect();
+        let mut out = vec![Out::Drop; chunk.len()];
+        core.process(&mut pkts, &mut out);
+        res.extend(out.iter().zip(&pkts).map(|(o, p)| (*o, p.data().to_vec())));
+    }
+    res
+}
+
+/// With rx checksum offload the NIC's verdict on the IPv4 header right behind the
+/// Ethernet header is trusted: "good" is not summed again (a header whose sum the
+/// NIC vouched for is forwarded, its checksum updated incrementally), "bad" is
+/// dropped as `ip4_bad_checksum` however the sum comes out. A header that came out
+/// from under a label was never seen by the NIC as IPv4: it is always summed. Fast
+/// path and general path alike.
+#[test]
+fn nic_checksum_verdicts_hold_for_the_outer_header_only() {
+    for fast_path in [true, false] {
+        let mut ctl = lsr();
+        let mut core = ctl.new_core(CoreConfig { fast_path, ..cfg() }, tsc_hz()).0;
+        let good = host_ip(7, [198, 18], 64, 60);
+        let mut wrong = good.clone();
+        wrong[10] ^= 0x5a;
+
+        // "Good" on a header whose sum is off: forwarded, checksum updated in step
+        // with the TTL (RFC 1624 on the field as it was).
+        let res = run_csum(&mut core, &vec![from_host(&wrong); N], 0, RxCsum::Good);
+        let mut out_ip = wrong.clone();
+        out_ip[8] = 63;
+        let ck = wire::checksum::update_u16(
+            u16::from_be_bytes([wrong[10], wrong[11]]),
+            u16::from_be_bytes([64, wrong[9]]),
+            u16::from_be_bytes([63, wrong[9]]),
+        );
+        out_ip[10..12].copy_from_slice(&ck.to_be_bytes());
+        assert_all_tx(&res, 1, |_| eth(mac_n(1), mac_r(1), None, ETH_IP4, &out_ip));
+        assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
+
+        // "Bad" on a header whose sum is right: dropped and counted.
+        let res = run_csum(&mut core, &vec![from_host(&good); N], 0, RxCsum::Bad);
+        assert!(res.iter().all(|(o, _)| *o == Out::Drop));
+        assert_eq!(
+            counters(core.stats()),
+            expect(&[("ip4_bad_checksum", N as u64)]),
+            "fast path {fast_path}"
+        );
+
+        // "Unknown" (no offload) on a header whose sum is off: summed, dropped.
+        let res = run_csum(&mut core, &vec![from_host(&wrong); N], 0, RxCsum::Unknown);
+        assert!(res.iter().all(|(o, _)| *o == Out::Drop));
+        assert_eq!(
+            counters(core.stats()),
+            expect(&[("ip4_bad_checksum", 2 * N as u64)]),
+            "fast path {fast_path}"
+        );
+
+        // Under explicit null and under a popped label, "good" says nothing of the
+        // inner header: a wrong sum there is dropped.
+        for label in [0, 300] {
+            let f = from_host_mpls(&[(label, 64)], &wrong);
+            let res = run_csum(&mut core, &vec![f; N], 0, RxCsum::Good);
+            assert!(res.iter().all(|(o, _)| *o == Out::Drop), "label {label}");
+        }
+        // ... and a right one goes through whatever the NIC said.
+        for csum in [RxCsum::Good, RxCsum::Bad, RxCsum::Unknown] {
+            let f = from_host_mpls(&[(300, 64)], &good);
+            let res = run_csum(&mut core, &vec![f; N], 0, csum);
+            assert_all_tx(&res, 1, |_| {
+                eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&good, 63))
+            });
+        }
+        assert_eq!(
+            counters(core.stats()),
+            expect(&[("ip4_bad_checksum", 4 * N as u64)]),
+            "fast path {fast_path}"
+        );
+
+        // A port left out of `nic_csum_ports` (no offload there): its verdicts are
+        // not read, every header is summed.
+        let mut core = ctl
+            .new_core(
+                CoreConfig {
+                    fast_path,
+                    nic_csum_ports: !1,
+                    ..cfg()
+                },
+                tsc_hz(),
+            )
+            .0;
+        let res = run_csum(&mut core, &vec![from_host(&wrong); N], 0, RxCsum::Good);
+        assert!(res.iter().all(|(o, _)| *o == Out::Drop));
+        let res = run_csum(&mut core, &vec![from_host(&good); N], 0, RxCsum::Bad);
+        assert_all_tx(&res, 1, |_| {
+            eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&good, 63))
+        });
+        assert_eq!(
+            counters(core.stats()),
+            expect(&[("ip4_bad_checksum", N as u64)]),
+            "fast path {fast_path}"
+        );
+    }
 }
 
 #[test]
@@ -1441,6 +1550,7 @@ fn fast_path_matches_general_path() {
         icmp_burst: u32::MAX,
         arp_retry_ms: 0,
         fast_path,
+        ..CoreConfig::default()
     };
     let fast = std::cell::RefCell::new(ctl.new_core(cfg(true), tsc_hz()).0);
     let general = std::cell::RefCell::new(ctl.new_core(cfg(false), tsc_hz()).0);
@@ -1459,9 +1569,18 @@ fn fast_path_matches_general_path() {
             let mut res = Vec::new();
             for core in [&fast, &general] {
                 let mut got = Vec::new();
-                for chunk in frames.chunks(BURST) {
-                    let mut pkts: Vec<VecPacket> =
-                        chunk.iter().map(|(f, p)| VecPacket::new(f, *p)).collect();
+                for (c, chunk) in frames.chunks(BURST).enumerate() {
+                    // (some frames carry a NIC's checksum verdict, right or wrong)
+                    let csum = |i: usize| match (c * BURST + i) % 13 {
+                        0..=2 => RxCsum::Good,
+                        3 => RxCsum::Bad,
+                        _ => RxCsum::Unknown,
+                    };
+                    let mut pkts: Vec<VecPacket> = chunk
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (f, p))| VecPacket::new(f, *p).with_rx_csum(csum(i)))
+                        .collect();
                     let mut out = vec![Out::Drop; chunk.len()];
                     core.borrow_mut().process(&mut pkts, &mut out);
                     got.extend(out.iter().zip(&pkts).map(|(o, p)| (*o, p.data().to_vec())));

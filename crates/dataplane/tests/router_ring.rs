@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use dataplane::dpdk::{BURST, Burst, Eal, EalConfig, Mempool, Port, PortConfig, Ring, tsc_hz};
+use dataplane::packet::RxCsum;
 use dataplane::router::{
     CoreConfig, PuntQueue, PuntReason, RouterControl, RouterWorker, Stage, WorkerStats, report,
 };
@@ -89,10 +90,19 @@ impl Lab {
 
     /// Puts `frames` into rx queue `queue` of logical port `port`.
     fn feed(&self, port: usize, queue: usize, frames: &[Vec<u8>]) {
+        self.feed_as(port, queue, frames, RxCsum::Unknown);
+    }
+
+    /// [`Lab::feed`] with the checksum verdict `csum` in every mbuf, as a NIC with
+    /// rx checksum offload leaves it.
+    fn feed_as(&self, port: usize, queue: usize, frames: &[Vec<u8>], csum: RxCsum) {
         let mut b = Burst::new();
         for chunk in frames.chunks(BURST) {
             for f in chunk {
-                b.push(self.pool.alloc_with(f).unwrap()).unwrap();
+                let mut m = self.pool.alloc_with(f).unwrap();
+                m.set_rx_ip4_csum(csum);
+                assert_eq!(m.rx_ip4_csum(), csum);
+                b.push(m).unwrap();
             }
             assert_eq!(self.rx[port][queue].enqueue_burst(&mut b), chunk.len());
         }
@@ -256,7 +266,41 @@ fn router_forwards_257_frames_byte_exact_and_returns_every_mbuf() {
     assert_eq!(lab.pool.available(), lab.pool.size());
 }
 
-/// What should become of one frame of the mixed run.
+/// The checksum verdict a NIC leaves in `ol_flags` reaches the core through a
+/// real port: "good" frames whose sum is off are forwarded without a second sum,
+/// "bad" frames whose sum is right are dropped and counted, and every mbuf comes
+/// back. (net_ring has no checksum offload: the port says so.)
+#[test]
+fn nic_checksum_verdicts_in_mbufs_are_trusted() {
+    let (eal, _g) = eal();
+    let lab = Lab::new(eal, "k", 1, 1024);
+    assert!(lab.ports.iter().all(|p| !p.rx_checksum()));
+    let mut ctl = lsr(&lab);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w, stats, _punts) = worker(&mut ctl, &lab, &[(0, 0)], 0, &stop);
+    let good = host_ip(3, [198, 18], 64, 46);
+    let mut wrong = good.clone();
+    wrong[11] ^= 0x81;
+    lab.feed_as(0, 0, &vec![from_host(&wrong); N], RxCsum::Good);
+    lab.feed_as(0, 0, &vec![from_host(&good); N], RxCsum::Bad);
+    run(eal, vec![w], &stop, || {
+        rx_pkts(&stats) == 2 * N as u64 && lab.rx_empty()
+    });
+    let got = lab.drain(1, 0);
+    assert_eq!(got.len(), N);
+    // (TTL 64 -> 63 with the checksum field updated as it was: RFC 1624)
+    let mut want = wrong.clone();
+    want[8] = 63;
+    let ck = u16::from_be_bytes([wrong[10], wrong[11]]);
+    let ck = wire::checksum::update_u16(ck, 0x4000 | 17, 0x3f00 | 17);
+    want[10..12].copy_from_slice(&ck.to_be_bytes());
+    let want = eth(mac_n(1), mac_r(1), None, ETH_IP4, &want);
+    assert!(got.iter().all(|g| *g == want));
+    assert_eq!(counters(&stats), expect(&[("ip4_bad_checksum", N as u64)]));
+    assert_eq!(lab.pool.in_use(), 0);
+}
+
+/// What should become of one frame of the mixed run./// What should become of one frame of the mixed run.
 enum Want {
     /// Sent on a logical port, exactly.
     Tx(usize, Vec<u8>),

@@ -245,3 +245,110 @@ fn bad_devices_are_clear_errors() {
         Err(dataplane::dpdk::DpdkError::AlreadyInitialized)
     ));
 }
+
+/// Runs `ip` with `args`; panics with its output when it fails.
+fn ip(args: &[&str]) {
+    let out = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .expect("ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Rx checksum offload is asked for when the device has it and the port allows
+/// it, and the device's verdict reaches the mbufs: net_tap (which has it) receives
+/// a ping from a network namespace with its IPv4 checksum marked good; net_null
+/// has no offload, and `rx_checksum = false` turns it off.
+#[test]
+fn rx_checksum_offload_follows_the_device() {
+    let (eal, _g) = eal();
+    // (net_tap fills every rx descriptor with an mbuf at setup)
+    let pool = Mempool::new(eal, "p_ck", 2047, 0, 2176).unwrap();
+    let null = Port::open(eal, &PortConfig::new("n0", "net_null_ck0"), pool.clone()).unwrap();
+    assert!(!null.rx_checksum());
+    drop(null);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: net_tap part skipped");
+        return;
+    }
+    let mut off = PortConfig::new("t1", "net_tap_ck1,iface=dpck1");
+    (off.rx_desc, off.tx_desc) = (256, 256);
+    off.rx_checksum = false;
+    let tap = Port::open(eal, &off, pool.clone()).unwrap();
+    assert!(!tap.rx_checksum());
+    drop(tap);
+
+    let mut on = PortConfig::new("t0", "net_tap_ck0,iface=dpck0");
+    (on.rx_desc, on.tx_desc) = (256, 256);
+    let tap = Port::open(eal, &on, pool).unwrap();
+    assert!(tap.rx_checksum(), "net_tap offers IPv4 checksum offload");
+    // The tap's kernel side in a namespace of its own, with a static neighbour, so
+    // a ping from there comes in as one IPv4 frame.
+    let ns = format!("dpck{}", std::process::id());
+    ip(&["netns", "add", &ns]);
+    let cleanup = scopeguard(ns.clone());
+    ip(&["link", "set", "dpck0", "netns", &ns]);
+    ip(&["-n", &ns, "addr", "add", "10.251.0.1/24", "dev", "dpck0"]);
+    ip(&["-n", &ns, "link", "set", "dpck0", "up"]);
+    ip(&[
+        "-n",
+        &ns,
+        "neigh",
+        "add",
+        "10.251.0.2",
+        "lladdr",
+        "02:00:00:00:ca:fe",
+        "dev",
+        "dpck0",
+    ]);
+    let _ = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns,
+            "ping",
+            "-c",
+            "3",
+            "-i",
+            "0.2",
+            "-W",
+            "1",
+            "10.251.0.2",
+        ])
+        .output();
+    let mut b = Burst::new();
+    let t0 = Instant::now();
+    let mut seen = None;
+    while seen.is_none() && t0.elapsed() < Duration::from_secs(5) {
+        b.rx_burst(tap.id(), 0, 32);
+        seen = b
+            .as_slice()
+            .iter()
+            .find(|m| m.data().get(12..14) == Some(&[0x08, 0x00][..]))
+            .map(|m| m.rx_ip4_csum());
+        b.clear();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(seen, Some(dataplane::packet::RxCsum::Good));
+    drop(cleanup);
+}
+
+/// Deletes network namespace `.0` when dropped.
+struct NsGuard(String);
+
+impl Drop for NsGuard {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.0])
+            .output();
+    }
+}
+
+fn scopeguard(ns: String) -> NsGuard {
+    NsGuard(ns)
+}

@@ -60,3 +60,21 @@ pub mod rss {
     /// `RTE_ETH_RSS_TCP` (without the IPv6 extension variant).
     pub const TCP: u64 = NONFRAG_IPV4_TCP | NONFRAG_IPV6_TCP;
 }
+
+/// Receive offload bits (`RTE_ETH_RX_OFFLOAD_*`, `RTE_BIT64` macros in rte_ethdev.h,
+/// 22.11).
+pub mod rx_offload {
+    /// The device checks IPv4 header checksums and says so in each mbuf's `ol_flags`.
+    pub const IPV4_CKSUM: u64 = 1 << 1;
+}
+
+/// mbuf `ol_flags` bits (`RTE_MBUF_F_*` in rte_mbuf_core.h, 22.11).
+pub mod mbuf_flags {
+    /// The IPv4 header checksum is wrong.
+    pub const RX_IP_CKSUM_BAD: u64 = 1 << 4;
+    /// The IPv4 header checksum is right.
+    pub const RX_IP_CKSUM_GOOD: u64 = 1 << 7;
+    /// Both bits: `RX_IP_CKSUM_NONE` (the header's integrity was verified, its
+    /// checksum field is not to be trusted); neither: unknown.
+    pub const RX_IP_CKSUM_MASK: u64 = RX_IP_CKSUM_BAD | RX_IP_CKSUM_GOOD;
+}

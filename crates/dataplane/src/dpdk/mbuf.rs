@@ -86,6 +86,32 @@ impl Mbuf {
         self.hdr_mut().port = port;
     }
 
+    /// The NIC's verdict on the IPv4 header checksum (`ol_flags`; unknown
+    /// without rx checksum offload). `RX_IP_CKSUM_NONE` (header integrity checked,
+    /// checksum field not to be trusted) counts as good.
+    #[inline(always)]
+    pub fn rx_ip4_csum(&self) -> crate::packet::RxCsum {
+        use dpdk_sys::mbuf_flags::{RX_IP_CKSUM_BAD, RX_IP_CKSUM_MASK};
+        match self.hdr().ol_flags & RX_IP_CKSUM_MASK {
+            RX_IP_CKSUM_BAD => crate::packet::RxCsum::Bad,
+            0 => crate::packet::RxCsum::Unknown,
+            _ => crate::packet::RxCsum::Good,
+        }
+    }
+
+    /// Sets the checksum verdict as a NIC with rx checksum offload would (for
+    /// frames that did not come from one: tests, and packets the dataplane builds).
+    pub fn set_rx_ip4_csum(&mut self, csum: crate::packet::RxCsum) {
+        use dpdk_sys::mbuf_flags::{RX_IP_CKSUM_BAD, RX_IP_CKSUM_GOOD, RX_IP_CKSUM_MASK};
+        let bits = match csum {
+            crate::packet::RxCsum::Unknown => 0,
+            crate::packet::RxCsum::Good => RX_IP_CKSUM_GOOD,
+            crate::packet::RxCsum::Bad => RX_IP_CKSUM_BAD,
+        };
+        let h = self.hdr_mut();
+        h.ol_flags = h.ol_flags & !RX_IP_CKSUM_MASK | bits;
+    }
+
     /// RSS hash from the NIC (0 when the device computed none).
     #[inline(always)]
     pub fn rss_hash(&self) -> u32 {

@@ -26,6 +26,10 @@ pub struct PortConfig {
     pub tx_desc: u16,
     /// Accept frames for any destination MAC.
     pub promiscuous: bool,
+    /// Let the device check IPv4 header checksums when it can
+    /// (`RTE_ETH_RX_OFFLOAD_IPV4_CKSUM`): the router then trusts its verdict in
+    /// each mbuf and checks only the frames it did not.
+    pub rx_checksum: bool,
 }
 
 impl PortConfig {
@@ -39,6 +43,7 @@ impl PortConfig {
             rx_desc: 1024,
             tx_desc: 1024,
             promiscuous: true,
+            rx_checksum: true,
         }
     }
 }
@@ -97,6 +102,7 @@ pub struct Port {
     rx_queues: u16,
     tx_queues: u16,
     rss: bool,
+    rx_checksum: bool,
     _pool: Arc<Mempool>,
     _rings: Vec<Arc<Ring>>,
 }
@@ -239,6 +245,13 @@ impl Port {
             conf.rxmode.mq_mode = dpdk_sys::RTE_ETH_MQ_RX_RSS;
             conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads & want;
         }
+        let rx_checksum =
+            cfg.rx_checksum && info.rx_offload_capa & dpdk_sys::rx_offload::IPV4_CKSUM != 0;
+        if rx_checksum {
+            // (queues inherit the port's offloads: they are set up with the
+            // driver's defaults below)
+            conf.rxmode.offloads |= dpdk_sys::rx_offload::IPV4_CKSUM;
+        }
         // SAFETY: valid port id, conf is a fully initialised configuration.
         let ret =
             unsafe { dpdk_sys::rte_eth_dev_configure(id, cfg.rx_queues, cfg.tx_queues, &conf) };
@@ -291,6 +304,7 @@ impl Port {
             rx_queues: cfg.rx_queues,
             tx_queues: cfg.tx_queues,
             rss,
+            rx_checksum,
             _pool: pool,
             _rings: rings,
         })
@@ -324,6 +338,11 @@ impl Port {
     /// Whether RSS spreads flows over the rx queues.
     pub fn rss(&self) -> bool {
         self.rss
+    }
+
+    /// Whether the device checks IPv4 header checksums (rx checksum offload on).
+    pub fn rx_checksum(&self) -> bool {
+        self.rx_checksum
     }
 
     /// The port's MAC address.
