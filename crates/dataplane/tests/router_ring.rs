@@ -133,12 +133,28 @@ fn worker(
     tx_queue: u16,
     stop: &Arc<AtomicBool>,
 ) -> (RouterWorker, Arc<WorkerStats>, Arc<PuntQueue>) {
-    let cfg = CoreConfig {
+    worker_with(ctl, lab, rx, tx_queue, stop, core_cfg())
+}
+
+/// ICMP budget large enough for every case of 257.
+fn core_cfg() -> CoreConfig {
+    CoreConfig {
         icmp_rate_pps: 1000,
         icmp_burst: 1000,
         arp_retry_ms: 100,
         ..CoreConfig::default()
-    };
+    }
+}
+
+/// [`worker`] with core configuration `cfg`.
+fn worker_with(
+    ctl: &mut RouterControl,
+    lab: &Lab,
+    rx: &[(usize, u16)],
+    tx_queue: u16,
+    stop: &Arc<AtomicBool>,
+    cfg: CoreConfig,
+) -> (RouterWorker, Arc<WorkerStats>, Arc<PuntQueue>) {
     let (core, punts) = ctl.new_core(cfg, tsc_hz());
     let stats = core.stats().clone();
     let rx = rx.iter().map(|&(p, q)| (lab.ids[p], q)).collect();
@@ -277,7 +293,12 @@ fn nic_checksum_verdicts_in_mbufs_are_trusted() {
     assert!(lab.ports.iter().all(|p| !p.rx_checksum()));
     let mut ctl = lsr(&lab);
     let stop = Arc::new(AtomicBool::new(false));
-    let (w, stats, _punts) = worker(&mut ctl, &lab, &[(0, 0)], 0, &stop);
+    // (as if port 0's device had the offload on: the daemon says so per port)
+    let cfg = CoreConfig {
+        nic_csum_ports: 1 << lab.ids[0],
+        ..core_cfg()
+    };
+    let (w, stats, _punts) = worker_with(&mut ctl, &lab, &[(0, 0)], 0, &stop, cfg);
     let good = host_ip(3, [198, 18], 64, 46);
     let mut wrong = good.clone();
     wrong[11] ^= 0x81;

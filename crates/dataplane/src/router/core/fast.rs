@@ -218,7 +218,7 @@ fn ip4_check_hdr(h: &[u8; 20], avail: usize) -> Option<u32> {
 
 /// [`ip4_check_hdr`] but for the version and IHL byte (the caller has seen 0x45);
 /// `nic_good`: the receiving NIC found the checksum right (rx checksum offload),
-/// so it is not summed again.
+/// so the sum does not decide.
 #[inline(always)]
 fn ip4_check_rest(h: &[u8; 20], avail: usize, nic_good: bool) -> Option<u32> {
     let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
