@@ -413,6 +413,15 @@ impl LpmOnly {
     }
 }
 
+/// Case `name` of `cs` alone for `vectors` vectors: the TSC cycles.
+fn profile<P: Packet>(cs: &mut [Case<P>], name: &str, vectors: u64) -> u64 {
+    let case = cs
+        .iter_mut()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no case {name}"));
+    case.timed(vectors)
+}
+
 fn main() {
     let mut c = Criterion::default()
         .with_measurement(Tsc)
@@ -423,28 +432,52 @@ fn main() {
         keys: st.plain.clone(),
         next: 0,
     };
-    let mut cs = cases(&mut st, &|f: &[u8]| VecPacket::new(f, 0));
     // Profiling mode: `PIPELINE_PROFILE=ip4_forward` runs that case alone (4096
     // vectors, or PIPELINE_VECTORS) and exits: for `perf record`, or for
     // `valgrind --tool=cachegrind`, whose instruction counts do not move with the
     // neighbours' load (two runs with different counts, subtracted, give the
-    // instructions per packet).
+    // instructions per packet). `PIPELINE_MBUF=1`: on DPDK mbufs (EAL with
+    // `--no-huge`, which valgrind can run).
     if let Ok(name) = std::env::var("PIPELINE_PROFILE") {
         let vectors: u64 = std::env::var("PIPELINE_VECTORS")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(4096);
-        let case = cs
-            .iter_mut()
-            .find(|c| c.name == name)
-            .unwrap_or_else(|| panic!("no case {name}"));
-        let t = case.timed(vectors);
+        let t = if std::env::var_os("PIPELINE_MBUF").is_some() {
+            let eal = Eal::init(&[
+                "pipeline-bench",
+                "--no-pci",
+                "--no-huge",
+                "-m",
+                "512",
+                "--no-shconf",
+                "-l",
+                "1",
+                "--log-level=*:error",
+            ])
+            .unwrap_or_else(|e| panic!("EAL: {e}"));
+            let pool =
+                Mempool::new(eal, "bench_pool", 2047, 0, 2176).unwrap_or_else(|e| panic!("{e}"));
+            let mk = |f: &[u8]| {
+                let mut m = pool.alloc_with(f).expect("mbuf");
+                m.set_port(0);
+                m
+            };
+            profile(&mut cases(&mut st, &mk), &name, vectors)
+        } else {
+            profile(
+                &mut cases(&mut st, &|f: &[u8]| VecPacket::new(f, 0)),
+                &name,
+                vectors,
+            )
+        };
         println!(
             "{name}: {:.1} cycles/packet over {vectors} vectors",
             t as f64 / (vectors * BURST as u64) as f64
         );
         return;
     }
+    let mut cs = cases(&mut st, &|f: &[u8]| VecPacket::new(f, 0));
     {
         let mut g = c.benchmark_group("pipeline");
         g.throughput(Throughput::Elements(BURST as u64));
