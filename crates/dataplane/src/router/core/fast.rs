@@ -12,7 +12,8 @@
 //!
 //! 1. **classify** (runs of plain IPv4 and of labelled packets, each in a loop of
 //!    its own): Ethernet (our MAC, untagged) and then, by EtherType, the IPv4
-//!    checks (version and IHL, lengths, checksum, TTL, martians) with the
+//!    checks (version and IHL, lengths, checksum or the NIC's verdict on it when
+//!    the port has rx checksum offload, TTL, martians) with the
 //!    destination collected as an LPM key, or the label switch on the top entry
 //!    read with the Ethernet header ([`mpls::LabelGuard::top`]); a pop into IPv4
 //!    ([`mpls::Top::pops_into_ip4`], [`mpls::LabelGuard::pop_into_ip4`]) checks the
