@@ -19,18 +19,8 @@ use proptest::prelude::*;
 
 const N: usize = 257;
 
-/// ICMP budget large enough for every case of 257.
-fn cfg() -> CoreConfig {
-    CoreConfig {
-        icmp_rate_pps: 1000,
-        icmp_burst: 1000,
-        arp_retry_ms: 100,
-        ..CoreConfig::default()
-    }
-}
-
 fn core(ctl: &mut RouterControl) -> Core {
-    ctl.new_core(cfg(), tsc_hz()).0
+    ctl.new_core(core_cfg(), tsc_hz()).0
 }
 
 /// Runs `frames` received on `port` through the core in vectors of [`BURST`].
@@ -159,7 +149,7 @@ fn nic_checksum_verdicts_hold_for_the_outer_header_only() {
         let nic = CoreConfig {
             fast_path,
             nic_csum_ports: 1,
-            ..cfg()
+            ..core_cfg()
         };
         let mut core = ctl.new_core(nic, tsc_hz()).0;
         let good = host_ip(7, [198, 18], 64, 60);
@@ -226,7 +216,7 @@ fn nic_checksum_verdicts_hold_for_the_outer_header_only() {
                 CoreConfig {
                     fast_path,
                     nic_csum_ports: !1,
-                    ..cfg()
+                    ..core_cfg()
                 },
                 tsc_hz(),
             )

@@ -125,29 +125,13 @@ impl Lab {
     }
 }
 
-/// One worker polling `rx` (logical port, queue) pairs and sending on `tx_queue`.
+/// Queue 0 of every lab port, and queue 1.
+const QUEUES0: &[(usize, u16)] = &[(0, 0), (1, 0), (2, 0)];
+const QUEUES1: &[(usize, u16)] = &[(0, 1), (1, 1), (2, 1)];
+
+/// One worker polling `rx` (logical port, queue) pairs and sending on `tx_queue`,
+/// its core configured by `cfg`.
 fn worker(
-    ctl: &mut RouterControl,
-    lab: &Lab,
-    rx: &[(usize, u16)],
-    tx_queue: u16,
-    stop: &Arc<AtomicBool>,
-) -> (RouterWorker, Arc<WorkerStats>, Arc<PuntQueue>) {
-    worker_with(ctl, lab, rx, tx_queue, stop, core_cfg())
-}
-
-/// ICMP budget large enough for every case of 257.
-fn core_cfg() -> CoreConfig {
-    CoreConfig {
-        icmp_rate_pps: 1000,
-        icmp_burst: 1000,
-        arp_retry_ms: 100,
-        ..CoreConfig::default()
-    }
-}
-
-/// [`worker`] with core configuration `cfg`.
-fn worker_with(
     ctl: &mut RouterControl,
     lab: &Lab,
     rx: &[(usize, u16)],
@@ -245,7 +229,7 @@ fn router_forwards_257_frames_byte_exact_and_returns_every_mbuf() {
     let lab = Lab::new(eal, "a", 1, 1024);
     let mut ctl = lsr(&lab);
     let stop = Arc::new(AtomicBool::new(false));
-    let (w, stats, punts) = worker(&mut ctl, &lab, &[(0, 0), (1, 0), (2, 0)], 0, &stop);
+    let (w, stats, punts) = worker(&mut ctl, &lab, QUEUES0, 0, &stop, core_cfg());
     let ips: Vec<Vec<u8>> = (0..N)
         .map(|i| host_ip(i, [198, 18], 2 + (i % 250) as u8, 28 + i * 5 % 1400))
         .collect();
@@ -298,7 +282,7 @@ fn nic_checksum_verdicts_in_mbufs_are_trusted() {
         nic_csum_ports: 1 << lab.ids[0],
         ..core_cfg()
     };
-    let (w, stats, _punts) = worker_with(&mut ctl, &lab, &[(0, 0)], 0, &stop, cfg);
+    let (w, stats, _punts) = worker(&mut ctl, &lab, &[(0, 0)], 0, &stop, cfg);
     let good = host_ip(3, [198, 18], 64, 46);
     let mut wrong = good.clone();
     wrong[11] ^= 0x81;
@@ -368,7 +352,7 @@ fn drops_punts_replies_and_refusals_return_every_mbuf() {
     let lab = Lab::new(eal, "b", 1, 1024);
     let mut ctl = lsr(&lab);
     let stop = Arc::new(AtomicBool::new(false));
-    let (w, stats, punts) = worker(&mut ctl, &lab, &[(0, 0), (1, 0), (2, 0)], 0, &stop);
+    let (w, stats, punts) = worker(&mut ctl, &lab, QUEUES0, 0, &stop, core_cfg());
 
     let mut frames = Vec::new();
     let mut wants = Vec::new();
@@ -498,7 +482,7 @@ fn refused_tx_and_a_full_punt_queue_free_their_mbufs() {
     let lab = Lab::new(eal, "c", 1, 64);
     let mut ctl = lsr(&lab);
     let stop = Arc::new(AtomicBool::new(false));
-    let (w, stats, punts) = worker(&mut ctl, &lab, &[(0, 0)], 0, &stop);
+    let (w, stats, punts) = worker(&mut ctl, &lab, &[(0, 0)], 0, &stop, core_cfg());
     let fwd: Vec<Vec<u8>> = (0..N)
         .map(|i| from_host(&host_ip(i, [198, 18], 64, 64)))
         .collect();
@@ -540,8 +524,8 @@ fn two_workers_with_two_queues_each_add_up() {
     let lab = Lab::new(eal, "d", 2, 1024);
     let mut ctl = lsr(&lab);
     let stop = Arc::new(AtomicBool::new(false));
-    let (w0, s0, _p0) = worker(&mut ctl, &lab, &[(0, 0), (1, 0), (2, 0)], 0, &stop);
-    let (w1, s1, _p1) = worker(&mut ctl, &lab, &[(0, 1), (1, 1), (2, 1)], 1, &stop);
+    let (w0, s0, _p0) = worker(&mut ctl, &lab, QUEUES0, 0, &stop, core_cfg());
+    let (w1, s1, _p1) = worker(&mut ctl, &lab, QUEUES1, 1, &stop, core_cfg());
     let ips: Vec<Vec<u8>> = (0..N).map(|i| host_ip(i, [198, 18], 64, 100)).collect();
     // Queue 0 of port 0: IPv4; queue 1 of port 0: labelled; queue 1 of port 2: IPv4
     // from the other side.
@@ -621,7 +605,7 @@ fn injected_probes_leave_on_their_port() {
     let lab = Lab::new(eal, "i", 1, 1024);
     let mut ctl = lsr(&lab);
     let stop = Arc::new(AtomicBool::new(false));
-    let (w, stats, _punts) = worker(&mut ctl, &lab, &[(0, 0)], 0, &stop);
+    let (w, stats, _punts) = worker(&mut ctl, &lab, &[(0, 0)], 0, &stop, core_cfg());
     let inject = ctl.workers()[0].inject.clone();
     let w = w.with_inject(inject.clone());
     // A neighbour learned from ARP on port 0, aged at once.

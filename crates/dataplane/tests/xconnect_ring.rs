@@ -306,19 +306,10 @@ fn rx_checksum_offload_follows_the_device() {
         "dev",
         "dpck0",
     ]);
-    let _ = std::process::Command::new("ip")
+    let _ = std::process::Command::new("sh")
         .args([
-            "netns",
-            "exec",
-            &ns,
-            "ping",
             "-c",
-            "3",
-            "-i",
-            "0.2",
-            "-W",
-            "1",
-            "10.251.0.2",
+            &format!("ip netns exec {ns} ping -c 3 -i 0.2 -W 1 10.251.0.2"),
         ])
         .output();
     let mut b = Burst::new();

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use dataplane::router::{DropReason, Interface, PuntReason, RouterControl, WorkerStats};
+use dataplane::router::{
+    CoreConfig, DropReason, Interface, PuntReason, RouterControl, WorkerStats,
+};
 use fib::{Ipv4Prefix, Path, RouteKind};
 
 /// Our MAC on DPDK port `p` (sub-interfaces share their port's MAC).
@@ -250,4 +252,14 @@ pub fn counters(s: &WorkerStats) -> BTreeMap<&'static str, u64> {
 /// Builds the expected map for [`counters`].
 pub fn expect(items: &[(&'static str, u64)]) -> BTreeMap<&'static str, u64> {
     items.iter().copied().filter(|x| x.1 != 0).collect()
+}
+
+/// A core configuration with an ICMP budget large enough for every case of 257.
+pub fn core_cfg() -> CoreConfig {
+    CoreConfig {
+        icmp_rate_pps: 1000,
+        icmp_burst: 1000,
+        arp_retry_ms: 100,
+        ..CoreConfig::default()
+    }
 }

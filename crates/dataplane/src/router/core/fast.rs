@@ -380,7 +380,11 @@ impl Work {
         // spilled them); what neither takes goes to the general path untouched.
         let mut i = 0;
         while i < n {
-            i = self.ip4_run(pkts, i, n, &mut c);
+            i = if nic_csum(self.nic_csum_ports, c.rxif.port) {
+                self.ip4_run::<true, P>(pkts, i, n, &mut c)
+            } else {
+                self.ip4_run::<false, P>(pkts, i, n, &mut c)
+            };
             i = self.mpls_run(pkts, i, n, &mut c, labels, &mut lfw, &mut hb);
             let Some(p) = pkts.get(i).filter(|_| i < n) else {
                 break;
@@ -471,29 +475,10 @@ impl Work {
     /// untagged frames on `c.rxif`'s port (up, in the vector's table) to its MAC
     /// carrying an IPv4 header that passes [`ip4_check_rest`]. Their destinations
     /// become the next keys. Returns where the run ends.
+    /// `NIC`: read the NIC's checksum verdicts (the port's device checks them; a
+    /// port whose device does not gets a loop that never reads one).
     #[inline(never)]
-    fn ip4_run<P: Packet>(
-        &mut self,
-        pkts: &mut [P],
-        i0: usize,
-        n: usize,
-        c: &mut Cls<'_>,
-    ) -> usize {
-        if !c.rxif.v4 {
-            return i0;
-        }
-        // (a port whose device checks no checksums gets a loop that never reads
-        // a verdict)
-        if nic_csum(self.nic_csum_ports, c.rxif.port) {
-            self.ip4_run_in::<true, P>(pkts, i0, n, c)
-        } else {
-            self.ip4_run_in::<false, P>(pkts, i0, n, c)
-        }
-    }
-
-    /// [`Work::ip4_run`]'s loop; `NIC`: read the NIC's checksum verdicts.
-    #[inline(always)]
-    fn ip4_run_in<const NIC: bool, P: Packet>(
+    fn ip4_run<const NIC: bool, P: Packet>(
         &mut self,
         pkts: &mut [P],
         i0: usize,
@@ -501,6 +486,9 @@ impl Work {
         c: &mut Cls<'_>,
     ) -> usize {
         let rxif = c.rxif;
+        if !rxif.v4 {
+            return i0;
+        }
         let n = n.min(pkts.len());
         let (mut k, mut bytes, mut i) = (c.k, 0u64, i0);
         while i < n {
