@@ -64,11 +64,13 @@ pub enum DropReason {
     PuntQueueFull,
     /// The device refused the packet on transmit.
     TxFull,
+    /// Sent to a port this worker has no transmit queue on (no such device).
+    NoTxPort,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 29] = [
+    pub const ALL: [DropReason; 30] = [
         DropReason::EthTruncated,
         DropReason::NotOurMac,
         DropReason::UnknownVlan,
@@ -98,6 +100,7 @@ impl DropReason {
         DropReason::ArpIgnored,
         DropReason::PuntQueueFull,
         DropReason::TxFull,
+        DropReason::NoTxPort,
     ];
     /// Number of reasons.
     pub const COUNT: usize = Self::ALL.len();
@@ -134,6 +137,7 @@ impl DropReason {
             DropReason::ArpIgnored => "arp_ignored",
             DropReason::PuntQueueFull => "punt_queue_full",
             DropReason::TxFull => "tx_full",
+            DropReason::NoTxPort => "no_tx_port",
         }
     }
 }

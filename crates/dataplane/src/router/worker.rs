@@ -179,7 +179,12 @@ impl RouterWorker {
                     stats.drops[DropReason::PuntQueueFull as usize].inc();
                 }
             }
-            _ => drop(m),
+            Out::Tx(_) => {
+                stats.drops[DropReason::NoTxPort as usize].inc();
+                drop(m);
+            }
+            // (counted where it was dropped)
+            Out::Drop => drop(m),
         });
         for (port, b) in tx.iter_mut().enumerate() {
             if !b.is_empty() {
@@ -233,7 +238,7 @@ fn inject(q: &InjectQueue, tx: &mut [Burst], ports: usize, queue: u16, stats: &W
             .get_mut(usize::from(port))
             .filter(|_| usize::from(port) < ports)
         else {
-            stats.drops[DropReason::TxFull as usize].inc();
+            stats.drops[DropReason::NoTxPort as usize].inc();
             continue;
         };
         let _ = b.push(m);

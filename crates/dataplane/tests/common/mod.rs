@@ -11,6 +11,8 @@ use dataplane::router::{
     CoreConfig, DropReason, Interface, PuntReason, RouterControl, WorkerStats,
 };
 use fib::{Ipv4Prefix, Path, RouteKind};
+use mpls::LabelAction;
+use proptest::prelude::*;
 
 /// Our MAC on DPDK port `p` (sub-interfaces share their port's MAC).
 pub const fn mac_r(p: u8) -> [u8; 6] {
@@ -262,4 +264,130 @@ pub fn core_cfg() -> CoreConfig {
         arp_retry_ms: 100,
         ..CoreConfig::default()
     }
+}
+
+/// A packet from the host (10.1.0.2) to address `i` of `dst_net`/16.
+pub fn host_ip(i: usize, dst_net: [u8; 2], ttl: u8, len: usize) -> Vec<u8> {
+    ip4(
+        a("10.1.0.2"),
+        Ipv4Addr::new(dst_net[0], dst_net[1], (i >> 8) as u8, i as u8),
+        ttl,
+        1024 + i as u16,
+        len,
+    )
+}
+
+/// An IPv4 frame from the host on port 0.
+pub fn from_host(ip: &[u8]) -> Vec<u8> {
+    eth(mac_r(0), HOST, None, ETH_IP4, ip)
+}
+
+/// A router with the label entries of the MPLS cases: 100 swap to 200 (and the
+/// non-bottom entry of 100), 101 swap to explicit null, 102 PHP to port 2, 110 swap
+/// to itself, 300 pop and IPv4 lookup; 198.18/16 via port 1 ([`router_on`]
+/// `ports`).
+pub fn lsr_on(ports: [u16; 5]) -> RouterControl {
+    let mut ctl = router_on(ports);
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    let adj1 = ctl.adjacency(2, a("10.2.0.2")).unwrap();
+    let adj2 = ctl.adjacency(3, a("10.3.0.2")).unwrap();
+    ctl.label_add(100, true, LabelAction::swap(adj1, &[200]))
+        .unwrap();
+    ctl.label_add(100, false, LabelAction::swap(adj1, &[200]))
+        .unwrap();
+    ctl.label_add(110, true, LabelAction::swap(adj1, &[110]))
+        .unwrap();
+    ctl.label_add(101, true, LabelAction::swap(adj1, &[0]))
+        .unwrap();
+    ctl.label_add(102, true, LabelAction::php(adj2)).unwrap();
+    ctl.label_add(300, true, LabelAction::ip4_lookup(0))
+        .unwrap();
+    ctl
+}
+
+pub fn from_host_mpls(stack: &[(u32, u8)], ip: &[u8]) -> Vec<u8> {
+    eth(mac_r(0), HOST, None, ETH_MPLS, &labelled(stack, ip))
+}
+
+/// [`lsr_on`] with the routes the differential tests draw from: labelled (two
+/// labels), ECMP over two neighbours, via an unresolved neighbour, a default route
+/// via a neighbour on port 3.
+pub fn fuzz_router_on(ports: [u16; 5]) -> RouterControl {
+    let mut ctl = lsr_on(ports);
+    route(&mut ctl, "198.19.0.0/16", &["10.2.0.2"], &[1000, 2000]);
+    route(&mut ctl, "198.21.0.0/16", &["10.2.0.2", "10.3.0.2"], &[]);
+    route(&mut ctl, "198.25.0.0/16", &["10.3.0.7"], &[]);
+    ctl.route_add(
+        0,
+        pfx("0.0.0.0/0"),
+        RouteKind::Paths(vec![Path::gateway(a("10.4.0.2"))]),
+    )
+    .unwrap();
+    ctl
+}
+
+/// Mostly plain IPv4 (what the fast path takes) with everything that must leave it:
+/// TTL 0 and 1, local and martian destinations, ECMP, unresolved neighbours, a
+/// tagged output, five labels, implicit null, over-MTU with and without DF,
+/// padding, VLAN and broadcast heads, a few changed bytes; received on one of three
+/// ports (an index: the caller says which ports those are, mostly the first).
+pub fn diff_frame() -> impl Strategy<Value = (Vec<u8>, usize)> {
+    (
+        (
+            0usize..14,
+            0usize..6,
+            28usize..1600,
+            0usize..3,
+            any::<bool>(),
+        ),
+        prop::collection::vec((0usize..40, any::<u8>()), 0..2),
+        prop_oneof![Just(0usize), Just(0), Just(0), Just(1), Just(2)],
+        0u8..17,
+    )
+        .prop_map(|((net, ttl, len, pad, df), edits, port, head)| {
+            let nets: [[u8; 2]; 14] = [
+                [198, 18],
+                [198, 18],
+                [198, 19],
+                [198, 21],
+                [198, 25],
+                [198, 26],
+                [198, 27],
+                [198, 28],
+                [198, 29],
+                [198, 30],
+                [198, 31],
+                [10, 1],
+                [203, 0],
+                [127, 0],
+            ];
+            let ttl = [1u8, 2, 64, 64, 255, 0][ttl];
+            let mut ip = host_ip(len % 3, nets[net], ttl, len);
+            if df {
+                ip[6] |= 0x40;
+                ip_fix(&mut ip);
+            }
+            let lt = [0u8, 1, 2, 64][len % 4];
+            let mut f = match head {
+                8 => eth(mac_r(0), HOST, Some(100), ETH_IP4, &ip),
+                9 => eth(BCAST, HOST, None, ETH_IP4, &ip),
+                // swap, PHP, pop + lookup, explicit null, swap to an unresolved
+                // neighbour, no entry
+                10 => from_host_mpls(&[(100, lt)], &ip),
+                11 => from_host_mpls(&[(102, lt)], &ip),
+                12 => from_host_mpls(&[(300, lt)], &ip),
+                13 => from_host_mpls(&[(0, lt)], &ip),
+                14 => from_host_mpls(&[(120, lt)], &ip),
+                15 => from_host_mpls(&[(100, 64), (300, lt)], &ip),
+                16 => from_host_mpls(&[(999, lt)], &ip),
+                _ => from_host(&ip),
+            };
+            f.extend(std::iter::repeat_n(0xee, pad * 7));
+            for (at, b) in edits {
+                if let Some(x) = f.get_mut(at) {
+                    *x = b;
+                }
+            }
+            (f, port)
+        })
 }
