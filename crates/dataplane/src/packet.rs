@@ -27,6 +27,12 @@ pub trait Packet {
     fn window(&self) -> (usize, usize);
     /// Moves the data window; false (unchanged) when it does not fit.
     fn set_window(&mut self, start: usize, len: usize) -> bool;
+    /// The data window (the frame), writable: `raw_mut()[start..start + len]`
+    /// for `(start, len) = window()`, without checking that again.
+    fn data_mut(&mut self) -> &mut [u8] {
+        let (start, len) = self.window();
+        &mut self.raw_mut()[start..start + len]
+    }
     /// Input port (DPDK port id).
     fn port(&self) -> u16;
     /// Hash from the NIC (RSS), 0 if none.
@@ -47,6 +53,10 @@ impl Packet for Mbuf {
     #[inline(always)]
     fn raw_mut(&mut self) -> &mut [u8] {
         Mbuf::raw_mut(self)
+    }
+    #[inline(always)]
+    fn data_mut(&mut self) -> &mut [u8] {
+        Mbuf::data_mut(self)
     }
     #[inline(always)]
     fn window(&self) -> (usize, usize) {
@@ -131,6 +141,11 @@ impl Packet for VecPacket {
     #[inline(always)]
     fn raw_mut(&mut self) -> &mut [u8] {
         &mut self.buf
+    }
+    #[inline(always)]
+    fn data_mut(&mut self) -> &mut [u8] {
+        // (`set_window` keeps the window inside the buffer)
+        &mut self.buf[self.start..self.start + self.len]
     }
     #[inline(always)]
     fn window(&self) -> (usize, usize) {

@@ -495,19 +495,16 @@ impl Work {
             let Some(p) = run_next(pkts, i, rxif.port) else {
                 break;
             };
-            let (start, len) = p.window();
+            let (start, _) = p.window();
             // (a checksum the NIC found wrong: the general path drops and counts it)
             let csum = if NIC {
                 p.rx_ip4_csum()
             } else {
                 RxCsum::Unknown
             };
-            let Some(hd) = p
-                .raw_mut()
-                .get(start..start + len)
-                .and_then(|f| f.first_chunk::<HEAD>())
-                .filter(|_| csum != RxCsum::Bad)
-            else {
+            let frame = p.data_mut();
+            let len = frame.len();
+            let Some(hd) = frame.first_chunk::<HEAD>().filter(|_| csum != RxCsum::Bad) else {
                 break;
             };
             let et = u32::from_le_bytes([hd[12], hd[13], hd[14], hd[15]]);
