@@ -190,13 +190,14 @@ impl LpmArena {
                 *o = self.leaf_block(*k, d & !LNODE);
                 continue;
             }
-            let (is_node, next, leaf) = self.step(*k, d, DIRECT_BITS);
-            if is_node {
-                todo[m] = i as u16;
-                node[m] = next;
-                m += 1;
-            } else {
-                *o = leaf;
+            // (one branch on the child: a leaf needs the leaf vector, a node not)
+            match self.child(*k, d, DIRECT_BITS) {
+                Ok(leaf) => *o = leaf,
+                Err(next) => {
+                    todo[m & (BURST - 1)] = i as u16;
+                    node[m & (BURST - 1)] = next;
+                    m += 1;
+                }
             }
         }
         let mut offset = DIRECT_BITS + STRIDE;
@@ -216,6 +217,33 @@ impl LpmArena {
             m = m2;
             offset += STRIDE;
         }
+    }
+
+    /// Child of `key` in node `idx` entered at bit `offset`: its leaf, or
+    /// (`Err`) the node to go down to.
+    #[inline(always)]
+    fn child(&self, key: u32, idx: u32, offset: u32) -> Result<u32, u32> {
+        let base = idx as usize * NODE_WORDS;
+        let Some(w) = self.nodes.get(base..base + NODE_WORDS) else {
+            return Ok(0);
+        };
+        let vector = w[0].load(Ordering::Relaxed);
+        let v = chunk(key, offset);
+        let below = upto(v);
+        let bases = w[2].load(Ordering::Relaxed);
+        if vector & (1u64 << v) != 0 {
+            return Err(((bases >> 32) as u32)
+                .wrapping_add((vector & below).count_ones())
+                .wrapping_sub(1));
+        }
+        let leafvec = w[1].load(Ordering::Relaxed);
+        let li = (bases as u32)
+            .wrapping_add((leafvec & below).count_ones())
+            .wrapping_sub(1);
+        Ok(self
+            .leaves
+            .get(li as usize)
+            .map_or(0, |l| l.load(Ordering::Acquire)))
     }
 
     /// One node: (went down a node, that node, the leaf otherwise).
