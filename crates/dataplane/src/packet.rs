@@ -28,7 +28,9 @@ pub trait Packet {
     /// Moves the data window; false (unchanged) when it does not fit.
     fn set_window(&mut self, start: usize, len: usize) -> bool;
     /// The data window (the frame), writable: `raw_mut()[start..start + len]`
-    /// for `(start, len) = window()`, without checking that again.
+    /// for `(start, len) = window()` (an mbuf builds it without checking that
+    /// again).
+    #[inline(always)]
     fn data_mut(&mut self) -> &mut [u8] {
         let (start, len) = self.window();
         &mut self.raw_mut()[start..start + len]
@@ -141,11 +143,6 @@ impl Packet for VecPacket {
     #[inline(always)]
     fn raw_mut(&mut self) -> &mut [u8] {
         &mut self.buf
-    }
-    #[inline(always)]
-    fn data_mut(&mut self) -> &mut [u8] {
-        // (`set_window` keeps the window inside the buffer)
-        &mut self.buf[self.start..self.start + self.len]
     }
     #[inline(always)]
     fn window(&self) -> (usize, usize) {

@@ -96,28 +96,12 @@ impl LpmArena {
     #[inline(always)]
     fn walk(&self, key: u32, mut idx: u32, mut offset: u32) -> u32 {
         loop {
-            let base = idx as usize * NODE_WORDS;
-            let (Some(vector), Some(leafvec), Some(bases)) = (
-                self.nodes.get(base),
-                self.nodes.get(base + 1),
-                self.nodes.get(base + 2),
-            ) else {
-                return 0;
-            };
-            let vector = vector.load(Ordering::Relaxed);
-            let bases = bases.load(Ordering::Relaxed);
-            let v = chunk(key, offset);
-            let below = upto(v);
-            if vector & (1u64 << v) != 0 {
-                idx = (bases >> 32) as u32 + (vector & below).count_ones() - 1;
-                offset += STRIDE;
-            } else {
-                let leafvec = leafvec.load(Ordering::Relaxed);
-                let i = bases as u32 + (leafvec & below).count_ones() - 1;
-                return self
-                    .leaves
-                    .get(i as usize)
-                    .map_or(0, |l| l.load(Ordering::Acquire));
+            match self.child(key, idx, offset) {
+                Ok(leaf) => return leaf,
+                Err(next) => {
+                    idx = next;
+                    offset += STRIDE;
+                }
             }
         }
     }
@@ -190,7 +174,6 @@ impl LpmArena {
                 *o = self.leaf_block(*k, d & !LNODE);
                 continue;
             }
-            // (one branch on the child: a leaf needs the leaf vector, a node not)
             match self.child(*k, d, DIRECT_BITS) {
                 Ok(leaf) => *o = leaf,
                 Err(next) => {
@@ -205,13 +188,13 @@ impl LpmArena {
             let mut m2 = 0usize;
             for j in 0..m {
                 let i = usize::from(todo[j]);
-                let (is_node, next, leaf) = self.step(keys[i], node[j], offset);
-                if is_node {
-                    todo[m2] = i as u16;
-                    node[m2] = next;
-                    m2 += 1;
-                } else {
-                    out[i] = leaf;
+                match self.child(keys[i], node[j], offset) {
+                    Ok(leaf) => out[i] = leaf,
+                    Err(next) => {
+                        todo[m2] = i as u16;
+                        node[m2] = next;
+                        m2 += 1;
+                    }
                 }
             }
             m = m2;
@@ -220,7 +203,9 @@ impl LpmArena {
     }
 
     /// Child of `key` in node `idx` entered at bit `offset`: its leaf, or
-    /// (`Err`) the node to go down to.
+    /// (`Err`) the node to go down to (one branch on the child: a leaf needs the
+    /// leaf vector, a node does not). A node index past the arena reads as no
+    /// match.
     #[inline(always)]
     fn child(&self, key: u32, idx: u32, offset: u32) -> Result<u32, u32> {
         let base = idx as usize * NODE_WORDS;
@@ -244,35 +229,6 @@ impl LpmArena {
             .leaves
             .get(li as usize)
             .map_or(0, |l| l.load(Ordering::Acquire)))
-    }
-
-    /// One node: (went down a node, that node, the leaf otherwise).
-    #[inline(always)]
-    fn step(&self, key: u32, idx: u32, offset: u32) -> (bool, u32, u32) {
-        let base = idx as usize * NODE_WORDS;
-        let Some(w) = self.nodes.get(base..base + NODE_WORDS) else {
-            return (false, 0, 0);
-        };
-        let vector = w[0].load(Ordering::Relaxed);
-        let leafvec = w[1].load(Ordering::Relaxed);
-        let bases = w[2].load(Ordering::Relaxed);
-        let v = chunk(key, offset);
-        let below = upto(v);
-        let is_node = vector & (1u64 << v) != 0;
-        let next = ((bases >> 32) as u32)
-            .wrapping_add((vector & below).count_ones())
-            .wrapping_sub(1);
-        let li = (bases as u32)
-            .wrapping_add((leafvec & below).count_ones())
-            .wrapping_sub(1);
-        let leaf = if is_node {
-            0
-        } else {
-            self.leaves
-                .get(li as usize)
-                .map_or(0, |l| l.load(Ordering::Acquire))
-        };
-        (is_node, next, leaf)
     }
 
     #[inline(always)]
