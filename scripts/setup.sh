@@ -19,6 +19,8 @@ PACKAGES=(
     clang libclang-dev
     # lab and network tests
     iproute2 iputils-ping tcpdump tshark python3-scapy traceroute ethtool
+    # routing daemons that run beside the dataplane ([linux] control plane tests)
+    bird2 frr
     # l3fwd sources for the benchmark peer
     dpdk-doc make
 )

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use dataplane::dpdk::{Mempool, PortStats};
 use dataplane::router::{
-    DropReason, InjectQueue, Interface, MAX_IFACES, PuntReason, RouterControl, Stage, WorkerStats,
+    DropReason, InjectQueue, Interface, MAX_IFACES, PuntReason, RouteSource, RouterControl, Stage,
+    WorkerStats,
 };
 use dataplane::xconnect::{RxAssignment, WorkerCounters};
 use fib::{Ipv4Prefix, RouteKind, TableId, Via};
@@ -522,7 +523,13 @@ impl<'a> RouterApi<'a> {
                         "{prefix} in table {table} is the route of {owner}; change the address instead (interface address del|add)"
                     ));
                 }
-                if !replace {
+                // Routes learned from a routing daemon do not count: a configured
+                // route takes precedence over them and reveals them when it goes.
+                let learned = matches!(
+                    self.ctl.route_source(table, prefix),
+                    Some(RouteSource::Kernel | RouteSource::Fpm)
+                );
+                if !replace && !learned {
                     if let Some(k) = self.ctl.route_kind(table, prefix) {
                         return Err(format!(
                             "route {prefix} exists in table {table} ({}); use `route replace` to change it, or `route del` first",
@@ -533,8 +540,16 @@ impl<'a> RouterApi<'a> {
                 let kind = spec::resolve_route(self.ctl, &target)
                     .map_err(|e| format!("route {prefix}: {e}"))?;
                 self.ctl
-                    .route_add(table, prefix, kind)
+                    .route_add_from(RouteSource::Dpctl, table, prefix, kind)
                     .map_err(|e| format!("route {prefix}: {e}"))?;
+                // One configured route per prefix: this one replaces the file's.
+                if self
+                    .ctl
+                    .route_of(RouteSource::Config, table, prefix)
+                    .is_some()
+                {
+                    let _ = self.ctl.route_del_from(RouteSource::Config, table, prefix);
+                }
                 Ok(Value::Null)
             }
             Command::RouteDel { table, prefix } => {
@@ -549,9 +564,26 @@ impl<'a> RouterApi<'a> {
                         "{prefix} in table {table} is the route of {owner}; remove the address instead (interface address del)"
                     ));
                 }
-                self.ctl
-                    .route_del(table, prefix)
-                    .map_err(|e| format!("route {prefix}: {e}"))?;
+                let mut gone = false;
+                for src in [RouteSource::Dpctl, RouteSource::Config] {
+                    if self.ctl.route_of(src, table, prefix).is_some() {
+                        self.ctl
+                            .route_del_from(src, table, prefix)
+                            .map_err(|e| format!("route {prefix}: {e}"))?;
+                        gone = true;
+                    }
+                }
+                if !gone {
+                    return Err(match self.ctl.route_source(table, prefix) {
+                        Some(src) => format!(
+                            "route {prefix} in table {table} is learned ({}); withdraw it where it comes from (e.g. ip route del in the control-plane namespace)",
+                            src.name()
+                        ),
+                        None => format!(
+                            "route {prefix} in table {table} is a neighbour's host route; it goes with the neighbour (neighbor del)"
+                        ),
+                    });
+                }
                 Ok(Value::Null)
             }
             Command::RouteShow { table, filter } => self.route_show(table, filter),
@@ -928,6 +960,11 @@ impl<'a> RouterApi<'a> {
             }
         };
         v["kind"] = json!(kind);
+        v["source"] = json!(match self.ctl.route_source(table, prefix) {
+            Some(src) => src.name(),
+            None if self.address_route(table, prefix).is_some() => "interface",
+            None => "neighbor",
+        });
         v
     }
 

@@ -80,9 +80,18 @@ fn routes(d: &Value) -> String {
     if rows.is_empty() {
         return o;
     }
-    let _ = writeln!(o, "{:<6} {:<20} Forwarding", "Table", "Prefix");
+    let _ = writeln!(
+        o,
+        "{:<6} {:<20} {:<9} Forwarding",
+        "Table", "Prefix", "Source"
+    );
     for r in rows {
-        let head = format!("{:<6} {:<20}", n(&r["table"]), s(&r["prefix"]));
+        let head = format!(
+            "{:<6} {:<20} {:<9}",
+            n(&r["table"]),
+            s(&r["prefix"]),
+            s(&r["source"])
+        );
         match s(&r["kind"]) {
             "paths" => {
                 let paths = arr(&r["paths"]);
@@ -95,7 +104,7 @@ fn routes(d: &Value) -> String {
                     if k == 0 {
                         let _ = writeln!(o, "{head} {t}");
                     } else {
-                        let _ = writeln!(o, "{:<27} {t}", "");
+                        let _ = writeln!(o, "{:<37} {t}", "");
                     }
                 }
             }

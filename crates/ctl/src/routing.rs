@@ -49,7 +49,7 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
-use dataplane::router::{Interface, MAX_IFACES, RouterControl};
+use dataplane::router::{Interface, MAX_IFACES, RouteSource, RouterControl};
 use fib::{Ipv4Prefix, TableId};
 
 use crate::spec::{self, LabelSpec, RouteTarget, Special, ViaSpec, eos_word};
@@ -749,8 +749,8 @@ pub fn reload(
         sum.labels.removed += 1;
     }
     for ((table, prefix), _) in old_rt.iter().filter(|(k, _)| !new_rt.contains_key(k)) {
-        if ctl.route_kind(*table, *prefix).is_some() {
-            ctl.route_del(*table, *prefix)
+        if ctl.route_of(RouteSource::Config, *table, *prefix).is_some() {
+            ctl.route_del_from(RouteSource::Config, *table, *prefix)
                 .map_err(|e| fail(format!("route {prefix}"), e.to_string()))?;
         }
         sum.routes.removed += 1;
@@ -848,11 +848,15 @@ pub fn reload(
     }
     for ((table, prefix), target) in &new_rt {
         let before = old_rt.get(&(*table, *prefix));
-        if before == Some(target) && ctl.route_kind(*table, *prefix).is_some() {
+        if before == Some(target) && ctl.route_of(RouteSource::Config, *table, *prefix).is_some() {
             continue;
         }
         let kind =
             spec::resolve_route(ctl, target).map_err(|e| fail(format!("route {prefix}"), e))?;
+        // The file changes this entry: its version replaces a dpctl one.
+        if ctl.route_of(RouteSource::Dpctl, *table, *prefix).is_some() {
+            let _ = ctl.route_del_from(RouteSource::Dpctl, *table, *prefix);
+        }
         ctl.route_add(*table, *prefix, kind)
             .map_err(|e| fail(format!("route {prefix}"), e.to_string()))?;
         if before.is_some() {

@@ -1697,3 +1697,153 @@ fn label_entries_hold_their_adjacencies() {
     ));
     assert!(ctl.labels().get(121, true).is_none());
 }
+
+/// An IPv6 packet: `next` header, 16 bytes of payload starting with `l4`.
+fn ip6(dst: [u8; 16], next: u8, l4: &[u8]) -> Vec<u8> {
+    let mut p = vec![0u8; 40 + 16];
+    p[0] = 0x60;
+    p[4..6].copy_from_slice(&16u16.to_be_bytes());
+    p[6] = next;
+    p[7] = 255;
+    p[8] = 0xfe;
+    p[9] = 0x80;
+    p[24..40].copy_from_slice(&dst);
+    p[40..40 + l4.len()].copy_from_slice(l4);
+    p
+}
+
+#[test]
+fn with_a_host_stack_control_traffic_is_punted_by_class() {
+    use dataplane::router::PuntReason as P;
+    let mut ctl = router();
+    let mut core = core(&mut ctl);
+    let mut ospf_hello = ip4(a("10.1.0.2"), a("224.0.0.5"), 1, 0, 64);
+    ospf_hello[9] = 89;
+    ip_fix(&mut ospf_hello);
+    let mut bgp = ip4(a("10.1.0.2"), a("10.1.0.1"), 1, 40000, 64);
+    bgp[9] = 6;
+    bgp[22..24].copy_from_slice(&179u16.to_be_bytes());
+    ip_fix(&mut bgp);
+    let udp = ip4(a("10.1.0.2"), a("10.1.0.1"), 64, 5000, 64);
+    let mut unreach = ip4(a("10.1.0.2"), a("10.1.0.1"), 64, 0, 64);
+    unreach[9] = 1;
+    unreach[20] = 3;
+    ip_fix(&mut unreach);
+    let mut ll_mc = [0u8; 16];
+    ll_mc[..2].copy_from_slice(&[0xff, 0x02]);
+    ll_mc[15] = 1;
+    let mut unicast6 = [0u8; 16];
+    unicast6[..2].copy_from_slice(&[0x20, 0x01]);
+    let eth6 = |p: &[u8]| eth(mac_r(0), HOST, None, 0x86dd, p);
+    let arp_reply = eth(
+        mac_r(0),
+        HOST,
+        None,
+        ETH_ARP,
+        &arp(2, HOST, a("10.1.0.2"), mac_r(0), a("10.1.0.1")),
+    );
+    let arp_request = eth(
+        BCAST,
+        HOST,
+        None,
+        ETH_ARP,
+        &arp(1, HOST, a("10.1.0.2"), [0; 6], a("10.1.0.1")),
+    );
+    let frames = [
+        (from_host(&ospf_hello), Some(P::Routing)),
+        (from_host(&bgp), Some(P::Routing)),
+        (from_host(&udp), Some(P::Local)),
+        (from_host(&unreach), Some(P::Local)),
+        // Neighbour solicitation, to a unicast address.
+        (eth6(&ip6(unicast6, 58, &[135])), Some(P::Ip6Control)),
+        // OSPFv3 to ff02::5, BGP over IPv6.
+        (eth6(&ip6(ll_mc, 89, &[])), Some(P::Ip6Control)),
+        (
+            eth6(&ip6(unicast6, 6, &[0x9c, 0x40, 0, 179])),
+            Some(P::Ip6Control),
+        ),
+        (
+            eth6(&ip6(unicast6, 17, &[0x13, 0x88, 0x13, 0x88])),
+            Some(P::Ip6Other),
+        ),
+        // ARP: replies to us are copied to the host stack, requests are answered
+        // here and nowhere else.
+        (arp_reply, Some(P::Arp)),
+        (arp_request.clone(), None),
+    ];
+    let all: Vec<Vec<u8>> = frames.iter().map(|f| f.0.clone()).collect();
+    // Without a host stack: multicast and IPv6 are dropped, the rest as before.
+    let res = run(&mut core, &all, 0);
+    let want_off = [
+        Out::Drop,
+        Out::Punt(P::Routing),
+        Out::Punt(P::Local),
+        Out::Punt(P::Local),
+        Out::Drop,
+        Out::Drop,
+        Out::Drop,
+        Out::Drop,
+        Out::Drop,
+        Out::Tx(0),
+    ];
+    let got: Vec<Out> = res.iter().map(|r| r.0).collect();
+    assert_eq!(got, want_off);
+    ctl.set_punt_to_host(true);
+    let res = run(&mut core, &all, 0);
+    for (i, ((frame, want), (out, data))) in frames.iter().zip(&res).enumerate() {
+        match want {
+            // Punts go up unchanged.
+            Some(r) => {
+                assert_eq!(*out, Out::Punt(*r), "frame {i}");
+                assert_eq!(data, frame, "frame {i}");
+            }
+            None => assert_eq!(*out, Out::Tx(0), "frame {i}"),
+        }
+    }
+}
+
+#[test]
+fn the_preferred_source_forwards_and_withdrawing_it_reveals_the_next() {
+    use dataplane::router::RouteSource as S;
+    let mut ctl = router();
+    let mut core = core(&mut ctl);
+    let via = |gw: &str| RouteKind::Paths(vec![Path::gateway(a(gw))]);
+    let p = pfx("198.18.0.0/16");
+    let out = |core: &mut Core| run(core, &[from_host(&host_ip(1, [198, 18], 64, 64))], 0)[0].0;
+    ctl.route_add_from(S::Kernel, 0, p, via("10.3.0.2"))
+        .unwrap();
+    assert_eq!(out(&mut core), Out::Tx(2));
+    // Config beats kernel, dpctl beats config; a less preferred one waits.
+    ctl.route_add_from(S::Config, 0, p, via("10.4.0.2"))
+        .unwrap();
+    assert_eq!(out(&mut core), Out::Tx(3));
+    ctl.route_add_from(S::Dpctl, 0, p, via("10.5.0.2")).unwrap();
+    assert_eq!(out(&mut core), Out::Tx(4));
+    ctl.route_add_from(S::Kernel, 0, p, via("10.2.0.2"))
+        .unwrap();
+    assert_eq!(out(&mut core), Out::Tx(4));
+    assert_eq!(ctl.route_source(0, p), Some(S::Dpctl));
+    ctl.route_del_from(S::Dpctl, 0, p).unwrap();
+    assert_eq!(out(&mut core), Out::Tx(3));
+    ctl.route_del_from(S::Config, 0, p).unwrap();
+    // The kernel's latest route, not its first.
+    assert_eq!(out(&mut core), Out::Tx(1));
+    assert_eq!(ctl.route_source(0, p), Some(S::Kernel));
+    assert!(ctl.route_del_from(S::Config, 0, p).is_err());
+    assert_eq!(ctl.routes_of(S::Kernel).count(), 1);
+    ctl.route_del_from(S::Kernel, 0, p).unwrap();
+    // No route: ICMP unreachable back to the host.
+    assert_eq!(out(&mut core), Out::Tx(0));
+    assert_eq!(ctl.route_source(0, p), None);
+    // An address owns its subnet: a source's route for it waits underneath and
+    // comes back when the address goes.
+    let net = pfx("10.50.0.0/24");
+    ctl.route_add_from(S::Kernel, 0, net, via("10.3.0.2"))
+        .unwrap();
+    ctl.add_address(5, a("10.50.0.1"), 24).unwrap();
+    assert_eq!(ctl.route_source(0, net), None);
+    ctl.del_address(5, a("10.50.0.1"), 24).unwrap();
+    assert_eq!(ctl.route_source(0, net), Some(S::Kernel));
+    let to_net = from_host(&ip4(a("10.1.0.2"), a("10.50.0.9"), 64, 1, 64));
+    assert_eq!(run(&mut core, &[to_net], 0)[0].0, Out::Tx(2));
+}

@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -13,7 +14,8 @@ use common::*;
 use dataplane::dpdk::{BURST, Burst, Eal, EalConfig, Mempool, Port, PortConfig, Ring, tsc_hz};
 use dataplane::packet::{RxCsum, VecPacket};
 use dataplane::router::{
-    CoreConfig, Out, PuntQueue, PuntReason, RouterControl, RouterWorker, Stage, WorkerStats, report,
+    CoreConfig, Out, PuntQueue, PuntRates, PuntReason, RouterControl, RouterWorker, Stage,
+    WorkerStats, report,
 };
 use dataplane::xconnect::IdlePolicy;
 use mpls::LabelAction;
@@ -151,7 +153,8 @@ fn worker(
         punts.clone(),
         stop.clone(),
         IdlePolicy::default(),
-    );
+    )
+    .with_punt_rates(UNPOLICED);
     (w, stats, punts)
 }
 
@@ -475,7 +478,7 @@ fn refused_tx_and_a_full_punt_queue_free_their_mbufs() {
         .collect();
     // More punts than the punt queue (1024) holds.
     let punt: Vec<Vec<u8>> = (0..1100)
-        .map(|i| from_host(&ip4(a("10.1.0.2"), a("10.1.0.1"), 64, i as u16, 64)))
+        .map(|i| from_host(&ip4(a("10.1.0.2"), a("10.1.0.1"), 64, 1024 + i as u16, 64)))
         .collect();
     let lcores = start(eal, vec![w]);
     lab.feed(0, 0, &fwd);
@@ -502,6 +505,56 @@ fn refused_tx_and_a_full_punt_queue_free_their_mbufs() {
     assert_eq!(lab.pool.in_use(), 63 + 1024);
     while punts.pop().is_some() {}
     assert_eq!(lab.drain(1, 0).len(), 63);
+    assert_eq!(lab.pool.in_use(), 0);
+}
+
+/// Policing off: the tests count every punt.
+const UNPOLICED: PuntRates = PuntRates {
+    control_pps: u32::MAX,
+    other_pps: u32::MAX,
+};
+
+#[test]
+fn the_punt_policer_keeps_routing_protocols_through_a_flood() {
+    let (eal, _g) = eal();
+    let lab = Lab::new(eal, "p", 1, 1024);
+    let mut ctl = lsr(&lab);
+    ctl.set_punt_to_host(true);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w, stats, punts) = worker(&mut ctl, &lab, &[(0, 0)], 0, &stop, core_cfg());
+    // Bursts of 100 (control) and 16 (other) packets, refilled at 1000/s and 10/s.
+    let w = w.with_punt_rates(PuntRates {
+        control_pps: 1000,
+        other_pps: 10,
+    });
+    // 900 datagrams to the router's address on an ordinary port, 50 to BGP's port.
+    let frames: Vec<Vec<u8>> = (0..950)
+        .map(|i| {
+            let mut p = ip4(a("10.1.0.2"), a("10.1.0.1"), 64, 1024 + i as u16, 64);
+            if i % 19 == 0 {
+                p[22..24].copy_from_slice(&179u16.to_be_bytes());
+            }
+            from_host(&p)
+        })
+        .collect();
+    let lcores = start(eal, vec![w]);
+    lab.feed(0, 0, &frames);
+    finish(eal, lcores, &stop, || {
+        rx_pkts(&stats) == 950 && lab.rx_empty()
+    });
+    let mut by_class = BTreeMap::new();
+    while let Some((r, _m)) = punts.pop() {
+        *by_class.entry(r.name()).or_insert(0u64) += 1;
+    }
+    let c = counters(&stats);
+    assert_eq!(by_class.get("punt_routing"), Some(&50));
+    let other = by_class["punt_local"];
+    assert!(
+        (16..100).contains(&other),
+        "{other} ordinary punts let through"
+    );
+    assert_eq!(c.get("punt_policed_other"), Some(&(900 - other)));
+    assert_eq!(c.get("punt_policed_control"), None);
     assert_eq!(lab.pool.in_use(), 0);
 }
 

@@ -72,6 +72,43 @@ pub enum RouterError {
     NoSuchLabel(u32, &'static str),
 }
 
+/// Who asked for a route. Several sources may hold a route for the same prefix;
+/// the FIB forwards with the preferred one (the lowest in this order), and
+/// withdrawing it reveals the next. The routes of interface addresses (local and
+/// connected) and of resolved neighbours (host /32s) belong to their address or
+/// neighbour, not to a source, and are never replaced by a source's route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteSource {
+    /// `dpctl route add|replace`.
+    Dpctl,
+    /// The configuration file (`[[route]]`).
+    Config,
+    /// FRR's FPM.
+    Fpm,
+    /// The Linux kernel's table, learned over netlink.
+    Kernel,
+}
+
+impl RouteSource {
+    /// Every source, most preferred first.
+    pub const ALL: [RouteSource; 4] = [
+        RouteSource::Dpctl,
+        RouteSource::Config,
+        RouteSource::Fpm,
+        RouteSource::Kernel,
+    ];
+
+    /// The name `route show` prints.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RouteSource::Dpctl => "dpctl",
+            RouteSource::Config => "config",
+            RouteSource::Fpm => "fpm",
+            RouteSource::Kernel => "kernel",
+        }
+    }
+}
+
 /// The control thread's view of one worker.
 #[derive(Debug, Clone)]
 pub struct WorkerHandle {
@@ -109,6 +146,15 @@ pub struct RouterControl {
     /// Every route as given to the FIB (which keeps only what lookups need), for
     /// `show` and for diffs: (table, prefix) → kind.
     routes: BTreeMap<(TableId, Ipv4Prefix), RouteKind>,
+    /// Whether the workers punt what a host stack needs (see [`IfTable::punt_to_host`]).
+    punt_to_host: bool,
+    /// The routes each source holds, per prefix (the installed one is the first
+    /// source's, unless an address or a neighbour owns the prefix).
+    candidates: BTreeMap<(TableId, Ipv4Prefix), BTreeMap<RouteSource, RouteKind>>,
+    /// IPv6 neighbours (next hops of IPv4 routes, RFC 5549): (ifindex, address) → MAC.
+    neighbors6: BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]>,
+    /// Neighbours the host stack resolved (netlink): they do not age here.
+    kernel_neighbors: BTreeSet<(u32, Ipv4Addr)>,
 }
 
 impl std::fmt::Debug for RouterControl {
@@ -144,6 +190,10 @@ impl RouterControl {
             loose_holds: BTreeMap::new(),
             host_routes: BTreeMap::new(),
             routes: BTreeMap::new(),
+            punt_to_host: false,
+            candidates: BTreeMap::new(),
+            neighbors6: BTreeMap::new(),
+            kernel_neighbors: BTreeSet::new(),
         }
     }
 
@@ -199,8 +249,17 @@ impl RouterControl {
     }
 
     fn publish(&self) {
-        let t = IfTable::new(self.iface_list.values().cloned(), self.router_id);
+        let mut t = IfTable::new(self.iface_list.values().cloned(), self.router_id);
+        t.punt_to_host = self.punt_to_host;
         self.ifaces.store(Arc::new(t));
+    }
+
+    /// Whether the workers hand the control plane what a host stack beside the
+    /// dataplane needs (IPv6, link-local multicast, routing protocols, copies of
+    /// ARP replies): on when the interfaces have Linux twins.
+    pub fn set_punt_to_host(&mut self, on: bool) {
+        self.punt_to_host = on;
+        self.publish();
     }
 
     /// The interface called `name`.
@@ -296,6 +355,15 @@ impl RouterControl {
         for ip in nbrs {
             let _ = self.del_neighbor(ifindex, ip);
         }
+        let nbrs6: Vec<_> = self
+            .neighbors6
+            .keys()
+            .filter(|k| k.0 == ifindex)
+            .map(|k| k.1)
+            .collect();
+        for ip in nbrs6 {
+            let _ = self.del_neighbor6(ifindex, ip);
+        }
         self.fib.interface_del(ifindex)?;
         self.iface_list.remove(&ifindex);
         self.publish();
@@ -374,12 +442,18 @@ impl RouterControl {
             return Err(RouterError::NoSuchAddress(addr, len, i.name.clone()));
         }
         let table = i.table;
-        let _ = self.fib_route_del(table, Ipv4Prefix::new(addr, 32)?);
+        let host = Ipv4Prefix::new(addr, 32)?;
+        let net = Ipv4Prefix::new_truncated(addr, len)?;
+        let _ = self.fib_route_del(table, host);
         if len < 32 {
-            let _ = self.fib_route_del(table, Ipv4Prefix::new_truncated(addr, len)?);
+            let _ = self.fib_route_del(table, net);
         }
         if let Some(i) = self.iface_list.get_mut(&ifindex) {
             i.addrs.retain(|&x| x != (addr, len));
+        }
+        self.reveal(table, host);
+        if len < 32 {
+            self.reveal(table, net);
         }
         self.publish();
         Ok(())
@@ -426,6 +500,82 @@ impl RouterControl {
                 .insert((ifindex, ip), Learned::heard_at(Instant::now()));
         }
         Ok(id)
+    }
+
+    /// Installs a neighbour the host stack resolved (netlink): it does not age
+    /// here (the kernel ages it and says when it goes).
+    pub fn set_kernel_neighbor(
+        &mut self,
+        ifindex: u32,
+        ip: Ipv4Addr,
+        mac: [u8; 6],
+    ) -> Result<u32, RouterError> {
+        if self.statics.contains(&(ifindex, ip)) {
+            // Configured entries win over learned ones.
+            return self
+                .fib
+                .adjacency_id(ifindex, IpAddr::V4(ip))
+                .ok_or(RouterError::UnknownInterface(ifindex));
+        }
+        let id = if self.neighbors.get(&(ifindex, ip)) == Some(&mac) {
+            self.fib
+                .adjacency_id(ifindex, IpAddr::V4(ip))
+                .ok_or(RouterError::UnknownInterface(ifindex))?
+        } else {
+            self.install_neighbor(ifindex, ip, mac)?
+        };
+        self.learned.remove(&(ifindex, ip));
+        self.kernel_neighbors.insert((ifindex, ip));
+        Ok(id)
+    }
+
+    /// Forgets a neighbour the host stack forgot, unless it was configured.
+    pub fn del_kernel_neighbor(&mut self, ifindex: u32, ip: Ipv4Addr) -> Result<(), RouterError> {
+        if !self.kernel_neighbors.remove(&(ifindex, ip)) || self.statics.contains(&(ifindex, ip)) {
+            return Ok(());
+        }
+        self.del_neighbor(ifindex, ip)
+    }
+
+    /// Whether the host stack resolved this neighbour (netlink).
+    pub fn is_kernel_neighbor(&self, ifindex: u32, ip: Ipv4Addr) -> bool {
+        self.kernel_neighbors.contains(&(ifindex, ip))
+    }
+
+    /// Sets an IPv6 neighbour's MAC (the next hop of IPv4 routes via IPv6, RFC
+    /// 5549); returns its adjacency id.
+    pub fn set_neighbor6(
+        &mut self,
+        ifindex: u32,
+        ip: std::net::Ipv6Addr,
+        mac: [u8; 6],
+    ) -> Result<u32, RouterError> {
+        self.iface(ifindex)?;
+        if self.neighbors6.get(&(ifindex, ip)) == Some(&mac) {
+            if let Some(id) = self.fib.adjacency_id(ifindex, IpAddr::V6(ip)) {
+                return Ok(id);
+            }
+        }
+        let id = self.fib.neighbor_set(ifindex, IpAddr::V6(ip), Some(mac))?;
+        self.neighbors6.insert((ifindex, ip), mac);
+        Ok(id)
+    }
+
+    /// Forgets an IPv6 neighbour.
+    pub fn del_neighbor6(
+        &mut self,
+        ifindex: u32,
+        ip: std::net::Ipv6Addr,
+    ) -> Result<(), RouterError> {
+        if self.neighbors6.remove(&(ifindex, ip)).is_some() {
+            self.fib.neighbor_del(ifindex, IpAddr::V6(ip))?;
+        }
+        Ok(())
+    }
+
+    /// IPv6 neighbours known: (ifindex, address) → MAC.
+    pub fn neighbors6(&self) -> &BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]> {
+        &self.neighbors6
     }
 
     /// Whether a neighbour was configured (it does not age) rather than learned.
@@ -481,6 +631,7 @@ impl RouterControl {
         self.neighbors.remove(&(ifindex, ip));
         self.statics.remove(&(ifindex, ip));
         self.learned.remove(&(ifindex, ip));
+        self.kernel_neighbors.remove(&(ifindex, ip));
         Ok(())
     }
 
@@ -573,28 +724,156 @@ impl RouterControl {
         }
     }
 
-    /// Adds or replaces a route.
+    /// Adds or replaces the configuration file's route (see
+    /// [`RouterControl::route_add_from`]).
     pub fn route_add(
         &mut self,
         table: TableId,
         prefix: Ipv4Prefix,
         kind: RouteKind,
     ) -> Result<u32, RouterError> {
-        let id = self.fib_route_add(table, prefix, kind)?;
-        // The prefix is the caller's now: forgetting the neighbour later keeps it.
-        if prefix.prefix_len() == 32 {
-            self.host_routes.remove(&(table, prefix.addr()));
+        self.route_add_from(RouteSource::Config, table, prefix, kind)
+    }
+
+    /// Deletes the configuration file's route (see [`RouterControl::route_del_from`]).
+    pub fn route_del(&mut self, table: TableId, prefix: Ipv4Prefix) -> Result<(), RouterError> {
+        self.route_del_from(RouteSource::Config, table, prefix)
+    }
+
+    /// Adds or replaces `source`'s route for `prefix`. It forwards when no more
+    /// preferred source holds the prefix and no address owns it; otherwise it waits
+    /// to be revealed. Returns the FIB's result id (0 while it waits). A refused
+    /// route changes nothing.
+    pub fn route_add_from(
+        &mut self,
+        source: RouteSource,
+        table: TableId,
+        prefix: Ipv4Prefix,
+        kind: RouteKind,
+    ) -> Result<u32, RouterError> {
+        if !self.fib.tables().any(|t| t == table) {
+            return Err(RouterError::Fib(FibError::UnknownTable(table)));
         }
+        let wins = !self.address_owns(table, prefix)
+            && self
+                .candidates
+                .get(&(table, prefix))
+                .and_then(|c| c.keys().next())
+                .is_none_or(|&best| best >= source);
+        let id = if wins {
+            let id = self.fib_route_add(table, prefix, kind.clone())?;
+            // The prefix is the source's now: forgetting the neighbour later keeps it.
+            if prefix.prefix_len() == 32 {
+                self.host_routes.remove(&(table, prefix.addr()));
+            }
+            id
+        } else {
+            0
+        };
+        self.candidates
+            .entry((table, prefix))
+            .or_default()
+            .insert(source, kind);
         Ok(id)
     }
 
-    /// Deletes a route.
-    pub fn route_del(&mut self, table: TableId, prefix: Ipv4Prefix) -> Result<(), RouterError> {
-        self.fib_route_del(table, prefix)?;
+    /// Deletes `source`'s route for `prefix`; the next source's route, if any,
+    /// takes its place.
+    pub fn route_del_from(
+        &mut self,
+        source: RouteSource,
+        table: TableId,
+        prefix: Ipv4Prefix,
+    ) -> Result<(), RouterError> {
+        let Some(c) = self.candidates.get_mut(&(table, prefix)) else {
+            return Err(RouterError::Fib(FibError::NoSuchRoute(prefix, table)));
+        };
+        let was_best = c.keys().next() == Some(&source);
+        if c.remove(&source).is_none() {
+            return Err(RouterError::Fib(FibError::NoSuchRoute(prefix, table)));
+        }
+        let next = c.iter().next().map(|(_, k)| k.clone());
+        if c.is_empty() {
+            self.candidates.remove(&(table, prefix));
+        }
+        if !was_best || self.address_owns(table, prefix) {
+            return Ok(());
+        }
+        match next {
+            Some(kind) => {
+                if let Err(e) = self.fib_route_add(table, prefix, kind) {
+                    // The next source's route cannot forward (its interface went):
+                    // nothing forwards for the prefix until it changes.
+                    let _ = self.fib_route_del(table, prefix);
+                    return Err(e.into());
+                }
+            }
+            None => {
+                let _ = self.fib_route_del(table, prefix);
+            }
+        }
         if prefix.prefix_len() == 32 {
             self.host_routes.remove(&(table, prefix.addr()));
         }
         Ok(())
+    }
+
+    /// The source of the route that forwards for exactly `prefix`, if a source's
+    /// route does (not an address's or a neighbour's).
+    pub fn route_source(&self, table: TableId, prefix: Ipv4Prefix) -> Option<RouteSource> {
+        if self.address_owns(table, prefix) {
+            return None;
+        }
+        self.candidates
+            .get(&(table, prefix))
+            .and_then(|c| c.keys().next().copied())
+    }
+
+    /// `source`'s route for exactly `prefix`, forwarding or waiting.
+    pub fn route_of(
+        &self,
+        source: RouteSource,
+        table: TableId,
+        prefix: Ipv4Prefix,
+    ) -> Option<&RouteKind> {
+        self.candidates.get(&(table, prefix))?.get(&source)
+    }
+
+    /// Every route `source` holds: (table, prefix, kind).
+    pub fn routes_of(
+        &self,
+        source: RouteSource,
+    ) -> impl Iterator<Item = (TableId, Ipv4Prefix, &RouteKind)> + '_ {
+        self.candidates
+            .iter()
+            .filter_map(move |(&(t, p), c)| c.get(&source).map(|k| (t, p, k)))
+    }
+
+    /// Whether an interface address owns `prefix` (its local /32 or connected subnet).
+    fn address_owns(&self, table: TableId, prefix: Ipv4Prefix) -> bool {
+        self.iface_list
+            .values()
+            .filter(|i| i.table == table)
+            .any(|i| {
+                i.addrs.iter().any(|&(a, l)| {
+                    (prefix.prefix_len() == 32 && prefix.addr() == a)
+                        || (l < 32 && Ipv4Prefix::new_truncated(a, l).ok() == Some(prefix))
+                })
+            })
+    }
+
+    /// After an address went: the sources' routes for its prefixes forward again.
+    fn reveal(&mut self, table: TableId, prefix: Ipv4Prefix) {
+        if self.address_owns(table, prefix) {
+            return;
+        }
+        if let Some(kind) = self
+            .candidates
+            .get(&(table, prefix))
+            .and_then(|c| c.values().next().cloned())
+        {
+            let _ = self.fib_route_add(table, prefix, kind);
+        }
     }
 
     /// Every route, by table then prefix, with what it does (addresses' local and
@@ -714,7 +993,10 @@ impl RouterControl {
                     Event::Neighbor { ifindex, ip, mac } => {
                         let ok = self.neighbors.get(&(ifindex, ip)) == Some(&mac)
                             || self.install_neighbor(ifindex, ip, mac).is_ok();
-                        if ok && !self.statics.contains(&(ifindex, ip)) {
+                        if ok
+                            && !self.statics.contains(&(ifindex, ip))
+                            && !self.kernel_neighbors.contains(&(ifindex, ip))
+                        {
                             self.learned.insert((ifindex, ip), Learned::heard_at(now));
                         }
                     }

@@ -43,6 +43,7 @@ const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_ARP: u16 = 0x0806;
 const ETHERTYPE_VLAN: u16 = 0x8100;
 const ETHERTYPE_MPLS: u16 = 0x8847;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
 /// Bytes of the offending datagram quoted in ICMP errors: as much as fits in 576
 /// bytes (RFC 1812 §4.3.2.3).
 const ICMP_QUOTE_MAX: usize = 576 - 28;
@@ -193,7 +194,7 @@ type TraceHead = (u16, [u8; TRACE_BYTES]);
 
 /// Token bucket in TSC ticks.
 #[derive(Debug, Clone, Copy)]
-struct Bucket {
+pub(super) struct Bucket {
     tokens: u64,
     max: u64,
     last: u64,
@@ -201,7 +202,7 @@ struct Bucket {
 }
 
 impl Bucket {
-    fn new(rate: u32, burst: u32, hz: u64) -> Self {
+    pub(super) fn new(rate: u32, burst: u32, hz: u64) -> Self {
         Bucket {
             tokens: u64::from(burst),
             max: u64::from(burst),
@@ -210,7 +211,7 @@ impl Bucket {
         }
     }
 
-    fn take(&mut self, now: u64) -> bool {
+    pub(super) fn take(&mut self, now: u64) -> bool {
         if let Some(add) = now
             .saturating_sub(self.last)
             .checked_div(self.ticks_per_token)
@@ -616,6 +617,14 @@ impl Work {
                         self.sel[k] = i as u16;
                         k += 1;
                         same &= *table0.get_or_insert(m.table) == m.table;
+                    }
+                    // Link-local multicast (OSPF hellos, ...) is for the host stack.
+                    Err(DropReason::Ip4Multicast)
+                        if ift.punt_to_host
+                            && raw.get(usize::from(m.l3) + 16..usize::from(m.l3) + 19)
+                                == Some(&[224, 0, 0][..]) =>
+                    {
+                        m.kind = Kind::Punt(PuntReason::Routing);
                     }
                     // drop_meta() also records the reason for the trace.
                     Err(r) => drop_meta(&self.stats, m, r),
@@ -1131,7 +1140,12 @@ impl Work {
             }
             return;
         }
-        if on_link {
+        if op == 2 && ift.punt_to_host && ifc.has_addr(tpa) {
+            // A reply to the router: the host stack may have asked (its own
+            // neighbour table resolves what BIRD/FRR talk to). Requests for our
+            // addresses are answered above and never reach it: one answer each.
+            m.kind = Kind::Punt(PuntReason::Arp);
+        } else if on_link {
             // A reply, or a request for someone else: learned (if anything), consumed.
             m.kind = Kind::Drop;
         } else {
@@ -1153,7 +1167,7 @@ impl Work {
         let hl = usize::from(ip[0] & 0x0f) * 4;
         let is_echo = ip[9] == 1 && ip.len() >= hl + 8 && ip[hl] == 8 && rd16(ip, 6) & 0x3fff == 0;
         if !is_echo {
-            m.kind = Kind::Punt(PuntReason::Local);
+            m.kind = Kind::Punt(ip4_punt_class(ip));
             return;
         }
         // Echo reply in place: swap addresses, type 0, fix both checksums.
@@ -1589,11 +1603,59 @@ fn ethernet<'t, P: Packet>(
         }
         ETHERTYPE_MPLS => Kind::Mpls,
         ETHERTYPE_ARP => Kind::Arp,
+        ETHERTYPE_IPV6 if ift.punt_to_host => Kind::Punt(ip6_punt_class(&f[l3..])),
         _ => {
             drop_meta(stats, m, DropReason::UnknownEthertype);
             return;
         }
     };
+}
+
+/// Well-known ports of routing and control protocols over UDP or TCP: BGP (179),
+/// LDP (646), BFD (3784, 3785, 4784), RIP (520), RIPng (521), Babel (6696).
+fn control_port(port: u16) -> bool {
+    matches!(port, 179 | 646 | 3784 | 3785 | 4784 | 520 | 521 | 6696)
+}
+
+/// The punt class of an IPv4 packet for the router, `ip` from its header on.
+fn ip4_punt_class(ip: &[u8]) -> PuntReason {
+    let hl = usize::from(ip.first().map_or(0, |b| b & 0x0f)) * 4;
+    let proto = ip.get(9).copied().unwrap_or(0);
+    let link_local_mc = ip.get(16..19) == Some(&[224, 0, 0][..]);
+    // OSPF, IGMP, PIM, VRRP
+    let control = link_local_mc
+        || matches!(proto, 89 | 2 | 103 | 112)
+        || (matches!(proto, 6 | 17)
+            && ip.get(hl..hl + 4).is_some_and(|p| {
+                control_port(u16::from_be_bytes([p[0], p[1]]))
+                    || control_port(u16::from_be_bytes([p[2], p[3]]))
+            }));
+    if control {
+        PuntReason::Routing
+    } else {
+        PuntReason::Local
+    }
+}
+
+/// The punt class of an IPv6 packet, `ip` from its header on: ND, MLD, OSPFv3,
+/// link-local multicast and the routing protocols' ports are control.
+fn ip6_punt_class(ip: &[u8]) -> PuntReason {
+    let nh = ip.get(6).copied().unwrap_or(0);
+    let link_local_mc = ip.get(24..26) == Some(&[0xff, 0x02][..]);
+    let l4 = ip.get(40..44);
+    let control = link_local_mc
+        || nh == 89
+        || (nh == 58 && l4.is_some_and(|p| (130..=143).contains(&p[0])))
+        || (matches!(nh, 6 | 17)
+            && l4.is_some_and(|p| {
+                control_port(u16::from_be_bytes([p[0], p[1]]))
+                    || control_port(u16::from_be_bytes([p[2], p[3]]))
+            }));
+    if control {
+        PuntReason::Ip6Control
+    } else {
+        PuntReason::Ip6Other
+    }
 }
 
 /// Whether DPDK port `port`'s packets carry a checksum verdict worth reading

@@ -49,6 +49,10 @@ pub struct IfTable {
     by_port: Vec<PortIfs>,
     /// Address used as ICMP source when the interface has none (loopback).
     pub router_id: Option<Ipv4Addr>,
+    /// Packets for the router that the dataplane does not answer itself (IPv6,
+    /// link-local multicast, routing protocols, ARP replies) go to the control
+    /// plane (the Linux twins) instead of being dropped.
+    pub punt_to_host: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -67,6 +71,7 @@ impl IfTable {
             by_index: vec![None; MAX_IFACES],
             by_port: Vec::new(),
             router_id,
+            punt_to_host: false,
         };
         for i in ifaces {
             let port = usize::from(i.port);

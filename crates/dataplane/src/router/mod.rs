@@ -11,7 +11,7 @@ pub mod report;
 mod stats;
 mod worker;
 
-pub use control::{RouterControl, RouterError, WorkerHandle};
+pub use control::{RouteSource, RouterControl, RouterError, WorkerHandle};
 pub use core::{Core, CoreConfig, Event, Out, SflowHook, Tables};
 pub use iface::{IfTable, Interface};
 pub use neigh::{ArpProbe, NeighborAging};
@@ -19,4 +19,4 @@ pub use reasons::{DropReason, PuntReason};
 pub use stats::{
     IfaceCounters, MAX_IFACES, Stage, StageCounters, TRACE_BYTES, TraceRecord, WorkerStats,
 };
-pub use worker::{InjectQueue, PuntQueue, RouterWorker};
+pub use worker::{InjectQueue, PuntQueue, PuntRates, RouterWorker};

@@ -66,11 +66,17 @@ pub enum DropReason {
     TxFull,
     /// Sent to a port this worker has no transmit queue on (no such device).
     NoTxPort,
+    /// Punt of the control class (routing protocols, ARP, ND) over the worker's
+    /// punt policer rate.
+    PuntPolicedControl,
+    /// Punt of the other class (anything else for the router) over the worker's
+    /// punt policer rate.
+    PuntPolicedOther,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 30] = [
+    pub const ALL: [DropReason; 32] = [
         DropReason::EthTruncated,
         DropReason::NotOurMac,
         DropReason::UnknownVlan,
@@ -101,6 +107,8 @@ impl DropReason {
         DropReason::PuntQueueFull,
         DropReason::TxFull,
         DropReason::NoTxPort,
+        DropReason::PuntPolicedControl,
+        DropReason::PuntPolicedOther,
     ];
     /// Number of reasons.
     pub const COUNT: usize = Self::ALL.len();
@@ -138,25 +146,47 @@ impl DropReason {
             DropReason::PuntQueueFull => "punt_queue_full",
             DropReason::TxFull => "tx_full",
             DropReason::NoTxPort => "no_tx_port",
+            DropReason::PuntPolicedControl => "punt_policed_control",
+            DropReason::PuntPolicedOther => "punt_policed_other",
         }
     }
 }
 
-/// Why a packet went to the control plane (punt queue, later the TAP interfaces).
+/// Why a packet went to the control plane (the punt queue, then the Linux twin of
+/// the interface it arrived on). Each reason belongs to a policer class
+/// ([`PuntReason::is_control`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum PuntReason {
-    /// IPv4 addressed to the router that the dataplane does not answer itself.
+    /// IPv4 addressed to the router that the dataplane does not answer itself and
+    /// that is not a routing protocol (ICMP other than echo, UDP/TCP to our
+    /// addresses).
     Local,
-    /// ARP (after the dataplane answered or learned from it).
+    /// ARP the kernel must see (replies to the router; requests for our addresses
+    /// are answered by the dataplane alone).
     Arp,
     /// MPLS router alert or OAM.
     Mpls,
+    /// IPv4 routing and control protocols: OSPF, link-local multicast
+    /// (224.0.0.0/24), BGP, LDP, BFD, RIP, VRRP, IGMP, PIM.
+    Routing,
+    /// IPv6 control: neighbour discovery, MLD, link-local multicast, OSPFv3, and
+    /// the routing protocols above over IPv6.
+    Ip6Control,
+    /// Any other IPv6 for the router.
+    Ip6Other,
 }
 
 impl PuntReason {
     /// Every reason.
-    pub const ALL: [PuntReason; 3] = [PuntReason::Local, PuntReason::Arp, PuntReason::Mpls];
+    pub const ALL: [PuntReason; 6] = [
+        PuntReason::Local,
+        PuntReason::Arp,
+        PuntReason::Mpls,
+        PuntReason::Routing,
+        PuntReason::Ip6Control,
+        PuntReason::Ip6Other,
+    ];
     /// Number of reasons.
     pub const COUNT: usize = Self::ALL.len();
     /// Counter name.
@@ -165,6 +195,16 @@ impl PuntReason {
             PuntReason::Local => "punt_local",
             PuntReason::Arp => "punt_arp",
             PuntReason::Mpls => "punt_mpls",
+            PuntReason::Routing => "punt_routing",
+            PuntReason::Ip6Control => "punt_ip6_control",
+            PuntReason::Ip6Other => "punt_ip6_other",
         }
+    }
+
+    /// Whether the punt policer counts it in the control class (routing
+    /// protocols, ARP, ND), which has a budget of its own so a flood of other
+    /// traffic to the router cannot starve it.
+    pub const fn is_control(self) -> bool {
+        !matches!(self, PuntReason::Local | PuntReason::Ip6Other)
     }
 }

@@ -10,7 +10,7 @@ use crossbeam_queue::ArrayQueue;
 use crate::dpdk::{BURST, Burst, Mbuf, tsc};
 use crate::xconnect::IdlePolicy;
 
-use super::core::{Core, Out, SflowHook};
+use super::core::{Bucket, Core, Out, SflowHook};
 use super::reasons::{DropReason, PuntReason};
 use super::stats::{Stage, WorkerStats};
 
@@ -24,8 +24,46 @@ pub type PuntQueue = ArrayQueue<(PuntReason, Mbuf)>;
 /// Packets the control thread sends through a worker: (DPDK port, frame).
 pub type InjectQueue = ArrayQueue<(u16, Mbuf)>;
 
+/// Punts a worker lets through per second, per class (see
+/// [`PuntReason::is_control`]): routing protocols, ARP and ND have a budget of
+/// their own, so a flood of other traffic to the router cannot starve them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PuntRates {
+    /// Control class, packets per second.
+    pub control_pps: u32,
+    /// Everything else, packets per second.
+    pub other_pps: u32,
+}
+
+impl Default for PuntRates {
+    fn default() -> Self {
+        PuntRates {
+            control_pps: 20_000,
+            other_pps: 2_000,
+        }
+    }
+}
+
+/// The per-worker punt policer: a token bucket per class, in TSC ticks. A
+/// bucket holds a tenth of a second of its rate.
+#[derive(Debug, Clone, Copy)]
+struct PuntPolicer {
+    control: Bucket,
+    other: Bucket,
+}
+
+impl PuntPolicer {
+    fn new(r: PuntRates, hz: u64) -> PuntPolicer {
+        PuntPolicer {
+            control: Bucket::new(r.control_pps, (r.control_pps / 10).max(16), hz),
+            other: Bucket::new(r.other_pps, (r.other_pps / 10).max(16), hz),
+        }
+    }
+}
+
 /// A routing worker bound to its queues.
 pub struct RouterWorker {
+    policer: PuntPolicer,
     core: Core,
     rx: Vec<(u16, u16)>,
     tx_queue: u16,
@@ -63,6 +101,7 @@ impl RouterWorker {
     ) -> RouterWorker {
         let stats = core.stats().clone();
         RouterWorker {
+            policer: PuntPolicer::new(PuntRates::default(), crate::dpdk::tsc_hz()),
             stats,
             core,
             rx,
@@ -80,6 +119,12 @@ impl RouterWorker {
     /// loop, on this worker's tx queues.
     pub fn with_inject(mut self, q: Arc<InjectQueue>) -> RouterWorker {
         self.inject = Some(q);
+        self
+    }
+
+    /// Polices punts at `rates` (default [`PuntRates::default`]).
+    pub fn with_punt_rates(mut self, rates: PuntRates) -> RouterWorker {
+        self.policer = PuntPolicer::new(rates, crate::dpdk::tsc_hz());
         self
     }
 
@@ -148,6 +193,7 @@ impl RouterWorker {
         let ports = self.ports;
         let tx_queue = self.tx_queue;
         let punts = &self.punts;
+        let policer = &mut self.policer;
         // The common case: the whole vector leaves on one port. Send the rx vector
         // as it is, without sorting packets into per-port bursts.
         if let Out::Tx(port) = out[0] {
@@ -175,7 +221,14 @@ impl RouterWorker {
                 let _ = b.push(m);
             }
             Out::Punt(r) => {
-                if punts.push((r, m)).is_err() {
+                let (bucket, policed) = if r.is_control() {
+                    (&mut policer.control, DropReason::PuntPolicedControl)
+                } else {
+                    (&mut policer.other, DropReason::PuntPolicedOther)
+                };
+                if !bucket.take(t2) {
+                    stats.drops[policed as usize].inc();
+                } else if punts.push((r, m)).is_err() {
                     stats.drops[DropReason::PuntQueueFull as usize].inc();
                 }
             }
