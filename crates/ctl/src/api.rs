@@ -25,6 +25,7 @@ use sflow::{Agent, AgentConfig, InterfaceCounters, Sampling};
 use crate::cli::{self, Command, RouteFilter};
 use crate::config::Config;
 use crate::decode;
+use crate::linux::LinuxPlane;
 use crate::routing::{self, PortInfo, Routing};
 use crate::server::Service;
 use crate::sflow_agent;
@@ -281,6 +282,10 @@ pub struct RouterApi<'a> {
     probes: Option<ProbeSink<'a>>,
     /// When neighbours were last aged.
     aged_at: Instant,
+    /// The Linux control plane (`[linux]`): twins, punt/inject, netlink learner.
+    linux: Option<LinuxPlane>,
+    /// Where injected frames get their mbufs.
+    pool: Option<&'a Mempool>,
 }
 
 /// The mbuf pool and worker queue that carry the control thread's ARP probes.
@@ -321,15 +326,51 @@ impl<'a> RouterApi<'a> {
             sflow_file: None,
             probes: None,
             aged_at: Instant::now(),
+            linux: None,
+            pool: None,
         };
         api.baseline = api.zero_baseline();
         api
+    }
+
+    /// Runs with the Linux control plane `plane`: punts go to its twins, the twins'
+    /// frames are injected (mbufs from the pool of [`RouterApi::with_probes`]),
+    /// netlink is followed, and Linux holds the twinned interfaces' addresses,
+    /// MTU and admin state.
+    pub fn with_linux(mut self, plane: LinuxPlane) -> Self {
+        self.linux = Some(plane);
+        self
+    }
+
+    /// Refuses a change Linux owns: `interface` has a twin.
+    fn linux_owns(&self, interface: &str, what: &str) -> Result<(), String> {
+        let Some(l) = &self.linux else {
+            return Ok(());
+        };
+        let Some(t) = ifindex(self.ctl, interface)
+            .ok()
+            .and_then(|ix| l.twin_of(ix))
+        else {
+            return Ok(());
+        };
+        Err(format!(
+            "{interface} has a Linux twin ({} in netns {}): Linux holds its {what}; change it there, e.g. `ip -n {} {}`",
+            t.name,
+            l.section().netns,
+            l.section().netns,
+            match what {
+                "addresses" => format!("addr add ADDRESS/LEN dev {}", t.name),
+                "mtu" => format!("link set {} mtu MTU", t.name),
+                _ => format!("link set {} up|down", t.name),
+            }
+        ))
     }
 
     /// Sends the ARP probes of neighbour aging through `inject` (a worker's queue),
     /// in mbufs from `pool`. Without it neighbours are still aged, unprobed: a
     /// learned neighbour is forgotten when its reachable time and probe slots pass.
     pub fn with_probes(mut self, pool: &'a Mempool, inject: Arc<InjectQueue>) -> Self {
+        self.pool = Some(pool);
         self.probes = Some(ProbeSink {
             pool,
             inject,
@@ -682,19 +723,35 @@ impl<'a> RouterApi<'a> {
                 interface,
                 addr,
                 len,
-            } => self.address(add, &interface, addr, len),
+            } => {
+                self.linux_owns(&interface, "addresses")?;
+                self.address(add, &interface, addr, len)
+            }
             Command::Mtu { interface, mtu } => {
+                self.linux_owns(&interface, "mtu")?;
                 let ix = ifindex(self.ctl, &interface)?;
                 self.ctl.set_mtu(ix, mtu).map_err(|e| e.to_string())?;
                 Ok(Value::Null)
             }
             Command::SetUp { interface, up } => {
+                self.linux_owns(&interface, "admin state")?;
                 let ix = ifindex(self.ctl, &interface)?;
                 self.ctl.set_up(ix, up).map_err(|e| e.to_string())?;
                 Ok(Value::Null)
             }
             Command::SubAdd { parent, vlan } => self.sub_add(&parent, vlan),
-            Command::SubDel { interface } => self.sub_del(&interface),
+            Command::SubDel { interface } => {
+                self.linux_owns(&interface, "sub-interface")?;
+                self.sub_del(&interface)
+            }
+            Command::ShowLinux => Ok(match &self.linux {
+                Some(l) => {
+                    let mut v = l.show(self.ctl);
+                    v["enabled"] = json!(true);
+                    v
+                }
+                None => json!({ "enabled": false }),
+            }),
             Command::NeighborAdd { interface, ip, mac } => {
                 let ix = ifindex(self.ctl, &interface)?;
                 let Some(mac) = mac else {
@@ -1437,11 +1494,23 @@ impl Service for RouterApi<'_> {
         self.ctl.poll();
         self.age_neighbors();
         self.sflow_poll();
-        // Punted packets have no consumer yet (the TAP interfaces come with the Linux
-        // control plane); they are counted by reason and freed here.
-        for h in self.ctl.workers() {
-            while h.punts.pop().is_some() {}
+        // Without a Linux control plane punted packets have no consumer: they are
+        // counted by reason (in the workers) and freed here.
+        if self.linux.is_none() {
+            for h in self.ctl.workers() {
+                while h.punts.pop().is_some() {}
+            }
         }
+    }
+
+    fn io(&mut self) {
+        if let Some(l) = &mut self.linux {
+            l.pump(self.ctl, self.pool);
+        }
+    }
+
+    fn wants_io(&self) -> bool {
+        self.linux.is_some()
     }
 
     fn handle(&mut self, args: &[String]) -> Result<Value, String> {

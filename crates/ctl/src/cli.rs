@@ -45,6 +45,7 @@ show errors
 show trace
 show version
 show sflow
+show linux                                             (TAP twins, punts, netlink learner)
 sflow enable INTERFACE [rate N] [direction rx|tx|both]   (default rate 1000, rx)
 sflow disable INTERFACE
 sflow collector add|del IP[:PORT]                     (port 6343 when omitted)
@@ -219,6 +220,8 @@ pub enum Command {
     SflowMaxSamples(u32),
     /// `show sflow`.
     ShowSflow,
+    /// `show linux`.
+    ShowLinux,
 }
 
 /// `route show` filter.
@@ -248,6 +251,7 @@ impl Command {
                 | Command::ShowTrace
                 | Command::ShowVersion
                 | Command::ShowSflow
+                | Command::ShowLinux
         )
     }
 }
@@ -872,7 +876,7 @@ fn sflow(w: &mut Words<'_>) -> Result<Command> {
 }
 
 fn show(w: &mut Words<'_>) -> Result<Command> {
-    w.usage = "show interfaces|run|errors|trace|version|route|label|neighbor";
+    w.usage = "show interfaces|run|errors|trace|version|route|label|neighbor|sflow|linux";
     match w.expect("what to show")? {
         "interfaces" | "interface" | "int" => {
             w.usage = "show interfaces [INTERFACE] | show interfaces address";
@@ -889,6 +893,7 @@ fn show(w: &mut Words<'_>) -> Result<Command> {
         "trace" => Ok(Command::ShowTrace),
         "version" => Ok(Command::ShowVersion),
         "sflow" => Ok(Command::ShowSflow),
+        "linux" | "lcp" => Ok(Command::ShowLinux),
         "route" | "routes" | "fib" => route_show(w),
         "label" | "labels" | "mpls" => {
             w.usage = "show labels [LABEL]";

@@ -104,6 +104,9 @@ pub struct Config {
     /// sFlow (router mode; applied at start and by reload).
     #[serde(default)]
     pub sflow: Option<crate::sflow_agent::SflowSection>,
+    /// The Linux control plane (router mode; applied at start).
+    #[serde(default)]
+    pub linux: Option<crate::linux::LinuxSection>,
 }
 
 /// Where `dataplaned` listens for `dpctl`, unless `--socket` says otherwise.
@@ -467,6 +470,12 @@ impl Config {
                 "interfaces, neighbors, routes and labels need [forwarding] mode = \"router\""
                     .into(),
             ));
+        }
+        if let Some(l) = &self.linux {
+            if mode == Mode::Xconnect {
+                return Err(bad("[linux] needs [forwarding] mode = \"router\"".into()));
+            }
+            l.check().map_err(bad)?;
         }
         if mode == Mode::Router && !self.forwarding.pairs.is_empty() {
             return Err(bad("[forwarding] pairs is for mode = \"xconnect\"".into()));

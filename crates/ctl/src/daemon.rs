@@ -20,6 +20,7 @@ use dataplane::xconnect::{RxAssignment, WorkerCounters, XconnectWorker};
 
 use crate::api::{DaemonInfo, DpdkPorts, RouterApi, XconnectApi, XconnectPort};
 use crate::config::{Config, Mode, Plan};
+use crate::linux::LinuxPlane;
 use crate::routing::{PortInfo, apply};
 use crate::server::{ControlSocket, Job, Service, accept_loop};
 
@@ -240,8 +241,12 @@ fn control_loop(
         let mut next_report = opts.stats_interval.map(|d| t_start + d);
         let mut tick = tokio::time::interval(Duration::from_millis(20));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let io = svc.wants_io();
+        let mut io_tick = tokio::time::interval(Duration::from_millis(1));
+        io_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                _ = io_tick.tick(), if io => svc.io(),
                 _ = tick.tick() => {
                     svc.tick();
                     if stop.load(Ordering::Relaxed) {
@@ -373,6 +378,22 @@ fn run_router(
         .collect();
     let mut ctl = RouterControl::new();
     apply(&plan.routing, &infos, &mut ctl).map_err(|e| anyhow!(e))?;
+    // The Linux control plane: twins and the first netlink dump before the
+    // workers start, so they forward on the kernel's state from the first packet.
+    let linux = match &info.config.linux {
+        Some(section) => {
+            let plane = LinuxPlane::start(section, &mut ctl).map_err(|e| anyhow!(e))?;
+            eprintln!("dataplaned: linux: {plane}");
+            Some(plane)
+        }
+        None => None,
+    };
+    let punt_rates = info
+        .config
+        .linux
+        .as_ref()
+        .map(|l| l.punt_rates())
+        .unwrap_or_default();
     let mut cfg = CoreConfig::default();
     if let Some(r) = plan.routing.router.icmp_rate_pps {
         cfg.icmp_rate_pps = r;
@@ -414,7 +435,8 @@ fn run_router(
         .with_sflow(SflowHook::new(
             agent.add_worker(w as u32).context("[sflow] worker")?,
         ))
-        .with_inject(ctl.workers()[w].inject.clone());
+        .with_inject(ctl.workers()[w].inject.clone())
+        .with_punt_rates(punt_rates);
         jobs.push(Box::new(move || {
             worker.run();
             0
@@ -438,6 +460,9 @@ fn run_router(
         .with_sflow(agent, sflow_cfg);
     if let Some(q) = inject {
         api = api.with_probes(pool, q);
+    }
+    if let Some(l) = linux {
+        api = api.with_linux(l);
     }
     let elapsed = control_loop(&mut control, &c, &mut api);
     drop(api);

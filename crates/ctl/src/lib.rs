@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod decode;
+pub mod linux;
 pub mod proto;
 pub mod render;
 pub mod routing;

@@ -37,6 +37,7 @@ pub fn render(cmd: &Command, data: &Value) -> String {
         Command::ShowTrace => trace(data),
         Command::ShowVersion => version(data),
         Command::ShowSflow => sflow(data),
+        Command::ShowLinux => linux(data),
         _ => data
             .get("message")
             .and_then(Value::as_str)
@@ -364,6 +365,72 @@ fn trace(d: &Value) -> String {
             let _ = writeln!(o, "  out {:>5} B  {out}", n(&p["len_out"]));
         }
         o.push('\n');
+    }
+    o
+}
+
+fn linux(d: &Value) -> String {
+    if d["enabled"] != Value::Bool(true) {
+        return "no Linux control plane ([linux] is not configured)\n".into();
+    }
+    let mut o = String::new();
+    let _ = writeln!(o, "netns {}", s(&d["netns"]));
+    let _ = writeln!(
+        o,
+        "{:<14} {:<14} {:>7} {:>12} {:>8} {:>12} {:>8}",
+        "interface", "twin", "kifindex", "punt-pkts", "p-errs", "inject-pkts", "i-drops"
+    );
+    for t in arr(&d["twins"]) {
+        let _ = writeln!(
+            o,
+            "{:<14} {:<14} {:>7} {:>12} {:>8} {:>12} {:>8}",
+            s(&t["interface"]),
+            s(&t["twin"]),
+            n(&t["kernel_ifindex"]),
+            n(&t["punt_pkts"]),
+            n(&t["punt_errors"]),
+            n(&t["inject_pkts"]),
+            n(&t["inject_drops"])
+        );
+    }
+    let mut punted: Vec<String> = d["punted"]
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| format!("{k} {}", n(v))).collect())
+        .unwrap_or_default();
+    punted.push(format!("no_twin {}", n(&d["punt_no_twin"])));
+    let _ = writeln!(o, "punted: {}", punted.join(", "));
+    let p = &d["policer"];
+    let _ = writeln!(
+        o,
+        "policer: control {}/s (dropped {}), other {}/s (dropped {}) per worker",
+        n(&p["control_pps"]),
+        n(&p["policed_control"]),
+        n(&p["other_pps"]),
+        n(&p["policed_other"])
+    );
+    let l = &d["netlink"];
+    let _ = writeln!(
+        o,
+        "netlink: {} messages in {} batches, {} applied, {} malformed, {} refused, rcvbuf {} bytes",
+        n(&l["messages"]),
+        n(&l["batches"]),
+        n(&l["applied"]),
+        n(&l["malformed"]),
+        n(&l["refused"]),
+        n(&l["rcvbuf"])
+    );
+    if let Some(r) = l["last_resync"].as_object() {
+        let _ = writeln!(
+            o,
+            "resyncs: {} (last: {}, {:.1} ms, {} swept)",
+            n(&l["resyncs"]),
+            r.get("reason").map_or("", s),
+            r.get("ms").map_or(0.0, f),
+            r.get("swept").map_or(0, n)
+        );
+    }
+    if let Some(e) = l["last_error"].as_str() {
+        let _ = writeln!(o, "last error: {e}");
     }
     o
 }

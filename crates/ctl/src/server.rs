@@ -19,6 +19,13 @@ use crate::proto::{MAX_REQUEST, Probe, Request, Response, probe};
 pub trait Service {
     /// Periodic control work (every 20 ms): neighbour events, punted packets.
     fn tick(&mut self) {}
+    /// Packet and netlink I/O of the control plane, every millisecond while
+    /// [`Service::wants_io`].
+    fn io(&mut self) {}
+    /// Whether [`Service::io`] has work (a Linux control plane runs).
+    fn wants_io(&self) -> bool {
+        false
+    }
     /// Runs one request (the words of a `dpctl` command); `Err` is the message for
     /// the client. A request that fails has changed nothing.
     fn handle(&mut self, args: &[String]) -> Result<serde_json::Value, String>;

@@ -644,6 +644,22 @@ impl Fib {
         Batch { fib: self }
     }
 
+    /// Holds publication back until the matching [`Fib::release`]: the changes
+    /// in between reach the lookup structure together. Returns whether it was
+    /// held already (pass that to `release`). The borrow-free form of
+    /// [`Fib::batch`], for callers that own the FIB inside a larger state.
+    pub fn hold(&mut self) -> bool {
+        std::mem::replace(&mut self.batch, true)
+    }
+
+    /// Ends a [`Fib::hold`]; publishes unless an outer hold is still on.
+    pub fn release(&mut self, was_held: bool) {
+        self.batch = was_held;
+        if !was_held {
+            self.commit(true);
+        }
+    }
+
     /// Memory held, by part.
     pub fn memory(&self) -> MemoryUsage {
         let (lpm_bytes, fwd_bytes) = self.planes.memory_bytes();

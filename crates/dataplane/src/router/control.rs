@@ -148,6 +148,11 @@ pub struct RouterControl {
     routes: BTreeMap<(TableId, Ipv4Prefix), RouteKind>,
     /// Whether the workers punt what a host stack needs (see [`IfTable::punt_to_host`]).
     punt_to_host: bool,
+    /// Set inside [`RouterControl::batch`]: the interface table is published once,
+    /// at its end.
+    batching: bool,
+    /// The interface table changed during the batch.
+    dirty: std::cell::Cell<bool>,
     /// The routes each source holds, per prefix (the installed one is the first
     /// source's, unless an address or a neighbour owns the prefix).
     candidates: BTreeMap<(TableId, Ipv4Prefix), BTreeMap<RouteSource, RouteKind>>,
@@ -191,6 +196,8 @@ impl RouterControl {
             host_routes: BTreeMap::new(),
             routes: BTreeMap::new(),
             punt_to_host: false,
+            batching: false,
+            dirty: std::cell::Cell::new(false),
             candidates: BTreeMap::new(),
             neighbors6: BTreeMap::new(),
             kernel_neighbors: BTreeSet::new(),
@@ -249,9 +256,29 @@ impl RouterControl {
     }
 
     fn publish(&self) {
+        if self.batching {
+            self.dirty.set(true);
+            return;
+        }
         let mut t = IfTable::new(self.iface_list.values().cloned(), self.router_id);
         t.punt_to_host = self.punt_to_host;
         self.ifaces.store(Arc::new(t));
+    }
+
+    /// Runs `f` with publication held back: the FIB and the interface table
+    /// changes it makes reach the workers together, when it returns (one
+    /// publication for a whole netlink batch).
+    pub fn batch<T>(&mut self, f: impl FnOnce(&mut RouterControl) -> T) -> T {
+        let was = self.batching;
+        self.batching = true;
+        let held = self.fib.hold();
+        let r = f(self);
+        self.fib.release(held);
+        self.batching = was;
+        if !was && self.dirty.replace(false) {
+            self.publish();
+        }
+        r
     }
 
     /// Whether the workers hand the control plane what a host stack beside the
@@ -270,7 +297,8 @@ impl RouterControl {
             .ok_or_else(|| RouterError::UnknownInterfaceName(name.to_string()))
     }
 
-    fn iface(&self, ifindex: u32) -> Result<&Interface, RouterError> {
+    /// The interface with `ifindex`.
+    pub fn iface(&self, ifindex: u32) -> Result<&Interface, RouterError> {
         self.iface_list
             .get(&ifindex)
             .ok_or(RouterError::UnknownInterface(ifindex))

@@ -1,0 +1,472 @@
+//! The Linux control plane: TAP twins of the router's interfaces in the namespace
+//! where BIRD/FRR run, the punt/inject pump between them and the workers, and the
+//! netlink learner that turns that namespace's links, addresses, neighbours and
+//! routes into the router's.
+//!
+//! The control thread owns all of it. Workers hand punted packets over their
+//! lock-free punt queues; [`LinuxPlane::pump`] writes each to the twin of the
+//! interface it arrived on (VLAN tag removed for a sub-interface) and reads what
+//! the kernel sends on the twins into the workers' inject queues (tag added).
+//! Workers never make a system call.
+//!
+//! ARP is split so that a peer gets one answer per request: the dataplane answers
+//! requests for the router's addresses itself and never punts them; replies
+//! addressed to the router are punted, so the kernel's own requests (sent through
+//! the twins) get their answers and the kernel's neighbour table fills. The
+//! kernel's neighbours then come back through the learner as neighbours of the
+//! dataplane; the dataplane's own ARP learning goes on beside them (a kernel
+//! neighbour is never aged by the dataplane, a learned one is).
+
+pub mod change;
+pub mod decode;
+pub mod learner;
+pub mod netns;
+pub mod nl;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::AsRawFd;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tun_rs::{DeviceBuilder, Layer, SyncDevice};
+
+use dataplane::dpdk::Mempool;
+use dataplane::router::{PuntRates, PuntReason, RouterControl};
+
+use self::learner::Learner;
+use self::netns::Netns;
+use self::nl::NlSocket;
+
+/// `[linux]`: run with a Linux control plane.
+///
+/// ```toml
+/// [linux]
+/// netns = "dataplane"            # created if missing
+/// interfaces = ["port0", "port1"]  # default: every interface
+/// names = { port0 = "eth0" }     # twin names (default: the interface's)
+/// punt_control_pps = 20000       # per worker
+/// punt_other_pps = 2000
+/// netlink_rcvbuf = 67108864
+/// tables = { 254 = 0 }           # Linux table -> FIB table (main is 0)
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinuxSection {
+    /// Network namespace of the routing daemons (default `dataplane`).
+    #[serde(default = "default_netns")]
+    pub netns: String,
+    /// Interfaces that get a twin (default: all of them).
+    #[serde(default)]
+    pub interfaces: Option<Vec<String>>,
+    /// Twin names by interface name (default: the interface's own name).
+    #[serde(default)]
+    pub names: BTreeMap<String, String>,
+    /// Punt policer, routing protocols/ARP/ND, packets/s per worker.
+    #[serde(default = "default_control_pps")]
+    pub punt_control_pps: u32,
+    /// Punt policer, everything else, packets/s per worker.
+    #[serde(default = "default_other_pps")]
+    pub punt_other_pps: u32,
+    /// Receive buffer of the netlink event socket, bytes.
+    #[serde(default = "default_rcvbuf")]
+    pub netlink_rcvbuf: usize,
+    /// Linux table number (as a string key) to FIB table. Unlisted tables map to
+    /// the FIB table of the same number (main, 254, to 0) when it exists.
+    #[serde(default)]
+    pub tables: BTreeMap<String, u32>,
+}
+
+fn default_netns() -> String {
+    "dataplane".into()
+}
+fn default_control_pps() -> u32 {
+    PuntRates::default().control_pps
+}
+fn default_other_pps() -> u32 {
+    PuntRates::default().other_pps
+}
+fn default_rcvbuf() -> usize {
+    64 << 20
+}
+
+impl LinuxSection {
+    /// The policer rates.
+    pub fn punt_rates(&self) -> PuntRates {
+        PuntRates {
+            control_pps: self.punt_control_pps,
+            other_pps: self.punt_other_pps,
+        }
+    }
+
+    /// The table map, checked.
+    pub fn table_map(&self) -> Result<BTreeMap<u32, u32>, String> {
+        let mut m = BTreeMap::new();
+        for (k, &v) in &self.tables {
+            let t: u32 = k
+                .parse()
+                .map_err(|_| format!("[linux] tables: {k:?} is not a Linux table number"))?;
+            m.insert(t, v);
+        }
+        Ok(m)
+    }
+
+    /// Checks what can be checked without the router: names and numbers.
+    pub fn check(&self) -> Result<(), String> {
+        self.table_map()?;
+        if self.punt_control_pps == 0 || self.punt_other_pps == 0 {
+            return Err("[linux] punt_control_pps and punt_other_pps must be at least 1".into());
+        }
+        for n in self.names.values() {
+            if n.is_empty() || n.len() > 15 || n.contains(['/', ' ', ':']) {
+                return Err(format!(
+                    "[linux] names: {n:?} is not a Linux interface name (1-15 characters, no '/', ' ' or ':')"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Punt/inject counters of one twin.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TwinCounters {
+    /// Frames written to the TAP.
+    pub punt_pkts: u64,
+    /// Bytes written to the TAP.
+    pub punt_bytes: u64,
+    /// Frames the TAP refused (its queue was full, the link was down).
+    pub punt_errors: u64,
+    /// Frames read from the TAP and queued to a worker.
+    pub inject_pkts: u64,
+    /// Their bytes.
+    pub inject_bytes: u64,
+    /// Frames read but lost (no mbuf, inject queue full, too short).
+    pub inject_drops: u64,
+}
+
+/// The Linux twin of one router interface.
+pub struct Twin {
+    /// Router ifindex.
+    pub ifindex: u32,
+    /// Router interface name.
+    pub iface: String,
+    /// The TAP's name.
+    pub name: String,
+    /// The TAP's ifindex in the namespace.
+    pub kernel_ifindex: u32,
+    /// DPDK port and VLAN of the interface.
+    pub port: u16,
+    /// VLAN of a sub-interface.
+    pub vlan: Option<u16>,
+    /// Counters.
+    pub counters: TwinCounters,
+    dev: SyncDevice,
+}
+
+impl std::fmt::Debug for Twin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Twin")
+            .field("name", &self.name)
+            .field("ifindex", &self.ifindex)
+            .field("kernel_ifindex", &self.kernel_ifindex)
+            .field("fd", &self.dev.as_raw_fd())
+            .finish()
+    }
+}
+
+/// Frames moved per twin and per worker queue in one pump call.
+const PUMP_BUDGET: usize = 256;
+
+/// Punt counters by reason and the pump's own.
+#[derive(Debug, Default, Clone)]
+pub struct PumpCounters {
+    /// Punts taken from the workers, by [`PuntReason`].
+    pub punted: [u64; PuntReason::COUNT],
+    /// Punts for an interface without a twin (freed).
+    pub no_twin: u64,
+}
+
+/// The control plane's Linux side: namespace, twins, netlink learner.
+pub struct LinuxPlane {
+    netns: Netns,
+    created_netns: bool,
+    section: LinuxSection,
+    twins: Vec<Twin>,
+    /// (port, vlan) -> index in `twins`.
+    by_port: BTreeMap<(u16, Option<u16>), usize>,
+    learner: Learner,
+    counters: PumpCounters,
+    frame: Vec<u8>,
+}
+
+impl std::fmt::Debug for LinuxPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinuxPlane")
+            .field("netns", &self.netns.name())
+            .field("twins", &self.twins)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Display for LinuxPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "netns {}{}, twins",
+            self.netns.name(),
+            if self.created_netns { " (created)" } else { "" }
+        )?;
+        for t in &self.twins {
+            write!(f, " {}={}(ifindex {})", t.iface, t.name, t.kernel_ifindex)?;
+        }
+        let s = self.learner.stats();
+        write!(
+            f,
+            ", {} netlink messages learned in {} batch(es)",
+            s.messages, s.batches
+        )
+    }
+}
+
+impl LinuxPlane {
+    /// Opens (or creates) the namespace, makes a twin of each interface the
+    /// section names, gives the twins the interfaces' addresses (Linux holds them
+    /// from now on), opens the netlink sockets and learns the namespace's state.
+    pub fn start(section: &LinuxSection, ctl: &mut RouterControl) -> Result<LinuxPlane, String> {
+        section.check()?;
+        let (netns, created_netns) = Netns::open_or_create(&section.netns)
+            .map_err(|e| format!("[linux] netns {}: {e}", section.netns))?;
+        let ifaces = ctl.ifaces();
+        let wanted: Vec<_> = match &section.interfaces {
+            Some(names) => {
+                let mut v = Vec::new();
+                for n in names {
+                    let i = ctl
+                        .iface_by_name(n)
+                        .map_err(|_| format!("[linux] interfaces: no interface {n}"))?;
+                    v.push(i.clone());
+                }
+                v
+            }
+            None => ifaces.iter().cloned().collect(),
+        };
+        for n in section.names.keys() {
+            if ctl.iface_by_name(n).is_err() {
+                return Err(format!("[linux] names: no interface {n}"));
+            }
+        }
+        let rcvbuf = section.netlink_rcvbuf;
+        type Made = (Vec<(SyncDevice, u32)>, NlSocket, NlSocket);
+        let made: io::Result<Made> = netns
+            .run(|| {
+                let mut devs = Vec::new();
+                for i in &wanted {
+                    let name = section.names.get(&i.name).unwrap_or(&i.name);
+                    let dev = DeviceBuilder::new()
+                        .name(name)
+                        .layer(Layer::L2)
+                        .mac_addr(i.mac)
+                        .mtu(i.mtu)
+                        .enable(i.up)
+                        .build_sync()
+                        .map_err(|e| io::Error::other(format!("TAP {name}: {e}")))?;
+                    dev.set_nonblocking(true)?;
+                    let ix = dev.if_index()?;
+                    devs.push((dev, ix));
+                }
+                let events = NlSocket::open(true, rcvbuf)?;
+                let dump = NlSocket::open(false, 0)?;
+                Ok((devs, events, dump))
+            })
+            .map_err(|e| format!("[linux] netns {}: {e}", section.netns))?;
+        let (devs, events, mut dump) =
+            made.map_err(|e| format!("[linux] netns {}: {e}", section.netns))?;
+        let mut twins = Vec::new();
+        let mut by_port = BTreeMap::new();
+        for (i, (dev, kernel_ifindex)) in wanted.iter().zip(devs) {
+            by_port.insert((i.port, i.vlan), twins.len());
+            twins.push(Twin {
+                ifindex: i.ifindex,
+                iface: i.name.clone(),
+                name: section.names.get(&i.name).unwrap_or(&i.name).clone(),
+                kernel_ifindex,
+                port: i.port,
+                vlan: i.vlan,
+                counters: TwinCounters::default(),
+                dev,
+            });
+        }
+        // Linux holds the interfaces' addresses from now on: the file's go to the
+        // twins and come back through the learner.
+        for (t, i) in twins.iter().zip(&wanted) {
+            for &(a, l) in &i.addrs {
+                dump.add_address(t.kernel_ifindex, a, l)
+                    .map_err(|e| format!("[linux] {} address {a}/{l}: {e}", t.name))?;
+            }
+        }
+        let map = twins
+            .iter()
+            .map(|t| (t.kernel_ifindex, t.ifindex))
+            .collect();
+        let mut learner = Learner::new(events, dump, map, section.table_map()?);
+        learner.resync(ctl, "start");
+        ctl.set_punt_to_host(true);
+        Ok(LinuxPlane {
+            netns,
+            created_netns,
+            section: section.clone(),
+            twins,
+            by_port,
+            learner,
+            counters: PumpCounters::default(),
+            frame: vec![0; 1 << 16],
+        })
+    }
+
+    /// The section it runs with.
+    pub fn section(&self) -> &LinuxSection {
+        &self.section
+    }
+
+    /// The twin of router interface `ifindex`.
+    pub fn twin_of(&self, ifindex: u32) -> Option<&Twin> {
+        self.twins.iter().find(|t| t.ifindex == ifindex)
+    }
+
+    /// Moves punts from the workers to the twins and the twins' frames to the
+    /// workers (through `pool`), then applies what netlink said.
+    pub fn pump(&mut self, ctl: &mut RouterControl, pool: Option<&Mempool>) {
+        self.punt(ctl);
+        if let Some(pool) = pool {
+            self.inject(ctl, pool);
+        }
+        self.learner.poll(ctl);
+    }
+
+    fn punt(&mut self, ctl: &RouterControl) {
+        for h in ctl.workers() {
+            for _ in 0..PUMP_BUDGET * 4 {
+                let Some((reason, m)) = h.punts.pop() else {
+                    break;
+                };
+                self.counters.punted[reason as usize] += 1;
+                let data = m.data();
+                let tagged = data.len() >= 18 && data[12..14] == [0x81, 0x00];
+                let vlan = tagged.then(|| u16::from_be_bytes([data[14], data[15]]) & 0x0fff);
+                let Some(&k) = self.by_port.get(&(m.port(), vlan)) else {
+                    self.counters.no_twin += 1;
+                    continue;
+                };
+                let t = &mut self.twins[k];
+                let res = if tagged {
+                    // The twin is the sub-interface: the frame goes up untagged.
+                    let n = data.len() - 4;
+                    self.frame[..12].copy_from_slice(&data[..12]);
+                    self.frame[12..n].copy_from_slice(&data[16..]);
+                    t.dev.send(&self.frame[..n])
+                } else {
+                    t.dev.send(data)
+                };
+                match res {
+                    Ok(n) => {
+                        t.counters.punt_pkts += 1;
+                        t.counters.punt_bytes += n as u64;
+                    }
+                    Err(_) => t.counters.punt_errors += 1,
+                }
+            }
+        }
+    }
+
+    fn inject(&mut self, ctl: &RouterControl, pool: &Mempool) {
+        let workers = ctl.workers();
+        if workers.is_empty() {
+            return;
+        }
+        for (k, t) in self.twins.iter_mut().enumerate() {
+            // One worker per twin keeps each twin's frames in order.
+            let q = &workers[k % workers.len()].inject;
+            for _ in 0..PUMP_BUDGET {
+                let n = match t.dev.recv(&mut self.frame[4..]) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        t.counters.inject_drops += 1;
+                        break;
+                    }
+                };
+                if n < 14 {
+                    t.counters.inject_drops += 1;
+                    continue;
+                }
+                let frame = match t.vlan {
+                    Some(v) => {
+                        // Make room for the 802.1Q tag after the MACs.
+                        self.frame.copy_within(4..16, 0);
+                        self.frame[12..14].copy_from_slice(&[0x81, 0x00]);
+                        self.frame[14..16].copy_from_slice(&v.to_be_bytes());
+                        &self.frame[..n + 4]
+                    }
+                    None => &self.frame[4..4 + n],
+                };
+                let len = frame.len();
+                let sent = pool.alloc_with(frame).is_some_and(|mut m| {
+                    m.set_port(t.port);
+                    q.push((t.port, m)).is_ok()
+                });
+                if sent {
+                    t.counters.inject_pkts += 1;
+                    t.counters.inject_bytes += len as u64;
+                } else {
+                    t.counters.inject_drops += 1;
+                }
+            }
+        }
+    }
+
+    /// `show linux`.
+    pub fn show(&self, ctl: &RouterControl) -> Value {
+        let twins: Vec<Value> = self
+            .twins
+            .iter()
+            .map(|t| {
+                let c = t.counters;
+                json!({
+                    "interface": t.iface,
+                    "ifindex": t.ifindex,
+                    "twin": t.name,
+                    "kernel_ifindex": t.kernel_ifindex,
+                    "punt_pkts": c.punt_pkts,
+                    "punt_bytes": c.punt_bytes,
+                    "punt_errors": c.punt_errors,
+                    "inject_pkts": c.inject_pkts,
+                    "inject_bytes": c.inject_bytes,
+                    "inject_drops": c.inject_drops,
+                })
+            })
+            .collect();
+        let mut punted = serde_json::Map::new();
+        for r in PuntReason::ALL {
+            punted.insert(r.name().into(), json!(self.counters.punted[r as usize]));
+        }
+        let stats = ctl.worker_stats();
+        let policed = |d: dataplane::router::DropReason| -> u64 {
+            stats.iter().map(|s| s.drops[d as usize].get()).sum()
+        };
+        json!({
+            "netns": self.netns.name(),
+            "netns_created": self.created_netns,
+            "twins": twins,
+            "punted": punted,
+            "punt_no_twin": self.counters.no_twin,
+            "policer": {
+                "control_pps": self.section.punt_control_pps,
+                "other_pps": self.section.punt_other_pps,
+                "policed_control": policed(dataplane::router::DropReason::PuntPolicedControl),
+                "policed_other": policed(dataplane::router::DropReason::PuntPolicedOther),
+            },
+            "netlink": self.learner.show(),
+        })
+    }
+}

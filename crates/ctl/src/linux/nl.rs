@@ -1,0 +1,209 @@
+//! rtnetlink sockets of the control-plane namespace: one that follows the
+//! multicast groups (events), one for dumps and requests.
+
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+
+use netlink_packet_core::{
+    NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage,
+    NetlinkPayload,
+};
+use netlink_packet_route::address::{AddressAttribute, AddressMessage};
+use netlink_packet_route::link::LinkMessage;
+use netlink_packet_route::neighbour::NeighbourMessage;
+use netlink_packet_route::route::RouteMessage;
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use netlink_sys::{Socket, protocols::NETLINK_ROUTE};
+
+use super::decode::{self, Msg};
+use crate::linux::change::DecodeError;
+
+/// RTM_GETNEXTHOP (not in netlink-packet-route 0.34).
+const RTM_GETNEXTHOP: u16 = 106;
+
+/// The rtnetlink multicast groups the learner follows: links, neighbours, IPv4
+/// and IPv6 addresses, IPv4 routes, MPLS routes, nexthop objects.
+const GROUPS: [u32; 7] = [
+    1,  // RTNLGRP_LINK
+    3,  // RTNLGRP_NEIGH
+    5,  // RTNLGRP_IPV4_IFADDR
+    7,  // RTNLGRP_IPV4_ROUTE
+    9,  // RTNLGRP_IPV6_IFADDR
+    27, // RTNLGRP_MPLS_ROUTE
+    32, // RTNLGRP_NEXTHOP
+];
+
+/// Largest datagram read at once.
+const RECV_BUF: usize = 1 << 16;
+
+/// An rtnetlink socket.
+pub struct NlSocket {
+    sock: Socket,
+    seq: u32,
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for NlSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NlSocket")
+            .field("fd", &self.sock.as_raw_fd())
+            .finish()
+    }
+}
+
+impl NlSocket {
+    /// A socket in the calling thread's network namespace. With `events`, it
+    /// joins the learner's groups, is non-blocking and gets a receive buffer of
+    /// `rcvbuf` bytes (forced past `rmem_max`).
+    pub fn open(events: bool, rcvbuf: usize) -> io::Result<NlSocket> {
+        let mut sock = Socket::new(NETLINK_ROUTE)?;
+        sock.bind_auto()?;
+        if events {
+            for g in GROUPS {
+                sock.add_membership(g)?;
+            }
+            sock.set_non_blocking(true)?;
+        }
+        if rcvbuf > 0 {
+            let v = libc::c_int::try_from(rcvbuf).unwrap_or(libc::c_int::MAX);
+            // SAFETY: setsockopt on a socket we own with a valid int option value.
+            let rc = unsafe {
+                libc::setsockopt(
+                    sock.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVBUFFORCE,
+                    (&v as *const libc::c_int).cast(),
+                    size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if rc != 0 {
+                sock.set_rx_buf_sz(rcvbuf)?;
+            }
+        }
+        Ok(NlSocket {
+            sock,
+            seq: 0,
+            buf: Vec::with_capacity(RECV_BUF),
+        })
+    }
+
+    /// The receive buffer the kernel granted, bytes.
+    pub fn rcvbuf(&self) -> usize {
+        self.sock.get_rx_buf_sz().unwrap_or(0)
+    }
+
+    /// Reads one datagram; `Ok(None)` when nothing is waiting (non-blocking).
+    /// ENOBUFS (events were lost) comes back as the error.
+    pub fn recv(&mut self) -> io::Result<Option<&[u8]>> {
+        self.buf.clear();
+        match self.sock.recv(&mut self.buf, 0) {
+            Ok(_) => Ok(Some(&self.buf)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn send(&mut self, msg: RouteNetlinkMessage, flags: u16) -> io::Result<u32> {
+        self.seq = self.seq.wrapping_add(1);
+        let mut h = NetlinkHeader::default();
+        h.flags = flags;
+        h.sequence_number = self.seq;
+        let mut m = NetlinkMessage::new(h, NetlinkPayload::InnerMessage(msg));
+        m.finalize();
+        let mut bytes = vec![0; m.buffer_len()];
+        m.serialize(&mut bytes);
+        self.sock.send(&bytes, 0)?;
+        Ok(self.seq)
+    }
+
+    /// Dumps links, addresses, neighbours, routes (every family and table) and
+    /// nexthop objects, one after the other, and returns every message decoded.
+    /// Blocking: for the dump socket.
+    pub fn dump_all(&mut self) -> io::Result<Vec<Result<Msg, DecodeError>>> {
+        let mut out = Vec::new();
+        let dump = NLM_F_REQUEST | NLM_F_DUMP;
+        let reqs = [
+            RouteNetlinkMessage::GetLink(LinkMessage::default()),
+            RouteNetlinkMessage::GetAddress(AddressMessage::default()),
+            RouteNetlinkMessage::GetNeighbour(NeighbourMessage::default()),
+        ];
+        for r in reqs {
+            self.send(r, dump)?;
+            self.collect(&mut out)?;
+        }
+        // Nexthop objects before the routes that use them; built by hand
+        // (nlmsghdr + an all-zero nhmsg).
+        self.seq = self.seq.wrapping_add(1);
+        let mut req = Vec::with_capacity(24);
+        req.extend_from_slice(&24u32.to_ne_bytes());
+        req.extend_from_slice(&RTM_GETNEXTHOP.to_ne_bytes());
+        req.extend_from_slice(&dump.to_ne_bytes());
+        req.extend_from_slice(&self.seq.to_ne_bytes());
+        req.extend_from_slice(&0u32.to_ne_bytes());
+        req.extend_from_slice(&[0; 8]);
+        self.sock.send(&req, 0)?;
+        // A kernel without nexthop objects answers with an error: nothing to learn.
+        let mut nh = Vec::new();
+        self.collect(&mut nh)?;
+        out.extend(nh.into_iter().filter(|m| !matches!(m, Ok(Msg::Error(_)))));
+        self.send(RouteNetlinkMessage::GetRoute(RouteMessage::default()), dump)?;
+        self.collect(&mut out)?;
+        Ok(out)
+    }
+
+    /// Reads the answer to one request up to NLMSG_DONE or an error message.
+    fn collect(&mut self, out: &mut Vec<Result<Msg, DecodeError>>) -> io::Result<()> {
+        loop {
+            let Some(buf) = self.recv()? else {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "netlink dump socket is non-blocking",
+                ));
+            };
+            let mut end = false;
+            for m in decode::messages(buf) {
+                match m {
+                    Ok(Msg::Done) => end = true,
+                    Ok(Msg::Error(e)) => {
+                        end = true;
+                        out.push(Ok(Msg::Error(e)));
+                    }
+                    other => out.push(other),
+                }
+            }
+            if end {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Sends `msg` with NLM_F_ACK and waits for the kernel's answer.
+    fn request(&mut self, msg: RouteNetlinkMessage, flags: u16) -> io::Result<()> {
+        self.send(msg, NLM_F_REQUEST | NLM_F_ACK | flags)?;
+        let mut out = Vec::new();
+        self.collect(&mut out)?;
+        match out.last() {
+            Some(Ok(Msg::Error(0))) | None => Ok(()),
+            Some(Ok(Msg::Error(e))) => Err(io::Error::from_raw_os_error(*e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// `ip addr add ADDR/LEN dev IFINDEX` (EEXIST is not an error).
+    pub fn add_address(&mut self, ifindex: u32, addr: Ipv4Addr, len: u8) -> io::Result<()> {
+        let mut m = AddressMessage::default();
+        m.header.family = AddressFamily::Inet;
+        m.header.prefix_len = len;
+        m.header.index = ifindex;
+        m.attributes.push(AddressAttribute::Local(addr.into()));
+        m.attributes.push(AddressAttribute::Address(addr.into()));
+        match self.request(
+            RouteNetlinkMessage::NewAddress(m),
+            NLM_F_CREATE | NLM_F_EXCL,
+        ) {
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+            r => r,
+        }
+    }
+}

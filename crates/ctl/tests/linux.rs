@@ -1,0 +1,234 @@
+//! The Linux control plane end to end: dataplaned with `[linux]` between two host
+//! namespaces; its TAP twins live in a third (control-plane) namespace where the
+//! tests run `ip addr/route/neigh/link` (and BIRD) and check that `dpctl --json`
+//! shows exactly what Linux holds, and that traffic is forwarded by the dataplane
+//! on what was learned. Needs root, iproute2 and iputils-ping.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// Waits up to 5 s for `f` to hold.
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn ip(ns: &str, args: &str) {
+    let mut v = vec!["ip", "-n", ns];
+    v.extend(args.split_whitespace());
+    ok(&v);
+}
+
+/// The route for exactly `prefix` in table 0, if any.
+fn route(lab: &Lab, prefix: &str) -> Option<Value> {
+    let v = lab.json(&format!("route show {prefix}"));
+    v["routes"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["prefix"] == prefix).cloned())
+}
+
+fn addresses(lab: &Lab, iface: &str) -> Vec<String> {
+    let v = lab.json("show interfaces address");
+    v["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == iface)
+        .map(|i| {
+            i["addresses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn ping(ns: &str, dst: &str, n: u32) -> u32 {
+    let o = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "ping",
+        "-c",
+        &n.to_string(),
+        "-i",
+        "0.2",
+        "-W",
+        "1",
+        dst,
+    ]);
+    String::from_utf8_lossy(&o.stdout)
+        .split(", ")
+        .find(|p| p.ends_with("received"))
+        .and_then(|p| p.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn linux_state_is_reflected_in_the_dataplane() {
+    let mut lab = Lab::new(
+        "lx",
+        ["10.77.1.2/24", "10.77.2.2/24"],
+        Some(["10.77.1.1", "10.77.2.1"]),
+    );
+    let cp = lab.cp();
+    lab.start_daemon(&format!(
+        "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.77.1.1/24\"]\n\
+         [[interface]]\nname = \"port1\"\n\
+         [linux]\nnetns = \"{cp}\"\n"
+    ));
+    let (a, b) = (lab.ns("a"), lab.ns("b"));
+    // The twins exist with the ports' MACs; the file's address went to Linux.
+    let show = lab.json("show linux");
+    assert_eq!(show["enabled"], true);
+    assert_eq!(show["twins"].as_array().unwrap().len(), 2);
+    let link = String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "addr", "show", "port0"]).stdout)
+        .into_owned();
+    assert!(link.contains("10.77.1.1/24"), "{link}");
+    // An address added in Linux becomes the interface's, with its subnet.
+    ip(&cp, "addr add 10.77.2.1/24 dev port1");
+    wait_for("10.77.2.1 on port1", || {
+        addresses(&lab, "port1") == ["10.77.2.1/24"]
+    });
+    assert_eq!(route(&lab, "10.77.2.0/24").unwrap()["source"], "interface");
+    // The dataplane forwards between the hosts.
+    assert!(
+        ping(&a, "10.77.2.2", 4) >= 3,
+        "a -> b through the dataplane"
+    );
+    // The kernel resolves its neighbours through the twins (ARP punted and
+    // injected) and can ping through them.
+    assert!(ping(&cp, "10.77.1.2", 3) >= 2, "control plane -> a");
+    let n = lab.json("neighbor show");
+    assert!(
+        n["neighbors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["address"] == "10.77.1.2" && x["interface"] == "port0"),
+        "{n}"
+    );
+    // Routes: one gateway, ECMP with weights, reject kinds, another table ignored
+    // unless mapped.
+    ip(&cp, "route add 198.51.100.0/24 via 10.77.2.2");
+    ip(
+        &cp,
+        "route add 203.0.113.0/24 nexthop via 10.77.1.2 weight 1 nexthop via 10.77.2.2 weight 3",
+    );
+    ip(&cp, "route add blackhole 192.0.2.0/24");
+    ip(&cp, "route add unreachable 192.0.2.128/25");
+    wait_for("kernel routes", || route(&lab, "192.0.2.128/25").is_some());
+    let r = route(&lab, "198.51.100.0/24").unwrap();
+    assert_eq!(r["source"], "kernel");
+    assert_eq!(r["paths"][0]["gateway"], "10.77.2.2");
+    assert_eq!(r["paths"][0]["interface"], "port1");
+    let r = route(&lab, "203.0.113.0/24").unwrap();
+    let mut legs: Vec<(String, u64)> = r["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["gateway"].as_str().unwrap().to_string(),
+                p["weight"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    legs.sort();
+    assert_eq!(
+        legs,
+        [("10.77.1.2".to_string(), 1), ("10.77.2.2".to_string(), 3)]
+    );
+    assert_eq!(route(&lab, "192.0.2.0/24").unwrap()["kind"], "blackhole");
+    assert_eq!(
+        route(&lab, "192.0.2.128/25").unwrap()["kind"],
+        "unreachable"
+    );
+    // Host b answers for 198.51.100.1 (an address on its lo): a host pings it
+    // through the dataplane on the kernel-learned route.
+    ip(&b, "addr add 198.51.100.1/32 dev lo");
+    let before = lab.json("show interfaces port1")["interfaces"][0]["counters"]["tx_packets"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(ping(&a, "198.51.100.1", 4) >= 3, "a -> kernel route");
+    let after = lab.json("show interfaces port1")["interfaces"][0]["counters"]["tx_packets"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        after >= before + 3,
+        "forwarded by the dataplane: {before} -> {after}"
+    );
+    // A permanent neighbour.
+    ip(
+        &cp,
+        "neigh add 10.77.2.9 lladdr 02:00:00:00:02:09 dev port1 nud permanent",
+    );
+    wait_for("neighbour 10.77.2.9", || {
+        lab.json("neighbor show")["neighbors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["address"] == "10.77.2.9" && x["mac"] == "02:00:00:00:02:09")
+    });
+    // dpctl does not change what Linux holds.
+    let (code, _, err) = lab.dpctl("interface address add port1 10.77.3.1/24");
+    assert_ne!(code, 0);
+    assert!(err.contains("Linux twin"), "{err}");
+    // Deleting in Linux deletes here.
+    ip(&cp, "route del 192.0.2.0/24");
+    wait_for("192.0.2.0/24 gone", || {
+        route(&lab, "192.0.2.0/24").is_none()
+    });
+    ip(&cp, "neigh del 10.77.2.9 dev port1");
+    wait_for("neighbour gone", || {
+        !lab.json("neighbor show")["neighbors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["address"] == "10.77.2.9")
+    });
+    // A link going down purges its routes (the kernel sends no deletes for them)
+    // and the interface goes down.
+    ip(&cp, "link set port1 down");
+    wait_for("port1 down and its routes gone", || {
+        route(&lab, "198.51.100.0/24").is_none()
+            && lab.json("show interfaces address")["interfaces"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|i| i["name"] == "port1" && i["up"] == false)
+    });
+    let r = route(&lab, "203.0.113.0/24").unwrap();
+    assert_eq!(r["paths"].as_array().unwrap().len(), 1, "{r}");
+    ip(&cp, "link set port1 up");
+    // The address goes: its subnet too.
+    ip(&cp, "addr del 10.77.2.1/24 dev port1");
+    wait_for("10.77.2.1 gone", || addresses(&lab, "port1").is_empty());
+    assert!(route(&lab, "10.77.2.0/24").is_none());
+    let show = lab.json("show linux");
+    assert!(
+        show["twins"][0]["punt_pkts"].as_u64().unwrap() > 0,
+        "{show}"
+    );
+    assert!(
+        show["twins"][0]["inject_pkts"].as_u64().unwrap() > 0,
+        "{show}"
+    );
+    assert_eq!(show["netlink"]["malformed"], 0, "{show}");
+    lab.stop_daemon();
+}
