@@ -232,3 +232,225 @@ fn linux_state_is_reflected_in_the_dataplane() {
     assert_eq!(show["netlink"]["malformed"], 0, "{show}");
     lab.stop_daemon();
 }
+
+/// A BIRD started in namespace `ns` with `conf`, stopped by PID on drop.
+struct Bird {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+}
+
+impl Bird {
+    fn start(lab: &Lab, ns: &str, name: &str, conf: &str, extra: &[&str]) -> Bird {
+        let dir = &lab.dir;
+        let cfg = dir.join(format!("{name}.conf"));
+        let log = dir.join(format!("{name}.log"));
+        std::fs::write(&cfg, conf.replace("LOG", &log.display().to_string())).unwrap();
+        let child = std::process::Command::new("ip")
+            .args(["netns", "exec", ns, "bird", "-f", "-c"])
+            .arg(&cfg)
+            .arg("-s")
+            .arg(dir.join(format!("{name}.ctl")))
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start bird");
+        Bird { child, log }
+    }
+
+    /// `birdc graceful restart`: BIRD stops and leaves its routes in the kernel
+    /// (`persist`); its OSPF neighbours help it restart (RFC 3623).
+    fn graceful_stop(mut self, ns: &str) {
+        let sock = self.log.with_extension("ctl");
+        let sock = sock.to_str().unwrap();
+        ok(&[
+            "ip", "netns", "exec", ns, "birdc", "-s", sock, "graceful", "restart",
+        ]);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Bird {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = sh(&["kill", "-KILL", &self.child.id().to_string()]);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+const BIRD_CP: &str = r#"
+log "LOG" all;
+router id 10.78.0.1;
+protocol device { scan time 10; }
+protocol kernel { ipv4 { import none; export all; }; persist; merge paths on; graceful restart on; }
+protocol ospf v2 {
+  graceful restart yes;
+  ipv4 { import all; export none; };
+  area 0 {
+    interface "port1" { type ptp; cost 10; hello 1; dead 4; };
+    interface "port2" { type ptp; cost 20; hello 1; dead 4; };
+    interface "port0" { stub; };
+  };
+}
+"#;
+
+const BIRD_PEER: &str = r#"
+log "LOG" all;
+router id 10.78.0.2;
+protocol device { scan time 10; }
+protocol kernel { ipv4 { import none; export all; }; }
+protocol ospf v2 {
+  ipv4 { import all; export none; };
+  area 0 {
+    interface "UPLINK" { type ptp; cost 10; hello 1; dead 4; };
+    interface "SECOND" { type ptp; cost 20; hello 1; dead 4; };
+    interface "lo" { stub; };
+  };
+}
+"#;
+
+/// Waits up to `secs` for `f`, else fails with `logs`.
+fn wait_long(what: &str, secs: u64, logs: &dyn Fn() -> String, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "timed out waiting for {what}\n{}",
+            logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("{what}: {:.2} s", t0.elapsed().as_secs_f64());
+}
+
+#[test]
+fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
+    let mut lab = Lab::new("o", ["10.78.1.2/24", "10.78.2.2/24"], None);
+    let cp = lab.cp();
+    let (a, b) = (lab.ns("a"), lab.ns("b"));
+    let uplink = format!("dp{}b1", lab.tag);
+    ip(&a, "route add default via 10.78.1.1");
+    // The peer: a second link to the router (port2) and a stub network on lo.
+    let (c0, c1) = (format!("dp{}c0", lab.tag), format!("dp{}c1", lab.tag));
+    ok(&[
+        "ip", "link", "add", &c0, "type", "veth", "peer", "name", &c1,
+    ]);
+    ok(&["ip", "link", "set", &c1, "netns", &b]);
+    ok(&[
+        "sysctl",
+        "-qw",
+        &format!("net.ipv6.conf.{c0}.disable_ipv6=1"),
+    ]);
+    ok(&["ip", "link", "set", &c0, "up"]);
+    ip(&b, &format!("addr add 10.78.3.2/24 dev {c1}"));
+    ip(&b, &format!("link set {c1} up"));
+    ip(&b, "addr add 198.18.5.1/24 dev lo");
+    lab.start_daemon(&format!(
+        "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.78.1.1/24\"]\n\
+         [[interface]]\nname = \"port1\"\naddresses = [\"10.78.2.1/24\"]\n\
+         [[interface]]\nname = \"port2\"\naddresses = [\"10.78.3.1/24\"]\n\
+         [[port]]\nname = \"port2\"\ndevice = \"net_af_packet_{t}c,iface={c0}\"\n\
+         [linux]\nnetns = \"{cp}\"\n",
+        t = lab.tag
+    ));
+    let peer = Bird::start(
+        &lab,
+        &b,
+        "peer",
+        &BIRD_PEER.replace("UPLINK", &uplink).replace("SECOND", &c1),
+        &[],
+    );
+    let bird = Bird::start(&lab, &cp, "cp", BIRD_CP, &[]);
+    let logs = || {
+        format!(
+            "--- show linux\n{}\n--- routes\n{}\n--- kernel\n{}\n--- cp bird\n{}\n--- peer bird\n{}",
+            lab.dpctl("show linux").1,
+            lab.dpctl("route show").1,
+            String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "route"]).stdout),
+            std::fs::read_to_string(lab.dir.join("cp.log")).unwrap_or_default(),
+            std::fs::read_to_string(lab.dir.join("peer.log")).unwrap_or_default()
+        )
+    };
+    // OSPF comes up over the twins (hellos punted and injected) and BIRD's route
+    // reaches the dataplane through the kernel.
+    wait_long("OSPF route in the dataplane", 30, &logs, || {
+        route(&lab, "198.18.5.0/24")
+            .is_some_and(|r| r["source"] == "kernel" && r["paths"][0]["interface"] == "port1")
+    });
+    let tx = |iface: &str| {
+        lab.json(&format!("show interfaces {iface}"))["interfaces"][0]["counters"]["tx_packets"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    // The peer learns the router's stub network too; traffic flows both ways
+    // through the dataplane.
+    let before = tx("port1");
+    wait_long("a -> 198.18.5.1", 20, &logs, || {
+        ping(&a, "198.18.5.1", 1) == 1
+    });
+    assert!(ping(&a, "198.18.5.1", 5) >= 4, "{}", logs());
+    assert!(
+        tx("port1") >= before + 5,
+        "forwarded on port1 by the dataplane"
+    );
+    let show = lab.json("show linux");
+    assert!(
+        show["punted"]["punt_routing"].as_u64().unwrap() > 0,
+        "{show}"
+    );
+    // The better link fails silently for OSPF (the peer's address goes): after the
+    // dead interval the route moves to the other link.
+    ip(&b, &format!("addr del 10.78.2.2/24 dev {uplink}"));
+    wait_long("reroute over port2", 20, &logs, || {
+        route(&lab, "198.18.5.0/24").is_some_and(|r| r["paths"][0]["interface"] == "port2")
+    });
+    let before = tx("port2");
+    wait_long("a -> 198.18.5.1 again", 20, &logs, || {
+        ping(&a, "198.18.5.1", 1) == 1
+    });
+    assert!(ping(&a, "198.18.5.1", 3) >= 2, "{}", logs());
+    assert!(tx("port2") >= before + 3, "forwarded on port2");
+    // BIRD stops for a graceful restart: with `persist` its routes stay in the
+    // kernel, so the dataplane keeps forwarding; BIRD comes back (-R) and takes
+    // them over without a gap.
+    // The peer's own kernel briefly loses its way back while it helps: a static
+    // route keeps it, so the pings measure the router's side only.
+    ip(&b, "route add 10.78.1.0/24 via 10.78.3.1 metric 1");
+    bird.graceful_stop(&cp);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(route(&lab, "198.18.5.0/24").is_some(), "{}", logs());
+    assert!(ping(&a, "198.18.5.1", 3) >= 3, "forwarding with BIRD down");
+    let bird = Bird::start(&lab, &cp, "cp", BIRD_CP, &["-R"]);
+    // Through the restart and OSPF's re-convergence (about 6 s) every ping gets
+    // its answer.
+    let got = ping(&a, "198.18.5.1", 40);
+    assert!(
+        got >= 39,
+        "{got}/40 answered across BIRD's restart\n{}\n{}",
+        lab.dpctl("show errors").1,
+        logs()
+    );
+    let sock = lab.dir.join("cp.ctl");
+    let sock = sock.to_str().unwrap();
+    wait_long("OSPF full again", 20, &logs, || {
+        let o = sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &cp,
+            "birdc",
+            "-s",
+            sock,
+            "show",
+            "ospf",
+            "neighbors",
+        ]);
+        String::from_utf8_lossy(&o.stdout).contains("Full")
+    });
+    assert_eq!(route(&lab, "198.18.5.0/24").unwrap()["source"], "kernel");
+    drop(bird);
+    drop(peer);
+    lab.stop_daemon();
+}
