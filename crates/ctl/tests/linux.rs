@@ -454,3 +454,131 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
     drop(peer);
     lab.stop_daemon();
 }
+
+/// Kernel-learned routes in the dataplane, as `prefix` strings.
+fn kernel_routes(lab: &Lab) -> std::collections::BTreeSet<String> {
+    lab.json("route show")["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["source"] == "kernel")
+        .map(|r| r["prefix"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Routes of the namespace's main table that the learner takes (not `proto
+/// kernel`), as `prefix` strings.
+fn linux_routes(ns: &str) -> std::collections::BTreeSet<String> {
+    let o = sh(&["ip", "-n", ns, "-4", "route", "show", "table", "main"]);
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.contains("proto kernel"))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|p| {
+            if p.contains('/') {
+                p.to_string()
+            } else {
+                format!("{p}/32")
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
+    let mut lab = Lab::new(
+        "rs",
+        ["10.79.1.2/24", "10.79.2.2/24"],
+        Some(["10.79.1.1", "10.79.2.1"]),
+    );
+    let cp = lab.cp();
+    let (a, b) = (lab.ns("a"), lab.ns("b"));
+    // A receive buffer far too small for a burst: events are lost (ENOBUFS).
+    lab.start_daemon(&format!(
+        "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.79.1.1/24\"]\n\
+         [[interface]]\nname = \"port1\"\naddresses = [\"10.79.2.1/24\"]\n\
+         [linux]\nnetns = \"{cp}\"\nnetlink_rcvbuf = 4096\n"
+    ));
+    ip(&b, "addr add 198.18.7.1/32 dev lo");
+    ip(&cp, "route add 198.18.7.0/24 via 10.79.2.2");
+    wait_for("the stable route", || {
+        route(&lab, "198.18.7.0/24").is_some()
+    });
+    assert!(ping(&a, "198.18.7.1", 2) >= 1);
+    // Pings to the stable prefix while 100,000 routes come and go.
+    let pinger = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &a,
+            "ping",
+            "-q",
+            "-c",
+            "300",
+            "-i",
+            "0.01",
+            "198.18.7.1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let batch = |verb: &str| {
+        let mut s = String::new();
+        for i in 0..100_000u32 {
+            let _ = std::fmt::Write::write_fmt(
+                &mut s,
+                format_args!(
+                    "route {verb} 100.{}.{}.{}/32 via 10.79.2.2\n",
+                    64 + (i >> 16),
+                    (i >> 8) & 255,
+                    i & 255
+                ),
+            );
+        }
+        let f = lab.dir.join(format!("{verb}.batch"));
+        std::fs::write(&f, s).unwrap();
+        ok(&["ip", "-n", &cp, "-batch", f.to_str().unwrap()]);
+    };
+    let t0 = Instant::now();
+    batch("add");
+    let want = linux_routes(&cp);
+    assert_eq!(want.len(), 100_001);
+    wait_long(
+        "100,001 kernel routes",
+        30,
+        &|| lab.dpctl("show linux").1,
+        || kernel_routes(&lab) == want,
+    );
+    eprintln!(
+        "add burst in the dataplane after {:.2} s",
+        t0.elapsed().as_secs_f64()
+    );
+    batch("del");
+    let want = linux_routes(&cp);
+    assert_eq!(want.len(), 1);
+    wait_long(
+        "back to 1 kernel route",
+        30,
+        &|| lab.dpctl("show linux").1,
+        || kernel_routes(&lab) == want,
+    );
+    let show = lab.json("show linux");
+    eprintln!("{}", show["netlink"]);
+    let resyncs = show["netlink"]["resyncs"].as_u64().unwrap();
+    assert!(resyncs >= 2, "overflow forced a resync: {show}");
+    assert!(
+        show["netlink"]["last_resync"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("ENOBUFS"),
+        "{show}"
+    );
+    let out = pinger.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.contains(" 0% packet loss"),
+        "the stable prefix kept forwarding: {out}"
+    );
+    lab.stop_daemon();
+}

@@ -21,6 +21,10 @@ use super::nl::NlSocket;
 /// Datagrams read per poll before the batch is applied.
 const POLL_DATAGRAMS: usize = 1024;
 
+/// After lost events, how long the event socket must be free of overflows
+/// before the resync (one resync per burst, not one per overflow).
+pub const RESYNC_QUIET: Duration = Duration::from_millis(20);
+
 /// Counters and the last resync, for `show linux`.
 #[derive(Debug, Default, Clone)]
 pub struct LearnerStats {
@@ -38,17 +42,29 @@ pub struct LearnerStats {
     pub refused: u64,
     /// The last refusal or malformed message.
     pub last_error: Option<String>,
+    /// Receive errors on the event socket (ENOBUFS: events lost).
+    pub overflows: u64,
     /// Resyncs done.
     pub resyncs: u64,
     /// The last resync: reason, how long it took, entries swept.
     pub last_resync: Option<(String, Duration, u64)>,
 }
 
-/// The learner's state.
+/// The netlink learner: the sockets and what they taught.
 #[derive(Debug)]
 pub struct Learner {
     events: NlSocket,
     dump: NlSocket,
+    view: KernelView,
+    /// A resync is due: the reason, and when events were last lost.
+    pending: Option<(String, Instant)>,
+}
+
+/// What the router learned from the kernel, and how more of it is applied: the
+/// socket-free half of the learner (the benchmarks and the FPM server drive it
+/// with messages of their own).
+#[derive(Debug)]
+pub struct KernelView {
     /// Twin kernel ifindex -> router ifindex.
     twins: HashMap<u32, u32>,
     /// Linux table -> FIB table, beyond the default rule.
@@ -62,8 +78,6 @@ pub struct Learner {
     /// Set while a resync marks what the dump holds.
     mark: Option<Mark>,
     stats: LearnerStats,
-    /// A resync is due (the reason).
-    pending: Option<String>,
 }
 
 /// What a dump refreshed.
@@ -88,51 +102,57 @@ impl Learner {
         Learner {
             events,
             dump,
-            twins,
-            tables,
-            nexthops: BTreeMap::new(),
-            nh_users: BTreeMap::new(),
-            labels: BTreeSet::new(),
-            mark: None,
-            stats: LearnerStats::default(),
+            view: KernelView::new(twins, tables),
             pending: None,
         }
     }
 
     /// The counters.
     pub fn stats(&self) -> &LearnerStats {
-        &self.stats
+        &self.view.stats
     }
 
-    /// Reads what is waiting on the event socket and applies it as one batch;
-    /// resyncs when events were lost.
+    /// Reads what is waiting on the event socket and applies it as one batch.
+    /// When events were lost it drops what follows until the burst is over
+    /// (no overflow for [`RESYNC_QUIET`]) and then resyncs once.
     pub fn poll(&mut self, ctl: &mut RouterControl) {
         let mut msgs = Vec::new();
         for _ in 0..POLL_DATAGRAMS {
             match self.events.recv() {
-                Ok(Some(buf)) => msgs.extend(decode::messages(buf)),
-                Ok(None) => break,
-                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    self.pending = Some("ENOBUFS: netlink events were lost".into());
-                    break;
+                Ok(Some(buf)) => {
+                    if self.pending.is_none() {
+                        msgs.extend(decode::messages(buf));
+                    }
                 }
+                Ok(None) => break,
                 Err(e) => {
-                    self.pending = Some(format!("netlink receive: {e}"));
-                    break;
+                    let why = if e.raw_os_error() == Some(libc::ENOBUFS) {
+                        "ENOBUFS: netlink events were lost".to_string()
+                    } else {
+                        format!("netlink receive: {e}")
+                    };
+                    self.view.stats.overflows += 1;
+                    self.pending = Some((why, Instant::now()));
+                    msgs.clear();
                 }
             }
         }
-        if let Some(reason) = self.pending.take() {
-            self.resync(ctl, &reason);
+        if let Some((reason, at)) = &self.pending {
+            if at.elapsed() >= RESYNC_QUIET {
+                let reason = reason.clone();
+                self.pending = None;
+                self.resync(ctl, &reason);
+            }
             return;
         }
         if !msgs.is_empty() {
-            self.apply_batch(ctl, msgs);
+            self.view.apply_batch(ctl, msgs);
         }
     }
 
     /// Dumps the namespace and makes the router hold exactly its state: what the
-    /// dump has is applied, kernel-learned entries it does not have are removed.
+    /// dump has is applied, kernel-learned entries it does not have are removed,
+    /// all in one publication.
     pub fn resync(&mut self, ctl: &mut RouterControl, reason: &str) {
         let t0 = Instant::now();
         // Events queued before the dump are older than it: drop them.
@@ -147,20 +167,63 @@ impl Learner {
         let msgs = match self.dump.dump_all() {
             Ok(m) => m,
             Err(e) => {
-                self.stats.last_error = Some(format!("netlink dump: {e}"));
-                self.pending = Some(format!("netlink dump failed: {e}"));
+                self.view.stats.last_error = Some(format!("netlink dump: {e}"));
+                self.pending = Some((format!("netlink dump failed: {e}"), Instant::now()));
                 return;
             }
         };
-        self.mark = Some(Mark::default());
-        self.apply_batch(ctl, msgs);
-        let mark = self.mark.take().unwrap_or_default();
-        let swept = ctl.batch(|ctl| self.sweep(ctl, &mark));
-        self.stats.resyncs += 1;
-        self.stats.last_resync = Some((reason.to_string(), t0.elapsed(), swept));
+        let v = &mut self.view;
+        let swept = ctl.batch(|ctl| {
+            v.mark = Some(Mark::default());
+            v.apply_batch(ctl, msgs);
+            v.sweep(ctl)
+        });
+        v.stats.resyncs += 1;
+        v.stats.last_resync = Some((reason.to_string(), t0.elapsed(), swept));
     }
 
-    fn sweep(&mut self, ctl: &mut RouterControl, mark: &Mark) -> u64 {
+    /// `show linux`'s netlink part.
+    pub fn show(&self) -> Value {
+        let mut v = self.view.show();
+        v["rcvbuf"] = json!(self.events.rcvbuf());
+        v
+    }
+}
+
+impl KernelView {
+    /// Nothing learned yet; twin ifindexes `twins` (kernel -> router), Linux
+    /// tables mapped by `tables` (beyond main -> 0 and N -> N).
+    pub fn new(twins: HashMap<u32, u32>, tables: BTreeMap<u32, u32>) -> KernelView {
+        KernelView {
+            twins,
+            tables,
+            nexthops: BTreeMap::new(),
+            nh_users: BTreeMap::new(),
+            labels: BTreeSet::new(),
+            mark: None,
+            stats: LearnerStats::default(),
+        }
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &LearnerStats {
+        &self.stats
+    }
+
+    /// Starts a full refresh: what is applied until [`KernelView::sweep`] is
+    /// marked as present.
+    pub fn begin_refresh(&mut self) {
+        self.mark = Some(Mark::default());
+    }
+
+    /// Ends a refresh: removes the kernel-learned entries it did not mark.
+    /// Returns how many went.
+    pub fn sweep(&mut self, ctl: &mut RouterControl) -> u64 {
+        let mark = self.mark.take().unwrap_or_default();
+        self.sweep_unmarked(ctl, &mark)
+    }
+
+    fn sweep_unmarked(&mut self, ctl: &mut RouterControl, mark: &Mark) -> u64 {
         let mut swept = 0;
         let stale: Vec<_> = ctl
             .routes_of(RouteSource::Kernel)
@@ -215,7 +278,8 @@ impl Learner {
         swept
     }
 
-    fn apply_batch(&mut self, ctl: &mut RouterControl, msgs: Vec<Result<Msg, DecodeError>>) {
+    /// Applies decoded messages as one publication.
+    pub fn apply_batch(&mut self, ctl: &mut RouterControl, msgs: Vec<Result<Msg, DecodeError>>) {
         ctl.batch(|ctl| {
             for m in msgs {
                 self.stats.messages += 1;
@@ -576,7 +640,6 @@ impl Learner {
     pub fn show(&self) -> Value {
         let s = &self.stats;
         json!({
-            "rcvbuf": self.events.rcvbuf(),
             "messages": s.messages,
             "batches": s.batches,
             "applied": s.applied,
@@ -584,6 +647,7 @@ impl Learner {
             "malformed": s.malformed,
             "refused": s.refused,
             "last_error": s.last_error,
+            "overflows": s.overflows,
             "resyncs": s.resyncs,
             "last_resync": s.last_resync.as_ref().map(|(r, d, n)| json!({
                 "reason": r,
@@ -593,5 +657,373 @@ impl Learner {
             "nexthop_objects": self.nexthops.len(),
             "labels": self.labels.len(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dataplane::router::Interface;
+    use std::net::Ipv6Addr;
+
+    fn pfx(s: &str) -> Ipv4Prefix {
+        s.parse().unwrap()
+    }
+
+    /// A router with port0 (ifindex 1, 10.1.0.1/24) and port1 (ifindex 2,
+    /// 10.2.0.1/24), twins 11 and 12; kernel ifindex 13 is not a twin.
+    fn setup() -> (RouterControl, KernelView) {
+        let mut ctl = RouterControl::new();
+        for p in 0..2u8 {
+            ctl.add_interface(Interface {
+                ifindex: u32::from(p) + 1,
+                name: format!("port{p}"),
+                port: u16::from(p),
+                vlan: None,
+                mac: [2, 0, 0, 0, 0, p],
+                mtu: 1500,
+                up: true,
+                table: 0,
+                addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+            })
+            .unwrap();
+        }
+        let view = KernelView::new(HashMap::from([(11, 1), (12, 2)]), BTreeMap::new());
+        (ctl, view)
+    }
+
+    fn nh(gw: &str, oif: u32) -> NextHop {
+        NextHop {
+            gateway: Some(gw.parse().unwrap()),
+            ifindex: Some(oif),
+            weight: 1,
+            onlink: false,
+            labels: Vec::new(),
+        }
+    }
+
+    fn route(table: u32, p: &str, t: Option<Target>) -> Change {
+        Change::Route {
+            table,
+            prefix: pfx(p),
+            route: t,
+        }
+    }
+
+    /// A path as (via, interface, weight, labels).
+    type Leg = (Via, Option<u32>, u32, Vec<u32>);
+
+    fn paths(ctl: &RouterControl, p: &str) -> Option<Vec<Leg>> {
+        match ctl.route_of(RouteSource::Kernel, 0, pfx(p))? {
+            RouteKind::Paths(ps) => Some(
+                ps.iter()
+                    .map(|p| (p.via, p.ifindex, p.weight, p.labels.clone()))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn routes_map_twins_tables_and_next_hop_kinds() {
+        let (mut ctl, mut v) = setup();
+        let mut labelled = nh("10.2.0.2", 12);
+        labelled.labels = vec![100, 200];
+        labelled.weight = 3;
+        let v6 = NextHop {
+            gateway: Some(IpAddr::V6("fe80::1".parse().unwrap())),
+            ..nh("10.1.0.2", 11)
+        };
+        for c in [
+            route(
+                254,
+                "198.51.100.0/24",
+                Some(Target::Paths(vec![nh("10.1.0.2", 11), labelled])),
+            ),
+            route(254, "203.0.113.0/24", Some(Target::Paths(vec![v6]))),
+            route(254, "192.0.2.0/24", Some(Target::Blackhole)),
+            // Not over a twin: ignored; a table with no FIB table: ignored.
+            route(
+                254,
+                "192.0.2.128/25",
+                Some(Target::Paths(vec![nh("10.9.0.2", 13)])),
+            ),
+            route(100, "192.0.2.64/26", Some(Target::Blackhole)),
+        ] {
+            v.apply(&mut ctl, c);
+        }
+        assert_eq!(
+            paths(&ctl, "198.51.100.0/24").unwrap(),
+            [
+                (
+                    Via::Gateway("10.1.0.2".parse().unwrap()),
+                    Some(1),
+                    1,
+                    vec![]
+                ),
+                (
+                    Via::Gateway("10.2.0.2".parse().unwrap()),
+                    Some(2),
+                    3,
+                    vec![100, 200]
+                ),
+            ]
+        );
+        assert_eq!(
+            paths(&ctl, "203.0.113.0/24").unwrap(),
+            [(
+                Via::Gateway6("fe80::1".parse().unwrap()),
+                Some(1),
+                1,
+                vec![]
+            )]
+        );
+        assert_eq!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("192.0.2.0/24")),
+            Some(&RouteKind::Blackhole)
+        );
+        assert!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("192.0.2.128/25"))
+                .is_none()
+        );
+        assert_eq!(v.stats().ignored["route not over a twin"], 1);
+        assert_eq!(v.stats().ignored["table not mapped"], 1);
+        // Table 100 exists now: it maps to FIB table 100.
+        ctl.table_add(100).unwrap();
+        v.apply(
+            &mut ctl,
+            route(100, "192.0.2.64/26", Some(Target::Blackhole)),
+        );
+        assert!(
+            ctl.route_of(RouteSource::Kernel, 100, pfx("192.0.2.64/26"))
+                .is_some()
+        );
+        // A replace, then a delete.
+        v.apply(
+            &mut ctl,
+            route(
+                254,
+                "198.51.100.0/24",
+                Some(Target::Paths(vec![nh("10.2.0.2", 12)])),
+            ),
+        );
+        assert_eq!(paths(&ctl, "198.51.100.0/24").unwrap().len(), 1);
+        v.apply(&mut ctl, route(254, "198.51.100.0/24", None));
+        assert!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("198.51.100.0/24"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn nexthop_objects_resolve_and_follow_their_changes() {
+        let (mut ctl, mut v) = setup();
+        let obj = |id, o| Change::Nexthop { id, nh: Some(o) };
+        v.apply(&mut ctl, obj(1, NexthopObject::One(nh("10.1.0.2", 11))));
+        v.apply(&mut ctl, obj(2, NexthopObject::One(nh("10.2.0.2", 12))));
+        v.apply(
+            &mut ctl,
+            obj(10, NexthopObject::Group(vec![(1, 1), (2, 2)])),
+        );
+        v.apply(
+            &mut ctl,
+            route(254, "198.51.100.0/24", Some(Target::NexthopId(10))),
+        );
+        v.apply(
+            &mut ctl,
+            route(254, "203.0.113.0/24", Some(Target::NexthopId(1))),
+        );
+        let w: Vec<u32> = paths(&ctl, "198.51.100.0/24")
+            .unwrap()
+            .iter()
+            .map(|p| p.2)
+            .collect();
+        assert_eq!(w, [1, 2]);
+        // Member 2 moves: the group's route follows; member 1 goes: its own route
+        // goes and the group loses it.
+        v.apply(&mut ctl, obj(2, NexthopObject::One(nh("10.1.0.3", 11))));
+        let p = paths(&ctl, "198.51.100.0/24").unwrap();
+        assert_eq!(p[1].0, Via::Gateway("10.1.0.3".parse().unwrap()));
+        v.apply(&mut ctl, Change::Nexthop { id: 1, nh: None });
+        assert!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("203.0.113.0/24"))
+                .is_none()
+        );
+        assert_eq!(paths(&ctl, "198.51.100.0/24").unwrap().len(), 1);
+        v.apply(&mut ctl, obj(1, NexthopObject::Blackhole));
+        assert_eq!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("203.0.113.0/24")),
+            Some(&RouteKind::Blackhole)
+        );
+    }
+
+    #[test]
+    fn mpls_routes_become_label_entries() {
+        let (mut ctl, mut v) = setup();
+        let mut swap = nh("10.2.0.2", 12);
+        swap.labels = vec![200];
+        v.apply(
+            &mut ctl,
+            Change::Label {
+                label: 100,
+                route: Some(vec![swap]),
+            },
+        );
+        // No out-label: PHP. No next hop on a twin and no gateway: pop and look up.
+        v.apply(
+            &mut ctl,
+            Change::Label {
+                label: 101,
+                route: Some(vec![nh("10.1.0.2", 11)]),
+            },
+        );
+        let local = NextHop {
+            gateway: None,
+            ifindex: None,
+            ..nh("10.1.0.2", 11)
+        };
+        v.apply(
+            &mut ctl,
+            Change::Label {
+                label: 102,
+                route: Some(vec![local]),
+            },
+        );
+        let out = |l: u32| match ctl.labels().get(l, true) {
+            Some(mpls::LabelAction::Forward { paths, .. }) => Some(paths[0].out_labels.clone()),
+            _ => None,
+        };
+        assert_eq!(out(100), Some(vec![200]));
+        assert_eq!(out(101), Some(vec![3]));
+        assert!(matches!(
+            ctl.labels().get(102, true),
+            Some(mpls::LabelAction::Ip4Lookup { table: 0, .. })
+        ));
+        v.apply(
+            &mut ctl,
+            Change::Label {
+                label: 100,
+                route: None,
+            },
+        );
+        assert!(ctl.labels().get(100, true).is_none());
+        assert!(ctl.labels().get(100, false).is_none());
+    }
+
+    #[test]
+    fn links_addresses_and_neighbours_of_twins() {
+        let (mut ctl, mut v) = setup();
+        let link = |up, mtu| {
+            Change::Link(Link {
+                ifindex: 12,
+                name: "port1".into(),
+                up,
+                mtu,
+                mac: None,
+            })
+        };
+        v.apply(
+            &mut ctl,
+            route(
+                254,
+                "198.51.100.0/24",
+                Some(Target::Paths(vec![nh("10.2.0.2", 12)])),
+            ),
+        );
+        v.apply(&mut ctl, link(true, 9000));
+        assert_eq!(ctl.iface(2).unwrap().mtu, 9000);
+        v.apply(&mut ctl, link(false, 9000));
+        assert!(!ctl.iface(2).unwrap().up);
+        assert!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("198.51.100.0/24"))
+                .is_none()
+        );
+        let addr = |add| Change::Addr {
+            add,
+            ifindex: 11,
+            addr: "10.5.0.1".parse().unwrap(),
+            len: 24,
+        };
+        v.apply(&mut ctl, addr(true));
+        v.apply(&mut ctl, addr(true));
+        assert!(
+            ctl.iface(1)
+                .unwrap()
+                .addrs
+                .contains(&("10.5.0.1".parse().unwrap(), 24))
+        );
+        v.apply(&mut ctl, addr(false));
+        assert!(
+            !ctl.iface(1)
+                .unwrap()
+                .addrs
+                .contains(&("10.5.0.1".parse().unwrap(), 24))
+        );
+        let neigh = |addr: IpAddr, mac| Change::Neigh {
+            ifindex: 11,
+            addr,
+            mac,
+        };
+        let ip4: Ipv4Addr = "10.1.0.7".parse().unwrap();
+        let ip6: Ipv6Addr = "fe80::7".parse().unwrap();
+        v.apply(&mut ctl, neigh(ip4.into(), Some([2, 0, 0, 0, 0, 7])));
+        v.apply(&mut ctl, neigh(ip6.into(), Some([2, 0, 0, 0, 0, 8])));
+        assert!(ctl.is_kernel_neighbor(1, ip4));
+        assert_eq!(ctl.neighbors6().get(&(1, ip6)), Some(&[2, 0, 0, 0, 0, 8]));
+        v.apply(&mut ctl, neigh(ip4.into(), None));
+        v.apply(&mut ctl, neigh(ip6.into(), None));
+        assert!(!ctl.neighbors().contains_key(&(1, ip4)));
+        assert!(ctl.neighbors6().is_empty());
+        // Other links are not ours.
+        v.apply(
+            &mut ctl,
+            Change::Addr {
+                add: true,
+                ifindex: 13,
+                addr: ip4,
+                len: 32,
+            },
+        );
+        assert_eq!(v.stats().ignored["not a twin"], 1);
+    }
+
+    #[test]
+    fn a_refresh_sweeps_what_the_dump_did_not_have() {
+        let (mut ctl, mut v) = setup();
+        let via = |gw| Some(Target::Paths(vec![nh(gw, 12)]));
+        v.apply(&mut ctl, route(254, "198.51.100.0/24", via("10.2.0.2")));
+        v.apply(&mut ctl, route(254, "203.0.113.0/24", via("10.2.0.2")));
+        v.apply(
+            &mut ctl,
+            Change::Neigh {
+                ifindex: 11,
+                addr: "10.1.0.7".parse().unwrap(),
+                mac: Some([2; 6]),
+            },
+        );
+        // A dump with one of the routes and the interfaces' addresses.
+        v.begin_refresh();
+        v.apply_batch(
+            &mut ctl,
+            vec![
+                Ok(Msg::Change(route(254, "203.0.113.0/24", via("10.2.0.3")))),
+                Ok(Msg::Change(Change::Addr {
+                    add: true,
+                    ifindex: 11,
+                    addr: "10.1.0.1".parse().unwrap(),
+                    len: 24,
+                })),
+                Ok(Msg::Change(Change::Addr {
+                    add: true,
+                    ifindex: 12,
+                    addr: "10.2.0.1".parse().unwrap(),
+                    len: 24,
+                })),
+            ],
+        );
+        assert_eq!(v.sweep(&mut ctl), 2);
+        let left: Vec<_> = ctl.routes_of(RouteSource::Kernel).map(|r| r.1).collect();
+        assert_eq!(left, [pfx("203.0.113.0/24")]);
+        assert!(ctl.neighbors().is_empty());
     }
 }
