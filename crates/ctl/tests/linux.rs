@@ -11,6 +11,13 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::Value;
 
+/// One daemon at a time: each runs workers, BIRD and bursts of netlink on a
+/// 2-core machine.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Waits up to 5 s for `f` to hold.
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
@@ -80,6 +87,7 @@ fn ping(ns: &str, dst: &str, n: u32) -> u32 {
 
 #[test]
 fn linux_state_is_reflected_in_the_dataplane() {
+    let _serial = serial();
     let mut lab = Lab::new(
         "lx",
         ["10.77.1.2/24", "10.77.2.2/24"],
@@ -326,6 +334,7 @@ fn wait_long(what: &str, secs: u64, logs: &dyn Fn() -> String, mut f: impl FnMut
 
 #[test]
 fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
+    let _serial = serial();
     let mut lab = Lab::new("o", ["10.78.1.2/24", "10.78.2.2/24"], None);
     let cp = lab.cp();
     let (a, b) = (lab.ns("a"), lab.ns("b"));
@@ -486,6 +495,7 @@ fn linux_routes(ns: &str) -> std::collections::BTreeSet<String> {
 
 #[test]
 fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
+    let _serial = serial();
     let mut lab = Lab::new(
         "rs",
         ["10.79.1.2/24", "10.79.2.2/24"],
@@ -580,5 +590,152 @@ fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
         out.contains(" 0% packet loss"),
         "the stable prefix kept forwarding: {out}"
     );
+    lab.stop_daemon();
+}
+
+const BIRD_LITE_R1: &str = r#"
+log "LOG" all;
+router id 192.0.2.1;
+protocol device { scan time 10; }
+protocol direct { ipv4; interface "lo", "port0"; }
+protocol kernel { ipv4 { import none; export where source = RTS_BGP; }; }
+protocol bgp peer {
+  local fe80::1 as 65001;
+  neighbor fe80::2 as 65002;
+  interface "port1";
+  direct;
+  hold time 6; keepalive time 2; connect retry time 1;
+  ipv4 { extended next hop on; import all; export where source = RTS_DEVICE; };
+}
+"#;
+
+const BIRD_LITE_R2: &str = r#"
+log "LOG" all;
+router id 192.0.2.2;
+protocol device { scan time 10; }
+protocol direct { ipv4; interface "lo"; }
+protocol kernel { ipv4 { import none; export where source = RTS_BGP; }; }
+protocol bgp peer {
+  local fe80::2 as 65002;
+  neighbor fe80::1 as 65001;
+  interface "UPLINK";
+  direct;
+  hold time 6; keepalive time 2; connect retry time 1;
+  ipv4 { extended next hop on; import all; export where source = RTS_DEVICE; };
+}
+"#;
+
+fn birdc(ns: &str, sock: &std::path::Path, cmd: &str) -> String {
+    let mut v = vec![
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "birdc",
+        "-s",
+        sock.to_str().unwrap(),
+    ];
+    v.extend(cmd.split_whitespace());
+    String::from_utf8_lossy(&sh(&v).stdout).into_owned()
+}
+
+/// The IPv4-lite router of seed 003: the core link carries no IPv4 address; BGP
+/// over IPv6 link-local with extended next hop installs IPv4 routes via IPv6
+/// next hops, the dataplane forwards on them (resolving the IPv6 neighbour's MAC)
+/// and answers traceroute from its loopback.
+#[test]
+fn ipv4_lite_routes_via_ipv6_link_local_next_hops() {
+    let _serial = serial();
+    let mut lab = Lab::new(
+        "l4",
+        ["10.80.1.2/24", "10.80.9.9/24"],
+        Some(["10.80.1.1", "10.80.9.1"]),
+    );
+    let cp = lab.cp();
+    let (a, b) = (lab.ns("a"), lab.ns("b"));
+    let uplink = format!("dp{}b1", lab.tag);
+    // R2 (b, a Linux router): no IPv4 on the link, its loopback and a network on lo.
+    ip(&b, &format!("addr flush dev {uplink}"));
+    ip(&b, &format!("addr add fe80::2/64 dev {uplink} nodad"));
+    ip(&b, "addr add 192.0.2.2/32 dev lo");
+    ip(&b, "addr add 198.18.6.1/24 dev lo");
+    ok(&[
+        "ip",
+        "netns",
+        "exec",
+        &b,
+        "sysctl",
+        "-qw",
+        "net.ipv4.ip_forward=1",
+    ]);
+    lab.start_daemon(&format!(
+        "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.80.1.1/24\"]\n\
+         [[interface]]\nname = \"port1\"\n\
+         [linux]\nnetns = \"{cp}\"\n"
+    ));
+    // R1's loopback and link-local address live in Linux.
+    ip(&cp, "addr add 192.0.2.1/32 dev lo");
+    ip(&cp, "link set lo up");
+    ip(&cp, "addr add fe80::1/64 dev port1 nodad");
+    let r2 = Bird::start(
+        &lab,
+        &b,
+        "r2",
+        &BIRD_LITE_R2.replace("UPLINK", &uplink),
+        &[],
+    );
+    let r1 = Bird::start(&lab, &cp, "r1", BIRD_LITE_R1, &[]);
+    let logs = || {
+        format!(
+            "--- show linux\n{}\n--- routes\n{}\n--- kernel\n{}\n--- neigh\n{}\n--- r1\n{}\n--- r2\n{}",
+            lab.dpctl("show linux").1,
+            lab.dpctl("route show").1,
+            String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "route"]).stdout),
+            String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "-6", "neigh"]).stdout),
+            birdc(&cp, &lab.dir.join("r1.ctl"), "show protocols all peer"),
+            birdc(&b, &lab.dir.join("r2.ctl"), "show route all"),
+        )
+    };
+    wait_long("IPv4 route via fe80::2 in the dataplane", 30, &logs, || {
+        route(&lab, "198.18.6.0/24").is_some_and(|r| {
+            r["paths"][0]["gateway"] == "fe80::2" && r["paths"][0]["interface"] == "port1"
+        })
+    });
+    assert_eq!(
+        lab.json("route show 192.0.2.1/32")["routes"][0]["kind"],
+        "local"
+    );
+    // a -> R1 (dataplane) -> R2's network, and back over R2's route via fe80::1.
+    wait_long("a -> 198.18.6.1", 20, &logs, || {
+        ping(&a, "198.18.6.1", 1) == 1
+    });
+    assert!(ping(&a, "198.18.6.1", 4) >= 4, "{}", logs());
+    // traceroute from R2 towards a: the dataplane hop answers from its loopback
+    // (port1 has no address of its own).
+    let o = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &b,
+        "traceroute",
+        "-n",
+        "-q",
+        "1",
+        "-w",
+        "1",
+        "-s",
+        "198.18.6.1",
+        "10.80.1.2",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let hops: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(hops, ["192.0.2.1", "10.80.1.2"], "{out}\n{}", logs());
+    drop(r1);
+    drop(r2);
     lab.stop_daemon();
 }

@@ -18,6 +18,9 @@ use super::change::{Change, DecodeError, Link, NextHop, NexthopObject, Target};
 use super::decode::{self, Msg};
 use super::nl::NlSocket;
 
+/// `lo`'s ifindex in every network namespace.
+const LOOPBACK_IFINDEX: u32 = 1;
+
 /// Datagrams read per poll before the batch is applied.
 const POLL_DATAGRAMS: usize = 1024;
 
@@ -77,6 +80,10 @@ pub struct KernelView {
     labels: BTreeSet<u32>,
     /// Set while a resync marks what the dump holds.
     mark: Option<Mark>,
+    /// The router's addresses on the namespace's `lo` (/32s).
+    loopbacks: BTreeSet<Ipv4Addr>,
+    /// The router id this learner set (from `loopbacks`), if it set one.
+    router_id: Option<Ipv4Addr>,
     stats: LearnerStats,
 }
 
@@ -201,6 +208,8 @@ impl KernelView {
             nh_users: BTreeMap::new(),
             labels: BTreeSet::new(),
             mark: None,
+            loopbacks: BTreeSet::new(),
+            router_id: None,
             stats: LearnerStats::default(),
         }
     }
@@ -275,6 +284,15 @@ impl KernelView {
             }
         }
         self.nexthops.retain(|id, _| mark.nexthops.contains(id));
+        let gone: Vec<Ipv4Addr> = self
+            .loopbacks
+            .iter()
+            .copied()
+            .filter(|&a| Ipv4Prefix::new(a, 32).is_ok_and(|p| !mark.routes.contains(&(0, p))))
+            .collect();
+        for a in gone {
+            self.loopback(ctl, false, a);
+        }
         swept
     }
 
@@ -325,6 +343,12 @@ impl KernelView {
                     self.refused(format!("twin of interface {r} was deleted in Linux"));
                 }
             }
+            Change::Addr {
+                add,
+                ifindex: LOOPBACK_IFINDEX,
+                addr,
+                len: 32,
+            } if !addr.is_loopback() => self.loopback(ctl, add, addr),
             Change::Addr {
                 add,
                 ifindex,
@@ -411,6 +435,33 @@ impl KernelView {
                     self.install(ctl, t, p, kind);
                 }
             }
+        }
+    }
+
+    /// A /32 on the namespace's `lo`: the router's own address (delivered
+    /// locally), and its router id unless the file set one: ICMP errors and ARP
+    /// of unnumbered interfaces come from it.
+    fn loopback(&mut self, ctl: &mut RouterControl, add: bool, addr: Ipv4Addr) {
+        let Ok(host) = Ipv4Prefix::new(addr, 32) else {
+            return;
+        };
+        if add {
+            if let Some(m) = &mut self.mark {
+                m.routes.insert((0, host));
+            }
+            self.loopbacks.insert(addr);
+            if let Err(e) = ctl.route_add_from(RouteSource::Kernel, 0, host, RouteKind::Local) {
+                self.refused(format!("loopback {addr}: {e}"));
+            }
+        } else {
+            self.loopbacks.remove(&addr);
+            let _ = ctl.route_del_from(RouteSource::Kernel, 0, host);
+        }
+        let current = ctl.router_id();
+        if current.is_none() || current == self.router_id {
+            let next = self.loopbacks.iter().next().copied();
+            self.router_id = next;
+            ctl.set_router_id(next);
         }
     }
 

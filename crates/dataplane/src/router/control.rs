@@ -304,7 +304,13 @@ impl RouterControl {
             .ok_or(RouterError::UnknownInterface(ifindex))
     }
 
-    /// Sets the address used as ICMP source for interfaces without one.
+    /// The router id (see [`RouterControl::set_router_id`]).
+    pub fn router_id(&self) -> Option<Ipv4Addr> {
+        self.router_id
+    }
+
+    /// Sets the router id: the ICMP source and ARP sender of unnumbered
+    /// interfaces (the loopback's address).
     pub fn set_router_id(&mut self, id: Option<Ipv4Addr>) {
         self.router_id = id;
         self.publish();
@@ -669,6 +675,7 @@ impl RouterControl {
     pub fn age_neighbors(&mut self, now: Instant, aging: &NeighborAging) -> Vec<ArpProbe> {
         let mut probes = Vec::new();
         let mut forget = Vec::new();
+        let router_id = self.router_id;
         for (&(ifindex, ip), e) in self.learned.iter_mut() {
             match e.step(now, aging) {
                 Step::Wait => {}
@@ -678,7 +685,7 @@ impl RouterControl {
                         .iface_list
                         .get(&ifindex)
                         .zip(self.neighbors.get(&(ifindex, ip)))
-                        .and_then(|(i, &mac)| arp_probe(i, ip, mac));
+                        .and_then(|(i, &mac)| arp_probe(i, router_id, ip, mac));
                     match probe {
                         Some(p) => probes.push(p),
                         // No address to probe from: nothing can refresh it.

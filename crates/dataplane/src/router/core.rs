@@ -1104,15 +1104,21 @@ impl Work {
         sha.copy_from_slice(&a[8..14]);
         let spa = Ipv4Addr::from(rd32(a, 14));
         let tpa = Ipv4Addr::from(rd32(a, 24));
+        // An unnumbered interface (no address of its own) speaks for the router's
+        // loopback (its router id) and learns any sender: peers reach each
+        // other's loopbacks on the link (onlink next hops).
+        let unnumbered = ifc.addrs.is_empty();
+        let ours = ifc.has_addr(tpa) || (unnumbered && ift.router_id == Some(tpa));
         // Learn the sender if it is on one of the interface's subnets.
-        let on_link = ifc.addrs.iter().any(|&(addr, len)| {
-            let mask = if len == 0 {
-                0
-            } else {
-                u32::MAX << (32 - u32::from(len))
-            };
-            u32::from(addr) & mask == u32::from(spa) & mask && spa != addr
-        });
+        let on_link = (unnumbered && spa != Ipv4Addr::UNSPECIFIED && Some(spa) != ift.router_id)
+            || ifc.addrs.iter().any(|&(addr, len)| {
+                let mask = if len == 0 {
+                    0
+                } else {
+                    u32::MAX << (32 - u32::from(len))
+                };
+                u32::from(addr) & mask == u32::from(spa) & mask && spa != addr
+            });
         if on_link && sha[0] & 1 == 0 {
             let _ = self.events.push(Event::Neighbor {
                 ifindex: ifc.ifindex,
@@ -1120,7 +1126,7 @@ impl Work {
                 mac: sha,
             });
         }
-        if op == 1 && ifc.has_addr(tpa) {
+        if op == 1 && ours {
             // Answer in place.
             let a = &mut raw[l3..l3 + 28];
             wr16(a, 6, 2);
@@ -1140,7 +1146,7 @@ impl Work {
             }
             return;
         }
-        if op == 2 && ift.punt_to_host && ifc.has_addr(tpa) {
+        if op == 2 && ift.punt_to_host && ours {
             // A reply to the router: the host stack may have asked (its own
             // neighbour table resolves what BIRD/FRR talk to). Requests for our
             // addresses are answered above and never reach it: one answer each.
@@ -1334,7 +1340,10 @@ impl Work {
                 u32::from(a) & mask == ip & mask
             })
             .or(ifc.addrs.first())
-            .map_or(0, |a| u32::from(a.0));
+            .map(|a| a.0)
+            // Unnumbered: the router's loopback.
+            .or(ift.router_id)
+            .map_or(0, u32::from);
         let l3 = usize::from(m.l3).max(L2_ROOM);
         let raw = p.raw_mut();
         if raw.len() < l3 + 46 {

@@ -114,13 +114,22 @@ pub struct ArpProbe {
 
 /// A unicast ARP request from interface `i` to the neighbour `ip` at `mac`, with the
 /// interface's address on the neighbour's subnet as the sender (the first address
-/// if none matches). `None` when the interface has no address.
-pub(super) fn arp_probe(i: &Interface, ip: Ipv4Addr, mac: [u8; 6]) -> Option<ArpProbe> {
+/// if none matches; an unnumbered interface's is `unnumbered`, the router's
+/// loopback). `None` when there is no address to send from.
+pub(super) fn arp_probe(
+    i: &Interface,
+    unnumbered: Option<Ipv4Addr>,
+    ip: Ipv4Addr,
+    mac: [u8; 6],
+) -> Option<ArpProbe> {
     let on_subnet = |&&(a, len): &&(Ipv4Addr, u8)| {
         let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
         u32::from(a) & mask == u32::from(ip) & mask
     };
-    let spa = i.addrs.iter().find(on_subnet).or(i.addrs.first())?.0;
+    let spa = match i.addrs.iter().find(on_subnet).or(i.addrs.first()) {
+        Some(a) => a.0,
+        None => unnumbered?,
+    };
     let arp = ArpRepr::EthernetIpv4 {
         operation: ArpOperation::Request,
         source_hardware_addr: EthernetAddress(i.mac),
@@ -214,7 +223,7 @@ mod tests {
             ],
         };
         let nbr = [2, 0, 0, 0, 9, 9];
-        let p = arp_probe(&i, Ipv4Addr::new(10, 3, 0, 2), nbr).unwrap();
+        let p = arp_probe(&i, None, Ipv4Addr::new(10, 3, 0, 2), nbr).unwrap();
         assert_eq!((p.port, p.ifindex), (2, 3));
         assert_eq!(p.frame.len(), 60);
         assert_eq!(&p.frame[..6], &nbr);
@@ -233,10 +242,10 @@ mod tests {
         );
         // A sub-interface tags it.
         i.vlan = Some(200);
-        let p = arp_probe(&i, Ipv4Addr::new(10, 3, 0, 2), nbr).unwrap();
+        let p = arp_probe(&i, None, Ipv4Addr::new(10, 3, 0, 2), nbr).unwrap();
         assert_eq!(&p.frame[12..18], &[0x81, 0x00, 0x00, 0xc8, 0x08, 0x06]);
         // No address: nothing to send from.
         i.addrs.clear();
-        assert!(arp_probe(&i, Ipv4Addr::new(10, 3, 0, 2), nbr).is_none());
+        assert!(arp_probe(&i, None, Ipv4Addr::new(10, 3, 0, 2), nbr).is_none());
     }
 }
