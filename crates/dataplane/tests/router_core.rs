@@ -1847,3 +1847,55 @@ fn the_preferred_source_forwards_and_withdrawing_it_reveals_the_next() {
     let to_net = from_host(&ip4(a("10.1.0.2"), a("10.50.0.9"), 64, 1, 64));
     assert_eq!(run(&mut core, &[to_net], 0)[0].0, Out::Tx(2));
 }
+
+#[test]
+fn an_unnumbered_interface_speaks_arp_for_the_loopback() {
+    let mut ctl = router();
+    ctl.set_router_id(Some(a("192.0.2.1")));
+    ctl.add_interface(dataplane::router::Interface {
+        ifindex: 20,
+        name: "port0.300".into(),
+        port: 0,
+        vlan: Some(300),
+        mac: mac_r(0),
+        mtu: 1500,
+        up: true,
+        table: 0,
+        addrs: Vec::new(),
+    })
+    .unwrap();
+    let mut core = core(&mut ctl);
+    let peer = [2, 0, 0, 0, 0x30, 0x09];
+    let req = eth(
+        BCAST,
+        peer,
+        Some(300),
+        ETH_ARP,
+        &arp(1, peer, a("192.0.2.9"), [0; 6], a("192.0.2.1")),
+    );
+    let res = run(&mut core, &[req], 0);
+    assert_all_tx(&res, 0, |_| {
+        eth(
+            peer,
+            mac_r(0),
+            Some(300),
+            ETH_ARP,
+            &arp(2, mac_r(0), a("192.0.2.1"), peer, a("192.0.2.9")),
+        )
+    });
+    // The peer's loopback is learned although no subnet covers it.
+    assert_eq!(ctl.poll(), 1);
+    assert_eq!(ctl.neighbors().get(&(20, a("192.0.2.9"))), Some(&peer));
+    // An onlink route over it forwards to the peer.
+    ctl.route_add(
+        0,
+        pfx("198.18.9.0/24"),
+        RouteKind::Paths(vec![Path::gateway_on(a("192.0.2.9"), 20)]),
+    )
+    .unwrap();
+    let to = ip4(a("10.1.0.2"), a("198.18.9.1"), 64, 1000, 64);
+    let res = run(&mut core, &[from_host(&to)], 0);
+    assert_eq!(res[0].0, Out::Tx(0));
+    assert_eq!(&res[0].1[..6], &peer);
+    assert_eq!(&res[0].1[12..16], &[0x81, 0, 0x01, 0x2c]);
+}
