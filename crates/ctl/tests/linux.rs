@@ -409,6 +409,33 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
         show["punted"]["punt_routing"].as_u64().unwrap() > 0,
         "{show}"
     );
+    // A flood to the router's address from host a, as fast as it can send: the
+    // policer drops most of it and the adjacency holds.
+    let flood = "import socket, time\n\
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+        end, n = time.time() + 6, 0\n\
+        while time.time() < end:\n    s.sendto(b'x' * 64, ('10.78.1.1', 9)); n += 1\n\
+        print(n)\n";
+    let o = sh(&["ip", "netns", "exec", &a, "python3", "-c", flood]);
+    let sent: u64 = String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let show = lab.json("show linux");
+    let policed = show["policer"]["policed_other"].as_u64().unwrap();
+    eprintln!(
+        "flood: {sent} datagrams in 6 s ({:.0}/s), {policed} policed, punt_local {}",
+        sent as f64 / 6.0,
+        show["punted"]["punt_local"]
+    );
+    assert!(policed > 0 && sent > 20_000, "{show}");
+    assert_eq!(show["policer"]["policed_control"], 0, "{show}");
+    assert!(
+        birdc(&cp, &lab.dir.join("cp.ctl"), "show ospf neighbors").contains("Full"),
+        "{}",
+        logs()
+    );
+    assert!(route(&lab, "198.18.5.0/24").is_some_and(|r| r["paths"][0]["interface"] == "port1"));
     // The better link fails silently for OSPF (the peer's address goes): after the
     // dead interval the route moves to the other link.
     ip(&b, &format!("addr del 10.78.2.2/24 dev {uplink}"));
