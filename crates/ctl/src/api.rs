@@ -744,6 +744,18 @@ impl<'a> RouterApi<'a> {
                 self.linux_owns(&interface, "sub-interface")?;
                 self.sub_del(&interface)
             }
+            Command::LinuxResync => {
+                let Some(l) = &mut self.linux else {
+                    return Err("no Linux control plane ([linux] is not configured)".into());
+                };
+                let t0 = Instant::now();
+                l.resync(self.ctl, "dpctl linux resync");
+                Ok(json!({ "message": format!(
+                    "resynced in {:.1} ms ({} entries swept)",
+                    t0.elapsed().as_secs_f64() * 1e3,
+                    l.show(self.ctl)["netlink"]["last_resync"]["swept"]
+                ) }))
+            }
             Command::ShowLinux => Ok(match &self.linux {
                 Some(l) => {
                     let mut v = l.show(self.ctl);

@@ -46,6 +46,7 @@ show trace
 show version
 show sflow
 show linux                                             (TAP twins, punts, netlink learner)
+linux resync                                          (dump the namespace, apply it with mark-and-sweep)
 sflow enable INTERFACE [rate N] [direction rx|tx|both]   (default rate 1000, rx)
 sflow disable INTERFACE
 sflow collector add|del IP[:PORT]                     (port 6343 when omitted)
@@ -191,6 +192,8 @@ pub enum Command {
     ClearCounters,
     /// `reload`.
     Reload,
+    /// `linux resync`.
+    LinuxResync,
     /// `sflow enable`.
     SflowEnable {
         /// Interface.
@@ -435,10 +438,17 @@ pub fn parse(words: &[String]) -> Result<Command> {
             w.usage = "reload";
             Command::Reload
         }
+        "linux" | "lcp" => {
+            w.usage = "linux resync";
+            match w.expect("resync")? {
+                "resync" => Command::LinuxResync,
+                x => return w.err(format!("unknown linux command {x:?}")),
+            }
+        }
         "sflow" => sflow(&mut w)?,
         x => {
             return Err(bad(format!(
-                "unknown command {x:?} (commands: route, label, interface, neighbor, show, sflow, trace, clear, reload; dpctl help lists them)"
+                "unknown command {x:?} (commands: route, label, interface, neighbor, show, sflow, linux, trace, clear, reload; dpctl help lists them)"
             )));
         }
     };

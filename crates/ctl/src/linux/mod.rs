@@ -425,6 +425,12 @@ impl LinuxPlane {
         }
     }
 
+    /// Dumps the namespace and applies it with mark-and-sweep (`dpctl linux
+    /// resync`).
+    pub fn resync(&mut self, ctl: &mut RouterControl, reason: &str) {
+        self.learner.resync(ctl, reason);
+    }
+
     /// `show linux`.
     pub fn show(&self, ctl: &RouterControl) -> Value {
         let twins: Vec<Value> = self
@@ -467,6 +473,7 @@ impl LinuxPlane {
                 "policed_other": policed(dataplane::router::DropReason::PuntPolicedOther),
             },
             "netlink": self.learner.show(),
+            "kernel_routes": ctl.routes_of(dataplane::router::RouteSource::Kernel).count(),
         })
     }
 }

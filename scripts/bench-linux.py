@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The Linux control plane with a full table: how far the dataplane lags the kernel.
+
+dataplaned runs in router mode with [linux] on one veth port (1 worker); the
+512,621-prefix IPv4 table of shared/data is loaded into the control-plane
+namespace's kernel with `ip -batch` (what a routing daemon's routes look like to
+the kernel), and the script measures:
+
+  - kernel load time (ip -batch) and when the dataplane's FIB holds all of it
+    (lag = dataplane done - kernel done; `dpctl show linux` kernel_routes polled
+    every 10 ms);
+  - `dpctl linux resync` of the full table (dump + mark-and-sweep), ms;
+  - the daemon's resident memory with the table minus without, bytes per route;
+  - the table deleted again (ip -batch) and the lag of the withdrawal.
+
+    scripts/bench-linux.py [--routes N]
+
+Needs root, hugepages (scripts/setup.sh) and a release build (make build).
+Writes the table to target/bench-linux.md.
+"""
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RIB = os.environ.get("RIB_V4", os.path.join(ROOT, "..", "shared", "data", "rib-v4-2014-05-13.txt.gz"))
+BIN = os.path.join(ROOT, "target", "release")
+NS, HOST = "dpbl-cp", "dpbl-host"
+
+
+def sh(*args, check=True):
+    return subprocess.run(args, check=check, capture_output=True, text=True)
+
+
+def dpctl(sock, *args):
+    o = sh(os.path.join(BIN, "dpctl"), "--socket", sock, "--json", "--timeout", "120", *args)
+    return json.loads(o.stdout) if o.stdout.strip() else None
+
+
+def rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def wait_routes(sock, want, timeout=120):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if dpctl(sock, "show", "linux")["kernel_routes"] == want:
+            return time.time()
+        time.sleep(0.01)
+    sys.exit(f"bench-linux: the dataplane did not reach {want} kernel routes")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--routes", type=int, default=0, help="first N prefixes only (default: all)")
+    args = ap.parse_args()
+    prefixes = []
+    with gzip.open(RIB, "rt") as f:
+        for line in f:
+            if line[0].isdigit():
+                prefixes.append(line.split()[0])
+    if args.routes:
+        prefixes = prefixes[: args.routes]
+    tmp = tempfile.mkdtemp(prefix="bench-linux-")
+    sock = os.path.join(tmp, "ctl.sock")
+    for verb in ("add", "del"):
+        with open(os.path.join(tmp, f"{verb}.batch"), "w") as f:
+            for p in prefixes:
+                f.write(f"route {verb} {p} via 10.250.0.2 proto bird\n")
+    sh("ip", "netns", "del", NS, check=False)
+    sh("ip", "netns", "del", HOST, check=False)
+    sh("ip", "netns", "add", HOST)
+    sh("ip", "link", "add", "dpbl0", "type", "veth", "peer", "name", "dpbl1")
+    sh("ip", "link", "set", "dpbl1", "netns", HOST)
+    sh("ip", "link", "set", "dpbl0", "up")
+    cfg = os.path.join(tmp, "d.toml")
+    with open(cfg, "w") as f:
+        f.write(
+            '[eal]\nmemory_mb = 256\n[mempool]\nmbufs = 4095\n[workers]\ncpus = [1]\n'
+            '[[port]]\nname = "port0"\ndevice = "net_af_packet0,iface=dpbl0"\n'
+            '[forwarding]\nmode = "router"\n'
+            '[[interface]]\nname = "port0"\naddresses = ["10.250.0.1/24"]\n'
+            f'[linux]\nnetns = "{NS}"\n'
+        )
+    d = subprocess.Popen([os.path.join(BIN, "dataplaned"), "-c", cfg, "--socket", sock],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rows = []
+    try:
+        for line in d.stderr:
+            if "forwarding" in line:
+                break
+        else:
+            sys.exit("bench-linux: dataplaned did not start")
+        time.sleep(0.5)
+        empty = rss(d.pid)
+        n = len(prefixes)
+        t0 = time.time()
+        sh("ip", "-n", NS, "-batch", os.path.join(tmp, "add.batch"))
+        t_kernel = time.time()
+        t_dp = wait_routes(sock, n)
+        rows.append(("kernel load (`ip -batch`)", f"{t_kernel - t0:.2f} s", f"{n / (t_kernel - t0):,.0f} routes/s"))
+        rows.append(("dataplane FIB complete after the kernel", f"{t_dp - t_kernel:.2f} s",
+                     f"lag; {n / (t_dp - t0):,.0f} routes/s end to end"))
+        time.sleep(1)
+        full = rss(d.pid)
+        rows.append(("resident memory per route (RIB + FIB + learner)", f"{(full - empty) / n:.0f} B",
+                     f"{empty / 2**20:.0f} MiB empty, {full / 2**20:.0f} MiB with the table"))
+        m = dpctl(sock, "linux", "resync")["message"]
+        ms = dpctl(sock, "show", "linux")["netlink"]["last_resync"]["ms"]
+        rows.append(("`dpctl linux resync` of the full table", f"{ms / 1000:.2f} s", m))
+        t0 = time.time()
+        sh("ip", "-n", NS, "-batch", os.path.join(tmp, "del.batch"))
+        t_kernel = time.time()
+        t_dp = wait_routes(sock, 0)
+        rows.append(("withdrawal: kernel", f"{t_kernel - t0:.2f} s", ""))
+        rows.append(("withdrawal: dataplane after the kernel", f"{t_dp - t_kernel:.2f} s", "lag"))
+        nl = dpctl(sock, "show", "linux")["netlink"]
+        rows.append(("netlink", f"{nl['messages']:,} msgs", f"{nl['batches']} batches, {nl['resyncs']} resyncs, {nl['overflows']} overflows"))
+    finally:
+        d.terminate()
+        d.wait()
+        sh("ip", "link", "del", "dpbl0", check=False)
+        sh("ip", "netns", "del", HOST, check=False)
+        sh("ip", "netns", "del", NS, check=False)
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    commit = sh("git", "-C", ROOT, "rev-parse", "--short", "HEAD", check=False).stdout.strip()
+    out = [f"# bench-linux: {len(prefixes):,} prefixes, {time.strftime('%Y-%m-%d')}, commit {commit}, {cpu}", "",
+           "| figure | value | note |", "|---|---|---|"]
+    out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    text = "\n".join(out) + "\n"
+    print(text)
+    os.makedirs(os.path.join(ROOT, "target"), exist_ok=True)
+    with open(os.path.join(ROOT, "target", "bench-linux.md"), "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
