@@ -143,8 +143,9 @@ pub struct RouterControl {
     loose_holds: BTreeMap<(u32, IpAddr), u32>,
     /// Host routes installed for learned neighbours: (table, address) → ifindex.
     host_routes: BTreeMap<(TableId, Ipv4Addr), u32>,
-    /// Every route as given to the FIB (which keeps only what lookups need), for
-    /// `show` and for diffs: (table, prefix) → kind.
+    /// The routes of addresses (local, connected) and neighbours (host /32s) as
+    /// given to the FIB, for `show`: (table, prefix) → kind. A source's route
+    /// that forwards is its best candidate in `candidates` (not held twice).
     routes: BTreeMap<(TableId, Ipv4Prefix), RouteKind>,
     /// Whether the workers punt what a host stack needs (see [`IfTable::punt_to_host`]).
     punt_to_host: bool,
@@ -155,7 +156,7 @@ pub struct RouterControl {
     dirty: std::cell::Cell<bool>,
     /// The routes each source holds, per prefix (the installed one is the first
     /// source's, unless an address or a neighbour owns the prefix).
-    candidates: BTreeMap<(TableId, Ipv4Prefix), BTreeMap<RouteSource, RouteKind>>,
+    candidates: BTreeMap<(TableId, Ipv4Prefix), Candidates>,
     /// IPv6 neighbours (next hops of IPv4 routes, RFC 5549): (ifindex, address) → MAC.
     neighbors6: BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]>,
     /// Neighbours the host stack resolved (netlink): they do not age here.
@@ -793,10 +794,9 @@ impl RouterControl {
             && self
                 .candidates
                 .get(&(table, prefix))
-                .and_then(|c| c.keys().next())
-                .is_none_or(|&best| best >= source);
+                .is_none_or(|c| c.best().0 >= source);
         let id = if wins {
-            let id = self.fib_route_add(table, prefix, kind.clone())?;
+            let id = self.fib_route_add_source(table, prefix, kind.clone())?;
             // The prefix is the source's now: forgetting the neighbour later keeps it.
             if prefix.prefix_len() == 32 {
                 self.host_routes.remove(&(table, prefix.addr()));
@@ -805,10 +805,13 @@ impl RouterControl {
         } else {
             0
         };
-        self.candidates
-            .entry((table, prefix))
-            .or_default()
-            .insert(source, kind);
+        match self.candidates.get_mut(&(table, prefix)) {
+            Some(c) => c.insert(source, kind),
+            None => {
+                self.candidates
+                    .insert((table, prefix), Candidates::One(source, kind));
+            }
+        }
         Ok(id)
     }
 
@@ -823,20 +826,22 @@ impl RouterControl {
         let Some(c) = self.candidates.get_mut(&(table, prefix)) else {
             return Err(RouterError::Fib(FibError::NoSuchRoute(prefix, table)));
         };
-        let was_best = c.keys().next() == Some(&source);
-        if c.remove(&source).is_none() {
+        let was_best = c.best().0 == source;
+        if c.get(source).is_none() {
             return Err(RouterError::Fib(FibError::NoSuchRoute(prefix, table)));
         }
-        let next = c.iter().next().map(|(_, k)| k.clone());
-        if c.is_empty() {
+        let next = if c.remove(source) {
+            Some(c.best().1.clone())
+        } else {
             self.candidates.remove(&(table, prefix));
-        }
+            None
+        };
         if !was_best || self.address_owns(table, prefix) {
             return Ok(());
         }
         match next {
             Some(kind) => {
-                if let Err(e) = self.fib_route_add(table, prefix, kind) {
+                if let Err(e) = self.fib_route_add_source(table, prefix, kind) {
                     // The next source's route cannot forward (its interface went):
                     // nothing forwards for the prefix until it changes.
                     let _ = self.fib_route_del(table, prefix);
@@ -859,9 +864,7 @@ impl RouterControl {
         if self.address_owns(table, prefix) {
             return None;
         }
-        self.candidates
-            .get(&(table, prefix))
-            .and_then(|c| c.keys().next().copied())
+        self.candidates.get(&(table, prefix)).map(|c| c.best().0)
     }
 
     /// `source`'s route for exactly `prefix`, forwarding or waiting.
@@ -871,7 +874,7 @@ impl RouterControl {
         table: TableId,
         prefix: Ipv4Prefix,
     ) -> Option<&RouteKind> {
-        self.candidates.get(&(table, prefix))?.get(&source)
+        self.candidates.get(&(table, prefix))?.get(source)
     }
 
     /// Every route `source` holds: (table, prefix, kind).
@@ -881,7 +884,7 @@ impl RouterControl {
     ) -> impl Iterator<Item = (TableId, Ipv4Prefix, &RouteKind)> + '_ {
         self.candidates
             .iter()
-            .filter_map(move |(&(t, p), c)| c.get(&source).map(|k| (t, p, k)))
+            .filter_map(move |(&(t, p), c)| c.get(source).map(|k| (t, p, k)))
     }
 
     /// Whether an interface address owns `prefix` (its local /32 or connected subnet).
@@ -905,21 +908,43 @@ impl RouterControl {
         if let Some(kind) = self
             .candidates
             .get(&(table, prefix))
-            .and_then(|c| c.values().next().cloned())
+            .map(|c| c.best().1.clone())
         {
-            let _ = self.fib_route_add(table, prefix, kind);
+            let _ = self.fib_route_add_source(table, prefix, kind);
         }
     }
 
-    /// Every route, by table then prefix, with what it does (addresses' local and
-    /// connected routes and neighbours' host routes included).
+    /// Every route that forwards, by table then prefix, with what it does
+    /// (addresses' local and connected routes and neighbours' host routes
+    /// included).
     pub fn routes(&self) -> impl Iterator<Item = (TableId, Ipv4Prefix, &RouteKind)> + '_ {
-        self.routes.iter().map(|(&(t, p), k)| (t, p, k))
+        let mut own = self.routes.iter().peekable();
+        let mut src = self
+            .candidates
+            .iter()
+            .filter(|(k, _)| !self.routes.contains_key(k) && self.fib.route(k.0, k.1).is_some())
+            .peekable();
+        std::iter::from_fn(move || {
+            let take_own = match (own.peek(), src.peek()) {
+                (Some(a), Some(b)) => a.0 <= b.0,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => return None,
+            };
+            if take_own {
+                own.next().map(|(&(t, p), k)| (t, p, k))
+            } else {
+                src.next().map(|(&(t, p), c)| (t, p, c.best().1))
+            }
+        })
     }
 
-    /// What the route for exactly `prefix` in `table` does, if there is one.
+    /// What the route for exactly `prefix` in `table` does, if one forwards.
     pub fn route_kind(&self, table: TableId, prefix: Ipv4Prefix) -> Option<&RouteKind> {
-        self.routes.get(&(table, prefix))
+        self.routes.get(&(table, prefix)).or_else(|| {
+            self.fib.route(table, prefix)?;
+            Some(self.candidates.get(&(table, prefix))?.best().1)
+        })
     }
 
     fn fib_route_add(
@@ -930,6 +955,19 @@ impl RouterControl {
     ) -> Result<u32, FibError> {
         let id = self.fib.route_add(table, prefix, kind.clone())?;
         self.routes.insert((table, prefix), kind);
+        Ok(id)
+    }
+
+    /// Installs a source's route (its best candidate): the FIB holds it, the
+    /// candidate is what `show` reads.
+    fn fib_route_add_source(
+        &mut self,
+        table: TableId,
+        prefix: Ipv4Prefix,
+        kind: RouteKind,
+    ) -> Result<u32, FibError> {
+        let id = self.fib.route_add(table, prefix, kind)?;
+        self.routes.remove(&(table, prefix));
         Ok(id)
     }
 
@@ -1047,4 +1085,67 @@ fn check_addr(a: Ipv4Addr, len: u8) -> Result<(), RouterError> {
         return Err(RouterError::InvalidAddress(a, len));
     }
     Ok(())
+}
+
+/// Each source's route for one prefix, most preferred first. Nearly every prefix
+/// has one source: that case is held inline (no allocation per route).
+#[derive(Debug, Clone)]
+enum Candidates {
+    One(RouteSource, RouteKind),
+    /// Two or more, sorted by source.
+    Many(Vec<(RouteSource, RouteKind)>),
+}
+
+impl Candidates {
+    /// The most preferred.
+    fn best(&self) -> (RouteSource, &RouteKind) {
+        match self {
+            Candidates::One(s, k) => (*s, k),
+            Candidates::Many(v) => (v[0].0, &v[0].1),
+        }
+    }
+
+    fn get(&self, source: RouteSource) -> Option<&RouteKind> {
+        match self {
+            Candidates::One(s, k) => (*s == source).then_some(k),
+            Candidates::Many(v) => v.iter().find(|e| e.0 == source).map(|e| &e.1),
+        }
+    }
+
+    /// Adds or replaces `source`'s route.
+    fn insert(&mut self, source: RouteSource, kind: RouteKind) {
+        match self {
+            Candidates::One(s, k) if *s == source => *k = kind,
+            Candidates::One(..) => {
+                let old = std::mem::replace(self, Candidates::Many(Vec::with_capacity(2)));
+                if let (Candidates::One(s, k), Candidates::Many(v)) = (old, &mut *self) {
+                    v.push((s, k));
+                    v.push((source, kind));
+                    v.sort_by_key(|e| e.0);
+                }
+            }
+            Candidates::Many(v) => match v.iter_mut().find(|e| e.0 == source) {
+                Some(e) => e.1 = kind,
+                None => {
+                    v.push((source, kind));
+                    v.sort_by_key(|e| e.0);
+                }
+            },
+        }
+    }
+
+    /// Removes `source`'s route; false when none is left.
+    fn remove(&mut self, source: RouteSource) -> bool {
+        match self {
+            Candidates::One(s, _) => *s != source,
+            Candidates::Many(v) => {
+                v.retain(|e| e.0 != source);
+                if v.len() == 1 {
+                    let (s, k) = v.remove(0);
+                    *self = Candidates::One(s, k);
+                }
+                true
+            }
+        }
+    }
 }

@@ -1,0 +1,297 @@
+//! Netlink ingest: decode + apply of RTM_NEWROUTE for the full IPv4 table (the
+//! shared 2014 RIB, 512,621 prefixes), in messages per second.
+//!
+//! The messages are built by hand as the kernel sends them (nlmsghdr, rtmsg,
+//! RTA_TABLE, RTA_DST, RTA_PRIORITY, then RTA_GATEWAY + RTA_OIF, or RTA_MULTIPATH
+//! with two rtnexthops for every tenth prefix) and packed into datagrams of up to
+//! 32 KiB, the shape of a route dump. Next hops alternate between two twins
+//! (kernel ifindex 11 and 12, router interfaces 1 and 2).
+//!
+//! - `netlink/decode_full_table`: `decode::messages` over every datagram.
+//! - `netlink/ingest_full_table`: decode + `KernelView::apply_batch` into a fresh
+//!   router, one batch (one publication) per 1024 datagrams, as `Learner::poll`.
+//! - `netlink/churn_replace`: on a router holding the full table, decode + apply
+//!   batches of 10,000 RTM_NEWROUTE that move routes to the other next hop.
+//!
+//! Printed once: the process's VmRSS before the router is built and after the
+//! table is in (bytes per route; goal <= 300 for RIB + FIB), and a one-off
+//! ingest rate against VPP linux-cp's best published netlink rate (~200k
+//! messages/s) and the goal (>= 1M messages/s).
+//!
+//! Run: `cargo bench -p benches --bench netlink`
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hint::black_box;
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, Criterion, SamplingMode, Throughput};
+use ctl::linux::change::{Change, Target};
+use ctl::linux::decode::{self, Msg};
+use ctl::linux::learner::KernelView;
+use dataplane::router::{Interface, RouterControl};
+
+/// Kernel ifindex of the two twins, and the gateway behind each.
+const KIF: [u32; 2] = [11, 12];
+const GW: [Ipv4Addr; 2] = [Ipv4Addr::new(10, 1, 0, 2), Ipv4Addr::new(10, 2, 0, 2)];
+/// Largest datagram the kernel fills on a dump.
+const DATAGRAM: usize = 32 * 1024;
+/// Datagrams `Learner::poll` reads before applying them as one batch.
+const POLL: usize = 1024;
+/// Messages per churn batch.
+const CHURN: usize = 10_000;
+
+/// Appends a netlink attribute (padded to 4 bytes).
+fn attr(b: &mut Vec<u8>, kind: u16, val: &[u8]) {
+    b.extend((4 + val.len() as u16).to_ne_bytes());
+    b.extend(kind.to_ne_bytes());
+    b.extend(val);
+    b.resize(b.len().next_multiple_of(4), 0);
+}
+
+/// Appends one RTM_NEWROUTE for prefix number `i` of the table. `flip` moves
+/// it to the other next hop (an ECMP route: the other first hop, weight 2).
+fn newroute(b: &mut Vec<u8>, i: usize, (addr, len): (u32, u8), flip: bool) {
+    let start = b.len();
+    b.extend([0; 16]); // nlmsghdr, filled in below
+    b.extend([2, len, 0, 0, 254, 12, 0, 1]); // AF_INET, dst_len, table main, bird, unicast
+    b.extend(0u32.to_ne_bytes()); // rtm_flags
+    attr(b, 15, &254u32.to_ne_bytes()); // RTA_TABLE
+    if len > 0 {
+        attr(b, 1, &addr.to_be_bytes()); // RTA_DST
+    }
+    attr(b, 6, &32u32.to_ne_bytes()); // RTA_PRIORITY
+    let first = (i + usize::from(flip)) % 2;
+    if i % 10 == 0 {
+        let mut mp = Vec::with_capacity(32);
+        for (n, h) in [first, 1 - first].into_iter().enumerate() {
+            let hops = u8::from(flip && n == 0); // rtnh_hops: weight - 1
+            mp.extend(16u16.to_ne_bytes()); // rtnh_len: rtnexthop + RTA_GATEWAY
+            mp.extend([0, hops]);
+            mp.extend(KIF[h].to_ne_bytes());
+            attr(&mut mp, 5, &GW[h].octets()); // RTA_GATEWAY
+        }
+        attr(b, 9, &mp); // RTA_MULTIPATH
+    } else {
+        attr(b, 5, &GW[first].octets()); // RTA_GATEWAY
+        attr(b, 4, &KIF[first].to_ne_bytes()); // RTA_OIF
+    }
+    let len = (b.len() - start) as u32;
+    let flags: u16 = 0x1 | 0x100 | 0x400; // NLM_F_REQUEST | NLM_F_REPLACE | NLM_F_CREATE
+    let hdr = [
+        &len.to_ne_bytes()[..],
+        &24u16.to_ne_bytes(), // RTM_NEWROUTE
+        &flags.to_ne_bytes(),
+        &(i as u32).to_ne_bytes(),
+        &0u32.to_ne_bytes(),
+    ]
+    .concat();
+    b[start..start + 16].copy_from_slice(&hdr);
+}
+
+/// RTM_NEWROUTEs for prefixes `idx` of `rib`, packed in datagrams of up to 32 KiB.
+fn datagrams(rib: &[(u32, u8, u32)], idx: std::ops::Range<usize>, flip: bool) -> Vec<Vec<u8>> {
+    let (mut out, mut cur, mut msg) = (Vec::new(), Vec::with_capacity(DATAGRAM), Vec::new());
+    for i in idx {
+        msg.clear();
+        newroute(&mut msg, i, (rib[i].0, rib[i].1), flip);
+        if cur.len() + msg.len() > DATAGRAM {
+            out.push(std::mem::replace(&mut cur, Vec::with_capacity(DATAGRAM)));
+        }
+        cur.extend_from_slice(&msg);
+    }
+    out.push(cur);
+    out
+}
+
+/// A router with interfaces 1 (port0, 10.1.0.1/24) and 2 (port1, 10.2.0.1/24),
+/// neighbours 10.1.0.2 and 10.2.0.2, and an empty view over twins 11 -> 1, 12 -> 2.
+fn router() -> (RouterControl, KernelView) {
+    let mut ctl = RouterControl::new();
+    for p in 0..2u8 {
+        let iface = Interface {
+            ifindex: u32::from(p) + 1,
+            name: format!("port{p}"),
+            port: u16::from(p),
+            vlan: None,
+            mac: [2, 0, 0, 0, p, 1],
+            mtu: 1500,
+            up: true,
+            table: 0,
+            addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+        };
+        ctl.add_interface(iface).expect("interface");
+        let mac = [2, 0, 0, 0, p, 0x99];
+        ctl.set_neighbor(u32::from(p) + 1, GW[usize::from(p)], mac)
+            .expect("neighbour");
+    }
+    let twins = HashMap::from([(KIF[0], 1), (KIF[1], 2)]);
+    (ctl, KernelView::new(twins, BTreeMap::new()))
+}
+
+/// Decodes and applies `dgrams` as `Learner::poll` does: one batch per
+/// [`POLL`] datagrams.
+fn ingest(ctl: &mut RouterControl, view: &mut KernelView, dgrams: &[Vec<u8>]) {
+    for chunk in dgrams.chunks(POLL) {
+        let mut msgs = Vec::new();
+        for d in chunk {
+            msgs.extend(decode::messages(d));
+        }
+        view.apply_batch(ctl, msgs);
+    }
+}
+
+/// VmRSS of this process, bytes.
+fn rss() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kb = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmRSS");
+    kb * 1024
+}
+
+/// Hands freed heap memory back to the kernel (glibc), so VmRSS counts what is held.
+fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: glibc's malloc_trim takes any pad and only releases free memory.
+        unsafe { malloc_trim(0) };
+    }
+}
+
+fn main() {
+    let rib = benches::rib::load_v4();
+    let n = rib.len();
+    let unique = rib
+        .iter()
+        .map(|&(a, l, _)| (a, l))
+        .collect::<HashSet<_>>()
+        .len();
+    let full = datagrams(&rib, 0..n, false);
+    let bytes: usize = full.iter().map(Vec::len).sum();
+    println!(
+        "{n} RTM_NEWROUTE ({unique} distinct prefixes), {} datagrams, {bytes} bytes",
+        full.len()
+    );
+
+    // What one message decodes to.
+    let one = |i: usize| {
+        let mut b = Vec::new();
+        newroute(&mut b, i, (rib[i].0, rib[i].1), false);
+        decode::messages(&b)
+    };
+    for (i, hops) in [(1, 1), (10, 2)] {
+        match &one(i)[..] {
+            [
+                Ok(Msg::Change(Change::Route {
+                    table: 254,
+                    prefix,
+                    route: Some(Target::Paths(nh)),
+                })),
+            ] if prefix.addr() == Ipv4Addr::from(rib[i].0)
+                && prefix.prefix_len() == rib[i].1
+                && nh.len() == hops => {}
+            other => panic!("prefix {i} decodes to {other:?}"),
+        }
+    }
+
+    // One full ingest: correctness, a one-off rate and memory.
+    trim();
+    let rss0 = rss();
+    let (mut ctl, mut view) = router();
+    let base = ctl.fib().route_count(0);
+    let t0 = Instant::now();
+    ingest(&mut ctl, &mut view, &full);
+    let took = t0.elapsed();
+    let routes = ctl.fib().route_count(0);
+    let s = view.stats();
+    assert_eq!(
+        (routes, s.refused, s.malformed, s.messages),
+        (base + unique, 0, 0, n as u64),
+        "ingest: {:?}",
+        s.last_error
+    );
+    let rss1 = rss();
+    trim();
+    let rss2 = rss();
+    let per = |r: u64| (r as f64 - rss0 as f64) / unique as f64;
+    eprintln!(
+        "VmRSS: {rss0} B before the router, {rss1} B with {routes} routes \
+         ({:.0} B/route; {rss2} B, {:.0} B/route after malloc_trim); goal <= 300 B/route",
+        per(rss1),
+        per(rss2)
+    );
+    let m = ctl.fib().memory();
+    let fib = m.total() as u64;
+    eprintln!(
+        "of which the FIB's own (lpm {} + fwd {} + control {}): {fib} B, {:.0} B/route; \
+         the rest (RIB, allocator): {:.0} B/route",
+        m.lpm_bytes,
+        m.fwd_bytes,
+        m.control_bytes,
+        fib as f64 / unique as f64,
+        per(rss2) - fib as f64 / unique as f64
+    );
+    let rate = n as f64 / took.as_secs_f64();
+    eprintln!(
+        "one-off full ingest: {took:.2?}, {:.0} msgs/s = {:.2}x VPP linux-cp's ~200k msgs/s, \
+         {:.2}x the goal of 1M msgs/s ({})",
+        rate,
+        rate / 200e3,
+        rate / 1e6,
+        if rate >= 1e6 { "met" } else { "not met" }
+    );
+
+    let mut c = Criterion::default().configure_from_args();
+    let mut g = c.benchmark_group("netlink");
+    g.sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(10))
+        .throughput(Throughput::Elements(n as u64));
+    g.bench_function("decode_full_table", |b| {
+        b.iter(|| {
+            for d in &full {
+                black_box(decode::messages(d));
+            }
+        })
+    });
+    g.bench_function("ingest_full_table", |b| {
+        b.iter_batched(
+            router,
+            |(mut ctl, mut view)| {
+                ingest(&mut ctl, &mut view, &full);
+                (ctl, view)
+            },
+            BatchSize::LargeInput,
+        )
+    });
+
+    // Churn: batch k of pass p moves prefixes [k * CHURN, (k + 1) * CHURN) to
+    // next hop variant p % 2, so every message replaces a route.
+    let batches = n / CHURN;
+    let churn: Vec<Vec<Vec<u8>>> = [true, false]
+        .iter()
+        .flat_map(|&flip| (0..batches).map(move |k| (k, flip)))
+        .map(|(k, flip)| datagrams(&rib, k * CHURN..(k + 1) * CHURN, flip))
+        .collect();
+    g.throughput(Throughput::Elements(CHURN as u64))
+        .sampling_mode(SamplingMode::Auto)
+        .measurement_time(Duration::from_secs(5));
+    let mut next = 0;
+    g.bench_function("churn_replace", |b| {
+        b.iter(|| {
+            ingest(&mut ctl, &mut view, &churn[next % churn.len()]);
+            next += 1;
+        })
+    });
+    g.finish();
+    let s = view.stats();
+    assert_eq!((ctl.fib().route_count(0), s.refused), (base + unique, 0));
+    c.final_summary();
+}
