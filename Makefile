@@ -20,6 +20,7 @@ test:
 # criterion benches (cycles/packet, LPM) and the I/O harness against dpdk-testpmd.
 bench: build
 	scripts/bench-io.py
+	scripts/bench-linux.py
 	cargo bench -p benches
 
 bench-io: build
