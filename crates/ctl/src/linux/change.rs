@@ -45,6 +45,9 @@ pub enum Change {
         table: u32,
         /// Destination.
         prefix: Ipv4Prefix,
+        /// RTA_PRIORITY (the metric; 0 when absent). The kernel holds one route
+        /// per (table, prefix, metric); the lowest forwards.
+        metric: u32,
         /// What it does, or `None` when deleted.
         route: Option<Target>,
     },

@@ -311,9 +311,11 @@ fn route(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
             _ => Target::Paths(paths(attrs, flags).map_err(|d| bad("route", d))?),
         })
     };
+    let metric = find!(attrs, RouteAttribute::Priority(m) => *m).unwrap_or(0);
     change(Change::Route {
         table,
         prefix,
+        metric,
         route,
     })
 }
@@ -701,6 +703,7 @@ mod tests {
         let c = Change::Route {
             table,
             prefix,
+            metric: 0,
             route,
         };
         ok(c)
@@ -722,14 +725,18 @@ mod tests {
 
     #[test]
     fn single_gateway_route() {
-        // Host bits in RTA_DST are cleared; RTA_PRIORITY is skipped.
+        // Host bits in RTA_DST are cleared; RTA_PRIORITY is the metric.
         let attrs = [a32(15, 254), a(1, &v4("10.1.2.3")), a32(6, 32)];
         let m = msg(
             24,
             &inet(1, 0),
             &[&attrs[..], &[gw("192.0.2.1"), oif(3)]].concat(),
         );
-        assert_eq!(one(&m), p4(vec![hop("192.0.2.1", 3, 1, &[])]));
+        let mut want = p4(vec![hop("192.0.2.1", 3, 1, &[])]);
+        if let Ok(Msg::Change(Change::Route { metric, .. })) = &mut want {
+            *metric = 32;
+        }
+        assert_eq!(one(&m), want);
     }
 
     #[test]
@@ -849,7 +856,11 @@ mod tests {
         assert_eq!(one(&m), r(254, P, None));
         // FRR FPM: type 0, only RTA_DST and RTA_PRIORITY.
         let m = msg(25, &rt(AF_INET, 24, 254, 196, 0, 0), &[dst(), a32(6, 20)]);
-        assert_eq!(one(&m), r(254, P, None));
+        let mut want = r(254, P, None);
+        if let Ok(Msg::Change(Change::Route { metric, .. })) = &mut want {
+            *metric = 20;
+        }
+        assert_eq!(one(&m), want);
         assert_eq!(one(&msg(25, &inet(6, 0), &[dst()])), r(254, P, None));
     }
 

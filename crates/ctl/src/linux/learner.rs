@@ -76,6 +76,10 @@ pub struct KernelView {
     nexthops: BTreeMap<u32, NexthopObject>,
     /// Routes that use a nexthop object: (table, prefix) -> id.
     nh_users: BTreeMap<(TableId, Ipv4Prefix), u32>,
+    /// The metric of the kernel route that forwards for each prefix.
+    metrics: HashMap<(TableId, Ipv4Prefix), u32>,
+    /// Kernel routes behind a better one for the same prefix, by metric.
+    alts: BTreeMap<(TableId, Ipv4Prefix), BTreeMap<u32, RouteKind>>,
     /// Label entries learned (label), for the sweep.
     labels: BTreeSet<u32>,
     /// Set while a resync marks what the dump holds.
@@ -181,7 +185,7 @@ impl Learner {
         };
         let v = &mut self.view;
         let swept = ctl.batch(|ctl| {
-            v.mark = Some(Mark::default());
+            v.begin_refresh();
             v.apply_batch(ctl, msgs);
             v.sweep(ctl)
         });
@@ -206,6 +210,8 @@ impl KernelView {
             tables,
             nexthops: BTreeMap::new(),
             nh_users: BTreeMap::new(),
+            metrics: HashMap::new(),
+            alts: BTreeMap::new(),
             labels: BTreeSet::new(),
             mark: None,
             loopbacks: BTreeSet::new(),
@@ -223,6 +229,9 @@ impl KernelView {
     /// marked as present.
     pub fn begin_refresh(&mut self) {
         self.mark = Some(Mark::default());
+        // The dump says again which route of a prefix is best.
+        self.metrics.clear();
+        self.alts.clear();
     }
 
     /// Ends a refresh: removes the kernel-learned entries it did not mark.
@@ -242,6 +251,7 @@ impl KernelView {
         for (t, p) in stale {
             let _ = ctl.route_del_from(RouteSource::Kernel, t, p);
             self.nh_users.remove(&(t, p));
+            self.metrics.remove(&(t, p));
             swept += 1;
         }
         let twins: BTreeSet<u32> = self.twins.values().copied().collect();
@@ -401,8 +411,9 @@ impl KernelView {
             Change::Route {
                 table,
                 prefix,
+                metric,
                 route,
-            } => self.route(ctl, table, prefix, route),
+            } => self.route(ctl, table, prefix, metric, route),
             Change::Label { label, route } => match route {
                 Some(nhs) => self.set_label(ctl, label, &nhs),
                 None => self.del_label(ctl, label),
@@ -509,9 +520,22 @@ impl KernelView {
                 _ => None,
             })
             .collect();
+        let on_r = |k: &RouteKind| match k {
+            RouteKind::Paths(ps) => ps.iter().all(|x| x.ifindex == Some(r)),
+            RouteKind::Connected { ifindex } => *ifindex == r,
+            _ => false,
+        };
+        self.alts.retain(|_, a| {
+            a.retain(|_, k| !on_r(k));
+            !a.is_empty()
+        });
         for (t, p, rest) in hit {
             if rest.is_empty() {
-                let _ = ctl.route_del_from(RouteSource::Kernel, t, p);
+                self.metrics.remove(&(t, p));
+                self.nh_users.remove(&(t, p));
+                if !self.promote(ctl, (t, p)) {
+                    let _ = ctl.route_del_from(RouteSource::Kernel, t, p);
+                }
             } else {
                 let _ = ctl.route_add_from(RouteSource::Kernel, t, p, RouteKind::Paths(rest));
             }
@@ -533,34 +557,77 @@ impl KernelView {
         ctl: &mut RouterControl,
         table: u32,
         prefix: Ipv4Prefix,
+        metric: u32,
         route: Option<Target>,
     ) {
         let Some(t) = self.fib_table(ctl, table) else {
             return self.ignore("table not mapped");
         };
+        let key = (t, prefix);
+        let installed = self.metrics.get(&key).copied();
         match route {
             Some(target) => {
                 if let Some(m) = &mut self.mark {
-                    m.routes.insert((t, prefix));
+                    m.routes.insert(key);
+                }
+                if installed.is_some_and(|m| metric > m) {
+                    // A backup behind a better route: kept, forwarding when that goes.
+                    if let Some(kind) = self.resolve(&target) {
+                        self.alts.entry(key).or_default().insert(metric, kind);
+                    }
+                    return;
+                }
+                if let Some(m) = installed.filter(|&m| metric < m) {
+                    if let Some(k) = ctl.route_of(RouteSource::Kernel, t, prefix) {
+                        self.alts.entry(key).or_default().insert(m, k.clone());
+                    }
                 }
                 match target {
                     Target::NexthopId(id) => {
-                        self.nh_users.insert((t, prefix), id);
+                        self.nh_users.insert(key, id);
                     }
                     _ => {
-                        self.nh_users.remove(&(t, prefix));
+                        self.nh_users.remove(&key);
                     }
                 }
+                self.metrics.insert(key, metric);
                 let kind = self.resolve(&target);
                 self.install(ctl, t, prefix, kind);
             }
-            None => {
-                self.nh_users.remove(&(t, prefix));
-                if ctl.route_of(RouteSource::Kernel, t, prefix).is_some() {
+            None if installed == Some(metric) => {
+                self.nh_users.remove(&key);
+                self.metrics.remove(&key);
+                if !self.promote(ctl, key) && ctl.route_of(RouteSource::Kernel, t, prefix).is_some()
+                {
                     let _ = ctl.route_del_from(RouteSource::Kernel, t, prefix);
                 }
             }
+            None => {
+                if let Some(a) = self.alts.get_mut(&key) {
+                    a.remove(&metric);
+                    if a.is_empty() {
+                        self.alts.remove(&key);
+                    }
+                }
+            }
         }
+    }
+
+    /// Installs the best backup of `key` (after the route in front of it went).
+    /// False when there is none.
+    fn promote(&mut self, ctl: &mut RouterControl, key: (TableId, Ipv4Prefix)) -> bool {
+        let Some(a) = self.alts.get_mut(&key) else {
+            return false;
+        };
+        let Some((metric, kind)) = a.pop_first() else {
+            return false;
+        };
+        if a.is_empty() {
+            self.alts.remove(&key);
+        }
+        self.metrics.insert(key, metric);
+        self.install(ctl, key.0, key.1, Some(kind));
+        true
     }
 
     /// Installs (or, when nothing of it can forward here, withdraws) the kernel's
@@ -755,6 +822,7 @@ mod tests {
 
     fn route(table: u32, p: &str, t: Option<Target>) -> Change {
         Change::Route {
+            metric: 0,
             table,
             prefix: pfx(p),
             route: t,
@@ -864,6 +932,47 @@ mod tests {
             ctl.route_of(RouteSource::Kernel, 0, pfx("198.51.100.0/24"))
                 .is_none()
         );
+    }
+
+    #[test]
+    fn the_lowest_metric_forwards_and_a_backup_takes_over() {
+        let (mut ctl, mut v) = setup();
+        let r = |metric, t: Option<Target>| Change::Route {
+            table: 254,
+            prefix: pfx("198.51.100.0/24"),
+            metric,
+            route: t,
+        };
+        let via = |gw, oif| Some(Target::Paths(vec![nh(gw, oif)]));
+        let gw = |ctl: &RouterControl| paths(ctl, "198.51.100.0/24").map(|p| p[0].0);
+        let g = |s: &str| Some(Via::Gateway(s.parse().unwrap()));
+        // A floating static (metric 200), then the routing daemon's (32).
+        v.apply(&mut ctl, r(200, via("10.1.0.2", 11)));
+        v.apply(&mut ctl, r(32, via("10.2.0.2", 12)));
+        assert_eq!(gw(&ctl), g("10.2.0.2"));
+        // A worse one arriving later waits.
+        v.apply(&mut ctl, r(300, via("10.1.0.9", 11)));
+        assert_eq!(gw(&ctl), g("10.2.0.2"));
+        // The daemon's goes: the static forwards; it goes: the next.
+        v.apply(&mut ctl, r(32, None));
+        assert_eq!(gw(&ctl), g("10.1.0.2"));
+        v.apply(&mut ctl, r(300, None));
+        assert_eq!(gw(&ctl), g("10.1.0.2"));
+        // Its link goes down with no backup left: nothing forwards.
+        v.apply(&mut ctl, r(100, via("10.2.0.2", 12)));
+        v.apply(
+            &mut ctl,
+            Change::Link(Link {
+                ifindex: 12,
+                name: "port1".into(),
+                up: false,
+                mtu: 1500,
+                mac: None,
+            }),
+        );
+        assert_eq!(gw(&ctl), g("10.1.0.2"));
+        v.apply(&mut ctl, r(200, None));
+        assert_eq!(gw(&ctl), None);
     }
 
     #[test]
