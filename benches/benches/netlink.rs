@@ -191,6 +191,7 @@ fn main() {
                 Ok(Msg::Change(Change::Route {
                     table: 254,
                     prefix,
+                    metric: 32,
                     route: Some(Target::Paths(nh)),
                 })),
             ] if prefix.addr() == Ipv4Addr::from(rib[i].0)
