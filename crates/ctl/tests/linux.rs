@@ -766,3 +766,111 @@ fn ipv4_lite_routes_via_ipv6_link_local_next_hops() {
     drop(r2);
     lab.stop_daemon();
 }
+
+/// An FRR daemon (zebra, staticd) in namespace `ns`, stopped by PID on drop.
+struct Frr {
+    child: std::process::Child,
+}
+
+impl Frr {
+    fn start(ns: &str, dir: &std::path::Path, daemon: &str, conf: &str) -> Frr {
+        let cfg = dir.join(format!("{daemon}.conf"));
+        std::fs::write(&cfg, conf).unwrap();
+        ok(&["chown", "-R", "frr:frr", dir.to_str().unwrap()]);
+        let d = dir.to_str().unwrap();
+        let child = std::process::Command::new("ip")
+            .args(["netns", "exec", ns, &format!("/usr/lib/frr/{daemon}")])
+            .args(["-u", "frr", "-g", "frr", "-P", "0", "--vty_socket", d])
+            .arg("-z")
+            .arg(dir.join("zserv.api"))
+            .arg("-i")
+            .arg(dir.join(format!("{daemon}.pid")))
+            .arg("-f")
+            .arg(&cfg)
+            .arg("--log")
+            .arg(format!("file:{d}/{daemon}.log"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start an FRR daemon");
+        Frr { child }
+    }
+
+    fn stop(mut self) {
+        ok(&["kill", "-TERM", &self.child.id().to_string()]);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Frr {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = sh(&["kill", "-KILL", &self.child.id().to_string()]);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// FRR's zebra installs staticd's routes in the namespace's kernel (with nexthop
+/// objects, as zebra does by default) and the dataplane forwards on them.
+#[test]
+fn frr_static_routes_reach_the_dataplane_through_the_kernel() {
+    let _serial = serial();
+    let mut lab = Lab::new(
+        "fr",
+        ["10.81.1.2/24", "10.81.2.2/24"],
+        Some(["10.81.1.1", "10.81.2.1"]),
+    );
+    let cp = lab.cp();
+    let (a, b) = (lab.ns("a"), lab.ns("b"));
+    lab.start_daemon(&format!(
+        "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.81.1.1/24\"]\n\
+         [[interface]]\nname = \"port1\"\naddresses = [\"10.81.2.1/24\"]\n\
+         [linux]\nnetns = \"{cp}\"\n"
+    ));
+    ip(&b, "addr add 198.51.100.1/32 dev lo");
+    let dir = lab.dir.join("frr");
+    std::fs::create_dir_all(&dir).unwrap();
+    let zebra = Frr::start(&cp, &dir, "zebra", "hostname cp\n");
+    std::thread::sleep(Duration::from_millis(500));
+    let staticd = Frr::start(
+        &cp,
+        &dir,
+        "staticd",
+        "hostname cp\n\
+         ip route 198.51.100.0/24 10.81.2.2\n\
+         ip route 203.0.113.0/24 10.81.1.2\n\
+         ip route 203.0.113.0/24 10.81.2.2\n\
+         ip route 192.0.2.0/24 blackhole\n",
+    );
+    let logs = || {
+        format!(
+            "--- show linux\n{}\n--- routes\n{}\n--- kernel\n{}\n--- zebra\n{}",
+            lab.dpctl("show linux").1,
+            lab.dpctl("route show").1,
+            String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "route"]).stdout),
+            std::fs::read_to_string(dir.join("zebra.log")).unwrap_or_default(),
+        )
+    };
+    wait_long("staticd's routes in the dataplane", 20, &logs, || {
+        route(&lab, "192.0.2.0/24").is_some_and(|r| r["kind"] == "blackhole")
+            && route(&lab, "203.0.113.0/24")
+                .is_some_and(|r| r["paths"].as_array().is_some_and(|p| p.len() == 2))
+            && route(&lab, "198.51.100.0/24")
+                .is_some_and(|r| r["paths"][0]["gateway"] == "10.81.2.2")
+    });
+    let nl = &lab.json("show linux")["netlink"];
+    assert!(
+        nl["nexthop_objects"].as_u64().unwrap() > 0,
+        "zebra's nexthop groups: {nl}"
+    );
+    assert!(ping(&a, "198.51.100.1", 3) >= 2, "{}", logs());
+    // zebra withdraws its routes when it stops; the dataplane follows.
+    staticd.stop();
+    zebra.stop();
+    wait_for("zebra's routes gone", || {
+        route(&lab, "198.51.100.0/24").is_none() && route(&lab, "203.0.113.0/24").is_none()
+    });
+    lab.stop_daemon();
+}
