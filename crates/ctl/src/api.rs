@@ -634,13 +634,19 @@ impl<'a> RouterApi<'a> {
                 spec: s,
                 replace,
             } => {
-                if !replace && self.ctl.labels().get(label, eos).is_some() {
+                // Entries learned from a routing daemon do not count: dpctl's
+                // takes precedence over them.
+                let learned = matches!(
+                    self.ctl.label_source(label, eos),
+                    Some(RouteSource::Kernel | RouteSource::Fpm)
+                );
+                if !replace && !learned && self.ctl.labels().get(label, eos).is_some() {
                     return Err(format!(
                         "label {label} {} exists; use `label replace` to change it, or `label del` first",
                         eos_word(eos)
                     ));
                 }
-                spec::install_label(self.ctl, label, eos, &s)
+                spec::install_label(self.ctl, RouteSource::Dpctl, label, eos, &s)
                     .map_err(|e| format!("label {label} {}: {e}", eos_word(eos)))?;
                 Ok(Value::Null)
             }
@@ -656,6 +662,17 @@ impl<'a> RouterApi<'a> {
                         } else {
                             String::new()
                         }
+                    ));
+                }
+                let owner = self
+                    .ctl
+                    .label_source(label, eos)
+                    .unwrap_or(RouteSource::Config);
+                if matches!(owner, RouteSource::Kernel | RouteSource::Fpm) {
+                    return Err(format!(
+                        "label {label} {} is learned ({}): withdraw it where it comes from",
+                        eos_word(eos),
+                        owner.name()
                     ));
                 }
                 if paths.is_empty() {
@@ -705,7 +722,8 @@ impl<'a> RouterApi<'a> {
                     self.ctl.label_del(label, eos).map_err(|e| e.to_string())?;
                 } else {
                     self.ctl
-                        .label_add(
+                        .label_add_from(
+                            owner,
                             label,
                             eos,
                             mpls::LabelAction::Forward {
@@ -1095,7 +1113,11 @@ impl<'a> RouterApi<'a> {
             .iter()
             .filter(|(l, _, _)| only.is_none_or(|x| x == *l))
             .map(|(label, eos, a)| {
-                let mut v = json!({ "label": label, "eos": eos });
+                let mut v = json!({
+                    "label": label,
+                    "eos": eos,
+                    "source": self.ctl.label_source(label, eos).map_or("config", |s| s.name()),
+                });
                 let ttl = |m: &mpls::TtlMode| match m {
                     mpls::TtlMode::Uniform => "uniform",
                     mpls::TtlMode::Pipe { .. } => "pipe",

@@ -126,14 +126,14 @@ fn labels(d: &Value) -> String {
     if rows.is_empty() {
         return o;
     }
-    let _ = writeln!(o, "{:<8} {:<8} Action", "Label", "EOS");
+    let _ = writeln!(o, "{:<8} {:<8} {:<7} Action", "Label", "EOS", "Source");
     for r in rows {
         let eos = if r["eos"].as_bool() == Some(true) {
             "eos"
         } else {
             "non-eos"
         };
-        let head = format!("{:<8} {:<8}", n(&r["label"]), eos);
+        let head = format!("{:<8} {:<8} {:<7}", n(&r["label"]), eos, s(&r["source"]));
         let pipe = if s(&r["ttl_mode"]) == "pipe" {
             " pipe"
         } else {
@@ -149,7 +149,7 @@ fn labels(d: &Value) -> String {
                     if k == 0 {
                         let _ = writeln!(o, "{head} {t}");
                     } else {
-                        let _ = writeln!(o, "{:<17} {t}", "");
+                        let _ = writeln!(o, "{:<25} {t}", "");
                     }
                 }
             }

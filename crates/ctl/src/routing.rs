@@ -552,7 +552,7 @@ pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result
             .map_err(|e| ctx(e.to_string()))?;
     }
     for ((label, eos), s) in wanted_labels(r)? {
-        spec::install_label(ctl, label, eos, &s)
+        spec::install_label(ctl, RouteSource::Config, label, eos, &s)
             .map_err(|e| format!("[[label]] {label} {}: {e}", eos_word(eos)))?;
     }
     Ok(())
@@ -742,7 +742,7 @@ pub fn reload(
         )
     };
     for ((label, eos), _) in old_lb.iter().filter(|(k, _)| !new_lb.contains_key(k)) {
-        if ctl.labels().get(*label, *eos).is_some() {
+        if ctl.label_source(*label, *eos) == Some(RouteSource::Config) {
             ctl.label_del(*label, *eos)
                 .map_err(|e| fail(format!("label {label}"), e.to_string()))?;
         }
@@ -870,7 +870,11 @@ pub fn reload(
         if before == Some(s) && ctl.labels().get(*label, *eos).is_some() {
             continue;
         }
-        spec::install_label(ctl, *label, *eos, s)
+        // The file changes the entry: a dpctl change of it is replaced.
+        if ctl.label_source(*label, *eos) == Some(RouteSource::Dpctl) {
+            let _ = ctl.label_del(*label, *eos);
+        }
+        spec::install_label(ctl, RouteSource::Config, *label, *eos, s)
             .map_err(|e| fail(format!("label {label} {}", eos_word(*eos)), e))?;
         if before.is_some() {
             sum.labels.changed += 1;

@@ -8,7 +8,7 @@
 
 use std::net::Ipv4Addr;
 
-use dataplane::router::RouterControl;
+use dataplane::router::{RouteSource, RouterControl};
 use fib::{Path, RouteKind, TableId};
 
 /// One path of a route or a label entry: `via GATEWAY [INTERFACE] [out-labels ...]
@@ -300,6 +300,7 @@ pub fn resolve_route(ctl: &RouterControl, t: &RouteTarget) -> Result<RouteKind, 
 /// again if the label table refuses the entry.
 pub fn install_label(
     ctl: &mut RouterControl,
+    source: RouteSource,
     label: u32,
     eos: bool,
     spec: &LabelSpec,
@@ -335,7 +336,7 @@ pub fn install_label(
         }
     }
     let action = spec.action_with(|i| adjs[i]);
-    if let Err(e) = ctl.label_add(label, eos, action) {
+    if let Err(e) = ctl.label_add_from(source, label, eos, action) {
         undo_adjacencies(ctl, &created);
         return Err(e.to_string());
     }

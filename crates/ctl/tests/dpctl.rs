@@ -508,7 +508,7 @@ fn every_change_shows_up() {
     let text = d.ok("label show");
     assert!(
         text.contains(
-            "100      eos      swap via 192.168.11.8 port0 out-labels 100 (02:00:00:00:00:08)"
+            "100      eos      dpctl   swap via 192.168.11.8 port0 out-labels 100 (02:00:00:00:00:08)"
         ),
         "{text}"
     );

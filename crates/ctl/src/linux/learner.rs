@@ -740,7 +740,7 @@ impl KernelView {
             (a.clone(), a)
         };
         for (eos, a) in [(true, bos), (false, non_bos)] {
-            if let Err(e) = ctl.label_add(label, eos, a) {
+            if let Err(e) = ctl.label_add_from(RouteSource::Kernel, label, eos, a) {
                 return self.refused(format!("label {label}: {e}"));
             }
         }
@@ -749,8 +749,11 @@ impl KernelView {
 
     fn del_label(&mut self, ctl: &mut RouterControl, label: u32) {
         if self.labels.remove(&label) {
-            let _ = ctl.label_del(label, true);
-            let _ = ctl.label_del(label, false);
+            for eos in [true, false] {
+                if ctl.label_source(label, eos) == Some(RouteSource::Kernel) {
+                    let _ = ctl.label_del(label, eos);
+                }
+            }
         }
     }
 

@@ -70,6 +70,16 @@ pub enum RouterError {
     /// No label entry.
     #[error("no label {0} {1}")]
     NoSuchLabel(u32, &'static str),
+    /// A more preferred source holds the label entry.
+    #[error("label {label} {eos} belongs to {owner}")]
+    LabelOwned {
+        /// In-label.
+        label: u32,
+        /// `eos` or `non-eos`.
+        eos: &'static str,
+        /// Its source's name.
+        owner: &'static str,
+    },
 }
 
 /// Who asked for a route. Several sources may hold a route for the same prefix;
@@ -137,6 +147,8 @@ pub struct RouterControl {
     learned: BTreeMap<(u32, Ipv4Addr), Learned>,
     /// Probes sent and neighbours forgotten by aging, since start.
     aging_counts: (u64, u64),
+    /// The source of each label entry.
+    label_owner: BTreeMap<(u32, bool), RouteSource>,
     /// Adjacencies each label entry holds (see [`RouterControl::label_add`]).
     label_holds: BTreeMap<(u32, bool), Vec<(u32, IpAddr)>>,
     /// Adjacencies [`RouterControl::adjacency`] created and no label entry took yet.
@@ -195,6 +207,7 @@ impl RouterControl {
             label_holds: BTreeMap::new(),
             loose_holds: BTreeMap::new(),
             host_routes: BTreeMap::new(),
+            label_owner: BTreeMap::new(),
             routes: BTreeMap::new(),
             punt_to_host: false,
             batching: false,
@@ -982,8 +995,47 @@ impl RouterControl {
         Ok(self.fib.table_add(table)?)
     }
 
-    /// Adds or replaces a label entry.
+    /// Adds or replaces the configuration file's label entry (see
+    /// [`RouterControl::label_add_from`]).
     pub fn label_add(
+        &mut self,
+        label: u32,
+        eos: bool,
+        action: mpls::LabelAction,
+    ) -> Result<(), RouterError> {
+        self.label_add_from(RouteSource::Config, label, eos, action)
+    }
+
+    /// Adds or replaces `source`'s label entry. One source holds an entry at a
+    /// time: a less preferred source's entry is replaced, a more preferred one's
+    /// is kept and the change refused ([`RouterError::LabelOwned`]).
+    pub fn label_add_from(
+        &mut self,
+        source: RouteSource,
+        label: u32,
+        eos: bool,
+        action: mpls::LabelAction,
+    ) -> Result<(), RouterError> {
+        if let Some(&owner) = self.label_owner.get(&(label, eos)) {
+            if owner < source {
+                return Err(RouterError::LabelOwned {
+                    label,
+                    eos: if eos { "eos" } else { "non-eos" },
+                    owner: owner.name(),
+                });
+            }
+        }
+        self.label_install(label, eos, action)?;
+        self.label_owner.insert((label, eos), source);
+        Ok(())
+    }
+
+    /// The source that holds a label entry.
+    pub fn label_source(&self, label: u32, eos: bool) -> Option<RouteSource> {
+        self.label_owner.get(&(label, eos)).copied()
+    }
+
+    fn label_install(
         &mut self,
         label: u32,
         eos: bool,
@@ -1008,6 +1060,7 @@ impl RouterControl {
     /// Deletes a label entry (and lets go of the adjacencies it held).
     pub fn label_del(&mut self, label: u32, eos: bool) -> Result<mpls::LabelAction, RouterError> {
         let action = self.labels.remove(label, eos)?;
+        self.label_owner.remove(&(label, eos));
         if let Some(old) = self.label_holds.remove(&(label, eos)) {
             self.release_adjacencies(old);
         }
