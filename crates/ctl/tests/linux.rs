@@ -62,29 +62,6 @@ fn addresses(lab: &Lab, iface: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn ping(ns: &str, dst: &str, n: u32) -> u32 {
-    let o = sh(&[
-        "ip",
-        "netns",
-        "exec",
-        ns,
-        "ping",
-        "-c",
-        &n.to_string(),
-        "-i",
-        "0.2",
-        "-W",
-        "1",
-        dst,
-    ]);
-    String::from_utf8_lossy(&o.stdout)
-        .split(", ")
-        .find(|p| p.ends_with("received"))
-        .and_then(|p| p.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn linux_state_is_reflected_in_the_dataplane() {
     let _serial = serial();
@@ -116,12 +93,15 @@ fn linux_state_is_reflected_in_the_dataplane() {
     assert_eq!(route(&lab, "10.77.2.0/24").unwrap()["source"], "interface");
     // The dataplane forwards between the hosts.
     assert!(
-        ping(&a, "10.77.2.2", 4) >= 3,
+        ping(&a, "10.77.2.2", 4, "0.2").0 >= 3,
         "a -> b through the dataplane"
     );
     // The kernel resolves its neighbours through the twins (ARP punted and
     // injected) and can ping through them.
-    assert!(ping(&cp, "10.77.1.2", 3) >= 2, "control plane -> a");
+    assert!(
+        ping(&cp, "10.77.1.2", 3, "0.2").0 >= 2,
+        "control plane -> a"
+    );
     let n = lab.json("neighbor show");
     assert!(
         n["neighbors"]
@@ -173,7 +153,10 @@ fn linux_state_is_reflected_in_the_dataplane() {
     let before = lab.json("show interfaces port1")["interfaces"][0]["counters"]["tx_packets"]
         .as_u64()
         .unwrap_or(0);
-    assert!(ping(&a, "198.51.100.1", 4) >= 3, "a -> kernel route");
+    assert!(
+        ping(&a, "198.51.100.1", 4, "0.2").0 >= 3,
+        "a -> kernel route"
+    );
     let after = lab.json("show interfaces port1")["interfaces"][0]["counters"]["tx_packets"]
         .as_u64()
         .unwrap_or(0);
@@ -397,9 +380,9 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
     // through the dataplane.
     let before = tx("port1");
     wait_long("a -> 198.18.5.1", 20, &logs, || {
-        ping(&a, "198.18.5.1", 1) == 1
+        ping(&a, "198.18.5.1", 1, "0.2").0 == 1
     });
-    assert!(ping(&a, "198.18.5.1", 5) >= 4, "{}", logs());
+    assert!(ping(&a, "198.18.5.1", 5, "0.2").0 >= 4, "{}", logs());
     assert!(
         tx("port1") >= before + 5,
         "forwarded on port1 by the dataplane"
@@ -444,9 +427,9 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
     });
     let before = tx("port2");
     wait_long("a -> 198.18.5.1 again", 20, &logs, || {
-        ping(&a, "198.18.5.1", 1) == 1
+        ping(&a, "198.18.5.1", 1, "0.2").0 == 1
     });
-    assert!(ping(&a, "198.18.5.1", 3) >= 2, "{}", logs());
+    assert!(ping(&a, "198.18.5.1", 3, "0.2").0 >= 2, "{}", logs());
     assert!(tx("port2") >= before + 3, "forwarded on port2");
     // BIRD stops for a graceful restart: with `persist` its routes stay in the
     // kernel, so the dataplane keeps forwarding; BIRD comes back (-R) and takes
@@ -457,11 +440,14 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
     bird.graceful_stop(&cp);
     std::thread::sleep(Duration::from_millis(300));
     assert!(route(&lab, "198.18.5.0/24").is_some(), "{}", logs());
-    assert!(ping(&a, "198.18.5.1", 3) >= 3, "forwarding with BIRD down");
+    assert!(
+        ping(&a, "198.18.5.1", 3, "0.2").0 >= 3,
+        "forwarding with BIRD down"
+    );
     let bird = Bird::start(&lab, &cp, "cp", BIRD_CP, &["-R"]);
     // Through the restart and OSPF's re-convergence (about 6 s) every ping gets
     // its answer.
-    let got = ping(&a, "198.18.5.1", 40);
+    let got = ping(&a, "198.18.5.1", 40, "0.2").0;
     assert!(
         got >= 39,
         "{got}/40 answered across BIRD's restart\n{}\n{}",
@@ -542,7 +528,7 @@ fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
     wait_for("the stable route", || {
         route(&lab, "198.18.7.0/24").is_some()
     });
-    assert!(ping(&a, "198.18.7.1", 2) >= 1);
+    assert!(ping(&a, "198.18.7.1", 2, "0.2").0 >= 1);
     // Pings to the stable prefix while 100,000 routes come and go.
     let pinger = std::process::Command::new("ip")
         .args([
@@ -735,9 +721,9 @@ fn ipv4_lite_routes_via_ipv6_link_local_next_hops() {
     );
     // a -> R1 (dataplane) -> R2's network, and back over R2's route via fe80::1.
     wait_long("a -> 198.18.6.1", 20, &logs, || {
-        ping(&a, "198.18.6.1", 1) == 1
+        ping(&a, "198.18.6.1", 1, "0.2").0 == 1
     });
-    assert!(ping(&a, "198.18.6.1", 4) >= 4, "{}", logs());
+    assert!(ping(&a, "198.18.6.1", 4, "0.2").0 >= 4, "{}", logs());
     // traceroute from R2 towards a: the dataplane hop answers from its loopback
     // (port1 has no address of its own).
     let o = sh(&[
@@ -865,7 +851,7 @@ fn frr_static_routes_reach_the_dataplane_through_the_kernel() {
         nl["nexthop_objects"].as_u64().unwrap() > 0,
         "zebra's nexthop groups: {nl}"
     );
-    assert!(ping(&a, "198.51.100.1", 3) >= 2, "{}", logs());
+    assert!(ping(&a, "198.51.100.1", 3, "0.2").0 >= 2, "{}", logs());
     // zebra withdraws its routes when it stops; the dataplane follows.
     staticd.stop();
     zebra.stop();

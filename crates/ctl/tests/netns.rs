@@ -196,32 +196,6 @@ fn router_mode_routes_pings_and_reports_unreachable() {
     assert!(summary.contains("ip4-lookup"), "{summary}");
 }
 
-/// `ping -c n` from namespace `ns`: packets received.
-fn ping(ns: &str, dst: &str, n: u32, interval: &str) -> (u32, String) {
-    let o = sh(&[
-        "ip",
-        "netns",
-        "exec",
-        ns,
-        "ping",
-        "-c",
-        &n.to_string(),
-        "-i",
-        interval,
-        "-W",
-        "1",
-        dst,
-    ]);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    let got = out
-        .split(", ")
-        .find(|p| p.ends_with("received"))
-        .and_then(|p| p.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    (got, out)
-}
-
 #[test]
 fn dpctl_counters_trace_and_reload_under_traffic() {
     let mut lab = Lab::new(

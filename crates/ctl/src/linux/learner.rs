@@ -255,25 +255,25 @@ impl KernelView {
             swept += 1;
         }
         let twins: BTreeSet<u32> = self.twins.values().copied().collect();
-        let stale: Vec<_> = ctl
+        let stale4 = ctl
             .neighbors()
             .keys()
             .filter(|&&(ix, ip)| ctl.is_kernel_neighbor(ix, ip))
-            .filter(|&&(ix, ip)| !mark.neighbors.contains(&(ix, IpAddr::V4(ip))))
-            .copied()
-            .collect();
-        for (ix, ip) in stale {
-            let _ = ctl.del_kernel_neighbor(ix, ip);
-            swept += 1;
-        }
-        let stale: Vec<_> = ctl
+            .map(|&(ix, ip)| (ix, IpAddr::V4(ip)));
+        let stale6 = ctl
             .neighbors6()
             .keys()
-            .filter(|&&(ix, ip)| twins.contains(&ix) && !mark.neighbors.contains(&(ix, ip.into())))
-            .copied()
+            .filter(|k| twins.contains(&k.0))
+            .map(|&(ix, ip)| (ix, IpAddr::V6(ip)));
+        let stale: Vec<_> = stale4
+            .chain(stale6)
+            .filter(|k| !mark.neighbors.contains(k))
             .collect();
         for (ix, ip) in stale {
-            let _ = ctl.del_neighbor6(ix, ip);
+            let _ = match ip {
+                IpAddr::V4(ip) => ctl.del_kernel_neighbor(ix, ip),
+                IpAddr::V6(ip) => ctl.del_neighbor6(ix, ip),
+            };
             swept += 1;
         }
         let stale: Vec<_> = ctl

@@ -238,3 +238,29 @@ impl Drop for Lab {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// `ping -c n` from namespace `ns`: packets received.
+pub fn ping(ns: &str, dst: &str, n: u32, interval: &str) -> (u32, String) {
+    let o = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "ping",
+        "-c",
+        &n.to_string(),
+        "-i",
+        interval,
+        "-W",
+        "1",
+        dst,
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let got = out
+        .split(", ")
+        .find(|p| p.ends_with("received"))
+        .and_then(|p| p.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    (got, out)
+}

@@ -1626,6 +1626,15 @@ fn control_port(port: u16) -> bool {
     matches!(port, 179 | 646 | 3784 | 3785 | 4784 | 520 | 521 | 6696)
 }
 
+/// Whether the first four bytes of a UDP or TCP header name a control port, as
+/// source or destination.
+fn control_ports(l4: Option<&[u8]>) -> bool {
+    l4.is_some_and(|p| {
+        control_port(u16::from_be_bytes([p[0], p[1]]))
+            || control_port(u16::from_be_bytes([p[2], p[3]]))
+    })
+}
+
 /// The punt class of an IPv4 packet for the router, `ip` from its header on.
 fn ip4_punt_class(ip: &[u8]) -> PuntReason {
     let hl = usize::from(ip.first().map_or(0, |b| b & 0x0f)) * 4;
@@ -1634,11 +1643,7 @@ fn ip4_punt_class(ip: &[u8]) -> PuntReason {
     // OSPF, IGMP, PIM, VRRP
     let control = link_local_mc
         || matches!(proto, 89 | 2 | 103 | 112)
-        || (matches!(proto, 6 | 17)
-            && ip.get(hl..hl + 4).is_some_and(|p| {
-                control_port(u16::from_be_bytes([p[0], p[1]]))
-                    || control_port(u16::from_be_bytes([p[2], p[3]]))
-            }));
+        || (matches!(proto, 6 | 17) && control_ports(ip.get(hl..hl + 4)));
     if control {
         PuntReason::Routing
     } else {
@@ -1655,11 +1660,7 @@ fn ip6_punt_class(ip: &[u8]) -> PuntReason {
     let control = link_local_mc
         || nh == 89
         || (nh == 58 && l4.is_some_and(|p| (130..=143).contains(&p[0])))
-        || (matches!(nh, 6 | 17)
-            && l4.is_some_and(|p| {
-                control_port(u16::from_be_bytes([p[0], p[1]]))
-                    || control_port(u16::from_be_bytes([p[2], p[3]]))
-            }));
+        || (matches!(nh, 6 | 17) && control_ports(l4));
     if control {
         PuntReason::Ip6Control
     } else {
