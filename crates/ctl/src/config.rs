@@ -109,8 +109,7 @@ pub struct Config {
     pub linux: Option<crate::linux::LinuxSection>,
 }
 
-/// Where `dataplaned` listens for `dpctl`, unless `--socket` says otherwise.
-pub const DEFAULT_SOCKET: &str = "/run/dataplaned.sock";
+pub use dpctl::proto::DEFAULT_SOCKET;
 
 /// `[control]`: the API socket.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

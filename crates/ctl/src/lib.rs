@@ -1,17 +1,18 @@
 //! Control plane of the router: the configuration file ([`config`], [`routing`]),
 //! the daemon behind `dataplaned` ([`daemon`]) with its control socket ([`server`],
-//! [`api`]), and the `dpctl` command language, protocol and output ([`cli`],
-//! [`proto`], [`render`]).
+//! [`api`]), the Linux control plane ([`linux`]: TAP twins, netlink learner), and
+//! the resolution of operators' routes and labels ([`spec`]). The `dpctl`
+//! command language, protocol and output live in the `dpctl` crate (no DPDK),
+//! re-exported here as [`cli`], [`proto`] and [`render`].
 
 pub mod api;
-pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod decode;
 pub mod linux;
-pub mod proto;
-pub mod render;
 pub mod routing;
 pub mod server;
 pub mod sflow_agent;
 pub mod spec;
+
+pub use dpctl::{cli, proto, render};

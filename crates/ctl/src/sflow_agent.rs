@@ -32,7 +32,7 @@ use sflow::{Agent, AgentConfig, Directions, IfCounters, InterfaceCounters, Sampl
 use crate::api::PortSource;
 
 /// Rate `sflow enable PORT` uses when none is given (and the file's default).
-pub const DEFAULT_RATE: u32 = 1000;
+pub const DEFAULT_RATE: u32 = dpctl::cli::DEFAULT_SFLOW_RATE;
 
 /// `[sflow]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]

@@ -16,10 +16,9 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use ctl::cli::{self, USAGE};
-use ctl::config::DEFAULT_SOCKET;
-use ctl::proto::Client;
-use ctl::render::render;
+use dpctl::cli::{self, USAGE};
+use dpctl::proto::{Client, DEFAULT_SOCKET};
+use dpctl::render::render;
 
 /// Configure and inspect a running dataplaned.
 #[derive(Debug, Parser)]

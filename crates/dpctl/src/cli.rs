@@ -12,7 +12,7 @@ use std::net::Ipv4Addr;
 
 use fib::{Ipv4Prefix, TableId};
 
-use crate::routing::{parse_addr_len, parse_mac, parse_prefix};
+use crate::parse::{parse_addr_len, parse_mac, parse_prefix};
 use crate::spec::{LabelSpec, RouteTarget, Special, ViaSpec, check_in_label};
 
 /// Every command, one per line, as `dpctl help` prints it.
@@ -57,6 +57,9 @@ trace add N
 clear trace
 clear counters
 reload";
+
+/// The sampling rate `sflow enable` uses when none is given (1-in-N).
+pub const DEFAULT_SFLOW_RATE: u32 = 1000;
 
 /// A `dpctl` request, checked for syntax.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -814,7 +817,7 @@ fn sflow(w: &mut Words<'_>) -> Result<Command> {
         "enable" => {
             w.usage = "sflow enable INTERFACE [rate N] [direction rx|tx|both]";
             let interface = interface_name(w.expect("interface")?)?;
-            let mut rate = crate::sflow_agent::DEFAULT_RATE;
+            let mut rate = DEFAULT_SFLOW_RATE;
             let mut direction = sflow::Directions::Rx;
             while let Some(k) = w.next() {
                 match k {

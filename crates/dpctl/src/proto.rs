@@ -30,6 +30,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+/// Where `dataplaned` listens for `dpctl`, unless `--socket` says otherwise.
+pub const DEFAULT_SOCKET: &str = "/run/dataplaned.sock";
+
 /// Longest response line a client reads, newline included (`route show` of a full
 /// Internet table is about 60 MiB of JSON).
 pub const MAX_LINE: usize = 512 << 20;

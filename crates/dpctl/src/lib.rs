@@ -1,0 +1,11 @@
+//! The `dpctl` command language, apart from the daemon and DPDK: the grammar
+//! ([`cli`]), routes and label entries as operators write them ([`spec`],
+//! [`parse`]), the request protocol over the control socket ([`proto`]) and the
+//! text rendering of results ([`render`]). `dataplaned` runs what it parses; the
+//! `dpctl` binary needs nothing else.
+
+pub mod cli;
+pub mod parse;
+pub mod proto;
+pub mod render;
+pub mod spec;
