@@ -31,44 +31,7 @@ use crate::server::Service;
 use crate::sflow_agent;
 use crate::spec::{self, check_table, eos_word, ifindex};
 
-/// Link state and device counters of the ports, by DPDK port id.
-pub trait PortSource {
-    /// Link up and counters of port `id`, if there is such a port.
-    fn port_state(&self, id: u16) -> Option<(bool, PortStats)>;
-    /// Link speed of port `id` in Mbit/s (0 when unknown).
-    fn link_speed_mbps(&self, _id: u16) -> u32 {
-        0
-    }
-}
-
-/// The DPDK ports.
-#[derive(Debug, Clone, Copy)]
-pub struct DpdkPorts<'a>(pub &'a [dataplane::dpdk::Port]);
-
-impl PortSource for DpdkPorts<'_> {
-    fn port_state(&self, id: u16) -> Option<(bool, PortStats)> {
-        self.0
-            .iter()
-            .find(|p| p.id() == id)
-            .map(|p| (p.link().up, p.stats()))
-    }
-    fn link_speed_mbps(&self, id: u16) -> u32 {
-        self.0
-            .iter()
-            .find(|p| p.id() == id)
-            .map_or(0, |p| p.link().speed_mbps)
-    }
-}
-
-/// No ports (tests without DPDK).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoPorts;
-
-impl PortSource for NoPorts {
-    fn port_state(&self, _: u16) -> Option<(bool, PortStats)> {
-        None
-    }
-}
+pub use crate::ports::{DpdkPorts, NoPorts, PortSource};
 
 /// Facts about the daemon for `show version` and `reload`.
 #[derive(Debug, Clone)]

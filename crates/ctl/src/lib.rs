@@ -10,6 +10,7 @@ pub mod config;
 pub mod daemon;
 pub mod decode;
 pub mod linux;
+pub mod ports;
 pub mod routing;
 pub mod server;
 pub mod sflow_agent;

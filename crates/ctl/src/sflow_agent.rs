@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use dataplane::router::{IfTable, WorkerStats};
 use sflow::{Agent, AgentConfig, Directions, IfCounters, InterfaceCounters, Sampling};
 
-use crate::api::PortSource;
+use crate::ports::PortSource;
 
 /// Rate `sflow enable PORT` uses when none is given (and the file's default).
 pub const DEFAULT_RATE: u32 = dpctl::cli::DEFAULT_SFLOW_RATE;
