@@ -75,13 +75,15 @@ fn linux_state_is_reflected_in_the_dataplane() {
         "[forwarding]\nmode = \"router\"\n\
          [[interface]]\nname = \"port0\"\naddresses = [\"10.77.1.1/24\"]\n\
          [[interface]]\nname = \"port1\"\n\
+         [[interface]]\nname = \"port0.100\"\nparent = \"port0\"\nvlan = 100\n\
+         addresses = [\"10.77.100.1/24\"]\n\
          [linux]\nnetns = \"{cp}\"\n"
     ));
     let (a, b) = (lab.ns("a"), lab.ns("b"));
     // The twins exist with the ports' MACs; the file's address went to Linux.
     let show = lab.json("show linux");
     assert_eq!(show["enabled"], true);
-    assert_eq!(show["twins"].as_array().unwrap().len(), 2);
+    assert_eq!(show["twins"].as_array().unwrap().len(), 3);
     let link = String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "addr", "show", "port0"]).stdout)
         .into_owned();
     assert!(link.contains("10.77.1.1/24"), "{link}");
@@ -211,7 +213,61 @@ fn linux_state_is_reflected_in_the_dataplane() {
     ip(&cp, "addr del 10.77.2.1/24 dev port1");
     wait_for("10.77.2.1 gone", || addresses(&lab, "port1").is_empty());
     assert!(route(&lab, "10.77.2.0/24").is_none());
+    // The sub-interface's twin: a tagged datagram from host a goes up untagged,
+    // the kernel's ICMP error comes back down tagged.
+    let host_if = format!("dp{}a1", lab.tag);
+    let o = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &a,
+        "cat",
+        &format!("/sys/class/net/{host_if}/address"),
+    ]);
+    let host_mac = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    ip(
+        &cp,
+        &format!("neigh add 10.77.100.2 lladdr {host_mac} dev port0.100 nud permanent"),
+    );
+    let _ = sh(&[
+        "ip", "netns", "exec", &a, "ethtool", "-K", &host_if, "rxvlan", "off",
+    ]);
+    let port0_mac = lab.json("show interfaces port0")["interfaces"][0]["mac"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let probe = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/tools/vlanprobe.py"
+    );
+    let o = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &a,
+        "python3",
+        probe,
+        &host_if,
+        &port0_mac,
+        "100",
+        "10.77.100.2",
+        "10.77.100.1",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("icmp type 3 code 3 vlan 100"),
+        "{out}\n{}",
+        lab.dpctl("show linux").1
+    );
     let show = lab.json("show linux");
+    let sub = show["twins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["twin"] == "port0.100")
+        .unwrap();
+    assert!(sub["punt_pkts"].as_u64().unwrap() >= 1, "{show}");
+    assert!(sub["inject_pkts"].as_u64().unwrap() >= 1, "{show}");
     assert!(
         show["twins"][0]["punt_pkts"].as_u64().unwrap() > 0,
         "{show}"
