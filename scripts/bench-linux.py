@@ -11,7 +11,10 @@ the kernel), and the script measures:
     every 10 ms);
   - `dpctl linux resync` of the full table (dump + mark-and-sweep), ms;
   - the daemon's resident memory with the table minus without, bytes per route;
-  - the table deleted again (ip -batch) and the lag of the withdrawal.
+  - the table deleted again (ip -batch) and the lag of the withdrawal;
+  - punt and inject through the twin: a host floods UDP to the router's address
+    for 3 s (punted to the twin; policer raised out of the way), then the
+    control-plane namespace floods UDP to the host (injected): packets/s.
 
     scripts/bench-linux.py [--routes N]
 
@@ -50,6 +53,21 @@ def rss(pid):
     return 0
 
 
+FLOOD = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+end, n = time.time() + float(sys.argv[2]), 0
+while time.time() < end:
+    s.sendto(b"x" * 18, (sys.argv[1], 9)); n += 1
+print(n)
+"""
+
+
+def flood(ns, dst, secs):
+    o = sh("ip", "netns", "exec", ns, "python3", "-c", FLOOD, dst, str(secs), check=False)
+    return int(o.stdout.strip() or 0)
+
+
 def wait_routes(sock, want, timeout=120):
     t0 = time.time()
     while time.time() - t0 < timeout:
@@ -82,6 +100,9 @@ def main():
     sh("ip", "link", "add", "dpbl0", "type", "veth", "peer", "name", "dpbl1")
     sh("ip", "link", "set", "dpbl1", "netns", HOST)
     sh("ip", "link", "set", "dpbl0", "up")
+    sh("ip", "-n", HOST, "addr", "add", "10.250.0.2/24", "dev", "dpbl1")
+    sh("ip", "-n", HOST, "link", "set", "dpbl1", "up")
+    sh("ip", "netns", "exec", HOST, "ethtool", "-K", "dpbl1", "tx", "off", check=False)
     cfg = os.path.join(tmp, "d.toml")
     with open(cfg, "w") as f:
         f.write(
@@ -89,7 +110,7 @@ def main():
             '[[port]]\nname = "port0"\ndevice = "net_af_packet0,iface=dpbl0"\n'
             '[forwarding]\nmode = "router"\n'
             '[[interface]]\nname = "port0"\naddresses = ["10.250.0.1/24"]\n'
-            f'[linux]\nnetns = "{NS}"\n'
+            f'[linux]\nnetns = "{NS}"\npunt_other_pps = 10000000\n'
         )
     d = subprocess.Popen([os.path.join(BIN, "dataplaned"), "-c", cfg, "--socket", sock],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -123,6 +144,14 @@ def main():
         t_dp = wait_routes(sock, 0)
         rows.append(("withdrawal: kernel", f"{t_kernel - t0:.2f} s", ""))
         rows.append(("withdrawal: dataplane after the kernel", f"{t_dp - t_kernel:.2f} s", "lag"))
+        for what, ns, dst, key in (("punt", HOST, "10.250.0.1", "punt_pkts"),
+                                   ("inject", NS, "10.250.0.2", "inject_pkts")):
+            before = dpctl(sock, "show", "linux")["twins"][0][key]
+            sent = flood(ns, dst, 3.0)
+            time.sleep(0.2)
+            got = dpctl(sock, "show", "linux")["twins"][0][key] - before
+            rows.append((f"{what} through the twin (UDP, 60 B)", f"{got / 3.0:,.0f} pkts/s",
+                         f"{sent / 3.0:,.0f}/s offered"))
         nl = dpctl(sock, "show", "linux")["netlink"]
         rows.append(("netlink", f"{nl['messages']:,} msgs", f"{nl['batches']} batches, {nl['resyncs']} resyncs, {nl['overflows']} overflows"))
     finally:

@@ -176,7 +176,10 @@ impl std::fmt::Debug for Twin {
 }
 
 /// Frames moved per twin and per worker queue in one pump call.
-const PUMP_BUDGET: usize = 256;
+const PUMP_BUDGET: usize = 1024;
+
+/// Frames a twin queues towards the control thread between two pump calls.
+const TAP_QUEUE_LEN: u32 = 4096;
 
 /// Punt counters by reason and the pump's own.
 #[derive(Debug, Default, Clone)]
@@ -268,6 +271,7 @@ impl LinuxPlane {
                         .layer(Layer::L2)
                         .mac_addr(i.mac)
                         .mtu(i.mtu)
+                        .tx_queue_len(TAP_QUEUE_LEN)
                         .enable(i.up)
                         .build_sync()
                         .map_err(|e| io::Error::other(format!("TAP {name}: {e}")))?;

@@ -27,7 +27,7 @@ const EVENT_QUEUE: usize = 1024;
 /// Depth of each worker's punt queue.
 const PUNT_QUEUE: usize = 1024;
 /// Depth of each worker's queue of packets the control thread sends.
-const INJECT_QUEUE: usize = 256;
+const INJECT_QUEUE: usize = 1024;
 
 /// Errors of control operations. Each says what is wrong.
 #[derive(Debug, Error)]

@@ -265,7 +265,8 @@ impl RouterWorker {
             let got = self.poll_once(start, &mut rx, &mut tx, &mut out);
             stats.loops.inc();
             start = start.wrapping_add(1);
-            if got > 0 {
+            // Frames waiting to be injected are work too: no sleeping on them.
+            if got > 0 || self.inject.as_ref().is_some_and(|q| !q.is_empty()) {
                 empty = 0;
                 sleep_us = 1;
             } else {
@@ -280,9 +281,11 @@ impl RouterWorker {
     }
 }
 
-/// Sends up to a few packets of the control thread's queue.
+/// Sends up to [`INJECT_PER_LOOP`] packets of the control thread's queue, one tx
+/// burst per port.
 #[cold]
 fn inject(q: &InjectQueue, tx: &mut [Burst], ports: usize, queue: u16, stats: &WorkerStats) {
+    let mut touched = 0u64;
     for _ in 0..INJECT_PER_LOOP {
         let Some((port, m)) = q.pop() else {
             break;
@@ -294,14 +297,27 @@ fn inject(q: &InjectQueue, tx: &mut [Burst], ports: usize, queue: u16, stats: &W
             stats.drops[DropReason::NoTxPort as usize].inc();
             continue;
         };
-        let _ = b.push(m);
+        if b.push(m).is_err() {
+            stats.drops[DropReason::TxFull as usize].inc();
+            continue;
+        }
         stats.injected.inc();
-        flush(b, port, queue, &stats.drops[DropReason::TxFull as usize]);
+        touched |= 1u64.checked_shl(u32::from(port)).unwrap_or(0);
+    }
+    for (port, b) in tx.iter_mut().enumerate().take(64) {
+        if touched & (1 << port) != 0 {
+            flush(
+                b,
+                port as u16,
+                queue,
+                &stats.drops[DropReason::TxFull as usize],
+            );
+        }
     }
 }
 
 /// Packets of the inject queue sent per loop at most.
-const INJECT_PER_LOOP: usize = 8;
+const INJECT_PER_LOOP: usize = 64;
 
 /// Counts the tx stage (started at `t2`) and the busy loop (started at `t0`) of a
 /// vector of `n` packets; returns `n`.
