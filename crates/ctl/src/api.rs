@@ -1491,6 +1491,10 @@ impl Service for RouterApi<'_> {
         self.ctl.poll();
         self.age_neighbors();
         self.sflow_poll();
+        if let Some(l) = &mut self.linux {
+            let ports = self.ports;
+            l.sync_carrier(|id| ports.link_up(id));
+        }
         // Without a Linux control plane punted packets have no consumer: they are
         // counted by reason (in the workers) and freed here.
         if self.linux.is_none() {

@@ -7,6 +7,10 @@ use dataplane::dpdk::PortStats;
 pub trait PortSource {
     /// Link up and counters of port `id`, if there is such a port.
     fn port_state(&self, id: u16) -> Option<(bool, PortStats)>;
+    /// Link up of port `id`, if there is such a port.
+    fn link_up(&self, id: u16) -> Option<bool> {
+        self.port_state(id).map(|s| s.0)
+    }
     /// Link speed of port `id` in Mbit/s (0 when unknown).
     fn link_speed_mbps(&self, _id: u16) -> u32 {
         0
@@ -23,6 +27,9 @@ impl PortSource for DpdkPorts<'_> {
             .iter()
             .find(|p| p.id() == id)
             .map(|p| (p.link().up, p.stats()))
+    }
+    fn link_up(&self, id: u16) -> Option<bool> {
+        self.0.iter().find(|p| p.id() == id).map(|p| p.link().up)
     }
     fn link_speed_mbps(&self, id: u16) -> u32 {
         self.0

@@ -77,13 +77,15 @@ fn linux_state_is_reflected_in_the_dataplane() {
          [[interface]]\nname = \"port1\"\n\
          [[interface]]\nname = \"port0.100\"\nparent = \"port0\"\nvlan = 100\n\
          addresses = [\"10.77.100.1/24\"]\n\
-         [linux]\nnetns = \"{cp}\"\n"
+         [[port]]\nname = \"port2\"\ndevice = \"net_tap_{t},iface=dptap{t}\"\n\
+         [linux]\nnetns = \"{cp}\"\n",
+        t = lab.tag
     ));
     let (a, b) = (lab.ns("a"), lab.ns("b"));
     // The twins exist with the ports' MACs; the file's address went to Linux.
     let show = lab.json("show linux");
     assert_eq!(show["enabled"], true);
-    assert_eq!(show["twins"].as_array().unwrap().len(), 3);
+    assert_eq!(show["twins"].as_array().unwrap().len(), 4);
     let link = String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "addr", "show", "port0"]).stdout)
         .into_owned();
     assert!(link.contains("10.77.1.1/24"), "{link}");
@@ -213,6 +215,23 @@ fn linux_state_is_reflected_in_the_dataplane() {
     ip(&cp, "addr del 10.77.2.1/24 dev port1");
     wait_for("10.77.2.1 gone", || addresses(&lab, "port1").is_empty());
     assert!(route(&lab, "10.77.2.0/24").is_none());
+    // The port's link is the twin's carrier: the kernel (and BIRD/FRR) see a cut.
+    // (net_tap reports its link; af_packet always says up.)
+    let tap = format!("dptap{}", lab.tag);
+    let carrier = |lab: &Lab| {
+        lab.json("show linux")["twins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["twin"] == "port2" && t["carrier"] == true)
+    };
+    assert!(carrier(&lab));
+    ok(&["ip", "link", "set", &tap, "down"]);
+    wait_for("port2's twin without carrier", || !carrier(&lab));
+    let o = sh(&["ip", "-n", &cp, "link", "show", "port2"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("NO-CARRIER"));
+    ok(&["ip", "link", "set", &tap, "up"]);
+    wait_for("port2's twin with carrier", || carrier(&lab));
     // The sub-interface's twin: a tagged datagram from host a goes up untagged,
     // the kernel's ICMP error comes back down tagged.
     let host_if = format!("dp{}a1", lab.tag);

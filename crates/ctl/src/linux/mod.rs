@@ -17,6 +17,7 @@
 //! dataplane; the dataplane's own ARP learning goes on beside them (a kernel
 //! neighbour is never aged by the dataplane, a learned one is).
 
+pub mod carrier;
 pub mod change;
 pub mod decode;
 pub mod learner;
@@ -161,6 +162,8 @@ pub struct Twin {
     pub vlan: Option<u16>,
     /// Counters.
     pub counters: TwinCounters,
+    /// The carrier as last set (it follows the port's link).
+    pub carrier: bool,
     dev: SyncDevice,
 }
 
@@ -298,6 +301,7 @@ impl LinuxPlane {
                 port: i.port,
                 vlan: i.vlan,
                 counters: TwinCounters::default(),
+                carrier: true,
                 dev,
             });
         }
@@ -429,6 +433,17 @@ impl LinuxPlane {
         }
     }
 
+    /// Gives each twin its port's link as carrier (`link_up(port)`; unknown
+    /// ports count as up).
+    pub fn sync_carrier(&mut self, link_up: impl Fn(u16) -> Option<bool>) {
+        for t in &mut self.twins {
+            let up = link_up(t.port).unwrap_or(true);
+            if up != t.carrier && carrier::set_carrier(t.dev.as_raw_fd(), up).is_ok() {
+                t.carrier = up;
+            }
+        }
+    }
+
     /// Dumps the namespace and applies it with mark-and-sweep (`dpctl linux
     /// resync`).
     pub fn resync(&mut self, ctl: &mut RouterControl, reason: &str) {
@@ -447,6 +462,7 @@ impl LinuxPlane {
                     "ifindex": t.ifindex,
                     "twin": t.name,
                     "kernel_ifindex": t.kernel_ifindex,
+                    "carrier": t.carrier,
                     "punt_pkts": c.punt_pkts,
                     "punt_bytes": c.punt_bytes,
                     "punt_errors": c.punt_errors,
