@@ -782,18 +782,13 @@ impl KernelView {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
     use dataplane::router::Interface;
-    use std::net::Ipv6Addr;
-
-    fn pfx(s: &str) -> Ipv4Prefix {
-        s.parse().unwrap()
-    }
 
     /// A router with port0 (ifindex 1, 10.1.0.1/24) and port1 (ifindex 2,
     /// 10.2.0.1/24), twins 11 and 12; kernel ifindex 13 is not a twin.
-    fn setup() -> (RouterControl, KernelView) {
+    pub(super) fn setup() -> (RouterControl, KernelView) {
         let mut ctl = RouterControl::new();
         for p in 0..2u8 {
             ctl.add_interface(Interface {
@@ -813,7 +808,7 @@ mod tests {
         (ctl, view)
     }
 
-    fn nh(gw: &str, oif: u32) -> NextHop {
+    pub(super) fn nh(gw: &str, oif: u32) -> NextHop {
         NextHop {
             gateway: Some(gw.parse().unwrap()),
             ifindex: Some(oif),
@@ -821,6 +816,17 @@ mod tests {
             onlink: false,
             labels: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::*;
+    use super::*;
+    use std::net::Ipv6Addr;
+
+    fn pfx(s: &str) -> Ipv4Prefix {
+        s.parse().unwrap()
     }
 
     fn route(table: u32, p: &str, t: Option<Target>) -> Change {
@@ -1188,5 +1194,125 @@ mod tests {
         let left: Vec<_> = ctl.routes_of(RouteSource::Kernel).map(|r| r.1).collect();
         assert_eq!(left, [pfx("203.0.113.0/24")]);
         assert!(ctl.neighbors().is_empty());
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use super::tests_support::*;
+    use super::*;
+    use proptest::collection::vec as pvec;
+    use proptest::prelude::*;
+
+    fn next_hop() -> impl Strategy<Value = NextHop> {
+        (
+            prop_oneof![
+                Just(None),
+                any::<[u8; 4]>().prop_map(|o| Some(IpAddr::V4(o.into()))),
+                any::<[u8; 16]>().prop_map(|o| Some(IpAddr::V6(o.into()))),
+            ],
+            prop_oneof![
+                Just(None),
+                Just(Some(11)),
+                Just(Some(12)),
+                any::<u32>().prop_map(Some)
+            ],
+            any::<u16>(),
+            any::<bool>(),
+            pvec(any::<u32>(), 0..4),
+        )
+            .prop_map(|(gateway, ifindex, weight, onlink, labels)| NextHop {
+                gateway,
+                ifindex,
+                weight,
+                onlink,
+                labels,
+            })
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        let target = prop_oneof![
+            pvec(next_hop(), 0..4).prop_map(Target::Paths),
+            (0u32..4).prop_map(Target::NexthopId),
+            Just(Target::Blackhole),
+            Just(Target::Unreachable),
+        ];
+        prop_oneof![
+            (
+                prop_oneof![Just(254u32), Just(255), any::<u32>()],
+                any::<u32>(),
+                0u8..=32,
+                0u32..3,
+                proptest::option::of(target),
+            )
+                .prop_map(|(table, a, l, metric, route)| Change::Route {
+                    table,
+                    prefix: Ipv4Prefix::new_truncated(a.into(), l).unwrap(),
+                    metric,
+                    route,
+                }),
+            (0u32..4, proptest::option::of(next_hop())).prop_map(|(id, nh)| Change::Nexthop {
+                id,
+                nh: nh.map(NexthopObject::One),
+            }),
+            (any::<u32>(), proptest::option::of(pvec(next_hop(), 0..3)))
+                .prop_map(|(label, route)| Change::Label { label, route }),
+            (
+                prop_oneof![Just(11u32), Just(12), any::<u32>()],
+                any::<[u8; 4]>(),
+                0u8..=40,
+                any::<bool>()
+            )
+                .prop_map(|(ifindex, a, len, add)| Change::Addr {
+                    add,
+                    ifindex,
+                    addr: a.into(),
+                    len,
+                }),
+            (
+                prop_oneof![Just(11u32), Just(12), any::<u32>()],
+                any::<bool>(),
+                any::<u32>()
+            )
+                .prop_map(|(ifindex, up, mtu)| Change::Link(Link {
+                    ifindex,
+                    name: String::new(),
+                    up,
+                    mtu,
+                    mac: None,
+                })),
+        ]
+    }
+
+    proptest! {
+        // Each case builds a router (a 2^21-entry label table): few cases, many
+        // changes each.
+        #![proptest_config(ProptestConfig::with_cases(40))]
+
+        /// Whatever the kernel says, in any order: nothing panics, and a refresh
+        /// with an empty dump leaves no kernel route, label or neighbour behind.
+        #[test]
+        fn any_changes_then_an_empty_refresh_leave_nothing(cs in pvec(change(), 1..120)) {
+            let (mut ctl, mut v) = setup();
+            let labels: Vec<u32> = cs
+                .iter()
+                .filter_map(|c| match c {
+                    Change::Label { label, .. } => Some(*label),
+                    _ => None,
+                })
+                .collect();
+            for c in cs {
+                v.apply(&mut ctl, c);
+            }
+            v.begin_refresh();
+            v.sweep(&mut ctl);
+            prop_assert_eq!(ctl.routes_of(RouteSource::Kernel).count(), 0);
+            prop_assert!(ctl.neighbors().keys().all(|&(i, a)| !ctl.is_kernel_neighbor(i, a)));
+            for l in labels {
+                for eos in [true, false] {
+                    prop_assert!(ctl.label_source(l, eos) != Some(RouteSource::Kernel));
+                }
+            }
+        }
     }
 }
