@@ -76,8 +76,12 @@ pub struct KernelView {
     nexthops: BTreeMap<u32, NexthopObject>,
     /// Routes that use a nexthop object: (table, prefix) -> id.
     nh_users: BTreeMap<(TableId, Ipv4Prefix), u32>,
-    /// The metric of the kernel route that forwards for each prefix.
+    /// The metric of the kernel route that forwards for a prefix, where it is not
+    /// `usual_metric` (a routing daemon gives all its routes one metric: the map
+    /// stays small).
     metrics: HashMap<(TableId, Ipv4Prefix), u32>,
+    /// The metric of the first route learned.
+    usual_metric: Option<u32>,
     /// Kernel routes behind a better one for the same prefix, by metric.
     alts: BTreeMap<(TableId, Ipv4Prefix), BTreeMap<u32, RouteKind>>,
     /// Label entries learned (label), for the sweep.
@@ -211,6 +215,7 @@ impl KernelView {
             nexthops: BTreeMap::new(),
             nh_users: BTreeMap::new(),
             metrics: HashMap::new(),
+            usual_metric: None,
             alts: BTreeMap::new(),
             labels: BTreeSet::new(),
             mark: None,
@@ -564,7 +569,7 @@ impl KernelView {
             return self.ignore("table not mapped");
         };
         let key = (t, prefix);
-        let installed = self.metrics.get(&key).copied();
+        let installed = self.installed_metric(ctl, key);
         match route {
             Some(target) => {
                 if let Some(m) = &mut self.mark {
@@ -590,7 +595,7 @@ impl KernelView {
                         self.nh_users.remove(&key);
                     }
                 }
-                self.metrics.insert(key, metric);
+                self.set_metric(key, metric);
                 let kind = self.resolve(&target);
                 self.install(ctl, t, prefix, kind);
             }
@@ -613,6 +618,22 @@ impl KernelView {
         }
     }
 
+    /// The metric of the kernel route that forwards for `key`, if one does.
+    fn installed_metric(&self, ctl: &RouterControl, key: (TableId, Ipv4Prefix)) -> Option<u32> {
+        self.metrics.get(&key).copied().or_else(|| {
+            ctl.route_of(RouteSource::Kernel, key.0, key.1)?;
+            self.usual_metric
+        })
+    }
+
+    fn set_metric(&mut self, key: (TableId, Ipv4Prefix), metric: u32) {
+        if *self.usual_metric.get_or_insert(metric) == metric {
+            self.metrics.remove(&key);
+        } else {
+            self.metrics.insert(key, metric);
+        }
+    }
+
     /// Installs the best backup of `key` (after the route in front of it went).
     /// False when there is none.
     fn promote(&mut self, ctl: &mut RouterControl, key: (TableId, Ipv4Prefix)) -> bool {
@@ -625,7 +646,7 @@ impl KernelView {
         if a.is_empty() {
             self.alts.remove(&key);
         }
-        self.metrics.insert(key, metric);
+        self.set_metric(key, metric);
         self.install(ctl, key.0, key.1, Some(kind));
         true
     }

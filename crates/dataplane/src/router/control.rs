@@ -169,6 +169,9 @@ pub struct RouterControl {
     /// The routes each source holds, per prefix (the installed one is the first
     /// source's, unless an address or a neighbour owns the prefix).
     candidates: BTreeMap<(TableId, Ipv4Prefix), Candidates>,
+    /// The distinct route kinds the candidates hold, each once: a full table
+    /// shares a few next-hop sets among all its prefixes.
+    kinds: std::collections::HashSet<Arc<RouteKind>>,
     /// IPv6 neighbours (next hops of IPv4 routes, RFC 5549): (ifindex, address) → MAC.
     neighbors6: BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]>,
     /// Neighbours the host stack resolved (netlink): they do not age here.
@@ -213,6 +216,7 @@ impl RouterControl {
             batching: false,
             dirty: std::cell::Cell::new(false),
             candidates: BTreeMap::new(),
+            kinds: std::collections::HashSet::new(),
             neighbors6: BTreeMap::new(),
             kernel_neighbors: BTreeSet::new(),
         }
@@ -818,14 +822,36 @@ impl RouterControl {
         } else {
             0
         };
-        match self.candidates.get_mut(&(table, prefix)) {
+        let kind = self.intern(kind);
+        let old = match self.candidates.get_mut(&(table, prefix)) {
             Some(c) => c.insert(source, kind),
             None => {
                 self.candidates
                     .insert((table, prefix), Candidates::One(source, kind));
+                None
+            }
+        };
+        self.release(old);
+        Ok(id)
+    }
+
+    /// The shared copy of `kind`.
+    fn intern(&mut self, kind: RouteKind) -> Arc<RouteKind> {
+        if let Some(k) = self.kinds.get(&kind) {
+            return k.clone();
+        }
+        let k = Arc::new(kind);
+        self.kinds.insert(k.clone());
+        k
+    }
+
+    /// Lets go of a candidate's kind: the shared copy goes with its last user.
+    fn release(&mut self, kind: Option<Arc<RouteKind>>) {
+        if let Some(k) = kind {
+            if Arc::strong_count(&k) == 2 {
+                self.kinds.remove(&*k);
             }
         }
-        Ok(id)
     }
 
     /// Deletes `source`'s route for `prefix`; the next source's route, if any,
@@ -843,12 +869,14 @@ impl RouterControl {
         if c.get(source).is_none() {
             return Err(RouterError::Fib(FibError::NoSuchRoute(prefix, table)));
         }
-        let next = if c.remove(source) {
+        let (gone, left) = c.remove(source);
+        let next = if left {
             Some(c.best().1.clone())
         } else {
             self.candidates.remove(&(table, prefix));
             None
         };
+        self.release(gone);
         if !was_best || self.address_owns(table, prefix) {
             return Ok(());
         }
@@ -1141,12 +1169,14 @@ fn check_addr(a: Ipv4Addr, len: u8) -> Result<(), RouterError> {
 }
 
 /// Each source's route for one prefix, most preferred first. Nearly every prefix
-/// has one source: that case is held inline (no allocation per route).
+/// has one source: that case is held inline, with the route's kind shared.
 #[derive(Debug, Clone)]
 enum Candidates {
-    One(RouteSource, RouteKind),
-    /// Two or more, sorted by source.
-    Many(Vec<(RouteSource, RouteKind)>),
+    One(RouteSource, Arc<RouteKind>),
+    /// Two or more, sorted by source. Boxed: the enum stays two words, the size
+    /// of the common case.
+    #[allow(clippy::box_collection)]
+    Many(Box<Vec<(RouteSource, Arc<RouteKind>)>>),
 }
 
 impl Candidates {
@@ -1160,44 +1190,47 @@ impl Candidates {
 
     fn get(&self, source: RouteSource) -> Option<&RouteKind> {
         match self {
-            Candidates::One(s, k) => (*s == source).then_some(k),
-            Candidates::Many(v) => v.iter().find(|e| e.0 == source).map(|e| &e.1),
+            Candidates::One(s, k) => (*s == source).then_some(&**k),
+            Candidates::Many(v) => v.iter().find(|e| e.0 == source).map(|e| &*e.1),
         }
     }
 
-    /// Adds or replaces `source`'s route.
-    fn insert(&mut self, source: RouteSource, kind: RouteKind) {
+    /// Adds or replaces `source`'s route; returns the kind it replaced.
+    fn insert(&mut self, source: RouteSource, kind: Arc<RouteKind>) -> Option<Arc<RouteKind>> {
         match self {
-            Candidates::One(s, k) if *s == source => *k = kind,
+            Candidates::One(s, k) if *s == source => Some(std::mem::replace(k, kind)),
             Candidates::One(..) => {
-                let old = std::mem::replace(self, Candidates::Many(Vec::with_capacity(2)));
+                let old = std::mem::replace(self, Candidates::Many(Box::default()));
                 if let (Candidates::One(s, k), Candidates::Many(v)) = (old, &mut *self) {
                     v.push((s, k));
                     v.push((source, kind));
                     v.sort_by_key(|e| e.0);
                 }
+                None
             }
             Candidates::Many(v) => match v.iter_mut().find(|e| e.0 == source) {
-                Some(e) => e.1 = kind,
+                Some(e) => Some(std::mem::replace(&mut e.1, kind)),
                 None => {
                     v.push((source, kind));
                     v.sort_by_key(|e| e.0);
+                    None
                 }
             },
         }
     }
 
-    /// Removes `source`'s route; false when none is left.
-    fn remove(&mut self, source: RouteSource) -> bool {
+    /// Removes `source`'s route: the kind it held, and whether any is left.
+    fn remove(&mut self, source: RouteSource) -> (Option<Arc<RouteKind>>, bool) {
         match self {
-            Candidates::One(s, _) => *s != source,
+            Candidates::One(s, k) if *s == source => (Some(k.clone()), false),
+            Candidates::One(..) => (None, true),
             Candidates::Many(v) => {
-                v.retain(|e| e.0 != source);
+                let gone = v.iter().position(|e| e.0 == source).map(|i| v.remove(i).1);
                 if v.len() == 1 {
                     let (s, k) = v.remove(0);
                     *self = Candidates::One(s, k);
                 }
-                true
+                (gone, true)
             }
         }
     }
