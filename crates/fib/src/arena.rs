@@ -149,7 +149,7 @@ impl BlockAlloc {
 /// A fast, non-keyed hasher for the writer's maps (FxHash's multiply-rotate
 /// scheme). The keys are route and path data from the control plane, not packets.
 #[derive(Default, Clone, Copy, Debug)]
-pub(crate) struct FastHasher(u64);
+pub struct FastHasher(u64);
 
 const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
 
@@ -194,8 +194,6 @@ impl std::hash::Hasher for FastHasher {
 }
 
 /// `HashMap` with [`FastHasher`].
-pub(crate) type FastMap<K, V> =
-    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
 /// `HashSet` with [`FastHasher`].
-pub(crate) type FastSet<K> =
-    std::collections::HashSet<K, std::hash::BuildHasherDefault<FastHasher>>;
+pub type FastSet<K> = std::collections::HashSet<K, std::hash::BuildHasherDefault<FastHasher>>;

@@ -138,6 +138,7 @@ mod qsbr;
 mod reader;
 mod trie;
 
+pub use arena::{FastHasher, FastMap, FastSet};
 pub use fib::{Batch, Fib, MAX_BUCKETS, MemoryUsage};
 pub use lpm::{DIRECT_BITS, UpdateStats};
 pub use model::{

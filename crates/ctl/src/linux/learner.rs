@@ -69,7 +69,7 @@ pub struct Learner {
 #[derive(Debug)]
 pub struct KernelView {
     /// Twin kernel ifindex -> router ifindex.
-    twins: HashMap<u32, u32>,
+    twins: fib::FastMap<u32, u32>,
     /// Linux table -> FIB table, beyond the default rule.
     tables: BTreeMap<u32, u32>,
     /// Nexthop objects by id.
@@ -79,7 +79,7 @@ pub struct KernelView {
     /// The metric of the kernel route that forwards for a prefix, where it is not
     /// `usual_metric` (a routing daemon gives all its routes one metric: the map
     /// stays small).
-    metrics: HashMap<(TableId, Ipv4Prefix), u32>,
+    metrics: fib::FastMap<(TableId, Ipv4Prefix), u32>,
     /// The metric of the first route learned.
     usual_metric: Option<u32>,
     /// Kernel routes behind a better one for the same prefix, by metric.
@@ -210,11 +210,11 @@ impl KernelView {
     /// tables mapped by `tables` (beyond main -> 0 and N -> N).
     pub fn new(twins: HashMap<u32, u32>, tables: BTreeMap<u32, u32>) -> KernelView {
         KernelView {
-            twins,
+            twins: twins.into_iter().collect(),
             tables,
             nexthops: BTreeMap::new(),
             nh_users: BTreeMap::new(),
-            metrics: HashMap::new(),
+            metrics: fib::FastMap::default(),
             usual_metric: None,
             alts: BTreeMap::new(),
             labels: BTreeSet::new(),

@@ -171,7 +171,7 @@ pub struct RouterControl {
     candidates: BTreeMap<(TableId, Ipv4Prefix), Candidates>,
     /// The distinct route kinds the candidates hold, each once: a full table
     /// shares a few next-hop sets among all its prefixes.
-    kinds: std::collections::HashSet<Arc<RouteKind>>,
+    kinds: fib::FastSet<Arc<RouteKind>>,
     /// IPv6 neighbours (next hops of IPv4 routes, RFC 5549): (ifindex, address) → MAC.
     neighbors6: BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]>,
     /// Neighbours the host stack resolved (netlink): they do not age here.
@@ -216,7 +216,7 @@ impl RouterControl {
             batching: false,
             dirty: std::cell::Cell::new(false),
             candidates: BTreeMap::new(),
-            kinds: std::collections::HashSet::new(),
+            kinds: fib::FastSet::default(),
             neighbors6: BTreeMap::new(),
             kernel_neighbors: BTreeSet::new(),
         }
@@ -807,42 +807,45 @@ impl RouterControl {
         if !self.fib.tables().any(|t| t == table) {
             return Err(RouterError::Fib(FibError::UnknownTable(table)));
         }
-        let wins = !self.address_owns(table, prefix)
-            && self
-                .candidates
-                .get(&(table, prefix))
-                .is_none_or(|c| c.best().0 >= source);
-        let id = if wins {
-            let id = self.fib_route_add_source(table, prefix, kind.clone())?;
-            // The prefix is the source's now: forgetting the neighbour later keeps it.
-            if prefix.prefix_len() == 32 {
-                self.host_routes.remove(&(table, prefix.addr()));
+        let owned = self.address_owns(table, prefix);
+        // One walk of the candidates: the FIB, the interface routes and the host
+        // routes are other fields. `Some(id)`: installed in the FIB.
+        let (res, old) = match self.candidates.entry((table, prefix)) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let res = if owned {
+                    Ok(None)
+                } else {
+                    self.fib.route_add(table, prefix, kind.clone()).map(Some)
+                };
+                if res.is_ok() {
+                    v.insert(Candidates::One(source, intern(&mut self.kinds, kind)));
+                }
+                (res, None)
             }
-            id
-        } else {
-            0
-        };
-        let kind = self.intern(kind);
-        let old = match self.candidates.get_mut(&(table, prefix)) {
-            Some(c) => c.insert(source, kind),
-            None => {
-                self.candidates
-                    .insert((table, prefix), Candidates::One(source, kind));
-                None
+            std::collections::btree_map::Entry::Occupied(mut o) => {
+                let res = if !owned && o.get().best().0 >= source {
+                    self.fib.route_add(table, prefix, kind.clone()).map(Some)
+                } else {
+                    Ok(None)
+                };
+                let old = match res {
+                    Ok(_) => o.get_mut().insert(source, intern(&mut self.kinds, kind)),
+                    Err(_) => None,
+                };
+                (res, old)
             }
         };
         self.release(old);
-        Ok(id)
-    }
-
-    /// The shared copy of `kind`.
-    fn intern(&mut self, kind: RouteKind) -> Arc<RouteKind> {
-        if let Some(k) = self.kinds.get(&kind) {
-            return k.clone();
+        let Some(id) = res? else {
+            return Ok(0);
+        };
+        // The prefix is the source's now: its route is read from the candidate,
+        // and forgetting a neighbour later keeps it.
+        self.routes.remove(&(table, prefix));
+        if prefix.prefix_len() == 32 {
+            self.host_routes.remove(&(table, prefix.addr()));
         }
-        let k = Arc::new(kind);
-        self.kinds.insert(k.clone());
-        k
+        Ok(id)
     }
 
     /// Lets go of a candidate's kind: the shared copy goes with its last user.
@@ -1166,6 +1169,16 @@ fn check_addr(a: Ipv4Addr, len: u8) -> Result<(), RouterError> {
         return Err(RouterError::InvalidAddress(a, len));
     }
     Ok(())
+}
+
+/// The shared copy of `kind` in `kinds`.
+fn intern(kinds: &mut fib::FastSet<Arc<RouteKind>>, kind: RouteKind) -> Arc<RouteKind> {
+    if let Some(k) = kinds.get(&kind) {
+        return k.clone();
+    }
+    let k = Arc::new(kind);
+    kinds.insert(k.clone());
+    k
 }
 
 /// Each source's route for one prefix, most preferred first. Nearly every prefix
