@@ -14,6 +14,13 @@ warm-up.
                    scripts/build-l3fwd.sh from Debian's dpdk-doc; rate read with
                    dpdk-proc-info).
 
+  --mode linux:    the router with [linux] (TAP twins, netlink learner) run twice
+                   per round: control plane idle, then busy (50,000 /32 routes
+                   added and deleted in the namespace's kernel over and over, a
+                   `dpctl linux resync` after each pass, pinned to CPU 0): the
+                   forwarding rate while the control plane works against the rate
+                   while it idles, and the route changes/s it applied.
+
   --mode sflow:    the router run twice per round, sFlow off and sFlow on port0 at
                    1-in-N (--sflow-rate, default 10; --sflow-direction rx|tx|both),
                    exporting to a UDP socket this script drains on 127.0.0.1: the
@@ -221,8 +228,10 @@ device = "net_null0,no-rx=1"
 [control]
 socket = "{outdir}/bench.sock"
 """)
-        if a.mode in ("router", "sflow"):
+        if a.mode in ("router", "sflow", "linux"):
             f.write(ROUTER_CFG)
+            if a.mode == "linux":
+                f.write(f'[linux]\nnetns = "{LINUX_NS}"\n')
             # l3fwd's default LPM table: 198.18.N.0/24 -> port N, N = 0..15
             for n in range(16):
                 f.write(f'[[route]]\nprefix = "198.18.{n}.0/24"\nvia = [{{ gateway = "192.0.2.2", interface = "port1" }}]\n')
@@ -233,6 +242,8 @@ socket = "{outdir}/bench.sock"
     load = os.getloadavg()[0]
     if a.mode == "sflow":
         return sflow_main(a, cfg, outdir, load)
+    if a.mode == "linux":
+        return linux_main(a, cfg, outdir, load)
     ours, peer, l3 = [], [], []
     for r in range(a.rounds):
         ours.append(run_ours(a.binary, cfg, a.seconds))
@@ -262,6 +273,70 @@ socket = "{outdir}/bench.sock"
             f"--rounds {a.rounds} --seconds {a.seconds}`\n")
     print(table + note)
     with open(os.path.join(outdir, f"{a.mode}.md"), "w") as f:
+        f.write(table + note)
+
+
+LINUX_NS = "dpbench-io"
+
+
+def run_linux(a, cfg, outdir, busy):
+    """One run with [linux]; with `busy`, route churn in the namespace meanwhile.
+    Returns (Mpps, cycles/pkt, route changes applied per second)."""
+    sock = os.path.join(outdir, "bench.sock")
+    dpctl = os.path.join(os.path.dirname(a.binary), "dpctl")
+    p = subprocess.Popen([a.binary, "-c", cfg, "--stats-interval-ms", "1000", "--stats-json",
+                          "--duration", str(a.seconds + 3)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    changes, t_busy = 0, 0.0
+    if busy:
+        batches = []
+        for verb in ("add", "del"):
+            f = os.path.join(outdir, f"churn-{verb}.batch")
+            with open(f, "w") as out:
+                for i in range(50_000):
+                    out.write(f"route {verb} 100.{64 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}/32 via 192.0.2.2\n")
+            batches.append(f)
+        time.sleep(3)
+        t0 = time.monotonic()
+        while p.poll() is None and time.monotonic() - t0 < a.seconds - 1:
+            for f in batches:
+                subprocess.run(["taskset", "-c", "0", "ip", "-n", LINUX_NS, "-batch", f],
+                               capture_output=True)
+                changes += 50_000
+            subprocess.run(["taskset", "-c", "0", dpctl, "--socket", sock, "linux", "resync"],
+                           capture_output=True)
+        t_busy = time.monotonic() - t0
+    out, err = p.communicate(timeout=a.seconds + 60)
+    if p.returncode != 0:
+        sys.exit(f"dataplaned failed:\n{err}")
+    samples = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    samples = samples[3:] or samples
+    mpps = statistics.median(s["tx_mpps"] for s in samples)
+    cpp = statistics.median(s["cycles_per_pkt"] for s in samples)
+    return mpps, cpp, (changes / t_busy if t_busy else 0.0)
+
+
+def linux_main(a, cfg, outdir, load):
+    idle, busy = [], []
+    try:
+        for r in range(a.rounds):
+            idle.append(run_linux(a, cfg, outdir, False))
+            busy.append(run_linux(a, cfg, outdir, True))
+            print(f"round {r + 1}: idle {idle[-1][0]:.2f} Mpps | busy {busy[-1][0]:.2f} Mpps, "
+                  f"{busy[-1][2]:,.0f} route changes/s", flush=True)
+    finally:
+        subprocess.run(["ip", "netns", "del", LINUX_NS], capture_output=True)
+    med = lambda xs, k: statistics.median(x[k] for x in xs)
+    table = (
+        "| path | control plane | dataplaned Mpps | cycles/pkt | route changes/s | ratio |\n"
+        "|---|---|---|---|---|---|\n"
+        f"| IPv4 routing with [linux], 64 B, net_pcap -> net_null, 1 core | idle | {med(idle, 0):.2f} | {med(idle, 1):.1f} | 0 | 1 |\n"
+        f"| same | 50k-route churn + resyncs | {med(busy, 0):.2f} | {med(busy, 1):.1f} | {med(busy, 2):,.0f} | {med(busy, 0) / med(idle, 0):.3f} |\n"
+    )
+    note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s; load average at start {load:.2f}; "
+            f"command: `scripts/bench-io.py --mode linux --rounds {a.rounds} --seconds {a.seconds}`\n")
+    print(table + note)
+    with open(os.path.join(outdir, "linux.md"), "w") as f:
         f.write(table + note)
 
 
