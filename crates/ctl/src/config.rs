@@ -474,7 +474,7 @@ impl Config {
             if mode == Mode::Xconnect {
                 return Err(bad("[linux] needs [forwarding] mode = \"router\"".into()));
             }
-            l.check().map_err(bad)?;
+            l.check().map_err(|e| bad(e.to_string()))?;
         }
         if mode == Mode::Router && !self.forwarding.pairs.is_empty() {
             return Err(bad("[forwarding] pairs is for mode = \"xconnect\"".into()));
@@ -654,6 +654,34 @@ rx_queues = 1
         assert!(
             err("[forwarding]\nmode = \"route\"\n[[port]]\nname=\"a\"\ndevice=\"x\"\n")
                 .contains("use \"xconnect\" or \"router\"")
+        );
+    }
+
+    #[test]
+    fn linux_section_is_checked() {
+        let router = format!("{GOOD}[forwarding]\nmode = \"router\"\n");
+        let plan = Config::parse(&format!("{router}[linux]\n"), "t")
+            .unwrap()
+            .plan("t");
+        assert!(plan.is_ok());
+        let c = Config::parse(&format!("{router}[linux]\n"), "t").unwrap();
+        let l = c.linux.unwrap();
+        assert_eq!(l.netns, "dataplane");
+        assert_eq!(l.punt_rates(), dataplane::router::PuntRates::default());
+        assert!(err(&format!("{GOOD}[linux]\n")).contains("needs [forwarding] mode = \"router\""));
+        assert!(
+            err(&format!("{router}[linux]\ntables = {{ main = 0 }}\n"))
+                .contains("not a Linux table number")
+        );
+        assert!(err(&format!("{router}[linux]\npunt_other_pps = 0\n")).contains("at least 1"));
+        assert!(
+            err(&format!(
+                "{router}[linux]\nnames = {{ port0 = \"a-name-longer-than-15\" }}\n"
+            ))
+            .contains("not a Linux interface name")
+        );
+        assert!(
+            err(&format!("{router}[linux]\nnetnss = \"x\"\n")).contains("unknown field `netnss`")
         );
     }
 

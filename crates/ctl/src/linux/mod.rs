@@ -101,32 +101,71 @@ impl LinuxSection {
     }
 
     /// The table map, checked.
-    pub fn table_map(&self) -> Result<BTreeMap<u32, u32>, String> {
+    pub fn table_map(&self) -> Result<BTreeMap<u32, u32>, LinuxError> {
         let mut m = BTreeMap::new();
         for (k, &v) in &self.tables {
-            let t: u32 = k
-                .parse()
-                .map_err(|_| format!("[linux] tables: {k:?} is not a Linux table number"))?;
+            let t: u32 = k.parse().map_err(|_| {
+                LinuxError::Config(format!("tables: {k:?} is not a Linux table number"))
+            })?;
             m.insert(t, v);
         }
         Ok(m)
     }
 
     /// Checks what can be checked without the router: names and numbers.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), LinuxError> {
         self.table_map()?;
         if self.punt_control_pps == 0 || self.punt_other_pps == 0 {
-            return Err("[linux] punt_control_pps and punt_other_pps must be at least 1".into());
+            return Err(LinuxError::Config(
+                "punt_control_pps and punt_other_pps must be at least 1".into(),
+            ));
         }
         for n in self.names.values() {
             if n.is_empty() || n.len() > 15 || n.contains(['/', ' ', ':']) {
-                return Err(format!(
-                    "[linux] names: {n:?} is not a Linux interface name (1-15 characters, no '/', ' ' or ':')"
-                ));
+                return Err(LinuxError::Config(format!(
+                    "names: {n:?} is not a Linux interface name (1-15 characters, no '/', ' ' or ':')"
+                )));
             }
         }
         Ok(())
     }
+}
+
+/// Why the Linux control plane cannot start (each names the `[linux]` key or
+/// the Linux object concerned).
+#[derive(Debug, thiserror::Error)]
+pub enum LinuxError {
+    /// A value of the section is out of range or malformed.
+    #[error("[linux] {0}")]
+    Config(String),
+    /// The section names an interface the router does not have.
+    #[error("[linux] {key}: no interface {name}")]
+    UnknownInterface {
+        /// `interfaces` or `names`.
+        key: &'static str,
+        /// The name.
+        name: String,
+    },
+    /// The namespace, a TAP device or a netlink socket could not be made.
+    #[error("[linux] netns {netns}: {source}")]
+    Namespace {
+        /// The namespace.
+        netns: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// Linux refused an interface address the file gives a twin.
+    #[error("[linux] {twin} address {addr}/{len}: {source}")]
+    Address {
+        /// The twin.
+        twin: String,
+        /// The address.
+        addr: std::net::Ipv4Addr,
+        /// Its prefix length.
+        len: u8,
+        /// Why.
+        source: io::Error,
+    },
 }
 
 /// Punt/inject counters of one twin.
@@ -239,10 +278,16 @@ impl LinuxPlane {
     /// Opens (or creates) the namespace, makes a twin of each interface the
     /// section names, gives the twins the interfaces' addresses (Linux holds them
     /// from now on), opens the netlink sockets and learns the namespace's state.
-    pub fn start(section: &LinuxSection, ctl: &mut RouterControl) -> Result<LinuxPlane, String> {
+    pub fn start(
+        section: &LinuxSection,
+        ctl: &mut RouterControl,
+    ) -> Result<LinuxPlane, LinuxError> {
         section.check()?;
-        let (netns, created_netns) = Netns::open_or_create(&section.netns)
-            .map_err(|e| format!("[linux] netns {}: {e}", section.netns))?;
+        let ns_err = |source| LinuxError::Namespace {
+            netns: section.netns.clone(),
+            source,
+        };
+        let (netns, created_netns) = Netns::open_or_create(&section.netns).map_err(ns_err)?;
         let ifaces = ctl.ifaces();
         let wanted: Vec<_> = match &section.interfaces {
             Some(names) => {
@@ -250,7 +295,10 @@ impl LinuxPlane {
                 for n in names {
                     let i = ctl
                         .iface_by_name(n)
-                        .map_err(|_| format!("[linux] interfaces: no interface {n}"))?;
+                        .map_err(|_| LinuxError::UnknownInterface {
+                            key: "interfaces",
+                            name: n.clone(),
+                        })?;
                     v.push(i.clone());
                 }
                 v
@@ -259,7 +307,10 @@ impl LinuxPlane {
         };
         for n in section.names.keys() {
             if ctl.iface_by_name(n).is_err() {
-                return Err(format!("[linux] names: no interface {n}"));
+                return Err(LinuxError::UnknownInterface {
+                    key: "names",
+                    name: n.clone(),
+                });
             }
         }
         let rcvbuf = section.netlink_rcvbuf;
@@ -286,9 +337,8 @@ impl LinuxPlane {
                 let dump = NlSocket::open(false, 0)?;
                 Ok((devs, events, dump))
             })
-            .map_err(|e| format!("[linux] netns {}: {e}", section.netns))?;
-        let (devs, events, mut dump) =
-            made.map_err(|e| format!("[linux] netns {}: {e}", section.netns))?;
+            .map_err(ns_err)?;
+        let (devs, events, mut dump) = made.map_err(ns_err)?;
         let mut twins = Vec::new();
         let mut by_port = BTreeMap::new();
         for (i, (dev, kernel_ifindex)) in wanted.iter().zip(devs) {
@@ -310,7 +360,12 @@ impl LinuxPlane {
         for (t, i) in twins.iter().zip(&wanted) {
             for &(a, l) in &i.addrs {
                 dump.add_address(t.kernel_ifindex, a, l)
-                    .map_err(|e| format!("[linux] {} address {a}/{l}: {e}", t.name))?;
+                    .map_err(|source| LinuxError::Address {
+                        twin: t.name.clone(),
+                        addr: a,
+                        len: l,
+                        source,
+                    })?;
             }
         }
         let map = twins
