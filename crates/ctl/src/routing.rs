@@ -75,6 +75,28 @@ pub struct RouterSection {
     /// (default 3).
     #[serde(default)]
     pub neighbor_probes: Option<u8>,
+    /// Route sources, most preferred first (default `["dpctl", "config",
+    /// "fpm", "kernel"]`).
+    #[serde(default)]
+    pub route_preference: Option<Vec<String>>,
+}
+
+/// The route preference of `[router]`, if the file sets one.
+pub fn route_preference(r: &Routing) -> Result<Option<Vec<RouteSource>>, String> {
+    let Some(names) = &r.router.route_preference else {
+        return Ok(None);
+    };
+    let order = names
+        .iter()
+        .map(|n| {
+            RouteSource::from_name(n).ok_or_else(|| {
+                format!(
+                    "[router] route_preference: unknown source {n:?} (dpctl, config, fpm, kernel)"
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(order))
 }
 
 /// Longest `neighbor_reachable_s` (a week).
@@ -478,6 +500,10 @@ fn router_id(r: &Routing) -> Result<Option<Ipv4Addr>, String> {
 /// labels. Any error names the section and leaves the daemon unstarted.
 pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result<(), String> {
     neighbor_aging(r)?;
+    if let Some(order) = route_preference(r)? {
+        ctl.set_route_preference(&order)
+            .map_err(|e| format!("[router] {e}"))?;
+    }
     ctl.set_router_id(router_id(r)?);
     for &t in &r.router.tables {
         if t != 0 {
@@ -596,6 +622,9 @@ fn diff(
     apply(new, ports, &mut RouterControl::new())?;
     if old.router.icmp_rate_pps != new.router.icmp_rate_pps {
         return Err("[router] icmp_rate_pps changed: restart dataplaned to apply it".into());
+    }
+    if old.router.route_preference != new.router.route_preference {
+        return Err("[router] route_preference changed: restart dataplaned to apply it".into());
     }
     if let Some(t) = old
         .router
@@ -1005,6 +1034,23 @@ lookup_table = 0
     }
 
     #[test]
+    fn route_preference_from_the_file() {
+        let r =
+            routing("[router]\nroute_preference = [\"kernel\", \"fpm\", \"config\", \"dpctl\"]\n");
+        let mut ctl = RouterControl::new();
+        apply(&r, &ports(), &mut ctl).unwrap();
+        assert_eq!(ctl.route_preference()[0], RouteSource::Kernel);
+        for (bad, want) in [
+            ("[\"kernel\", \"bgp\"]", "unknown source \"bgp\""),
+            ("[\"kernel\", \"fpm\"]", "dpctl is missing"),
+        ] {
+            let r = routing(&format!("[router]\nroute_preference = {bad}\n"));
+            let e = apply(&r, &ports(), &mut RouterControl::new()).unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn bad_reload_changes_nothing() {
         let a = routing("[[route]]\nprefix = \"10.0.2.0/24\"\nkind = \"blackhole\"\n");
         let mut live = RouterControl::new();
@@ -1025,6 +1071,10 @@ lookup_table = 0
                 "configured twice",
             ),
             ("[router]\nicmp_rate_pps = 5\n", "restart"),
+            (
+                "[router]\nroute_preference = [\"kernel\", \"fpm\", \"config\", \"dpctl\"]\n",
+                "restart",
+            ),
         ] {
             let b = routing(extra);
             let e = reload(&a, &b, &ports(), &mut live).unwrap_err();

@@ -1849,6 +1849,39 @@ fn the_preferred_source_forwards_and_withdrawing_it_reveals_the_next() {
 }
 
 #[test]
+fn the_route_preference_can_put_the_kernel_first() {
+    use dataplane::router::RouteSource as S;
+    let mut ctl = router();
+    let order = [S::Kernel, S::Fpm, S::Config, S::Dpctl];
+    ctl.set_route_preference(&order).unwrap();
+    assert_eq!(ctl.route_preference(), order);
+    let via = |gw: &str| RouteKind::Paths(vec![Path::gateway(a(gw))]);
+    let p = pfx("198.18.0.0/16");
+    ctl.route_add_from(S::Config, 0, p, via("10.4.0.2"))
+        .unwrap();
+    ctl.route_add_from(S::Kernel, 0, p, via("10.3.0.2"))
+        .unwrap();
+    assert_eq!(ctl.route_source(0, p), Some(S::Kernel));
+    ctl.route_add_from(S::Dpctl, 0, p, via("10.5.0.2")).unwrap();
+    assert_eq!(ctl.route_source(0, p), Some(S::Kernel));
+    ctl.route_del_from(S::Kernel, 0, p).unwrap();
+    assert_eq!(ctl.route_source(0, p), Some(S::Config));
+    // Only once, before anything is installed, and an order of every source.
+    assert!(ctl.set_route_preference(&S::ALL).is_err());
+    let mut fresh = router();
+    assert!(
+        fresh
+            .set_route_preference(&[S::Kernel, S::Kernel, S::Config, S::Dpctl])
+            .is_err()
+    );
+    assert!(
+        fresh
+            .set_route_preference(&[S::Kernel, S::Config, S::Dpctl])
+            .is_err()
+    );
+}
+
+#[test]
 fn an_unnumbered_interface_speaks_arp_for_the_loopback() {
     let mut ctl = router();
     ctl.set_router_id(Some(a("192.0.2.1")));

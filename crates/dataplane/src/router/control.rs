@@ -70,6 +70,10 @@ pub enum RouterError {
     /// No label entry.
     #[error("no label {0} {1}")]
     NoSuchLabel(u32, &'static str),
+    /// A route preference that is not an order of every source, or one set too
+    /// late.
+    #[error("route preference: {0}")]
+    Preference(String),
     /// A more preferred source holds the label entry.
     #[error("label {label} {eos} belongs to {owner}")]
     LabelOwned {
@@ -83,8 +87,9 @@ pub enum RouterError {
 }
 
 /// Who asked for a route. Several sources may hold a route for the same prefix;
-/// the FIB forwards with the preferred one (the lowest in this order), and
-/// withdrawing it reveals the next. The routes of interface addresses (local and
+/// the FIB forwards with the preferred one (by default the lowest in this order;
+/// [`RouterControl::set_route_preference`] changes it), and withdrawing it
+/// reveals the next. The routes of interface addresses (local and
 /// connected) and of resolved neighbours (host /32s) belong to their address or
 /// neighbour, not to a source, and are never replaced by a source's route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -107,6 +112,11 @@ impl RouteSource {
         RouteSource::Fpm,
         RouteSource::Kernel,
     ];
+
+    /// The source called `name` (as [`RouteSource::name`] prints it).
+    pub fn from_name(name: &str) -> Option<RouteSource> {
+        RouteSource::ALL.into_iter().find(|s| s.name() == name)
+    }
 
     /// The name `route show` prints.
     pub const fn name(self) -> &'static str {
@@ -169,6 +179,8 @@ pub struct RouterControl {
     /// The routes each source holds, per prefix (the installed one is the first
     /// source's, unless an address or a neighbour owns the prefix).
     candidates: BTreeMap<(TableId, Ipv4Prefix), Candidates>,
+    /// Each source's rank (0 = most preferred), by `RouteSource as usize`.
+    rank: [u8; 4],
     /// The distinct route kinds the candidates hold, each once: a full table
     /// shares a few next-hop sets among all its prefixes.
     kinds: fib::FastSet<Arc<RouteKind>>,
@@ -217,6 +229,7 @@ impl RouterControl {
             dirty: std::cell::Cell::new(false),
             candidates: BTreeMap::new(),
             kinds: fib::FastSet::default(),
+            rank: [0, 1, 2, 3],
             neighbors6: BTreeMap::new(),
             kernel_neighbors: BTreeSet::new(),
         }
@@ -777,6 +790,41 @@ impl RouterControl {
         }
     }
 
+    /// Orders the sources, most preferred first; every source once. Only before
+    /// any source's route or label entry exists (at start).
+    pub fn set_route_preference(&mut self, order: &[RouteSource]) -> Result<(), RouterError> {
+        let mut rank = [u8::MAX; 4];
+        for (i, &s) in order.iter().enumerate() {
+            if rank[s as usize] != u8::MAX {
+                return Err(RouterError::Preference(format!(
+                    "{} is named twice",
+                    s.name()
+                )));
+            }
+            rank[s as usize] = i as u8;
+        }
+        if let Some(s) = RouteSource::ALL
+            .iter()
+            .find(|s| rank[**s as usize] == u8::MAX)
+        {
+            return Err(RouterError::Preference(format!("{} is missing", s.name())));
+        }
+        if !self.candidates.is_empty() || !self.label_owner.is_empty() {
+            return Err(RouterError::Preference(
+                "routes or labels exist already: set it at start".into(),
+            ));
+        }
+        self.rank = rank;
+        Ok(())
+    }
+
+    /// The sources, most preferred first.
+    pub fn route_preference(&self) -> [RouteSource; 4] {
+        let mut v = RouteSource::ALL;
+        v.sort_by_key(|s| self.rank[*s as usize]);
+        v
+    }
+
     /// Adds or replaces the configuration file's route (see
     /// [`RouterControl::route_add_from`]).
     pub fn route_add(
@@ -808,6 +856,7 @@ impl RouterControl {
             return Err(RouterError::Fib(FibError::UnknownTable(table)));
         }
         let owned = self.address_owns(table, prefix);
+        let rank = self.rank;
         // One walk of the candidates: the FIB, the interface routes and the host
         // routes are other fields. `Some(id)`: installed in the FIB.
         let (res, old) = match self.candidates.entry((table, prefix)) {
@@ -823,13 +872,15 @@ impl RouterControl {
                 (res, None)
             }
             std::collections::btree_map::Entry::Occupied(mut o) => {
-                let res = if !owned && o.get().best().0 >= source {
+                let res = if !owned && rank[o.get().best().0 as usize] >= rank[source as usize] {
                     self.fib.route_add(table, prefix, kind.clone()).map(Some)
                 } else {
                     Ok(None)
                 };
                 let old = match res {
-                    Ok(_) => o.get_mut().insert(source, intern(&mut self.kinds, kind)),
+                    Ok(_) => o
+                        .get_mut()
+                        .insert(source, intern(&mut self.kinds, kind), &rank),
                     Err(_) => None,
                 };
                 (res, old)
@@ -1048,7 +1099,7 @@ impl RouterControl {
         action: mpls::LabelAction,
     ) -> Result<(), RouterError> {
         if let Some(&owner) = self.label_owner.get(&(label, eos)) {
-            if owner < source {
+            if self.rank[owner as usize] < self.rank[source as usize] {
                 return Err(RouterError::LabelOwned {
                     label,
                     eos: if eos { "eos" } else { "non-eos" },
@@ -1208,8 +1259,14 @@ impl Candidates {
         }
     }
 
-    /// Adds or replaces `source`'s route; returns the kind it replaced.
-    fn insert(&mut self, source: RouteSource, kind: Arc<RouteKind>) -> Option<Arc<RouteKind>> {
+    /// Adds or replaces `source`'s route (sources ordered by `rank`); returns the
+    /// kind it replaced.
+    fn insert(
+        &mut self,
+        source: RouteSource,
+        kind: Arc<RouteKind>,
+        rank: &[u8; 4],
+    ) -> Option<Arc<RouteKind>> {
         match self {
             Candidates::One(s, k) if *s == source => Some(std::mem::replace(k, kind)),
             Candidates::One(..) => {
@@ -1217,7 +1274,7 @@ impl Candidates {
                 if let (Candidates::One(s, k), Candidates::Many(v)) = (old, &mut *self) {
                     v.push((s, k));
                     v.push((source, kind));
-                    v.sort_by_key(|e| e.0);
+                    v.sort_by_key(|e| rank[e.0 as usize]);
                 }
                 None
             }
@@ -1225,7 +1282,7 @@ impl Candidates {
                 Some(e) => Some(std::mem::replace(&mut e.1, kind)),
                 None => {
                     v.push((source, kind));
-                    v.sort_by_key(|e| e.0);
+                    v.sort_by_key(|e| rank[e.0 as usize]);
                     None
                 }
             },
