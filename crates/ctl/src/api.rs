@@ -725,6 +725,10 @@ impl<'a> RouterApi<'a> {
                 self.linux_owns(&interface, "sub-interface")?;
                 self.sub_del(&interface)
             }
+            Command::RouterId(id) => {
+                self.ctl.set_router_id(id);
+                Ok(Value::Null)
+            }
             Command::LinuxResync => {
                 let Some(l) = &mut self.linux else {
                     return Err("no Linux control plane ([linux] is not configured)".into());
@@ -849,7 +853,11 @@ impl<'a> RouterApi<'a> {
             Command::ShowRun => Ok(self.show_run()),
             Command::ShowErrors => Ok(self.show_errors()),
             Command::ShowTrace => Ok(self.show_trace()),
-            Command::ShowVersion => Ok(self.info.version("router")),
+            Command::ShowVersion => {
+                let mut v = self.info.version("router");
+                v["router_id"] = json!(self.ctl.router_id().map(|a| a.to_string()));
+                Ok(v)
+            }
             Command::TraceAdd(n) => {
                 if self.ctl.workers().is_empty() {
                     return Err("no workers to trace".into());

@@ -459,6 +459,12 @@ fn every_change_shows_up() {
     d.ok("route add 10.0.3.0/24 via 192.168.11.8 port0 weight 3 via 192.168.11.11 port1 weight 1");
     d.ok("route replace 10.0.1.1/32 via 192.168.11.11 port1 out-labels 200 300");
     d.ok("route add 10.0.4.0/24 unreachable");
+    // A loopback: the router id and its local /32.
+    d.ok("router-id 192.0.2.1");
+    d.ok("route add 192.0.2.1/32 local");
+    assert_eq!(d.json("show version")["router_id"], "192.0.2.1");
+    let (code, _, err) = d.dpctl("router-id 192.0.2");
+    assert!(code != 0 && err.contains("bad IPv4 address"), "{err}");
     d.ok("route add 10.0.5.0/24 prohibit");
     let r = d.json("route show 10.0.3.0/24");
     let paths = r["routes"][0]["paths"].as_array().unwrap();

@@ -47,6 +47,7 @@ show version
 show sflow
 show linux                                             (TAP twins, punts, netlink learner)
 linux resync                                          (dump the namespace, apply it with mark-and-sweep)
+router-id A.B.C.D|none                                (source of ICMP errors and ARP on unnumbered interfaces)
 sflow enable INTERFACE [rate N] [direction rx|tx|both]   (default rate 1000, rx)
 sflow disable INTERFACE
 sflow collector add|del IP[:PORT]                     (port 6343 when omitted)
@@ -197,6 +198,8 @@ pub enum Command {
     Reload,
     /// `linux resync`.
     LinuxResync,
+    /// `router-id A.B.C.D|none`: the loopback address unnumbered interfaces use.
+    RouterId(Option<Ipv4Addr>),
     /// `sflow enable`.
     SflowEnable {
         /// Interface.
@@ -441,6 +444,16 @@ pub fn parse(words: &[String]) -> Result<Command> {
             w.usage = "reload";
             Command::Reload
         }
+        "router-id" => {
+            w.usage = "router-id A.B.C.D|none";
+            match w.expect("an address or none")? {
+                "none" => Command::RouterId(None),
+                x => Command::RouterId(Some(
+                    x.parse()
+                        .map_err(|_| bad(format!("router-id: bad IPv4 address {x:?}")))?,
+                )),
+            }
+        }
         "linux" | "lcp" => {
             w.usage = "linux resync";
             match w.expect("resync")? {
@@ -451,7 +464,7 @@ pub fn parse(words: &[String]) -> Result<Command> {
         "sflow" => sflow(&mut w)?,
         x => {
             return Err(bad(format!(
-                "unknown command {x:?} (commands: route, label, interface, neighbor, show, sflow, linux, trace, clear, reload; dpctl help lists them)"
+                "unknown command {x:?} (commands: route, label, interface, neighbor, show, sflow, linux, router-id, trace, clear, reload; dpctl help lists them)"
             )));
         }
     };
