@@ -167,25 +167,13 @@ fn router_mode_routes_pings_and_reports_unreachable() {
     );
     let t = lab.tag.clone();
     let ns_a = format!("dp{t}a");
-    let received = |dst: &str, n: &str| -> (u32, String) {
-        let o = sh(&[
-            "ip", "netns", "exec", &ns_a, "ping", "-c", n, "-i", "0.2", "-W", "1", dst,
-        ]);
-        let out = String::from_utf8_lossy(&o.stdout).into_owned();
-        let got = out
-            .split(", ")
-            .find(|p| p.ends_with("received"))
-            .and_then(|p| p.split(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        (got, out)
-    };
+    let received = |dst: &str, n: u32| ping(&ns_a, dst, n, "0.2");
     // The first packet towards an unresolved neighbour is lost to ARP (no hold queue).
-    let (got, out) = received("10.99.8.254", "4");
+    let (got, out) = received("10.99.8.254", 4);
     assert!(got >= 3, "ping to the router: {out}");
-    let (got, out) = received("10.99.9.1", "6");
+    let (got, out) = received("10.99.9.1", 6);
     assert!(got >= 4, "routed ping: {out}");
-    let (got, out) = received("10.99.66.1", "2");
+    let (got, out) = received("10.99.66.1", 2);
     assert!(
         got == 0 && out.contains("errors"),
         "ICMP unreachable expected: {out}"
