@@ -741,6 +741,15 @@ impl<'a> RouterApi<'a> {
                     l.show(self.ctl)["netlink"]["last_resync"]["swept"]
                 ) }))
             }
+            Command::ShowFpm => Ok(
+                match self.linux.as_ref().and_then(|l| l.show_fpm(self.ctl)) {
+                    Some(mut v) => {
+                        v["enabled"] = json!(true);
+                        v
+                    }
+                    None => json!({ "enabled": false }),
+                },
+            ),
             Command::ShowLinux => Ok(match &self.linux {
                 Some(l) => {
                     let mut v = l.show(self.ctl);

@@ -107,6 +107,9 @@ pub struct Config {
     /// The Linux control plane (router mode; applied at start).
     #[serde(default)]
     pub linux: Option<crate::linux::LinuxSection>,
+    /// zebra's FPM connection (with `[linux]`; applied at start).
+    #[serde(default)]
+    pub fpm: Option<crate::linux::fpm::FpmSection>,
 }
 
 pub use dpctl::proto::DEFAULT_SOCKET;
@@ -475,6 +478,11 @@ impl Config {
                 return Err(bad("[linux] needs [forwarding] mode = \"router\"".into()));
             }
             l.check().map_err(|e| bad(e.to_string()))?;
+        }
+        if self.fpm.is_some() && self.linux.is_none() {
+            return Err(bad(
+                "[fpm] needs [linux]: the FPM server listens in its namespace".into(),
+            ));
         }
         if mode == Mode::Router && !self.forwarding.pairs.is_empty() {
             return Err(bad("[forwarding] pairs is for mode = \"xconnect\"".into()));

@@ -382,7 +382,8 @@ fn run_router(
     // workers start, so they forward on the kernel's state from the first packet.
     let linux = match &info.config.linux {
         Some(section) => {
-            let plane = LinuxPlane::start(section, &mut ctl).map_err(|e| anyhow!(e))?;
+            let plane = LinuxPlane::start(section, info.config.fpm.as_ref(), &mut ctl)
+                .map_err(|e| anyhow!(e))?;
             eprintln!("dataplaned: linux: {plane}");
             Some(plane)
         }

@@ -835,6 +835,16 @@ struct Frr {
 
 impl Frr {
     fn start(ns: &str, dir: &std::path::Path, daemon: &str, conf: &str) -> Frr {
+        Frr::start_with(ns, dir, daemon, conf, &[])
+    }
+
+    fn start_with(
+        ns: &str,
+        dir: &std::path::Path,
+        daemon: &str,
+        conf: &str,
+        extra: &[&str],
+    ) -> Frr {
         let cfg = dir.join(format!("{daemon}.conf"));
         std::fs::write(&cfg, conf).unwrap();
         ok(&["chown", "-R", "frr:frr", dir.to_str().unwrap()]);
@@ -850,6 +860,7 @@ impl Frr {
             .arg(&cfg)
             .arg("--log")
             .arg(format!("file:{d}/{daemon}.log"))
+            .args(extra)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -933,5 +944,80 @@ fn frr_static_routes_reach_the_dataplane_through_the_kernel() {
     wait_for("zebra's routes gone", || {
         route(&lab, "198.51.100.0/24").is_none() && route(&lab, "203.0.113.0/24").is_none()
     });
+    lab.stop_daemon();
+}
+
+/// zebra hands its routes to the dataplane over FPM as well as to the kernel:
+/// FPM's win (preferred over the kernel's), survive zebra's restart, and are
+/// swept when zebra stays away past the hold time.
+#[test]
+fn frr_routes_over_fpm_are_preferred_held_and_swept() {
+    let _serial = serial();
+    let mut lab = Lab::new(
+        "fp",
+        ["10.82.1.2/24", "10.82.2.2/24"],
+        Some(["10.82.1.1", "10.82.2.1"]),
+    );
+    let cp = lab.cp();
+    lab.start_daemon(&format!(
+        "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.82.1.1/24\"]\n\
+         [[interface]]\nname = \"port1\"\naddresses = [\"10.82.2.1/24\"]\n\
+         [linux]\nnetns = \"{cp}\"\n\
+         [fpm]\nquiet_ms = 500\nhold_s = 3\n"
+    ));
+    let dir = lab.dir.join("frr");
+    std::fs::create_dir_all(&dir).unwrap();
+    let zebra_conf = "hostname cp\nfpm address 127.0.0.1 port 2620\nno fpm use-next-hop-groups\n";
+    let statics = "hostname cp\n\
+         ip route 198.51.100.0/24 10.82.2.2\n\
+         ip route 203.0.113.0/24 10.82.1.2\n\
+         ip route 203.0.113.0/24 10.82.2.2\n\
+         ip route 192.0.2.0/24 blackhole\n";
+    let start = || {
+        let z = Frr::start_with(&cp, &dir, "zebra", zebra_conf, &["-M", "dplane_fpm_nl"]);
+        std::thread::sleep(Duration::from_millis(500));
+        (z, Frr::start(&cp, &dir, "staticd", statics))
+    };
+    let logs = || {
+        format!(
+            "--- show fpm\n{}\n--- routes\n{}\n--- zebra\n{}",
+            lab.dpctl("show fpm").1,
+            lab.dpctl("route show").1,
+            std::fs::read_to_string(dir.join("zebra.log")).unwrap_or_default(),
+        )
+    };
+    let (zebra, staticd) = start();
+    wait_long("zebra's routes over FPM", 20, &logs, || {
+        route(&lab, "198.51.100.0/24").is_some_and(|r| r["source"] == "fpm")
+            && route(&lab, "203.0.113.0/24").is_some_and(|r| {
+                r["source"] == "fpm" && r["paths"].as_array().is_some_and(|p| p.len() == 2)
+            })
+            && route(&lab, "192.0.2.0/24").is_some_and(|r| r["kind"] == "blackhole")
+    });
+    let f = lab.json("show fpm");
+    assert_eq!(f["connects"], 1, "{f}");
+    assert!(f["routes"].as_u64().unwrap() >= 3, "{f}");
+    // zebra stops (and takes its kernel routes away): FPM's stay, held.
+    staticd.stop();
+    zebra.stop();
+    wait_for("the kernel's copies gone", || {
+        !String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "route"]).stdout).contains("198.51.100")
+    });
+    assert_eq!(route(&lab, "198.51.100.0/24").unwrap()["source"], "fpm");
+    // It comes back within the hold time: its walk refreshes them.
+    let (zebra, staticd) = start();
+    wait_long("zebra back over FPM", 20, &logs, || {
+        let f = lab.json("show fpm");
+        f["connects"] == 2 && f["walking"] == false
+    });
+    assert_eq!(route(&lab, "198.51.100.0/24").unwrap()["source"], "fpm");
+    // It goes for longer than the hold time: its routes are swept.
+    staticd.stop();
+    zebra.stop();
+    wait_long("FPM routes swept after the hold", 10, &logs, || {
+        route(&lab, "198.51.100.0/24").is_none() && route(&lab, "192.0.2.0/24").is_none()
+    });
+    assert_eq!(lab.json("show fpm")["routes"], 0);
     lab.stop_daemon();
 }

@@ -46,6 +46,7 @@ show trace
 show version
 show sflow
 show linux                                             (TAP twins, punts, netlink learner)
+show fpm                                               (zebra's FPM connection)
 linux resync                                          (dump the namespace, apply it with mark-and-sweep)
 router-id A.B.C.D|none                                (source of ICMP errors and ARP on unnumbered interfaces)
 sflow enable INTERFACE [rate N] [direction rx|tx|both]   (default rate 1000, rx)
@@ -231,6 +232,8 @@ pub enum Command {
     ShowSflow,
     /// `show linux`.
     ShowLinux,
+    /// `show fpm`.
+    ShowFpm,
 }
 
 /// `route show` filter.
@@ -261,6 +264,7 @@ impl Command {
                 | Command::ShowVersion
                 | Command::ShowSflow
                 | Command::ShowLinux
+                | Command::ShowFpm
         )
     }
 }
@@ -902,7 +906,7 @@ fn sflow(w: &mut Words<'_>) -> Result<Command> {
 }
 
 fn show(w: &mut Words<'_>) -> Result<Command> {
-    w.usage = "show interfaces|run|errors|trace|version|route|label|neighbor|sflow|linux";
+    w.usage = "show interfaces|run|errors|trace|version|route|label|neighbor|sflow|linux|fpm";
     match w.expect("what to show")? {
         "interfaces" | "interface" | "int" => {
             w.usage = "show interfaces [INTERFACE] | show interfaces address";
@@ -920,6 +924,7 @@ fn show(w: &mut Words<'_>) -> Result<Command> {
         "version" => Ok(Command::ShowVersion),
         "sflow" => Ok(Command::ShowSflow),
         "linux" | "lcp" => Ok(Command::ShowLinux),
+        "fpm" => Ok(Command::ShowFpm),
         "route" | "routes" | "fib" => route_show(w),
         "label" | "labels" | "mpls" => {
             w.usage = "show labels [LABEL]";

@@ -38,6 +38,7 @@ pub fn render(cmd: &Command, data: &Value) -> String {
         Command::ShowVersion => version(data),
         Command::ShowSflow => sflow(data),
         Command::ShowLinux => linux(data),
+        Command::ShowFpm => fpm(data),
         _ => data
             .get("message")
             .and_then(Value::as_str)
@@ -365,6 +366,40 @@ fn trace(d: &Value) -> String {
             let _ = writeln!(o, "  out {:>5} B  {out}", n(&p["len_out"]));
         }
         o.push('\n');
+    }
+    o
+}
+
+fn fpm(d: &Value) -> String {
+    if d["enabled"] != Value::Bool(true) {
+        return "no FPM server ([fpm] is not configured)\n".into();
+    }
+    let mut o = format!(
+        "listening on {}, peer {}, {} connect(s), {} frames, {} messages, {} FPM routes\n",
+        s(&d["listen"]),
+        d["peer"].as_str().unwrap_or("none"),
+        n(&d["connects"]),
+        n(&d["frames"]),
+        n(&d["messages"]),
+        n(&d["routes"])
+    );
+    if d["walking"] == Value::Bool(true) {
+        o += "walk in progress (entries not refreshed yet will be swept)\n";
+    }
+    if let Some(h) = d["held_s"].as_f64() {
+        let _ = writeln!(o, "zebra gone for {h:.1} s: its routes are held");
+    }
+    if let Some(w) = d["last_sweep"].as_object() {
+        let _ = writeln!(
+            o,
+            "last sweep {:.1} s ago: {} swept ({})",
+            w.get("ago_s").map_or(0.0, f),
+            w.get("swept").map_or(0, n),
+            w.get("why").map_or("", s)
+        );
+    }
+    if let Some(r) = d["last_reset"].as_str() {
+        let _ = writeln!(o, "last reset: {r} ({} resets)", n(&d["resets"]));
     }
     o
 }

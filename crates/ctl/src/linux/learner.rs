@@ -68,6 +68,8 @@ pub struct Learner {
 /// with messages of their own).
 #[derive(Debug)]
 pub struct KernelView {
+    /// Whose routes these are in the RIB.
+    source: RouteSource,
     /// Twin kernel ifindex -> router ifindex.
     twins: fib::FastMap<u32, u32>,
     /// Linux table -> FIB table, beyond the default rule.
@@ -209,7 +211,17 @@ impl KernelView {
     /// Nothing learned yet; twin ifindexes `twins` (kernel -> router), Linux
     /// tables mapped by `tables` (beyond main -> 0 and N -> N).
     pub fn new(twins: HashMap<u32, u32>, tables: BTreeMap<u32, u32>) -> KernelView {
+        KernelView::with_source(RouteSource::Kernel, twins, tables)
+    }
+
+    /// [`KernelView::new`] for another source of netlink messages (FPM).
+    pub fn with_source(
+        source: RouteSource,
+        twins: HashMap<u32, u32>,
+        tables: BTreeMap<u32, u32>,
+    ) -> KernelView {
         KernelView {
+            source,
             twins: twins.into_iter().collect(),
             tables,
             nexthops: BTreeMap::new(),
@@ -249,12 +261,12 @@ impl KernelView {
     fn sweep_unmarked(&mut self, ctl: &mut RouterControl, mark: &Mark) -> u64 {
         let mut swept = 0;
         let stale: Vec<_> = ctl
-            .routes_of(RouteSource::Kernel)
+            .routes_of(self.source)
             .map(|(t, p, _)| (t, p))
             .filter(|k| !mark.routes.contains(k))
             .collect();
         for (t, p) in stale {
-            let _ = ctl.route_del_from(RouteSource::Kernel, t, p);
+            let _ = ctl.route_del_from(self.source, t, p);
             self.nh_users.remove(&(t, p));
             self.metrics.remove(&(t, p));
             swept += 1;
@@ -466,12 +478,12 @@ impl KernelView {
                 m.routes.insert((0, host));
             }
             self.loopbacks.insert(addr);
-            if let Err(e) = ctl.route_add_from(RouteSource::Kernel, 0, host, RouteKind::Local) {
+            if let Err(e) = ctl.route_add_from(self.source, 0, host, RouteKind::Local) {
                 self.refused(format!("loopback {addr}: {e}"));
             }
         } else {
             self.loopbacks.remove(&addr);
-            let _ = ctl.route_del_from(RouteSource::Kernel, 0, host);
+            let _ = ctl.route_del_from(self.source, 0, host);
         }
         let current = ctl.router_id();
         if current.is_none() || current == self.router_id {
@@ -511,7 +523,7 @@ impl KernelView {
     /// is left).
     fn purge_interface(&mut self, ctl: &mut RouterControl, r: u32) {
         let hit: Vec<_> = ctl
-            .routes_of(RouteSource::Kernel)
+            .routes_of(self.source)
             .filter_map(|(t, p, k)| match k {
                 RouteKind::Paths(ps) if ps.iter().any(|x| x.ifindex == Some(r)) => {
                     let rest: Vec<Path> = ps
@@ -539,10 +551,10 @@ impl KernelView {
                 self.metrics.remove(&(t, p));
                 self.nh_users.remove(&(t, p));
                 if !self.promote(ctl, (t, p)) {
-                    let _ = ctl.route_del_from(RouteSource::Kernel, t, p);
+                    let _ = ctl.route_del_from(self.source, t, p);
                 }
             } else {
-                let _ = ctl.route_add_from(RouteSource::Kernel, t, p, RouteKind::Paths(rest));
+                let _ = ctl.route_add_from(self.source, t, p, RouteKind::Paths(rest));
             }
         }
     }
@@ -583,7 +595,7 @@ impl KernelView {
                     return;
                 }
                 if let Some(m) = installed.filter(|&m| metric < m) {
-                    if let Some(k) = ctl.route_of(RouteSource::Kernel, t, prefix) {
+                    if let Some(k) = ctl.route_of(self.source, t, prefix) {
                         self.alts.entry(key).or_default().insert(m, k.clone());
                     }
                 }
@@ -602,9 +614,8 @@ impl KernelView {
             None if installed == Some(metric) => {
                 self.nh_users.remove(&key);
                 self.metrics.remove(&key);
-                if !self.promote(ctl, key) && ctl.route_of(RouteSource::Kernel, t, prefix).is_some()
-                {
-                    let _ = ctl.route_del_from(RouteSource::Kernel, t, prefix);
+                if !self.promote(ctl, key) && ctl.route_of(self.source, t, prefix).is_some() {
+                    let _ = ctl.route_del_from(self.source, t, prefix);
                 }
             }
             None => {
@@ -621,7 +632,7 @@ impl KernelView {
     /// The metric of the kernel route that forwards for `key`, if one does.
     fn installed_metric(&self, ctl: &RouterControl, key: (TableId, Ipv4Prefix)) -> Option<u32> {
         self.metrics.get(&key).copied().or_else(|| {
-            ctl.route_of(RouteSource::Kernel, key.0, key.1)?;
+            ctl.route_of(self.source, key.0, key.1)?;
             self.usual_metric
         })
     }
@@ -662,14 +673,14 @@ impl KernelView {
     ) {
         match kind {
             Some(kind) => {
-                if let Err(e) = ctl.route_add_from(RouteSource::Kernel, t, prefix, kind) {
+                if let Err(e) = ctl.route_add_from(self.source, t, prefix, kind) {
                     self.refused(format!("route {prefix} table {t}: {e}"));
                 }
             }
             None => {
                 self.ignore("route not over a twin");
-                if ctl.route_of(RouteSource::Kernel, t, prefix).is_some() {
-                    let _ = ctl.route_del_from(RouteSource::Kernel, t, prefix);
+                if ctl.route_of(self.source, t, prefix).is_some() {
+                    let _ = ctl.route_del_from(self.source, t, prefix);
                 }
             }
         }
@@ -761,7 +772,7 @@ impl KernelView {
             (a.clone(), a)
         };
         for (eos, a) in [(true, bos), (false, non_bos)] {
-            if let Err(e) = ctl.label_add_from(RouteSource::Kernel, label, eos, a) {
+            if let Err(e) = ctl.label_add_from(self.source, label, eos, a) {
                 return self.refused(format!("label {label}: {e}"));
             }
         }
@@ -771,7 +782,7 @@ impl KernelView {
     fn del_label(&mut self, ctl: &mut RouterControl, label: u32) {
         if self.labels.remove(&label) {
             for eos in [true, false] {
-                if ctl.label_source(label, eos) == Some(RouteSource::Kernel) {
+                if ctl.label_source(label, eos) == Some(self.source) {
                     let _ = ctl.label_del(label, eos);
                 }
             }

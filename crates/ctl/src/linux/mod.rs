@@ -20,6 +20,7 @@
 pub mod carrier;
 pub mod change;
 pub mod decode;
+pub mod fpm;
 pub mod learner;
 pub mod netns;
 pub mod nl;
@@ -241,6 +242,8 @@ pub struct LinuxPlane {
     /// (port, vlan) -> index in `twins`.
     by_port: BTreeMap<(u16, Option<u16>), usize>,
     learner: Learner,
+    /// zebra's FPM connection (`[fpm]`).
+    fpm: Option<fpm::FpmServer>,
     counters: PumpCounters,
     frame: Vec<u8>,
 }
@@ -280,6 +283,7 @@ impl LinuxPlane {
     /// from now on), opens the netlink sockets and learns the namespace's state.
     pub fn start(
         section: &LinuxSection,
+        fpm: Option<&fpm::FpmSection>,
         ctl: &mut RouterControl,
     ) -> Result<LinuxPlane, LinuxError> {
         section.check()?;
@@ -314,7 +318,12 @@ impl LinuxPlane {
             }
         }
         let rcvbuf = section.netlink_rcvbuf;
-        type Made = (Vec<(SyncDevice, u32)>, NlSocket, NlSocket);
+        type Made = (
+            Vec<(SyncDevice, u32)>,
+            NlSocket,
+            NlSocket,
+            Option<std::net::TcpListener>,
+        );
         let made: io::Result<Made> = netns
             .run(|| {
                 let mut devs = Vec::new();
@@ -335,10 +344,18 @@ impl LinuxPlane {
                 }
                 let events = NlSocket::open(true, rcvbuf)?;
                 let dump = NlSocket::open(false, 0)?;
-                Ok((devs, events, dump))
+                let listener = match fpm {
+                    Some(f) => Some(
+                        std::net::TcpListener::bind((f.address.as_str(), f.port)).map_err(|e| {
+                            io::Error::other(format!("FPM {}:{}: {e}", f.address, f.port))
+                        })?,
+                    ),
+                    None => None,
+                };
+                Ok((devs, events, dump, listener))
             })
             .map_err(ns_err)?;
-        let (devs, events, mut dump) = made.map_err(ns_err)?;
+        let (devs, events, mut dump, listener) = made.map_err(ns_err)?;
         let mut twins = Vec::new();
         let mut by_port = BTreeMap::new();
         for (i, (dev, kernel_ifindex)) in wanted.iter().zip(devs) {
@@ -368,10 +385,17 @@ impl LinuxPlane {
                     })?;
             }
         }
-        let map = twins
+        let map: std::collections::HashMap<u32, u32> = twins
             .iter()
             .map(|t| (t.kernel_ifindex, t.ifindex))
             .collect();
+        let fpm = match (fpm, listener) {
+            (Some(f), Some(l)) => Some(
+                fpm::FpmServer::new(f.clone(), l, map.clone(), section.table_map()?)
+                    .map_err(ns_err)?,
+            ),
+            _ => None,
+        };
         let mut learner = Learner::new(events, dump, map, section.table_map()?);
         learner.resync(ctl, "start");
         ctl.set_punt_to_host(true);
@@ -382,6 +406,7 @@ impl LinuxPlane {
             twins,
             by_port,
             learner,
+            fpm,
             counters: PumpCounters::default(),
             frame: vec![0; 1 << 16],
         })
@@ -405,6 +430,14 @@ impl LinuxPlane {
             self.inject(ctl, pool);
         }
         self.learner.poll(ctl);
+        if let Some(f) = &mut self.fpm {
+            f.poll(ctl);
+        }
+    }
+
+    /// `show fpm`.
+    pub fn show_fpm(&self, ctl: &RouterControl) -> Option<Value> {
+        self.fpm.as_ref().map(|f| f.show(ctl))
     }
 
     fn punt(&mut self, ctl: &RouterControl) {

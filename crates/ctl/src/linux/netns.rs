@@ -17,8 +17,8 @@ pub struct Netns {
 }
 
 impl Netns {
-    /// Opens namespace `name`, creating it with `ip netns add` if it does not
-    /// exist. Returns it and whether it was created.
+    /// Opens namespace `name`, creating it with `ip netns add` (and its `lo` up)
+    /// if it does not exist. Returns it and whether it was created.
     pub fn open_or_create(name: &str) -> io::Result<(Netns, bool)> {
         if name.is_empty()
             || name.len() > 64
@@ -39,6 +39,17 @@ impl Netns {
             if !out.status.success() {
                 return Err(io::Error::other(format!(
                     "ip netns add {name}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )));
+            }
+            // A new namespace's loopback is down: routing daemons (and zebra's
+            // FPM connection to 127.0.0.1) need it.
+            let out = Command::new("ip")
+                .args(["-n", name, "link", "set", "lo", "up"])
+                .output()?;
+            if !out.status.success() {
+                return Err(io::Error::other(format!(
+                    "ip -n {name} link set lo up: {}",
                     String::from_utf8_lossy(&out.stderr).trim()
                 )));
             }

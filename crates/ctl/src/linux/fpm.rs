@@ -1,0 +1,306 @@
+//! The FPM server: zebra's `dplane_fpm_nl` module connects over TCP (zebra is the
+//! client) and sends its forwarding state as netlink messages in frames
+//! (`u8 version = 1 | u8 type = 1 (netlink) | u16 length, big-endian, header
+//! included | one or more netlink messages`). The messages go through the same
+//! decoder and the same applier as the kernel's ([`super::decode`],
+//! [`super::learner::KernelView`]), as the FPM source of the RIB.
+//!
+//! zebra walks its whole state on every connect with no end marker: the server
+//! marks everything FPM-owned stale on connect and sweeps what the walk did not
+//! refresh once the connection has been quiet for `quiet_ms`. A zebra that goes
+//! away leaves its state forwarding until it comes back or `hold_s` passes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Read};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use dataplane::router::{RouteSource, RouterControl};
+
+use super::decode;
+use super::learner::KernelView;
+
+/// `[fpm]`: listen for zebra's FPM connection in the `[linux]` namespace.
+///
+/// ```toml
+/// [fpm]
+/// address = "127.0.0.1"   # zebra: fpm address 127.0.0.1 port 2620
+/// port = 2620
+/// quiet_ms = 1000         # a walk is over after this long without a message
+/// hold_s = 60             # a lost zebra's routes stay this long
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FpmSection {
+    /// Address to listen on (default 127.0.0.1).
+    #[serde(default = "default_address")]
+    pub address: String,
+    /// TCP port (default 2620, FPM's).
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// Quiet time that ends zebra's walk after a connect, ms.
+    #[serde(default = "default_quiet_ms")]
+    pub quiet_ms: u64,
+    /// How long the routes of a zebra that went away keep forwarding, s.
+    #[serde(default = "default_hold_s")]
+    pub hold_s: u64,
+}
+
+fn default_address() -> String {
+    "127.0.0.1".into()
+}
+fn default_port() -> u16 {
+    2620
+}
+fn default_quiet_ms() -> u64 {
+    1000
+}
+fn default_hold_s() -> u64 {
+    60
+}
+
+/// FPM frame header bytes.
+const HEADER: usize = 4;
+/// Bytes read from the connection per poll at most.
+const READ_BUDGET: usize = 4 << 20;
+
+/// Why a connection was reset.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// A version other than 1.
+    #[error("FPM frame version {0} (want 1)")]
+    Version(u8),
+    /// A length shorter than the header.
+    #[error("FPM frame length {0} shorter than its header")]
+    Length(u16),
+}
+
+/// Splits complete frames off the front of `buf`: the netlink payloads of
+/// type-1 frames, and how many bytes they took. A bad header is an error (the
+/// stream cannot be resynchronised: the connection is reset).
+pub fn frames(buf: &[u8]) -> (Vec<&[u8]>, usize, Option<FrameError>) {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(h) = buf.get(at..at + HEADER) {
+        if h[0] != 1 {
+            return (out, at, Some(FrameError::Version(h[0])));
+        }
+        let len = u16::from_be_bytes([h[2], h[3]]);
+        if usize::from(len) < HEADER {
+            return (out, at, Some(FrameError::Length(len)));
+        }
+        let Some(f) = buf.get(at..at + usize::from(len)) else {
+            break;
+        };
+        if h[1] == 1 {
+            out.push(&f[HEADER..]);
+        }
+        at += usize::from(len);
+    }
+    (out, at, None)
+}
+
+/// Counters for `show fpm`.
+#[derive(Debug, Default, Clone)]
+struct FpmStats {
+    connects: u64,
+    frames: u64,
+    messages: u64,
+    resets: u64,
+    last_reset: Option<String>,
+    /// When, how many entries went.
+    last_sweep: Option<(Instant, u64, &'static str)>,
+}
+
+/// The server.
+#[derive(Debug)]
+pub struct FpmServer {
+    section: FpmSection,
+    listener: TcpListener,
+    conn: Option<(TcpStream, SocketAddr, Instant)>,
+    buf: Vec<u8>,
+    view: KernelView,
+    stats: FpmStats,
+    /// A walk is being marked: when its last message came.
+    walking: Option<Instant>,
+    /// zebra went away then.
+    lost_at: Option<Instant>,
+}
+
+impl FpmServer {
+    /// Listens on `listener` (made in the control-plane namespace), mapping
+    /// zebra's ifindexes `twins` (kernel -> router) and tables `tables`.
+    pub fn new(
+        section: FpmSection,
+        listener: TcpListener,
+        twins: HashMap<u32, u32>,
+        tables: BTreeMap<u32, u32>,
+    ) -> io::Result<FpmServer> {
+        listener.set_nonblocking(true)?;
+        Ok(FpmServer {
+            section,
+            listener,
+            conn: None,
+            buf: Vec::new(),
+            view: KernelView::with_source(RouteSource::Fpm, twins, tables),
+            stats: FpmStats::default(),
+            walking: None,
+            lost_at: None,
+        })
+    }
+
+    /// Accepts, reads and applies what arrived; ends walks and holds that are due.
+    pub fn poll(&mut self, ctl: &mut RouterControl) {
+        let now = Instant::now();
+        if self.conn.is_none() {
+            if let Ok((s, peer)) = self.listener.accept() {
+                if s.set_nonblocking(true).is_ok() {
+                    self.conn = Some((s, peer, now));
+                    self.buf.clear();
+                    self.stats.connects += 1;
+                    self.lost_at = None;
+                    // The walk that follows refreshes what is still true.
+                    self.view.begin_refresh();
+                    self.walking = Some(now);
+                }
+            }
+        }
+        self.read(ctl, now);
+        if let Some(last) = self.walking {
+            if now.duration_since(last) >= Duration::from_millis(self.section.quiet_ms) {
+                self.walking = None;
+                let v = &mut self.view;
+                let swept = ctl.batch(|ctl| v.sweep(ctl));
+                self.stats.last_sweep = Some((now, swept, "walk done"));
+            }
+        }
+        if let Some(at) = self.lost_at {
+            if now.duration_since(at) >= Duration::from_secs(self.section.hold_s) {
+                self.lost_at = None;
+                self.walking = None;
+                let v = &mut self.view;
+                v.begin_refresh();
+                let swept = ctl.batch(|ctl| v.sweep(ctl));
+                self.stats.last_sweep = Some((now, swept, "hold time expired"));
+            }
+        }
+    }
+
+    fn read(&mut self, ctl: &mut RouterControl, now: Instant) {
+        let Some((s, _, _)) = &mut self.conn else {
+            return;
+        };
+        let mut chunk = [0u8; 64 * 1024];
+        let mut got = 0;
+        let mut closed = None;
+        while got < READ_BUDGET {
+            match s.read(&mut chunk) {
+                Ok(0) => {
+                    closed = Some("zebra closed the connection".to_string());
+                    break;
+                }
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    got += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    closed = Some(format!("FPM connection: {e}"));
+                    break;
+                }
+            }
+        }
+        let (payloads, used, bad) = frames(&self.buf);
+        let mut msgs = Vec::new();
+        for p in &payloads {
+            self.stats.frames += 1;
+            msgs.extend(decode::messages(p));
+        }
+        self.buf.drain(..used);
+        if !msgs.is_empty() {
+            self.stats.messages += msgs.len() as u64;
+            // One publication per read: a DEL + NEW pair in a frame is one replace.
+            self.view.apply_batch(ctl, msgs);
+            if self.walking.is_some() {
+                self.walking = Some(now);
+            }
+        }
+        if let Some(e) = bad {
+            closed = Some(e.to_string());
+            self.stats.resets += 1;
+        }
+        if let Some(why) = closed {
+            // The state stays, forwarding, until zebra is back or the hold ends;
+            // an unfinished walk is not swept.
+            self.stats.last_reset = Some(why);
+            self.conn = None;
+            self.buf.clear();
+            self.walking = None;
+            self.lost_at = Some(now);
+        }
+    }
+
+    /// `show fpm`.
+    pub fn show(&self, ctl: &RouterControl) -> Value {
+        let s = &self.stats;
+        let v = self.view.stats();
+        json!({
+            "listen": format!("{}:{}", self.section.address, self.section.port),
+            "peer": self.conn.as_ref().map(|c| c.1.to_string()),
+            "connected_s": self.conn.as_ref().map(|c| c.2.elapsed().as_secs_f64()),
+            "connects": s.connects,
+            "frames": s.frames,
+            "messages": s.messages,
+            "malformed": v.malformed,
+            "refused": v.refused,
+            "ignored": v.ignored,
+            "resets": s.resets,
+            "last_reset": s.last_reset,
+            "walking": self.walking.is_some(),
+            "held_s": self.lost_at.map(|t| t.elapsed().as_secs_f64()),
+            "routes": ctl.routes_of(RouteSource::Fpm).count(),
+            "last_sweep": s.last_sweep.map(|(t, n, why)| json!({
+                "ago_s": t.elapsed().as_secs_f64(),
+                "swept": n,
+                "why": why,
+            })),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![1, kind];
+        f.extend_from_slice(&((payload.len() + HEADER) as u16).to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+
+    #[test]
+    fn frames_split_wait_and_reset() {
+        let mut b = frame(1, b"abc");
+        b.extend(frame(2, b"skipped"));
+        b.extend(frame(1, b"de"));
+        let part = frame(1, b"fghij");
+        b.extend_from_slice(&part[..5]);
+        let (p, used, bad) = frames(&b);
+        assert_eq!(p, [&b"abc"[..], &b"de"[..]]);
+        assert_eq!(used, b.len() - 5);
+        assert_eq!(bad, None);
+        assert_eq!(frames(&[1, 1]).1, 0);
+        assert_eq!(frames(&[2, 1, 0, 8]).2, Some(FrameError::Version(2)));
+        assert_eq!(frames(&[1, 1, 0, 3]).2, Some(FrameError::Length(3)));
+        // A good frame before a bad one is still taken.
+        let mut b = frame(1, b"ok");
+        b.extend([9, 9, 9, 9]);
+        let (p, used, bad) = frames(&b);
+        assert_eq!((p.len(), used, bad), (1, 6, Some(FrameError::Version(9))));
+    }
+}
