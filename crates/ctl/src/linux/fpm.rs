@@ -275,6 +275,10 @@ impl FpmServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
+    use std::net::Ipv4Addr;
+
+    use dataplane::router::Interface;
 
     fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
         let mut f = vec![1, kind];
@@ -302,5 +306,112 @@ mod tests {
         b.extend([9, 9, 9, 9]);
         let (p, used, bad) = frames(&b);
         assert_eq!((p.len(), used, bad), (1, 6, Some(FrameError::Version(9))));
+    }
+
+    /// RTM_NEWROUTE (or DELROUTE) `dst/24` via `gw` out of kernel ifindex 11, as
+    /// zebra sends it.
+    fn route_msg(new: bool, dst: [u8; 4], gw: [u8; 4]) -> Vec<u8> {
+        let mut attrs = Vec::new();
+        for (kind, val) in [
+            (1u16, &dst[..]),
+            (5, &gw[..]),
+            (4, &11u32.to_ne_bytes()[..]),
+        ] {
+            attrs.extend_from_slice(&8u16.to_ne_bytes());
+            attrs.extend_from_slice(&kind.to_ne_bytes());
+            attrs.extend_from_slice(val);
+        }
+        let mut m = Vec::new();
+        m.extend_from_slice(&((16 + 12 + attrs.len()) as u32).to_ne_bytes());
+        m.extend_from_slice(&(if new { 24u16 } else { 25 }).to_ne_bytes());
+        m.extend_from_slice(&[0; 10]);
+        // rtmsg: inet, /24, main, proto static (196 zebra), universe, unicast
+        m.extend_from_slice(&[2, 24, 0, 0, 254, 196, 0, 1, 0, 0, 0, 0]);
+        m.extend(attrs);
+        m
+    }
+
+    fn router() -> RouterControl {
+        let mut ctl = RouterControl::new();
+        ctl.add_interface(Interface {
+            ifindex: 1,
+            name: "port0".into(),
+            port: 0,
+            vlan: None,
+            mac: [2, 0, 0, 0, 0, 1],
+            mtu: 1500,
+            up: true,
+            table: 0,
+            addrs: vec![(Ipv4Addr::new(10, 1, 0, 1), 24)],
+        })
+        .unwrap();
+        ctl
+    }
+
+    /// Polls until `f` holds (at most 2 s).
+    fn poll_until(s: &mut FpmServer, ctl: &mut RouterControl, f: impl Fn(&RouterControl) -> bool) {
+        let t0 = Instant::now();
+        while !f(ctl) {
+            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(ctl));
+            s.poll(ctl);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn routes_over_a_connection_then_a_bad_frame_then_a_walk() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let section = FpmSection {
+            address: "127.0.0.1".into(),
+            port: addr.port(),
+            quiet_ms: 50,
+            hold_s: 3600,
+        };
+        let mut s = FpmServer::new(section, l, HashMap::from([(11, 1)]), BTreeMap::new()).unwrap();
+        let mut ctl = router();
+        let fpm_routes = |c: &RouterControl| c.routes_of(RouteSource::Fpm).count();
+        let mut z = TcpStream::connect(addr).unwrap();
+        // Two routes in one frame, a third in a frame split across writes.
+        let mut two = route_msg(true, [198, 51, 100, 0], [10, 1, 0, 2]);
+        two.extend(route_msg(true, [203, 0, 113, 0], [10, 1, 0, 2]));
+        z.write_all(&frame(1, &two)).unwrap();
+        let third = frame(1, &route_msg(true, [192, 0, 2, 0], [10, 1, 0, 3]));
+        z.write_all(&third[..7]).unwrap();
+        poll_until(&mut s, &mut ctl, |c| fpm_routes(c) == 2);
+        z.write_all(&third[7..]).unwrap();
+        poll_until(&mut s, &mut ctl, |c| fpm_routes(c) == 3);
+        // A replace as zebra sends it: DEL + NEW in one frame.
+        let mut rep = route_msg(false, [192, 0, 2, 0], [10, 1, 0, 3]);
+        rep.extend(route_msg(true, [192, 0, 2, 0], [10, 1, 0, 4]));
+        z.write_all(&frame(1, &rep)).unwrap();
+        poll_until(&mut s, &mut ctl, |c| {
+            matches!(
+                c.route_of(RouteSource::Fpm, 0, "192.0.2.0/24".parse().unwrap()),
+                Some(fib::RouteKind::Paths(p)) if p[0].via == fib::Via::Gateway(Ipv4Addr::new(10, 1, 0, 4))
+            )
+        });
+        // A bad header: the connection is reset, the routes stay (held).
+        z.write_all(&[7, 1, 0, 4]).unwrap();
+        let t0 = Instant::now();
+        while !(s.stats.resets == 1 && s.conn.is_none()) {
+            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
+            s.poll(&mut ctl);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(fpm_routes(&ctl), 3);
+        // zebra reconnects and walks only one route: the others are swept once
+        // the walk is quiet.
+        let mut z = TcpStream::connect(addr).unwrap();
+        z.write_all(&frame(
+            1,
+            &route_msg(true, [198, 51, 100, 0], [10, 1, 0, 2]),
+        ))
+        .unwrap();
+        poll_until(&mut s, &mut ctl, |c| fpm_routes(c) == 1);
+        let v = s.show(&ctl);
+        assert_eq!(v["connects"], 2, "{v}");
+        assert_eq!(v["resets"], 1, "{v}");
+        assert_eq!(v["last_sweep"]["swept"], 2, "{v}");
     }
 }

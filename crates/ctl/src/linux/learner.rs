@@ -271,6 +271,32 @@ impl KernelView {
             self.metrics.remove(&(t, p));
             swept += 1;
         }
+        // Neighbours and addresses come from the kernel only (FPM carries routes).
+        if self.source == RouteSource::Kernel {
+            swept += self.sweep_links(ctl, mark);
+        }
+        for label in self.labels.clone() {
+            if !mark.labels.contains(&label) {
+                self.del_label(ctl, label);
+                swept += 1;
+            }
+        }
+        self.nexthops.retain(|id, _| mark.nexthops.contains(id));
+        let gone: Vec<Ipv4Addr> = self
+            .loopbacks
+            .iter()
+            .copied()
+            .filter(|&a| Ipv4Prefix::new(a, 32).is_ok_and(|p| !mark.routes.contains(&(0, p))))
+            .collect();
+        for a in gone {
+            self.loopback(ctl, false, a);
+        }
+        swept
+    }
+
+    /// Sweeps the kernel neighbours and the twins' addresses a dump did not have.
+    fn sweep_links(&mut self, ctl: &mut RouterControl, mark: &Mark) -> u64 {
+        let mut swept = 0;
         let twins: BTreeSet<u32> = self.twins.values().copied().collect();
         let stale4 = ctl
             .neighbors()
@@ -303,22 +329,6 @@ impl KernelView {
         for (ix, a, l) in stale {
             let _ = ctl.del_address(ix, a, l);
             swept += 1;
-        }
-        for label in self.labels.clone() {
-            if !mark.labels.contains(&label) {
-                self.del_label(ctl, label);
-                swept += 1;
-            }
-        }
-        self.nexthops.retain(|id, _| mark.nexthops.contains(id));
-        let gone: Vec<Ipv4Addr> = self
-            .loopbacks
-            .iter()
-            .copied()
-            .filter(|&a| Ipv4Prefix::new(a, 32).is_ok_and(|p| !mark.routes.contains(&(0, p))))
-            .collect();
-        for a in gone {
-            self.loopback(ctl, false, a);
         }
         swept
     }
