@@ -63,7 +63,7 @@ fn default_hold_s() -> u64 {
 }
 
 /// FPM frame header bytes.
-const HEADER: usize = 4;
+pub const HEADER: usize = 4;
 /// Bytes read from the connection per poll at most.
 const READ_BUDGET: usize = 4 << 20;
 
@@ -242,6 +242,16 @@ impl FpmServer {
             self.walking = None;
             self.lost_at = Some(now);
         }
+    }
+
+    /// Netlink messages received so far.
+    pub fn messages(&self) -> u64 {
+        self.stats.messages
+    }
+
+    /// Whether a walk after a connect is still being marked (its sweep is due).
+    pub fn walking(&self) -> bool {
+        self.walking.is_some()
     }
 
     /// `show fpm`.
