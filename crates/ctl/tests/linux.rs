@@ -964,7 +964,7 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
          [[interface]]\nname = \"port0\"\naddresses = [\"10.82.1.1/24\"]\n\
          [[interface]]\nname = \"port1\"\naddresses = [\"10.82.2.1/24\"]\n\
          [linux]\nnetns = \"{cp}\"\n\
-         [fpm]\nquiet_ms = 500\nhold_s = 3\n"
+         [fpm]\nquiet_ms = 500\nhold_s = 3\nkernel_routes = false\n"
     ));
     let dir = lab.dir.join("frr");
     std::fs::create_dir_all(&dir).unwrap();
@@ -997,6 +997,8 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
     });
     let f = lab.json("show fpm");
     assert_eq!(f["connects"], 1, "{f}");
+    // With kernel_routes = false the kernel's copies are not taken meanwhile.
+    assert_eq!(lab.json("show linux")["kernel_routes"], 0);
     assert!(f["routes"].as_u64().unwrap() >= 3, "{f}");
     // zebra stops (and takes its kernel routes away): FPM's stay, held.
     staticd.stop();

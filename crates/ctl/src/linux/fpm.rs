@@ -47,6 +47,15 @@ pub struct FpmSection {
     /// How long the routes of a zebra that went away keep forwarding, s.
     #[serde(default = "default_hold_s")]
     pub hold_s: u64,
+    /// Keep importing routes from the kernel while zebra is connected (or held)
+    /// (default true). Off: FPM alone brings routes then; links, addresses and
+    /// neighbours still come from netlink.
+    #[serde(default = "default_true")]
+    pub kernel_routes: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_address() -> String {
@@ -244,6 +253,16 @@ impl FpmServer {
         }
     }
 
+    /// The section it runs with.
+    pub fn section(&self) -> &FpmSection {
+        &self.section
+    }
+
+    /// Whether zebra is connected, or gone but its routes still held.
+    pub fn active(&self) -> bool {
+        self.conn.is_some() || self.lost_at.is_some()
+    }
+
     /// Netlink messages received so far.
     pub fn messages(&self) -> u64 {
         self.stats.messages
@@ -377,6 +396,7 @@ mod tests {
             port: addr.port(),
             quiet_ms: 50,
             hold_s: 3600,
+            kernel_routes: true,
         };
         let mut s = FpmServer::new(section, l, HashMap::from([(11, 1)]), BTreeMap::new()).unwrap();
         let mut ctl = router();

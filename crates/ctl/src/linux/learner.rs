@@ -70,6 +70,8 @@ pub struct Learner {
 pub struct KernelView {
     /// Whose routes these are in the RIB.
     source: RouteSource,
+    /// Routes are taken (off: another source, FPM, has them).
+    import_routes: bool,
     /// Twin kernel ifindex -> router ifindex.
     twins: fib::FastMap<u32, u32>,
     /// Linux table -> FIB table, beyond the default rule.
@@ -199,6 +201,11 @@ impl Learner {
         v.stats.last_resync = Some((reason.to_string(), t0.elapsed(), swept));
     }
 
+    /// See [`KernelView::set_route_import`].
+    pub fn set_route_import(&mut self, ctl: &mut RouterControl, on: bool) -> bool {
+        self.view.set_route_import(ctl, on)
+    }
+
     /// `show linux`'s netlink part.
     pub fn show(&self) -> Value {
         let mut v = self.view.show();
@@ -222,6 +229,7 @@ impl KernelView {
     ) -> KernelView {
         KernelView {
             source,
+            import_routes: true,
             twins: twins.into_iter().collect(),
             tables,
             nexthops: BTreeMap::new(),
@@ -240,6 +248,28 @@ impl KernelView {
     /// The counters.
     pub fn stats(&self) -> &LearnerStats {
         &self.stats
+    }
+
+    /// Stops taking routes and withdraws this source's (`false`), or takes them
+    /// again from the next refresh on (`true`). Returns whether it changed.
+    pub fn set_route_import(&mut self, ctl: &mut RouterControl, on: bool) -> bool {
+        if self.import_routes == on {
+            return false;
+        }
+        self.import_routes = on;
+        if !on {
+            let src = self.source;
+            let mine: Vec<_> = ctl.routes_of(src).map(|(t, p, _)| (t, p)).collect();
+            ctl.batch(|ctl| {
+                for (t, p) in mine {
+                    let _ = ctl.route_del_from(src, t, p);
+                }
+            });
+            self.metrics.clear();
+            self.alts.clear();
+            self.nh_users.clear();
+        }
+        true
     }
 
     /// Starts a full refresh: what is applied until [`KernelView::sweep`] is
@@ -587,6 +617,9 @@ impl KernelView {
         metric: u32,
         route: Option<Target>,
     ) {
+        if !self.import_routes {
+            return self.ignore("route import off");
+        }
         let Some(t) = self.fib_table(ctl, table) else {
             return self.ignore("table not mapped");
         };
@@ -1024,6 +1057,30 @@ mod tests {
         assert_eq!(gw(&ctl), g("10.1.0.2"));
         v.apply(&mut ctl, r(200, None));
         assert_eq!(gw(&ctl), None);
+    }
+
+    #[test]
+    fn route_import_can_be_turned_off_and_on() {
+        let (mut ctl, mut v) = setup();
+        let r = || {
+            route(
+                254,
+                "198.51.100.0/24",
+                Some(Target::Paths(vec![nh("10.2.0.2", 12)])),
+            )
+        };
+        v.apply(&mut ctl, r());
+        assert!(v.set_route_import(&mut ctl, false));
+        assert!(!v.set_route_import(&mut ctl, false));
+        assert_eq!(ctl.routes_of(RouteSource::Kernel).count(), 0);
+        v.apply(&mut ctl, r());
+        assert_eq!(ctl.routes_of(RouteSource::Kernel).count(), 0);
+        assert_eq!(v.stats().ignored["route import off"], 1);
+        assert!(v.set_route_import(&mut ctl, true));
+        v.begin_refresh();
+        v.apply(&mut ctl, r());
+        v.sweep(&mut ctl);
+        assert_eq!(ctl.routes_of(RouteSource::Kernel).count(), 1);
     }
 
     #[test]

@@ -432,6 +432,14 @@ impl LinuxPlane {
         self.learner.poll(ctl);
         if let Some(f) = &mut self.fpm {
             f.poll(ctl);
+            // With `kernel_routes = false`, FPM alone brings routes while zebra is
+            // there; when it is gone for good the kernel's come back.
+            if !f.section().kernel_routes
+                && self.learner.set_route_import(ctl, !f.active())
+                && !f.active()
+            {
+                self.learner.resync(ctl, "FPM gone: kernel routes back");
+            }
         }
     }
 
