@@ -1023,3 +1023,90 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
     assert_eq!(lab.json("show fpm")["routes"], 0);
     lab.stop_daemon();
 }
+
+/// Records what zebra 8.4 sends over FPM for static, ECMP and blackhole routes
+/// and a delete, into `src/linux/fixtures/zebra-static.fpm` (the decoder's tests
+/// read it). Run by hand: `cargo test -p ctl --test linux -- --ignored record`.
+#[test]
+#[ignore]
+fn record_zebra_fpm_frames() {
+    let _serial = serial();
+    assert!(is_root(), "needs root");
+    let ns = format!("dpfr{}", std::process::id() % 100000);
+    let dir = std::env::temp_dir().join(&ns);
+    std::fs::create_dir_all(&dir).unwrap();
+    ok(&["ip", "netns", "add", &ns]);
+    let cleanup = |ns: &str| {
+        let _ = sh(&["ip", "netns", "del", ns]);
+    };
+    ip(&ns, "link set lo up");
+    ip(&ns, "link add e0 type veth peer name e1");
+    ip(&ns, "addr add 10.83.1.1/24 dev e0");
+    ip(&ns, "link set e0 up");
+    ip(&ns, "link set e1 up");
+    let out = dir.join("zebra.fpm");
+    let tool = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/tools/fpmrecord.py"
+    );
+    let mut rec = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns,
+            "python3",
+            tool,
+            out.to_str().unwrap(),
+            "2620",
+            "8",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(rec.stdout.take().unwrap()));
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    let frr = dir.join("frr");
+    std::fs::create_dir_all(&frr).unwrap();
+    let zebra = Frr::start_with(
+        &ns,
+        &frr,
+        "zebra",
+        "hostname r\nfpm address 127.0.0.1 port 2620\nno fpm use-next-hop-groups\n",
+        &["-M", "dplane_fpm_nl"],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let staticd = Frr::start(
+        &ns,
+        &frr,
+        "staticd",
+        "hostname r\nip route 198.51.100.0/24 10.83.1.2\nip route 203.0.113.0/24 10.83.1.2\n\
+         ip route 203.0.113.0/24 10.83.1.3\nip route 192.0.2.0/24 blackhole\n",
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    ok(&[
+        "ip",
+        "netns",
+        "exec",
+        &ns,
+        "vtysh",
+        "--vty_socket",
+        frr.to_str().unwrap(),
+        "-c",
+        "configure terminal",
+        "-c",
+        "no ip route 198.51.100.0/24 10.83.1.2",
+    ]);
+    let n = lines.next().unwrap().unwrap();
+    let _ = rec.wait();
+    staticd.stop();
+    zebra.stop();
+    cleanup(&ns);
+    assert!(n.parse::<usize>().unwrap() > 0, "nothing recorded");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/linux/fixtures/zebra-static.fpm"
+    );
+    std::fs::create_dir_all(std::path::Path::new(fixture).parent().unwrap()).unwrap();
+    std::fs::copy(&out, fixture).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

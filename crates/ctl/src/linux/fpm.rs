@@ -444,4 +444,51 @@ mod tests {
         assert_eq!(v["resets"], 1, "{v}");
         assert_eq!(v["last_sweep"]["swept"], 2, "{v}");
     }
+
+    /// What zebra 8.4 sent over FPM for staticd's routes (recorded by
+    /// `record_zebra_fpm_frames` in tests/linux.rs): each frame decodes to the
+    /// change it meant.
+    #[test]
+    fn a_recorded_zebra_stream_decodes() {
+        use crate::linux::change::{Change, Target};
+        use crate::linux::decode::Msg;
+        let rec = include_bytes!("fixtures/zebra-static.fpm");
+        let (payloads, used, bad) = frames(rec);
+        assert_eq!((used, bad), (rec.len(), None));
+        let mut got = Vec::new();
+        for p in payloads {
+            for m in decode::messages(p) {
+                match m.expect("zebra's messages decode") {
+                    Msg::Change(Change::Route { prefix, route, .. }) => {
+                        let what = match route {
+                            None => "deleted".to_string(),
+                            Some(Target::Blackhole) => "blackhole".to_string(),
+                            Some(Target::Paths(p)) => p
+                                .iter()
+                                .map(|h| h.gateway.map_or("dev".into(), |g| g.to_string()))
+                                .collect::<Vec<_>>()
+                                .join(","),
+                            Some(t) => format!("{t:?}"),
+                        };
+                        got.push(format!("{prefix} {what}"));
+                    }
+                    Msg::Ignored(why) => got.push(format!("ignored: {why}")),
+                    other => got.push(format!("{other:?}")),
+                }
+            }
+        }
+        assert_eq!(
+            got,
+            [
+                // The interface's connected route: the dataplane derives its own.
+                "ignored: kernel-derived",
+                "192.0.2.0/24 blackhole",
+                "198.51.100.0/24 10.83.1.2",
+                "203.0.113.0/24 10.83.1.2,10.83.1.3",
+                "ignored: ipv6 route",
+                // `no ip route ...`: DELROUTE with type 0.
+                "198.51.100.0/24 deleted",
+            ]
+        );
+    }
 }
