@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use dataplane::router::{RouteSource, RouterControl};
 
+use super::change::DecodeError;
 use super::decode;
 use super::learner::KernelView;
 
@@ -85,6 +86,9 @@ pub enum FrameError {
     /// A length shorter than the header.
     #[error("FPM frame length {0} shorter than its header")]
     Length(u16),
+    /// A netlink message header that does not fit the frame.
+    #[error("FPM frame with a broken netlink message inside")]
+    Netlink,
 }
 
 /// Splits complete frames off the front of `buf`: the netlink payloads of
@@ -223,11 +227,27 @@ impl FpmServer {
                 }
             }
         }
-        let (payloads, used, bad) = frames(&self.buf);
+        let (payloads, used, mut bad) = frames(&self.buf);
         let mut msgs = Vec::new();
         for p in &payloads {
             self.stats.frames += 1;
-            msgs.extend(decode::messages(p));
+            let m = decode::messages(p);
+            // A netlink header that does not fit its frame: the stream is not
+            // zebra's any more. (A message whose content is bad is counted and
+            // skipped by the applier.)
+            if m.iter().any(|r| {
+                matches!(
+                    r,
+                    Err(DecodeError::Malformed {
+                        what: "netlink message",
+                        ..
+                    })
+                )
+            }) {
+                bad = Some(FrameError::Netlink);
+                break;
+            }
+            msgs.extend(m);
         }
         self.buf.drain(..used);
         if !msgs.is_empty() {
@@ -430,6 +450,18 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(fpm_routes(&ctl), 3);
+        // A frame whose netlink message claims more than the frame holds: reset.
+        let mut z = TcpStream::connect(addr).unwrap();
+        let mut broken = route_msg(true, [198, 51, 100, 0], [10, 1, 0, 2]);
+        broken[0] = 200;
+        z.write_all(&frame(1, &broken)).unwrap();
+        let t0 = Instant::now();
+        while !(s.stats.resets == 2 && s.conn.is_none()) {
+            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
+            s.poll(&mut ctl);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(fpm_routes(&ctl), 3);
         // zebra reconnects and walks only one route: the others are swept once
         // the walk is quiet.
         let mut z = TcpStream::connect(addr).unwrap();
@@ -440,8 +472,8 @@ mod tests {
         .unwrap();
         poll_until(&mut s, &mut ctl, |c| fpm_routes(c) == 1);
         let v = s.show(&ctl);
-        assert_eq!(v["connects"], 2, "{v}");
-        assert_eq!(v["resets"], 1, "{v}");
+        assert_eq!(v["connects"], 3, "{v}");
+        assert_eq!(v["resets"], 2, "{v}");
         assert_eq!(v["last_sweep"]["swept"], 2, "{v}");
     }
 
