@@ -845,6 +845,17 @@ impl Frr {
         conf: &str,
         extra: &[&str],
     ) -> Frr {
+        Frr::start_env(ns, dir, daemon, conf, extra, &[])
+    }
+
+    fn start_env(
+        ns: &str,
+        dir: &std::path::Path,
+        daemon: &str,
+        conf: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Frr {
         let cfg = dir.join(format!("{daemon}.conf"));
         std::fs::write(&cfg, conf).unwrap();
         ok(&["chown", "-R", "frr:frr", dir.to_str().unwrap()]);
@@ -861,6 +872,7 @@ impl Frr {
             .arg("--log")
             .arg(format!("file:{d}/{daemon}.log"))
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -1109,4 +1121,89 @@ fn record_zebra_fpm_frames() {
     std::fs::create_dir_all(std::path::Path::new(fixture).parent().unwrap()).unwrap();
     std::fs::copy(&out, fixture).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Builds the test-only LD_PRELOAD library that lets zebra 8.4 keep MPLS on this
+/// kernel (tests/tools/nompls_shim.c) into `dir`; returns its path.
+fn nompls_shim(dir: &std::path::Path) -> String {
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/tools/nompls_shim.c"
+    );
+    let so = dir.join("nompls_shim.so");
+    let so = so.to_str().unwrap().to_string();
+    ok(&["cc", "-O2", "-shared", "-fPIC", "-o", &so, src, "-ldl"]);
+    so
+}
+
+/// zebra's static LSPs reach the label table over FPM: swap, PHP (implicit
+/// null out-label), explicit null; deleted with `no mpls lsp`.
+#[test]
+fn frr_static_lsps_over_fpm_become_label_entries() {
+    let _serial = serial();
+    let mut lab = Lab::new(
+        "ls",
+        ["10.85.1.2/24", "10.85.2.2/24"],
+        Some(["10.85.1.1", "10.85.2.1"]),
+    );
+    let cp = lab.cp();
+    lab.start_daemon(&format!(
+        "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.85.1.1/24\"]\n\
+         [[interface]]\nname = \"port1\"\naddresses = [\"10.85.2.1/24\"]\n\
+         [linux]\nnetns = \"{cp}\"\n\
+         [fpm]\nquiet_ms = 500\n"
+    ));
+    let dir = lab.dir.join("frr");
+    std::fs::create_dir_all(&dir).unwrap();
+    let shim = nompls_shim(&lab.dir);
+    let zebra = Frr::start_env(
+        &cp,
+        &dir,
+        "zebra",
+        "hostname cp\nfpm address 127.0.0.1 port 2620\nno fpm use-next-hop-groups\n\
+         mpls lsp 100 10.85.2.2 200\n\
+         mpls lsp 101 10.85.2.2 implicit-null\n\
+         mpls lsp 102 10.85.2.2 explicit-null\n",
+        &["-M", "dplane_fpm_nl"],
+        &[("LD_PRELOAD", shim.as_str())],
+    );
+    let logs = || {
+        format!(
+            "--- show fpm\n{}\n--- labels\n{}\n--- zebra\n{}",
+            lab.dpctl("show fpm").1,
+            lab.dpctl("label show").1,
+            std::fs::read_to_string(dir.join("zebra.log")).unwrap_or_default(),
+        )
+    };
+    let entry = |l: u32| -> Option<Value> {
+        lab.json(&format!("label show {l}"))["labels"]
+            .as_array()
+            .and_then(|v| v.iter().find(|e| e["eos"] == true).cloned())
+    };
+    wait_long("zebra's LSPs in the label table", 20, &logs, || {
+        (100..=102).all(|l| entry(l).is_some_and(|e| e["source"] == "fpm"))
+    });
+    let out = |l: u32| entry(l).unwrap()["paths"][0]["out_labels"].clone();
+    assert_eq!(out(100), serde_json::json!([200]), "{}", logs());
+    assert_eq!(out(101), serde_json::json!([3]), "{}", logs());
+    assert_eq!(out(102), serde_json::json!([0]), "{}", logs());
+    assert_eq!(entry(100).unwrap()["paths"][0]["interface"], "port1");
+    ok(&[
+        "ip",
+        "netns",
+        "exec",
+        &cp,
+        "vtysh",
+        "--vty_socket",
+        dir.to_str().unwrap(),
+        "-c",
+        "configure terminal",
+        "-c",
+        "no mpls lsp 100 10.85.2.2 200",
+    ]);
+    wait_long("LSP 100 deleted", 10, &logs, || entry(100).is_none());
+    assert!(entry(101).is_some());
+    drop(zebra);
+    lab.stop_daemon();
 }
