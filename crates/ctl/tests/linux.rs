@@ -1204,6 +1204,58 @@ fn frr_static_lsps_over_fpm_become_label_entries() {
     ]);
     wait_long("LSP 100 deleted", 10, &logs, || entry(100).is_none());
     assert!(entry(101).is_some());
+    // Labelled routes, one path and ECMP with a label per path (staticd takes
+    // them only once zebra told it MPLS is on: through vtysh).
+    let staticd = Frr::start(&cp, &dir, "staticd", "hostname cp\n");
+    std::thread::sleep(Duration::from_millis(500));
+    ok(&[
+        "ip",
+        "netns",
+        "exec",
+        &cp,
+        "vtysh",
+        "--vty_socket",
+        dir.to_str().unwrap(),
+        "-c",
+        "configure terminal",
+        "-c",
+        "ip route 198.51.100.0/24 10.85.2.2 label 300",
+        "-c",
+        "ip route 203.0.113.0/24 10.85.2.2 label 400",
+        "-c",
+        "ip route 203.0.113.0/24 10.85.1.2 label 401",
+    ]);
+    let legs = |p: &str| -> Vec<(String, Value)> {
+        let mut v: Vec<(String, Value)> = route(&lab, p)
+            .filter(|r| r["source"] == "fpm")
+            .and_then(|r| r["paths"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|p| {
+                (
+                    p["gateway"].as_str().unwrap_or("").to_string(),
+                    p["out_labels"].clone(),
+                )
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    wait_long("labelled routes over FPM", 20, &logs, || {
+        legs("198.51.100.0/24").len() == 1 && legs("203.0.113.0/24").len() == 2
+    });
+    assert_eq!(
+        legs("198.51.100.0/24"),
+        [("10.85.2.2".into(), serde_json::json!([300]))]
+    );
+    assert_eq!(
+        legs("203.0.113.0/24"),
+        [
+            ("10.85.1.2".into(), serde_json::json!([401])),
+            ("10.85.2.2".into(), serde_json::json!([400]))
+        ]
+    );
+    drop(staticd);
     drop(zebra);
     lab.stop_daemon();
 }
