@@ -529,10 +529,10 @@ impl<'a> RouterApi<'a> {
                 }
                 // Routes learned from a routing daemon do not count: a configured
                 // route takes precedence over them and reveals them when it goes.
-                let learned = matches!(
-                    self.ctl.route_source(table, prefix),
-                    Some(RouteSource::Kernel | RouteSource::Fpm)
-                );
+                let learned = self
+                    .ctl
+                    .route_source(table, prefix)
+                    .is_some_and(RouteSource::is_learned);
                 if !replace && !learned {
                     if let Some(k) = self.ctl.route_kind(table, prefix) {
                         return Err(format!(
@@ -569,7 +569,7 @@ impl<'a> RouterApi<'a> {
                     ));
                 }
                 let mut gone = false;
-                for src in [RouteSource::Dpctl, RouteSource::Config] {
+                for src in RouteSource::ALL.into_iter().filter(|s| !s.is_learned()) {
                     if self.ctl.route_of(src, table, prefix).is_some() {
                         self.ctl
                             .route_del_from(src, table, prefix)
@@ -599,10 +599,10 @@ impl<'a> RouterApi<'a> {
             } => {
                 // Entries learned from a routing daemon do not count: dpctl's
                 // takes precedence over them.
-                let learned = matches!(
-                    self.ctl.label_source(label, eos),
-                    Some(RouteSource::Kernel | RouteSource::Fpm)
-                );
+                let learned = self
+                    .ctl
+                    .label_source(label, eos)
+                    .is_some_and(RouteSource::is_learned);
                 if !replace && !learned && self.ctl.labels().get(label, eos).is_some() {
                     return Err(format!(
                         "label {label} {} exists; use `label replace` to change it, or `label del` first",
@@ -631,7 +631,7 @@ impl<'a> RouterApi<'a> {
                     .ctl
                     .label_source(label, eos)
                     .unwrap_or(RouteSource::Config);
-                if matches!(owner, RouteSource::Kernel | RouteSource::Fpm) {
+                if owner.is_learned() {
                     return Err(format!(
                         "label {label} {} is learned ({}): withdraw it where it comes from",
                         eos_word(eos),

@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+
+use common::spawn_dataplaned;
+
 const DPCTL: &str = env!("CARGO_BIN_EXE_dpctl");
 const DATAPLANED: &str = env!("CARGO_BIN_EXE_dataplaned");
 
@@ -90,34 +94,9 @@ impl Daemon {
     }
 
     fn spawn(&mut self) {
-        let mut child = Command::new(DATAPLANED)
-            .arg("-c")
-            .arg(&self.cfg)
-            .arg("--socket")
-            .arg(&self.sock)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start dataplaned");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("[dataplaned] {line}");
-                let _ = tx.send(line);
-            }
-        });
+        let (child, log) = spawn_dataplaned(&self.cfg, &self.sock, Stdio::null());
         self.child = Some(child);
-        self.log = rx;
-        let t0 = Instant::now();
-        loop {
-            let left = Duration::from_secs(20).saturating_sub(t0.elapsed());
-            match self.log.recv_timeout(left) {
-                Ok(l) if l.contains("forwarding") => break,
-                Ok(_) => {}
-                Err(_) => panic!("dataplaned did not start within 20 s"),
-            }
-        }
+        self.log = log;
     }
 
     /// Waits for a stderr line containing `want`.

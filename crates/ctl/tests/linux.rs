@@ -18,6 +18,17 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A router config: port0 10.N.1.1/24, port1 10.N.2.1/24, `[linux]` in `cp`,
+/// then `extra`.
+fn two_port_router(cp: &str, n: u8, extra: &str) -> String {
+    format!(
+        "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.{n}.1.1/24\"]\n\
+         [[interface]]\nname = \"port1\"\naddresses = [\"10.{n}.2.1/24\"]\n\
+         [linux]\nnetns = \"{cp}\"\n{extra}"
+    )
+}
+
 /// Waits up to 5 s for `f` to hold.
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
@@ -592,12 +603,7 @@ fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
     let cp = lab.cp();
     let (a, b) = (lab.ns("a"), lab.ns("b"));
     // A receive buffer far too small for a burst: events are lost (ENOBUFS).
-    lab.start_daemon(&format!(
-        "[forwarding]\nmode = \"router\"\n\
-         [[interface]]\nname = \"port0\"\naddresses = [\"10.79.1.1/24\"]\n\
-         [[interface]]\nname = \"port1\"\naddresses = [\"10.79.2.1/24\"]\n\
-         [linux]\nnetns = \"{cp}\"\nnetlink_rcvbuf = 4096\n"
-    ));
+    lab.start_daemon(&two_port_router(&cp, 79, "netlink_rcvbuf = 4096\n"));
     ip(&b, "addr add 198.18.7.1/32 dev lo");
     ip(&cp, "route add 198.18.7.0/24 via 10.79.2.2");
     wait_for("the stable route", || {
@@ -907,12 +913,7 @@ fn frr_static_routes_reach_the_dataplane_through_the_kernel() {
     );
     let cp = lab.cp();
     let (a, b) = (lab.ns("a"), lab.ns("b"));
-    lab.start_daemon(&format!(
-        "[forwarding]\nmode = \"router\"\n\
-         [[interface]]\nname = \"port0\"\naddresses = [\"10.81.1.1/24\"]\n\
-         [[interface]]\nname = \"port1\"\naddresses = [\"10.81.2.1/24\"]\n\
-         [linux]\nnetns = \"{cp}\"\n"
-    ));
+    lab.start_daemon(&two_port_router(&cp, 81, ""));
     ip(&b, "addr add 198.51.100.1/32 dev lo");
     let dir = lab.dir.join("frr");
     std::fs::create_dir_all(&dir).unwrap();
@@ -971,12 +972,10 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
         Some(["10.82.1.1", "10.82.2.1"]),
     );
     let cp = lab.cp();
-    lab.start_daemon(&format!(
-        "[forwarding]\nmode = \"router\"\n\
-         [[interface]]\nname = \"port0\"\naddresses = [\"10.82.1.1/24\"]\n\
-         [[interface]]\nname = \"port1\"\naddresses = [\"10.82.2.1/24\"]\n\
-         [linux]\nnetns = \"{cp}\"\n\
-         [fpm]\nquiet_ms = 500\nhold_s = 3\nkernel_routes = false\n"
+    lab.start_daemon(&two_port_router(
+        &cp,
+        82,
+        "[fpm]\nquiet_ms = 500\nhold_s = 3\nkernel_routes = false\n",
     ));
     let dir = lab.dir.join("frr");
     std::fs::create_dir_all(&dir).unwrap();
@@ -1147,13 +1146,7 @@ fn frr_static_lsps_over_fpm_become_label_entries() {
         Some(["10.85.1.1", "10.85.2.1"]),
     );
     let cp = lab.cp();
-    lab.start_daemon(&format!(
-        "[forwarding]\nmode = \"router\"\n\
-         [[interface]]\nname = \"port0\"\naddresses = [\"10.85.1.1/24\"]\n\
-         [[interface]]\nname = \"port1\"\naddresses = [\"10.85.2.1/24\"]\n\
-         [linux]\nnetns = \"{cp}\"\n\
-         [fpm]\nquiet_ms = 500\n"
-    ));
+    lab.start_daemon(&two_port_router(&cp, 85, "[fpm]\nquiet_ms = 500\n"));
     let dir = lab.dir.join("frr");
     std::fs::create_dir_all(&dir).unwrap();
     let shim = nompls_shim(&lab.dir);

@@ -130,35 +130,7 @@ impl Lab {
     pub fn start_daemon(&mut self, extra: &str) {
         let cfg = self.dir.join("dataplaned.toml");
         std::fs::write(&cfg, self.config(extra)).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dataplaned"))
-            .arg("-c")
-            .arg(&cfg)
-            .arg("--socket")
-            .arg(self.dir.join("ctl.sock"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start dataplaned");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("[dataplaned] {line}");
-                let _ = tx.send(line);
-            }
-        });
-        let t0 = Instant::now();
-        loop {
-            let left = Duration::from_secs(20).saturating_sub(t0.elapsed());
-            match rx.recv_timeout(left) {
-                Ok(l) if l.contains("forwarding") => break,
-                Ok(_) => {}
-                Err(_) => {
-                    let _ = child.kill();
-                    panic!("dataplaned did not start within 20 s");
-                }
-            }
-        }
+        let (child, _log) = spawn_dataplaned(&cfg, &self.dir.join("ctl.sock"), Stdio::piped());
         self.daemon = Some(child);
     }
 
@@ -263,4 +235,44 @@ pub fn ping(ns: &str, dst: &str, n: u32, interval: &str) -> (u32, String) {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     (got, out)
+}
+
+/// Starts `dataplaned -c cfg --socket sock` and waits (20 s at most) until it
+/// says it forwards. Its stderr is echoed as `[dataplaned] ...` and its lines
+/// come through the receiver.
+pub fn spawn_dataplaned(
+    cfg: &std::path::Path,
+    sock: &std::path::Path,
+    stdout: Stdio,
+) -> (Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dataplaned"))
+        .arg("-c")
+        .arg(cfg)
+        .arg("--socket")
+        .arg(sock)
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start dataplaned");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("[dataplaned] {line}");
+            let _ = tx.send(line);
+        }
+    });
+    let t0 = Instant::now();
+    loop {
+        let left = Duration::from_secs(20).saturating_sub(t0.elapsed());
+        match rx.recv_timeout(left) {
+            Ok(l) if l.contains("forwarding") => break,
+            Ok(_) => {}
+            Err(_) => {
+                let _ = child.kill();
+                panic!("dataplaned did not start within 20 s");
+            }
+        }
+    }
+    (child, rx)
 }

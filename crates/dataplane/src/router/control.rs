@@ -113,6 +113,13 @@ impl RouteSource {
         RouteSource::Kernel,
     ];
 
+    /// Whether routing daemons bring this source's routes (kernel, FPM), as
+    /// opposed to the operator (dpctl, the file). Learned routes are withdrawn
+    /// where they come from, not with `route del`.
+    pub const fn is_learned(self) -> bool {
+        matches!(self, RouteSource::Kernel | RouteSource::Fpm)
+    }
+
     /// The source called `name` (as [`RouteSource::name`] prints it).
     pub fn from_name(name: &str) -> Option<RouteSource> {
         RouteSource::ALL.into_iter().find(|s| s.name() == name)

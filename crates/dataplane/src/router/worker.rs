@@ -282,10 +282,9 @@ impl RouterWorker {
 }
 
 /// Sends up to [`INJECT_PER_LOOP`] packets of the control thread's queue, one tx
-/// burst per port.
+/// burst per port (the bursts are empty when a loop starts).
 #[cold]
 fn inject(q: &InjectQueue, tx: &mut [Burst], ports: usize, queue: u16, stats: &WorkerStats) {
-    let mut touched = 0u64;
     for _ in 0..INJECT_PER_LOOP {
         let Some((port, m)) = q.pop() else {
             break;
@@ -302,10 +301,9 @@ fn inject(q: &InjectQueue, tx: &mut [Burst], ports: usize, queue: u16, stats: &W
             continue;
         }
         stats.injected.inc();
-        touched |= 1u64.checked_shl(u32::from(port)).unwrap_or(0);
     }
-    for (port, b) in tx.iter_mut().enumerate().take(64) {
-        if touched & (1 << port) != 0 {
+    for (port, b) in tx.iter_mut().enumerate() {
+        if !b.is_empty() {
             flush(
                 b,
                 port as u16,
