@@ -3,7 +3,9 @@
 //!
 //! ```toml
 //! [router]
-//! router_id = "10.0.0.1"          # ICMP source for interfaces without an address
+//! router_id = "10.0.0.1"          # the loopback: ICMP source and ARP address of
+//!                                 # interfaces without an address (unnumbered)
+//! route_preference = ["dpctl", "config", "fpm", "kernel"]  # most preferred first
 //! neighbor_reachable_s = 300      # ARP-learned neighbours: probed after this long
 //!                                 # without being heard (0: they never age)
 //! neighbor_probes = 3             # unicast probes, 1 s apart, before forgetting

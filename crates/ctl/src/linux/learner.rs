@@ -35,7 +35,8 @@ pub struct LearnerStats {
     pub messages: u64,
     /// Batches applied (one publication each).
     pub batches: u64,
-    /// Changes applied to the router.
+    /// Changes taken (those then ignored, e.g. for a link that is not a twin,
+    /// included).
     pub applied: u64,
     /// Messages of no interest, by reason.
     pub ignored: BTreeMap<&'static str, u64>,

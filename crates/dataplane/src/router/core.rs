@@ -621,8 +621,7 @@ impl Work {
                     // Link-local multicast (OSPF hellos, ...) is for the host stack.
                     Err(DropReason::Ip4Multicast)
                         if ift.punt_to_host
-                            && raw.get(usize::from(m.l3) + 16..usize::from(m.l3) + 19)
-                                == Some(&[224, 0, 0][..]) =>
+                            && raw.get(usize::from(m.l3)..).is_some_and(ip4_link_local_mc) =>
                     {
                         m.kind = Kind::Punt(PuntReason::Routing);
                     }
@@ -1635,13 +1634,18 @@ fn control_ports(l4: Option<&[u8]>) -> bool {
     })
 }
 
+/// Whether an IPv4 packet (`ip` from its header on) goes to link-local
+/// multicast, 224.0.0.0/24 (OSPF, RIP, VRRP, LDP hellos, ...).
+fn ip4_link_local_mc(ip: &[u8]) -> bool {
+    ip.get(16..19) == Some(&[224, 0, 0][..])
+}
+
 /// The punt class of an IPv4 packet for the router, `ip` from its header on.
 fn ip4_punt_class(ip: &[u8]) -> PuntReason {
     let hl = usize::from(ip.first().map_or(0, |b| b & 0x0f)) * 4;
     let proto = ip.get(9).copied().unwrap_or(0);
-    let link_local_mc = ip.get(16..19) == Some(&[224, 0, 0][..]);
     // OSPF, IGMP, PIM, VRRP
-    let control = link_local_mc
+    let control = ip4_link_local_mc(ip)
         || matches!(proto, 89 | 2 | 103 | 112)
         || (matches!(proto, 6 | 17) && control_ports(ip.get(hl..hl + 4)));
     if control {
