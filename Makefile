@@ -1,6 +1,6 @@
 # Entry points. `make lab` and `make test` work on a fresh Debian bookworm machine as
 # root: both run scripts/setup.sh first (packages, hugepages).
-.PHONY: setup build lab lab-xconnect test bench bench-io clean
+.PHONY: setup build lab lab-frr lab-xconnect test bench bench-io clean
 
 setup:
 	scripts/setup.sh
@@ -10,6 +10,9 @@ build: setup
 
 lab: build
 	scripts/lab.sh
+
+lab-frr: build
+	scripts/lab-frr.sh
 
 lab-xconnect: build
 	scripts/lab-xconnect.sh

@@ -31,6 +31,7 @@ WORK=$(mktemp -d /tmp/dplab.XXXXXX)
 PIDS=()
 FAILS=0
 say() { [ -n "${LAB_QUIET:-}" ] || echo "$@"; }
+. scripts/lab-common.sh
 
 NS=(host-a r3 r2 r1 r0 host-b)
 # links: left-ns left-if right-ns right-if
@@ -196,42 +197,29 @@ run_mode() {
     for _ in $(seq 20); do
         in_ns host-a ping -c 1 -W 1 -I 10.0.1.0 10.0.1.1 > /dev/null 2>&1 && break
     done
-    local caps=()
-    for l in "${LINKS[@]}"; do
-        read -r ln li _ _ <<< "$l"
-        ip netns exec "$P-$ln" timeout 30 tcpdump -Uqni "$li" -w "$WORK/$mode-$li.pcap" 'icmp or mpls' 2> /dev/null &
-        caps+=($!)
-    done
-    sleep 1
-    local out
-    out=$(in_ns host-a ping -c 3 -i 0.3 -W 2 -I 10.0.1.0 10.0.1.1 || true)
-    sleep 0.5
-    for c in "${caps[@]}"; do kill -INT "$c" 2>/dev/null || true; done
-    for c in "${caps[@]}"; do wait "$c" 2>/dev/null || true; done
-    say "$out" | tail -2
-    if grep -q ' 0% packet loss' <<< "$out"; then
+    capture "$mode" in_ns host-a ping -c 3 -i 0.3 -W 2 -I 10.0.1.0 10.0.1.1
+    say "$CAPTURED" | tail -2
+    if grep -q ' 0% packet loss' <<< "$CAPTURED"; then
         echo "PASS $mode: host-a -> host-b ping, 0% loss"
     else
         echo "FAIL $mode: ping lost packets"; FAILS=$((FAILS + 1))
     fi
-    # expected (request westbound, reply eastbound) per link, top label "L S TTL" or ipv4
+    # expected (request westbound | reply eastbound) per link: "L S TTL" or ipv4
     local exp
     case $mode in
-        plain)         exp=("ipv4 ipv4" "100 S 63|103 S 61" "100 S 62|103 S 62" "100 S 61|103 S 63" "ipv4 ipv4") ;;
-        explicit-null) exp=("ipv4 ipv4" "100 S 63|0 S 61"   "100 S 62|103 S 62" "0 S 61|103 S 63"   "ipv4 ipv4") ;;
-        php)           exp=("ipv4 ipv4" "100 S 63|ipv4"     "100 S 62|103 S 62" "ipv4|103 S 63"     "ipv4 ipv4") ;;
+        plain)         exp=("ipv4|ipv4" "100 S 63|103 S 61" "100 S 62|103 S 62" "100 S 61|103 S 63" "ipv4|ipv4") ;;
+        explicit-null) exp=("ipv4|ipv4" "100 S 63|0 S 61"   "100 S 62|103 S 62" "0 S 61|103 S 63"   "ipv4|ipv4") ;;
+        php)           exp=("ipv4|ipv4" "100 S 63|ipv4"     "100 S 62|103 S 62" "ipv4|103 S 63"     "ipv4|ipv4") ;;
     esac
     local k=0
     for l in "${LINKS[@]}"; do
         read -r ln li rn _ <<< "$l"
-        local dump req rep want_req want_rep
-        dump=$(tcpdump -enr "$WORK/$mode-$li.pcap" 2> /dev/null || true)
+        local req rep want_req want_rep
         say "-- link $ln - $rn ($li):"
-        [ -n "${LAB_QUIET:-}" ] || sed -n '1,4p' <<< "$dump" | cut -c1-160 | sed 's/^/   /'
-        req=$(summarize "$dump" "echo request")
-        rep=$(summarize "$dump" "echo reply")
-        IFS='|' read -r want_req want_rep <<< "${exp[$k]/ ipv4/|ipv4}"
-        [ "${exp[$k]}" = "ipv4 ipv4" ] && { want_req=ipv4; want_rep=ipv4; }
+        show_capture "$mode" "$li"
+        req=$(carried "$mode" "$li" "echo request")
+        rep=$(carried "$mode" "$li" "echo reply")
+        IFS='|' read -r want_req want_rep <<< "${exp[$k]}"
         if [ "$req" = "$want_req" ] && [ "$rep" = "$want_rep" ]; then
             echo "PASS $mode $ln-$rn: request [$req] reply [$rep]"
         else
@@ -240,19 +228,6 @@ run_mode() {
         fi
         k=$((k + 1))
     done
-}
-
-# "100 S 63" for the first labelled frame carrying $2, "ipv4" for a plain one.
-summarize() {
-    local line
-    line=$(grep -m1 "$2" <<< "$1" || true)
-    if [ -z "$line" ]; then echo "none"; return; fi
-    if grep -q 'MPLS (label' <<< "$line"; then
-        sed -E 's/.*MPLS \(label ([0-9]+), (exp|tc) [0-9]+, (\[S\], )?ttl ([0-9]+)\).*/\1 \3\4/; s/\[S\], /S /' <<< "$line" \
-            | awk '{ if (NF == 3) print $1, "S", $3; else print $1, "-", $2 }'
-    else
-        echo "ipv4"
-    fi
 }
 
 start_routers

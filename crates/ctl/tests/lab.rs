@@ -25,3 +25,30 @@ fn four_router_mpls_lab() {
     assert_eq!(passes, 3 * 6 + 1, "{stdout}");
     assert!(!stdout.contains("FAIL"), "{stdout}");
 }
+
+/// The same four routers with FRR as their control plane (scripts/lab-frr.sh):
+/// zebra, ospfd and ldpd in each router's control-plane namespace peer through the
+/// dataplane; LDP chooses the labels and zebra hands them over FPM. The dataplane's
+/// label table must equal zebra's LSPs on every router, every core link must carry
+/// LDP's label (explicit null on the last), traceroute must show every hop, and a
+/// cut core link must move the LSPs to the bypass. Needs FRR too.
+#[test]
+fn four_router_frr_ldp_lab() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/lab-frr.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .env("BIN", env!("CARGO_BIN_EXE_dataplaned"))
+        .env("DPCTL", env!("CARGO_BIN_EXE_dpctl"))
+        .env("LAB_QUIET", "1")
+        .output()
+        .expect("run scripts/lab-frr.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}\n{stderr}");
+    let passes = stdout.lines().filter(|l| l.starts_with("PASS")).count();
+    assert!(out.status.success(), "lab-frr failed:\n{stdout}\n{stderr}");
+    // converged + 4 routers' LSPs + explicit null + 2 x (ping + 6 links)
+    // + traceroute + reroute
+    assert_eq!(passes, 1 + 4 + 1 + 2 * 7 + 1 + 1, "{stdout}");
+    assert!(!stdout.contains("FAIL"), "{stdout}");
+}

@@ -1,0 +1,40 @@
+# Shared by the labs (sourced): captures on every link and what they carried.
+# Needs P (namespace prefix), WORK, LINKS ("left-ns left-if right-ns right-if").
+
+# Runs "$@" while tcpdump records ICMP and MPLS on the left end of every link into
+# $WORK/$tag-IF.pcap; the command's output lands in CAPTURED.
+capture() {
+    local tag=$1; shift
+    local caps=() l ln li
+    for l in "${LINKS[@]}"; do
+        read -r ln li _ _ <<< "$l"
+        ip netns exec "$P-$ln" timeout 60 tcpdump -Uqni "$li" -w "$WORK/$tag-$li.pcap" 'icmp or mpls' 2> /dev/null &
+        caps+=($!)
+    done
+    sleep 1
+    CAPTURED=$("$@" 2>&1 || true)
+    sleep 0.5
+    for c in "${caps[@]}"; do kill -INT "$c" 2>/dev/null || true; done
+    for c in "${caps[@]}"; do wait "$c" 2>/dev/null || true; done
+}
+
+# What the first frame of $tag's capture on link interface $li that carries $what
+# ("echo request", "echo reply") looked like: "100 S 63" (top label, S bit, TTL),
+# "ipv4" for a plain one, "none" if no such frame crossed the link.
+carried() {
+    local tag=$1 li=$2 what=$3 line
+    line=$(tcpdump -enr "$WORK/$tag-$li.pcap" 2> /dev/null | grep -m1 "$what" || true)
+    if [ -z "$line" ]; then echo "none"; return; fi
+    if grep -q 'MPLS (label' <<< "$line"; then
+        sed -E 's/.*MPLS \(label ([0-9]+), (exp|tc) [0-9]+, (\[S\], )?ttl ([0-9]+)\).*/\1 \3\4/; s/\[S\], /S /' <<< "$line" \
+            | awk '{ if (NF == 3) print $1, "S", $3; else print $1, "-", $2 }'
+    else
+        echo "ipv4"
+    fi
+}
+
+# The first lines of $tag's capture on $li, for the reader.
+show_capture() {
+    [ -n "${LAB_QUIET:-}" ] && return
+    { tcpdump -enr "$WORK/$1-$2.pcap" 2> /dev/null || true; } | sed -n '1,4p' | cut -c1-160 | sed 's/^/   /'
+}
