@@ -1136,7 +1136,8 @@ fn nompls_shim(dir: &std::path::Path) -> String {
 }
 
 /// zebra's static LSPs reach the label table over FPM: swap, PHP (implicit
-/// null out-label), explicit null; deleted with `no mpls lsp`.
+/// null out-label), explicit null, ECMP with an out-label per path; deleted with
+/// `no mpls lsp`.
 #[test]
 fn frr_static_lsps_over_fpm_become_label_entries() {
     let _serial = serial();
@@ -1157,7 +1158,9 @@ fn frr_static_lsps_over_fpm_become_label_entries() {
         "hostname cp\nfpm address 127.0.0.1 port 2620\nno fpm use-next-hop-groups\n\
          mpls lsp 100 10.85.2.2 200\n\
          mpls lsp 101 10.85.2.2 implicit-null\n\
-         mpls lsp 102 10.85.2.2 explicit-null\n",
+         mpls lsp 102 10.85.2.2 explicit-null\n\
+         mpls lsp 103 10.85.1.2 301\n\
+         mpls lsp 103 10.85.2.2 302\n",
         &["-M", "dplane_fpm_nl"],
         &[("LD_PRELOAD", shim.as_str())],
     );
@@ -1176,12 +1179,29 @@ fn frr_static_lsps_over_fpm_become_label_entries() {
     };
     wait_long("zebra's LSPs in the label table", 20, &logs, || {
         (100..=102).all(|l| entry(l).is_some_and(|e| e["source"] == "fpm"))
+            && entry(103).is_some_and(|e| e["paths"].as_array().is_some_and(|p| p.len() == 2))
     });
     let out = |l: u32| entry(l).unwrap()["paths"][0]["out_labels"].clone();
     assert_eq!(out(100), serde_json::json!([200]), "{}", logs());
     assert_eq!(out(101), serde_json::json!([3]), "{}", logs());
     assert_eq!(out(102), serde_json::json!([0]), "{}", logs());
     assert_eq!(entry(100).unwrap()["paths"][0]["interface"], "port1");
+    let mut ecmp: Vec<_> = entry(103).unwrap()["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["interface"].clone(), p["out_labels"].clone()))
+        .collect();
+    ecmp.sort_by_key(|p| p.0.to_string());
+    assert_eq!(
+        ecmp,
+        [
+            ("port0".into(), serde_json::json!([301])),
+            ("port1".into(), serde_json::json!([302]))
+        ],
+        "{}",
+        logs()
+    );
     ok(&[
         "ip",
         "netns",
