@@ -70,10 +70,15 @@ teardown() {
         kill -KILL "$pid" 2>/dev/null
     done
     PIDS=()
-    # FRR daemons daemonize; their pid files name them
+    # FRR's daemons detach; their pid files name them
+    local frr=() f
     for f in "$WORK"/*/*.pid; do
-        [ -f "$f" ] || continue
-        pid=$(cat "$f" 2>/dev/null) && kill -KILL "$pid" 2>/dev/null
+        [ -f "$f" ] && frr+=("$(cat "$f")")
+    done
+    for pid in "${frr[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+    for pid in "${frr[@]}"; do
+        for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null
     done
     for n in "${NS[@]}"; do ip netns del "$P-$n" 2>/dev/null; done
     return 0
@@ -152,7 +157,7 @@ for r in "${ROUTERS[@]}"; do
     } > "$WORK/$name.toml"
     cpu=$((1 - cpu))
     # `ip netns exec` execs the program, so $! is the daemon itself.
-    in_ns "$name" "$BIN" -c "$WORK/$name.toml" > "$WORK/$name.out" 2> "$WORK/$name.err" &
+    ip netns exec "$P-$name" "$BIN" -c "$WORK/$name.toml" > "$WORK/$name.out" 2> "$WORK/$name.err" &
     PIDS+=($!)
 done
 for name in "${ROUTERS_NS[@]}"; do
