@@ -1802,6 +1802,39 @@ fn with_a_host_stack_control_traffic_is_punted_by_class() {
     }
 }
 
+/// Sources' routes share one copy of each distinct kind, and the last copy goes
+/// with the last route that used it, whatever order routes come and go in.
+#[test]
+fn route_kinds_are_shared_and_freed_with_their_last_route() {
+    use dataplane::router::RouteSource as S;
+    let mut ctl = router();
+    let via = |gw: &str| RouteKind::Paths(vec![Path::gateway(a(gw))]);
+    let p = |i: u8| pfx(&format!("198.18.{i}.0/24"));
+    for i in 0..10 {
+        let gw = if i % 3 == 0 { "10.3.0.2" } else { "10.2.0.2" };
+        ctl.route_add_from(S::Kernel, 0, p(i), via(gw)).unwrap();
+    }
+    ctl.route_add_from(S::Fpm, 0, p(1), via("10.4.0.2"))
+        .unwrap();
+    assert_eq!(ctl.shared_route_kinds(), 3);
+    // Replacing every route of a kind lets that kind go.
+    for i in [0, 3, 6, 9] {
+        ctl.route_add_from(S::Kernel, 0, p(i), via("10.2.0.2"))
+            .unwrap();
+    }
+    assert_eq!(ctl.shared_route_kinds(), 2);
+    ctl.route_del_from(S::Fpm, 0, p(1)).unwrap();
+    assert_eq!(ctl.shared_route_kinds(), 1);
+    for i in (0..10).rev() {
+        ctl.route_del_from(S::Kernel, 0, p(i)).unwrap();
+    }
+    assert_eq!(ctl.shared_route_kinds(), 0);
+    // And the kind interned last comes back as a new copy.
+    ctl.route_add_from(S::Kernel, 0, p(0), via("10.2.0.2"))
+        .unwrap();
+    assert_eq!(ctl.shared_route_kinds(), 1);
+}
+
 #[test]
 fn the_preferred_source_forwards_and_withdrawing_it_reveals_the_next() {
     use dataplane::router::RouteSource as S;

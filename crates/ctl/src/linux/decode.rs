@@ -253,6 +253,106 @@ fn neighbour(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
 }
 
 fn route(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
+    if let Some(m) = plain_route(p, new) {
+        return m;
+    }
+    route_general(p, new)
+}
+
+const RTA_DST: u16 = 1;
+const RTA_OIF: u16 = 4;
+const RTA_GATEWAY: u16 = 5;
+const RTA_PRIORITY: u16 = 6;
+const RTA_PREFSRC: u16 = 7;
+const RTA_TABLE: u16 = 15;
+const RTMSG_LEN: usize = 12;
+
+/// [`route_general`] for the shape nearly every message of a full table has (an
+/// IPv4 route with at most a destination, one gateway, an interface, a metric, a
+/// preferred source and a table, each 4 bytes, no flag bits), read in place
+/// without the crate's attribute vector: that vector was about a seventh of FPM's
+/// per-message cost. `None` for any other shape, which the general decoder then
+/// reads; the `plain_route_equals_general` property test holds the two equal.
+fn plain_route(p: &[u8], new: bool) -> Option<Result<Msg, DecodeError>> {
+    let h = p.get(..RTMSG_LEN)?;
+    let (family, dst_len, table8, protocol, kind) = (h[0], h[1], h[4], h[5], h[7]);
+    let flags = read_u32(h, 8)?;
+    if family != AF_INET {
+        return None;
+    }
+    let (mut dst, mut oif, mut gateway, mut metric, mut table) = (None, None, None, None, None);
+    let mut rest = p.get(RTMSG_LEN..)?;
+    while !rest.is_empty() {
+        let len = usize::from(read_u16(rest, 0)?);
+        let kind = read_u16(rest, 2)?;
+        if len != 8 {
+            return None;
+        }
+        let v = read_u32(rest, 4)?;
+        let slot = match kind {
+            RTA_DST => &mut dst,
+            RTA_OIF => &mut oif,
+            RTA_GATEWAY => &mut gateway,
+            RTA_PRIORITY => &mut metric,
+            RTA_TABLE => &mut table,
+            RTA_PREFSRC => &mut None,
+            _ => return None,
+        };
+        // The first of repeated attributes counts, as in the general decoder.
+        slot.get_or_insert(v);
+        rest = rest.get(8..)?;
+    }
+    let table = table.unwrap_or(u32::from(table8));
+    if protocol == RTPROT_KERNEL {
+        return Some(Ok(Msg::Ignored("kernel-derived")));
+    }
+    if table == RT_TABLE_LOCAL {
+        return Some(Ok(Msg::Ignored("local table")));
+    }
+    if flags & RTM_F_CLONED != 0 {
+        return Some(Ok(Msg::Ignored("cloned")));
+    }
+    let reject = matches!(kind, RTN_BLACKHOLE | RTN_UNREACHABLE | RTN_PROHIBIT);
+    if !(reject || kind == RTN_UNICAST || (!new && kind == RTN_UNSPEC)) {
+        return Some(Ok(Msg::Ignored("not unicast")));
+    }
+    if dst_len > 32 {
+        return Some(Err(DecodeError::BadPrefixLen(dst_len)));
+    }
+    let target = match kind {
+        _ if !new => None,
+        RTN_BLACKHOLE => Some(Target::Blackhole),
+        RTN_UNREACHABLE => Some(Target::Unreachable),
+        RTN_PROHIBIT => Some(Target::Prohibit),
+        _ => {
+            // RTA_GATEWAY and RTA_DST are in network order; the rest native.
+            let gateway = gateway.map(|g| IpAddr::V4(Ipv4Addr::from(u32::from_be(g))));
+            if gateway.is_none() && oif.is_none() {
+                return Some(Err(bad(
+                    "route",
+                    "next hop with neither gateway nor interface",
+                )));
+            }
+            Some(Target::Paths(vec![NextHop {
+                gateway,
+                ifindex: oif,
+                weight: 1,
+                onlink: flags & RTNH_F_ONLINK != 0,
+                labels: Vec::new(),
+            }]))
+        }
+    };
+    let dst = Ipv4Addr::from(u32::from_be(dst.unwrap_or(0)));
+    let prefix = Ipv4Prefix::new_truncated(dst, dst_len).ok()?;
+    Some(change(Change::Route {
+        table,
+        prefix,
+        metric: metric.unwrap_or(0),
+        route: target,
+    }))
+}
+
+fn route_general(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
     let family = match p.first() {
         Some(&f @ (AF_INET | AF_MPLS)) => f,
         Some(&AF_INET6) => return Ok(Msg::Ignored("ipv6 route")),
@@ -737,6 +837,8 @@ mod tests {
             *metric = 32;
         }
         assert_eq!(one(&m), want);
+        // This shape is read in place (see plain_route_equals_general).
+        assert_eq!(plain_route(&m[16..], true), Some(want));
     }
 
     #[test]
@@ -1144,6 +1246,31 @@ mod tests {
     }
 
     proptest! {
+        /// The in-place reader of plain IPv4 routes says exactly what the general
+        /// decoder says, for every header and any mix of its attributes (and
+        /// others, which it leaves to the general decoder).
+        #[test]
+        fn plain_route_equals_general(
+            new in any::<bool>(),
+            dst_len in select(vec![0u8, 8, 24, 31, 32, 33]),
+            table in select(vec![0u8, 254, 255, 10]),
+            proto in select(vec![2u8, 3, 4, 12, 186]),
+            rtype in select(vec![0u8, 1, 2, 5, 6, 7, 8, 9]),
+            flags in select(vec![0u32, 4, 0x200, 0x204]),
+            attrs in pvec((select(vec![1u16, 4, 5, 6, 7, 15, 12, 30, 0x8001]),
+                           select(vec![4usize, 4, 4, 2, 8]), any::<u32>()), 0..7),
+        ) {
+            let h = rt(AF_INET, dst_len, table, proto, rtype, flags);
+            let attrs: Vec<B> = attrs
+                .iter()
+                .map(|&(k, n, v)| a(k, &[v.to_ne_bytes(), v.to_be_bytes()].concat()[..n]))
+                .collect();
+            let body = [&h[..], &attrs.concat()].concat();
+            if let Some(plain) = plain_route(&body, new) {
+                prop_assert_eq!(plain, route_general(&body, new));
+            }
+        }
+
         #[test]
         fn random_bytes_never_panic(b in pvec(any::<u8>(), 0..600)) {
             let _ = messages(&b);

@@ -103,7 +103,7 @@ pub struct KernelView {
 /// What a dump refreshed.
 #[derive(Debug, Default)]
 struct Mark {
-    routes: BTreeSet<(TableId, Ipv4Prefix)>,
+    routes: fib::FastSet<(TableId, Ipv4Prefix)>,
     neighbors: BTreeSet<(u32, IpAddr)>,
     addrs: BTreeSet<(u32, Ipv4Addr, u8)>,
     labels: BTreeSet<u32>,
@@ -625,12 +625,21 @@ impl KernelView {
             return self.ignore("table not mapped");
         };
         let key = (t, prefix);
-        let installed = self.installed_metric(ctl, key);
         match route {
             Some(target) => {
                 if let Some(m) = &mut self.mark {
                     m.routes.insert(key);
                 }
+                // A route with the usual metric where no other metric is known
+                // replaces what is there (if anything, with the same metric): the
+                // RIB is not asked, the common case of a full table.
+                let installed = if self.metrics.contains_key(&key)
+                    || self.usual_metric.is_some_and(|u| u != metric)
+                {
+                    self.installed_metric(ctl, key)
+                } else {
+                    None
+                };
                 if installed.is_some_and(|m| metric > m) {
                     // A backup behind a better route: kept, forwarding when that goes.
                     if let Some(kind) = self.resolve(&target) {
@@ -655,7 +664,7 @@ impl KernelView {
                 let kind = self.resolve(&target);
                 self.install(ctl, t, prefix, kind);
             }
-            None if installed == Some(metric) => {
+            None if self.installed_metric(ctl, key) == Some(metric) => {
                 self.nh_users.remove(&key);
                 self.metrics.remove(&key);
                 if !self.promote(ctl, key) && ctl.route_of(self.source, t, prefix).is_some() {

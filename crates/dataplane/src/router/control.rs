@@ -191,6 +191,9 @@ pub struct RouterControl {
     /// The distinct route kinds the candidates hold, each once: a full table
     /// shares a few next-hop sets among all its prefixes.
     kinds: fib::FastSet<Arc<RouteKind>>,
+    /// The kind interned last (also in `kinds`): a full table's routes come in
+    /// runs of one kind, found here without hashing it.
+    last_kind: Option<Arc<RouteKind>>,
     /// IPv6 neighbours (next hops of IPv4 routes, RFC 5549): (ifindex, address) → MAC.
     neighbors6: BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]>,
     /// Neighbours the host stack resolved (netlink): they do not age here.
@@ -236,6 +239,7 @@ impl RouterControl {
             dirty: std::cell::Cell::new(false),
             candidates: BTreeMap::new(),
             kinds: fib::FastSet::default(),
+            last_kind: None,
             rank: [0, 1, 2, 3],
             neighbors6: BTreeMap::new(),
             kernel_neighbors: BTreeSet::new(),
@@ -874,7 +878,10 @@ impl RouterControl {
                     self.fib.route_add(table, prefix, kind.clone()).map(Some)
                 };
                 if res.is_ok() {
-                    v.insert(Candidates::One(source, intern(&mut self.kinds, kind)));
+                    v.insert(Candidates::One(
+                        source,
+                        intern(&mut self.kinds, &mut self.last_kind, kind),
+                    ));
                 }
                 (res, None)
             }
@@ -885,9 +892,11 @@ impl RouterControl {
                     Ok(None)
                 };
                 let old = match res {
-                    Ok(_) => o
-                        .get_mut()
-                        .insert(source, intern(&mut self.kinds, kind), &rank),
+                    Ok(_) => o.get_mut().insert(
+                        source,
+                        intern(&mut self.kinds, &mut self.last_kind, kind),
+                        &rank,
+                    ),
                     Err(_) => None,
                 };
                 (res, old)
@@ -906,11 +915,21 @@ impl RouterControl {
         Ok(id)
     }
 
+    /// How many distinct route kinds the sources' routes share.
+    pub fn shared_route_kinds(&self) -> usize {
+        self.kinds.len()
+    }
+
     /// Lets go of a candidate's kind: the shared copy goes with its last user.
     fn release(&mut self, kind: Option<Arc<RouteKind>>) {
         if let Some(k) = kind {
-            if Arc::strong_count(&k) == 2 {
+            let last = self.last_kind.as_ref().is_some_and(|l| Arc::ptr_eq(l, &k));
+            // Held by `k`, `kinds` (and `last_kind`): no candidate uses it any more.
+            if Arc::strong_count(&k) == 2 + usize::from(last) {
                 self.kinds.remove(&*k);
+                if last {
+                    self.last_kind = None;
+                }
             }
         }
     }
@@ -1230,12 +1249,23 @@ fn check_addr(a: Ipv4Addr, len: u8) -> Result<(), RouterError> {
 }
 
 /// The shared copy of `kind` in `kinds`.
-fn intern(kinds: &mut fib::FastSet<Arc<RouteKind>>, kind: RouteKind) -> Arc<RouteKind> {
-    if let Some(k) = kinds.get(&kind) {
-        return k.clone();
+fn intern(
+    kinds: &mut fib::FastSet<Arc<RouteKind>>,
+    last: &mut Option<Arc<RouteKind>>,
+    kind: RouteKind,
+) -> Arc<RouteKind> {
+    if let Some(l) = last.as_ref().filter(|l| ***l == kind) {
+        return l.clone();
     }
-    let k = Arc::new(kind);
-    kinds.insert(k.clone());
+    let k = match kinds.get(&kind) {
+        Some(k) => k.clone(),
+        None => {
+            let k = Arc::new(kind);
+            kinds.insert(k.clone());
+            k
+        }
+    };
+    *last = Some(k.clone());
     k
 }
 
