@@ -961,8 +961,9 @@ fn frr_static_routes_reach_the_dataplane_through_the_kernel() {
 }
 
 /// zebra hands its routes to the dataplane over FPM as well as to the kernel:
-/// FPM's win (preferred over the kernel's), survive zebra's restart, and are
-/// swept when zebra stays away past the hold time.
+/// FPM's win (preferred over the kernel's), keep forwarding while zebra is
+/// killed and restarted (what its new walk no longer has is swept, the rest never
+/// stops), and are swept when zebra stays away past the hold time.
 #[test]
 fn frr_routes_over_fpm_are_preferred_held_and_swept() {
     let _serial = serial();
@@ -985,11 +986,17 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
          ip route 203.0.113.0/24 10.82.1.2\n\
          ip route 203.0.113.0/24 10.82.2.2\n\
          ip route 192.0.2.0/24 blackhole\n";
-    let start = || {
+    // After the restart: 203.0.113.0/24 is gone, 100.64.0.0/24 is new.
+    let statics2 = "hostname cp\n\
+         ip route 198.51.100.0/24 10.82.2.2\n\
+         ip route 100.64.0.0/24 10.82.2.2\n\
+         ip route 192.0.2.0/24 blackhole\n";
+    let start_with = |statics: &str| {
         let z = Frr::start_with(&cp, &dir, "zebra", zebra_conf, &["-M", "dplane_fpm_nl"]);
         std::thread::sleep(Duration::from_millis(500));
         (z, Frr::start(&cp, &dir, "staticd", statics))
     };
+    let start = || start_with(statics);
     let logs = || {
         format!(
             "--- show fpm\n{}\n--- routes\n{}\n--- zebra\n{}",
@@ -1011,20 +1018,36 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
     // With kernel_routes = false the kernel's copies are not taken meanwhile.
     assert_eq!(lab.json("show linux")["kernel_routes"], 0);
     assert!(f["routes"].as_u64().unwrap() >= 3, "{f}");
-    // zebra stops (and takes its kernel routes away): FPM's stay, held.
-    staticd.stop();
-    zebra.stop();
-    wait_for("the kernel's copies gone", || {
-        !String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "route"]).stdout).contains("198.51.100")
-    });
-    assert_eq!(route(&lab, "198.51.100.0/24").unwrap()["source"], "fpm");
-    // It comes back within the hold time: its walk refreshes them.
-    let (zebra, staticd) = start();
+    // zebra is killed and comes back within the hold time with one route fewer
+    // and one more: pings to a route that did not change never stop.
+    let b = lab.ns("b");
+    ip(&b, "addr add 198.51.100.1/32 dev lo");
+    let a = lab.ns("a");
+    assert!(ping(&a, "198.51.100.1", 3, "0.2").0 >= 2, "{}", logs());
+    let pinger = {
+        let a = a.clone();
+        std::thread::spawn(move || ping(&a, "198.51.100.1", 60, "0.1"))
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    drop(staticd);
+    drop(zebra);
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(route(&lab, "203.0.113.0/24").unwrap()["source"], "fpm");
+    let (zebra, staticd) = start_with(statics2);
     wait_long("zebra back over FPM", 20, &logs, || {
         let f = lab.json("show fpm");
-        f["connects"] == 2 && f["walking"] == false
+        f["connects"] == 2 && f["walking"] == false && route(&lab, "100.64.0.0/24").is_some()
     });
+    let (got, out) = pinger.join().unwrap();
+    assert_eq!(
+        got,
+        60,
+        "pings lost across zebra's restart:\n{out}\n{}",
+        logs()
+    );
     assert_eq!(route(&lab, "198.51.100.0/24").unwrap()["source"], "fpm");
+    // Gone, whether the new zebra deleted it or the sweep after its walk did.
+    assert!(route(&lab, "203.0.113.0/24").is_none(), "{}", logs());
     // It goes for longer than the hold time: its routes are swept.
     staticd.stop();
     zebra.stop();
