@@ -1126,7 +1126,8 @@ impl<'a> RouterApi<'a> {
                     }
                     mpls::LabelAction::Ip4Lookup { table, ttl_mode } => {
                         v["action"] = json!("ip4-lookup");
-                        v["table"] = json!(table);
+                        // null: the receiving interface's table
+                        v["table"] = json!((*table != mpls::RX_TABLE).then_some(table));
                         v["ttl_mode"] = json!(ttl(ttl_mode));
                     }
                     mpls::LabelAction::Pop { ttl_mode } => {

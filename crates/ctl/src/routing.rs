@@ -42,7 +42,7 @@
 //! [[label]]                       # egress PE: pop and look up in table 0
 //! label = 103
 //! eos = true
-//! lookup_table = 0
+//! lookup_table = 0                # or action = "ip4-lookup": the receiving interface's table
 //! ```
 
 use std::collections::{BTreeMap, HashSet};
@@ -220,7 +220,8 @@ pub struct LabelSection {
     /// Pop and look up the IPv4 payload in this table.
     #[serde(default)]
     pub lookup_table: Option<u32>,
-    /// `drop`, `punt` or `pop` (non-eos) instead of paths.
+    /// `drop`, `punt`, `pop` (non-eos) or `ip4-lookup` (pop and look up in the
+    /// receiving interface's table) instead of paths.
     #[serde(default)]
     pub action: Option<String>,
     /// `uniform` (default) or `pipe`.
@@ -309,7 +310,11 @@ impl LabelSection {
                 "drop" => LabelSpec::Drop,
                 "punt" => LabelSpec::Punt,
                 "pop" => LabelSpec::Pop { ttl_mode },
-                a => return Err(format!("action {a:?}: use drop, punt or pop")),
+                "ip4-lookup" => LabelSpec::Ip4Lookup {
+                    table: mpls::RX_TABLE,
+                    ttl_mode,
+                },
+                a => return Err(format!("action {a:?}: use drop, punt, pop or ip4-lookup")),
             }
         } else {
             LabelSpec::Forward {

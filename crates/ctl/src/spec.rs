@@ -96,7 +96,9 @@ pub fn install_label(
         }
     }
     if let LabelSpec::Ip4Lookup { table, .. } = spec {
-        check_table(ctl, *table)?;
+        if *table != mpls::RX_TABLE {
+            check_table(ctl, *table)?;
+        }
     }
     let mut adjs = Vec::with_capacity(hops.len());
     let mut created = Vec::new();

@@ -434,6 +434,57 @@ fn explicit_null_at_egress_and_towards_it() {
     assert_eq!(counters(core.stats()), expect(&[]));
 }
 
+/// Label 0, and `ip4-lookup` without a table, look the payload up in the
+/// receiving interface's table, as the same packet unlabelled would be: on the
+/// fast path and on the general one.
+#[test]
+fn explicit_null_looks_up_in_the_receiving_interfaces_table() {
+    use dataplane::router::Interface;
+    let mut ctl = RouterControl::new();
+    ctl.table_add(1).unwrap();
+    for p in 0..2u8 {
+        ctl.add_interface(Interface {
+            ifindex: u32::from(p) + 1,
+            name: format!("port{p}"),
+            port: u16::from(p),
+            vlan: None,
+            mac: mac_r(p),
+            mtu: 1500,
+            up: true,
+            table: 1,
+            addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+        })
+        .unwrap();
+    }
+    ctl.set_neighbor(2, a("10.2.0.2"), mac_n(1)).unwrap();
+    let via = RouteKind::Paths(vec![Path::gateway(a("10.2.0.2"))]);
+    ctl.route_add(1, pfx("198.18.0.0/16"), via).unwrap();
+    let lookup = LabelAction::Ip4Lookup {
+        table: mpls::RX_TABLE,
+        ttl_mode: mpls::TtlMode::Uniform,
+    };
+    ctl.label_add(200, true, lookup).unwrap();
+    let ip = host_ip(3, [198, 18], 64, 60);
+    for fast_path in [true, false] {
+        let cfg = CoreConfig {
+            fast_path,
+            ..core_cfg()
+        };
+        let mut core = ctl.new_core(cfg, tsc_hz()).0;
+        let plain = run(&mut core, &vec![from_host(&ip); 3], 0);
+        assert_all_tx(&plain, 1, |_| {
+            eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&ip, 63))
+        });
+        for label in [0, 200] {
+            let res = run(&mut core, &vec![from_host_mpls(&[(label, 30)], &ip); 3], 0);
+            assert_all_tx(&res, 1, |_| {
+                eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&ip, 29))
+            });
+        }
+        assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
+    }
+}
+
 #[test]
 fn php_sends_the_payload_as_ip4() {
     let mut ctl = lsr();

@@ -24,7 +24,7 @@ route replace ...                                     (same as add; replaces an 
 route del PREFIX [table N]
 route show [PREFIX|ADDRESS] [table N]
 label add LABEL eos|non-eos via GATEWAY INTERFACE [out-labels L...] [via ...] [pipe]
-label add LABEL eos via ip4-lookup [table N] [pipe]
+label add LABEL eos via ip4-lookup [table N] [pipe]   (no table: the receiving interface's)
 label add LABEL non-eos pop
 label add LABEL eos|non-eos drop|punt
 label replace ...                                     (same as add; replaces an existing entry)
@@ -636,7 +636,7 @@ fn label(w: &mut Words<'_>) -> Result<Command> {
                     "via" => match w.peek() {
                         Some("ip4-lookup") => {
                             w.next();
-                            let table = table_opt(w)?.unwrap_or(0);
+                            let table = table_opt(w)?.unwrap_or(mpls::RX_TABLE);
                             let s = LabelSpec::Ip4Lookup {
                                 table,
                                 ttl_mode: uniform,
@@ -655,7 +655,7 @@ fn label(w: &mut Words<'_>) -> Result<Command> {
                         _ => paths.push(via(w, false)?),
                     },
                     "ip4-lookup" => {
-                        let table = table_opt(w)?.unwrap_or(0);
+                        let table = table_opt(w)?.unwrap_or(mpls::RX_TABLE);
                         let s = LabelSpec::Ip4Lookup {
                             table,
                             ttl_mode: uniform,
@@ -1006,11 +1006,22 @@ mod tests {
             },
             replace: false,
         };
-        assert_eq!(p("label add 100 eos via ip4-lookup").unwrap(), lookup);
         assert_eq!(
             p("label add 100 eos via ip4-lookup table 0").unwrap(),
             lookup
         );
+        // Without a table: the receiving interface's.
+        let rx = Command::LabelAdd {
+            label: 100,
+            eos: true,
+            spec: LabelSpec::Ip4Lookup {
+                table: mpls::RX_TABLE,
+                ttl_mode: mpls::TtlMode::Uniform,
+            },
+            replace: false,
+        };
+        assert_eq!(p("label add 100 eos via ip4-lookup").unwrap(), rx);
+        assert_eq!(p("label add 100 eos ip4-lookup").unwrap(), rx);
         assert_eq!(
             p("mpls local-label add 100 eos via ip4-lookup-in-table 0").unwrap(),
             lookup

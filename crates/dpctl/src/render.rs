@@ -155,7 +155,13 @@ fn labels(d: &Value) -> String {
                 }
             }
             "ip4-lookup" => {
-                let _ = writeln!(o, "{head} pop, ip4-lookup table {}{pipe}", n(&r["table"]));
+                let _ = match r["table"].as_u64() {
+                    Some(t) => writeln!(o, "{head} pop, ip4-lookup table {t}{pipe}"),
+                    None => writeln!(
+                        o,
+                        "{head} pop, ip4-lookup in the receiving interface's table{pipe}"
+                    ),
+                };
             }
             "pop" => {
                 let _ = writeln!(o, "{head} pop, lookup next label{pipe}");

@@ -63,5 +63,17 @@ pub const MAX_STACK_DEPTH: usize = 16;
 /// Most paths of one ECMP entry.
 pub const MAX_ECMP_PATHS: usize = 32;
 
+/// The table of an [`LabelAction::Ip4Lookup`] (and of explicit null) that means
+/// "the IPv4 table of the interface the packet came in on", as an unlabelled
+/// packet there would be looked up.
+pub const RX_TABLE: u32 = u32::MAX;
+
+/// The IPv4 table a popped packet is looked up in: `table`, or with
+/// [`RX_TABLE`] the receiving interface's `rx_table`.
+#[inline(always)]
+pub fn lookup_table(table: u32, rx_table: u32) -> u32 {
+    if table == RX_TABLE { rx_table } else { table }
+}
+
 /// Burst size the worker uses (= VPP's VLIB_FRAME_SIZE).
 pub const BURST: usize = 256;

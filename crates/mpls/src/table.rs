@@ -420,7 +420,7 @@ impl LabelTable {
                 }
             }
         }
-        let _ = self.set_explicit_null(0, TtlMode::Uniform);
+        let _ = self.set_explicit_null(crate::RX_TABLE, TtlMode::Uniform);
     }
 
     /// The IPv4 table and TTL model used for label 0 at the bottom of the stack (and
@@ -429,7 +429,8 @@ impl LabelTable {
         self.explicit_null
     }
 
-    /// Sets the IPv4 table label 0 (bottom of stack) is looked up in (default 0) and
+    /// Sets the IPv4 table label 0 (bottom of stack) is looked up in (default
+    /// [`RX_TABLE`](crate::RX_TABLE), the receiving interface's) and
     /// whether its TTL is copied into IPv4 (default uniform).
     pub fn set_explicit_null(&mut self, table: u32, ttl_mode: TtlMode) -> Result<(), ConfigError> {
         crate::config::validate_mode(ttl_mode)?;

@@ -111,12 +111,13 @@ fn seed_explicit_null_last_hop() {
         hex(&format!("{} 0000013f {}", eth_tx("8847"), ip4(64)))
     );
     // france (egress): label 0 at the bottom -> pop, IPv4 lookup in the explicit-null
-    // table (0), label TTL 63 copied into IPv4 with the checksum fixed (uniform).
+    // table (the receiving interface's), label TTL 63 copied into IPv4 with the
+    // checksum fixed (uniform).
     let e = LabelTable::new();
     let (mut b, mut off) = rx(&format!("{} {} {}", eth_rx("8847"), "0000013f", ip4(64)));
     assert_eq!(
         switch(&e, &mut b, &mut off),
-        MplsDecision::Ip4Lookup { table: 0 }
+        MplsDecision::Ip4Lookup { table: mpls::RX_TABLE }
     );
     assert_eq!(off, HEADROOM + 18);
     assert_eq!(&b[off..], &hex(&ip4(63))[..]);
@@ -471,7 +472,7 @@ fn entropy_label_pair_popped() {
     ));
     assert_eq!(
         switch(&t, &mut b, &mut off),
-        MplsDecision::Ip4Lookup { table: 0 }
+        MplsDecision::Ip4Lookup { table: mpls::RX_TABLE }
     );
     assert_eq!(&b[off..], &hex(&ip4(63))[..]);
     // ELI without an EL: truncated.

@@ -1150,7 +1150,7 @@ impl RouterControl {
         action: mpls::LabelAction,
     ) -> Result<(), RouterError> {
         if let mpls::LabelAction::Ip4Lookup { table, .. } = &action {
-            if !self.fib.tables().any(|t| t == *table) {
+            if *table != mpls::RX_TABLE && !self.fib.tables().any(|t| t == *table) {
                 return Err(RouterError::Fib(FibError::UnknownTable(*table)));
             }
         }

@@ -573,7 +573,8 @@ impl Work {
                     }
                     mpls::MplsDecision::Ip4Lookup { table } => {
                         m.l3 = off as u16;
-                        m.table = table;
+                        // (m.table is the receiving interface's)
+                        m.table = mpls::lookup_table(table, m.table);
                         m.kind = Kind::Ip4;
                         n_ip4 += 1;
                     }

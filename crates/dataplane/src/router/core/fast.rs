@@ -590,7 +590,10 @@ impl Work {
                 // Popped: on into the IPv4 batch, or the general IPv4 stage (the
                 // frame has changed: resume there); not IPv4 below: untouched,
                 // for the general path to drop.
-                match g.pop_into_ip4(frame, &mut off, top, t) {
+                match g
+                    .pop_into_ip4(frame, &mut off, top, t)
+                    .map(|t| mpls::lookup_table(t, rxif.table))
+                {
                     Ok(table) => match frame.get(off..).and_then(ip4_check_fast) {
                         Some(d) if table == vt => {
                             self.keys[k & (BURST - 1)] = d;
