@@ -34,11 +34,14 @@ pub enum DropReason {
     NoHeadroom = 10,
     /// The entry's action is "drop" (a blackhole configured by the operator).
     Blackhole = 11,
+    /// Label 1 (router alert) at the bottom of the stack, which RFC 3032 §2.1
+    /// forbids.
+    RouterAlertAtBottom = 12,
 }
 
 impl DropReason {
     /// Every reason, in code order (for counter arrays).
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; 13] = [
         DropReason::NoLabel,
         DropReason::Truncated,
         DropReason::StackTooDeep,
@@ -51,6 +54,7 @@ impl DropReason {
         DropReason::NotIpv4,
         DropReason::NoHeadroom,
         DropReason::Blackhole,
+        DropReason::RouterAlertAtBottom,
     ];
 
     /// Number of reasons (size of a counter array indexed by `reason as usize`).
@@ -71,6 +75,7 @@ impl DropReason {
             DropReason::NotIpv4 => "mpls_not_ipv4",
             DropReason::NoHeadroom => "mpls_no_headroom",
             DropReason::Blackhole => "mpls_blackhole",
+            DropReason::RouterAlertAtBottom => "mpls_router_alert_at_bottom",
         }
     }
 
@@ -89,6 +94,7 @@ impl DropReason {
             9 => DropReason::NotIpv4,
             10 => DropReason::NoHeadroom,
             11 => DropReason::Blackhole,
+            12 => DropReason::RouterAlertAtBottom,
             _ => DropReason::NoLabel,
         }
     }

@@ -341,10 +341,12 @@ impl LabelTable {
         let fixed: [(u32, Words, Words); 16] = [
             // (label, non-eos, eos); None for label 0 eos / label 7 non-eos (explicit-null driven).
             (0, Some(pop), None),
+            //= RFC 3032 §2.1: router alert "MUST NOT appear at the bottom of the
+            //= stack".
             (
                 1,
                 Some(punt(PuntReason::RouterAlert)),
-                Some(punt(PuntReason::RouterAlert)),
+                Some(drop(DropReason::RouterAlertAtBottom)),
             ),
             //= RFC 4182 §2: explicit null not at the bottom is popped and the next
             //= label processed; at the bottom the payload is IPv6 (not forwarded yet).

@@ -117,7 +117,9 @@ fn seed_explicit_null_last_hop() {
     let (mut b, mut off) = rx(&format!("{} {} {}", eth_rx("8847"), "0000013f", ip4(64)));
     assert_eq!(
         switch(&e, &mut b, &mut off),
-        MplsDecision::Ip4Lookup { table: mpls::RX_TABLE }
+        MplsDecision::Ip4Lookup {
+            table: mpls::RX_TABLE
+        }
     );
     assert_eq!(off, HEADROOM + 18);
     assert_eq!(&b[off..], &hex(&ip4(63))[..]);
@@ -373,8 +375,13 @@ fn reserved_label_0_not_bottom_pops_and_continues() {
 fn reserved_labels() {
     let t = LabelTable::new();
     let f = |l: u32, bos: bool| format!("{} {} {}", eth_rx("8847"), lse(l, bos, 64), ip4(64));
-    // 1 router alert -> punt, S either way.
-    assert_untouched(&t, &f(1, true), MplsDecision::Punt(PuntReason::RouterAlert));
+    // 1 router alert -> punt above the bottom; at the bottom it is illegal
+    // (RFC 3032 §2.1): dropped, counted.
+    assert_untouched(
+        &t,
+        &f(1, true),
+        MplsDecision::Drop(DropReason::RouterAlertAtBottom),
+    );
     assert_untouched(
         &t,
         &format!(
@@ -472,7 +479,9 @@ fn entropy_label_pair_popped() {
     ));
     assert_eq!(
         switch(&t, &mut b, &mut off),
-        MplsDecision::Ip4Lookup { table: mpls::RX_TABLE }
+        MplsDecision::Ip4Lookup {
+            table: mpls::RX_TABLE
+        }
     );
     assert_eq!(&b[off..], &hex(&ip4(63))[..]);
     // ELI without an EL: truncated.
