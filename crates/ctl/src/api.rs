@@ -725,6 +725,19 @@ impl<'a> RouterApi<'a> {
                 self.linux_owns(&interface, "sub-interface")?;
                 self.sub_del(&interface)
             }
+            Command::InterfaceTable { interface, table } => {
+                let ix = ifindex(self.ctl, &interface)?;
+                self.ctl.set_table(ix, table).map_err(|e| e.to_string())?;
+                Ok(Value::Null)
+            }
+            Command::TableAdd(t) => {
+                self.ctl.table_add(t).map_err(|e| e.to_string())?;
+                Ok(Value::Null)
+            }
+            Command::TableDel(t) => {
+                self.ctl.table_del(t).map_err(|e| e.to_string())?;
+                Ok(Value::Null)
+            }
             Command::RouterId(id) => {
                 self.ctl.set_router_id(id);
                 Ok(Value::Null)
@@ -1803,7 +1816,9 @@ fn command_name(c: &Command) -> &'static str {
         | Command::SetUp { .. }
         | Command::SubAdd { .. }
         | Command::SubDel { .. }
+        | Command::InterfaceTable { .. }
         | Command::ShowAddresses => "interface",
+        Command::TableAdd(_) | Command::TableDel(_) => "table",
         Command::NeighborAdd { .. } | Command::NeighborDel { .. } | Command::NeighborShow => {
             "neighbor"
         }

@@ -547,6 +547,41 @@ fn every_change_shows_up() {
     d.ok("interface address add port1 192.168.11.12/31");
     assert!(!routes(&d).contains(&"10.0.5.0/24".to_string()));
     assert!(routes(&d).contains(&"192.168.11.12/32".to_string()));
+    // Tables: created, an interface moved into one (its addresses first, as
+    // VPP's `set interface ip table`), deleted once nothing uses it.
+    d.ok("table add 7");
+    let (code, _, err) = d.dpctl("interface table port1 7");
+    assert!(
+        code != 0 && err.contains("remove its addresses first"),
+        "{err}"
+    );
+    d.ok("interface address del port1 192.168.11.12/31");
+    d.ok("interface table port1 7");
+    d.ok("interface address add port1 10.7.0.1/24");
+    assert_eq!(d.json("show interfaces port1")["interfaces"][0]["table"], 7);
+    let r = d.json("route show 10.7.0.0/24 table 7");
+    assert_eq!(r["routes"][0]["prefix"], "10.7.0.0/24", "{r}");
+    let r = d.json("route show 10.7.0.1");
+    assert!(
+        r["routes"][0]["prefix"] != "10.7.0.0/24",
+        "not in table 0: {r}"
+    );
+    let (code, _, err) = d.dpctl("table del 7");
+    assert!(
+        code != 0 && err.contains("interface port1 is in it"),
+        "{err}"
+    );
+    let (code, _, err) = d.dpctl("interface table port1 9");
+    assert!(code != 0 && err.contains("9"), "{err}");
+    d.ok("interface address del port1 10.7.0.1/24");
+    d.ok("interface table port1 0");
+    d.ok("route add 10.8.0.0/16 table 7 blackhole");
+    let (code, _, err) = d.dpctl("table del 7");
+    assert!(code != 0 && err.contains("route 10.8.0.0/16"), "{err}");
+    d.ok("route del 10.8.0.0/16 table 7");
+    d.ok("table del 7");
+    let (code, _, err) = d.dpctl("table del 0");
+    assert!(code != 0, "{err}");
     // Every show has a text and a JSON form; version says who answers.
     for show in [
         "show interfaces",

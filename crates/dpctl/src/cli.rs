@@ -33,6 +33,8 @@ label show [LABEL]
 interface address add|del INTERFACE ADDRESS/LEN
 interface mtu INTERFACE MTU
 interface up|down INTERFACE
+interface table INTERFACE N                           (bind to IPv4 table N; remove its addresses first)
+table add|del N                                       (create an IPv4 table; delete an empty one)
 interface sub add INTERFACE VLAN                      (creates INTERFACE.VLAN)
 interface sub del INTERFACE.VLAN
 neighbor add INTERFACE ADDRESS [MAC]                  (no MAC: resolved by ARP)
@@ -201,6 +203,17 @@ pub enum Command {
     LinuxResync,
     /// `router-id A.B.C.D|none`: the loopback address unnumbered interfaces use.
     RouterId(Option<Ipv4Addr>),
+    /// `interface table INTERFACE N`.
+    InterfaceTable {
+        /// Interface.
+        interface: String,
+        /// IPv4 table.
+        table: TableId,
+    },
+    /// `table add N`.
+    TableAdd(TableId),
+    /// `table del N`.
+    TableDel(TableId),
     /// `sflow enable`.
     SflowEnable {
         /// Interface.
@@ -414,6 +427,20 @@ pub fn parse(words: &[String]) -> Result<Command> {
         "label" | "mpls" => label(&mut w)?,
         "interface" | "int" => interface(&mut w)?,
         "neighbor" | "neighbour" | "neigh" => neighbor(&mut w)?,
+        "table" => {
+            w.usage = "table add|del N";
+            let add = match w.expect("add or del")? {
+                "add" => true,
+                "del" | "delete" => false,
+                x => return w.err(format!("unexpected {x:?}: say add or del")),
+            };
+            let t: TableId = w.number("table")?;
+            if add {
+                Command::TableAdd(t)
+            } else {
+                Command::TableDel(t)
+            }
+        }
         "show" | "sh" => show(&mut w)?,
         "trace" => {
             w.usage = "trace add N | show trace | clear trace";
@@ -735,8 +762,14 @@ fn label(w: &mut Words<'_>) -> Result<Command> {
 }
 
 fn interface(w: &mut Words<'_>) -> Result<Command> {
-    w.usage = "interface address|mtu|up|down|sub ...";
-    match w.expect("address, mtu, up, down or sub")? {
+    w.usage = "interface address|mtu|up|down|table|sub ...";
+    match w.expect("address, mtu, up, down, table or sub")? {
+        "table" => {
+            w.usage = "interface table INTERFACE N";
+            let interface = interface_name(w.expect("INTERFACE")?)?;
+            let table: TableId = w.number("table")?;
+            Ok(Command::InterfaceTable { interface, table })
+        }
         "address" | "addr" => {
             w.usage = "interface address add|del INTERFACE ADDRESS/LEN";
             let add = match w.expect("add or del")? {

@@ -74,6 +74,9 @@ pub enum RouterError {
     /// late.
     #[error("route preference: {0}")]
     Preference(String),
+    /// A table cannot go, or an interface cannot change tables, yet.
+    #[error("{0}")]
+    TableInUse(String),
     /// A more preferred source holds the label entry.
     #[error("label {label} {eos} belongs to {owner}")]
     LabelOwned {
@@ -1101,6 +1104,71 @@ impl RouterControl {
     /// Creates an IPv4 table.
     pub fn table_add(&mut self, table: TableId) -> Result<(), RouterError> {
         Ok(self.fib.table_add(table)?)
+    }
+
+    /// Removes an empty IPv4 table (not 0): refused while an interface is bound
+    /// to it, a route is in it or a label entry looks up in it.
+    pub fn table_del(&mut self, table: TableId) -> Result<(), RouterError> {
+        if table != 0 && !self.fib.tables().any(|t| t == table) {
+            return Err(FibError::UnknownTable(table).into());
+        }
+        if let Some(i) = self.iface_list.values().find(|i| i.table == table) {
+            return Err(RouterError::TableInUse(format!(
+                "table {table}: interface {} is in it (interface table {} 0 first)",
+                i.name, i.name
+            )));
+        }
+        let routes = self.candidates.keys().chain(self.routes.keys());
+        if let Some((_, p)) = routes.into_iter().find(|(t, _)| *t == table) {
+            return Err(RouterError::TableInUse(format!(
+                "table {table}: route {p} is in it (delete its routes first)"
+            )));
+        }
+        let looked_up = self.labels.iter().find(
+            |(_, _, a)| matches!(a, mpls::LabelAction::Ip4Lookup { table: t, .. } if *t == table),
+        );
+        if let Some((l, _, _)) = looked_up {
+            return Err(RouterError::TableInUse(format!(
+                "table {table}: label {l} looks up in it"
+            )));
+        }
+        self.fib.table_del(table)?;
+        self.publish();
+        Ok(())
+    }
+
+    /// Binds an interface to another IPv4 table: packets it receives are looked
+    /// up there. As VPP's `set interface ip table`, refused while the interface
+    /// has addresses (their routes are in the old table); its IPv4 neighbours are
+    /// forgotten (their host routes are in the old table) and learned again.
+    pub fn set_table(&mut self, ifindex: u32, table: TableId) -> Result<(), RouterError> {
+        let i = self.iface(ifindex)?;
+        if !self.fib.tables().any(|t| t == table) {
+            return Err(FibError::UnknownTable(table).into());
+        }
+        if i.table == table {
+            return Ok(());
+        }
+        if let Some((a, l)) = i.addrs.first() {
+            return Err(RouterError::TableInUse(format!(
+                "interface {}: remove its addresses first ({a}/{l} has its routes in table {})",
+                i.name, i.table
+            )));
+        }
+        let nbrs: Vec<Ipv4Addr> = self
+            .neighbors
+            .keys()
+            .filter(|k| k.0 == ifindex)
+            .map(|k| k.1)
+            .collect();
+        for ip in nbrs {
+            let _ = self.del_neighbor(ifindex, ip);
+        }
+        if let Some(i) = self.iface_list.get_mut(&ifindex) {
+            i.table = table;
+        }
+        self.publish();
+        Ok(())
     }
 
     /// Adds or replaces the configuration file's label entry (see
