@@ -485,6 +485,70 @@ fn explicit_null_looks_up_in_the_receiving_interfaces_table() {
     }
 }
 
+/// RFC 3032 §3: a labelled packet that is too big for the next hop after the
+/// swap (or PHP) is never sent. With DF set in its IPv4 payload, "fragmentation
+/// needed" with the MTU left under the outgoing stack goes on along the LSP
+/// behind that stack (to the egress, which routes it to the source); without DF
+/// it is only dropped. Both paths, fast and general.
+#[test]
+fn switched_packets_too_big_for_the_link_get_frag_needed_along_the_lsp() {
+    let mut ctl = lsr();
+    let big = |df: bool| {
+        let mut ip = host_ip(3, [198, 18], 64, 1600);
+        if df {
+            ip[6] |= 0x40;
+            ip_fix(&mut ip);
+        }
+        ip
+    };
+    for fast_path in [true, false] {
+        let cfg = CoreConfig {
+            fast_path,
+            ..core_cfg()
+        };
+        let mut core = ctl.new_core(cfg, tsc_hz()).0;
+        // Swap 100 -> 200 towards port 1 (MTU 1500): the reply carries label 200.
+        let res = run(&mut core, &[from_host_mpls(&[(100, 30)], &big(true))], 0);
+        assert_eq!(res[0].0, Out::Tx(1), "fast path {fast_path}");
+        let f = &res[0].1;
+        assert_eq!(&f[12..14], &[0x88, 0x47]);
+        assert_eq!(&f[14..18], &lse(200, true, 64), "{:02x?}", &f[..80]);
+        let ip = &f[18..];
+        assert_eq!(ip[9], 1, "ICMP");
+        assert_eq!(&ip[12..16], &[10, 1, 0, 1], "from the receiving interface");
+        assert_eq!(&ip[16..20], &[10, 1, 0, 2], "to the source");
+        assert_eq!((ip[20], ip[21]), (3, 4), "fragmentation needed");
+        assert_eq!(
+            u16::from_be_bytes([ip[26], ip[27]]),
+            1496,
+            "MTU under one label"
+        );
+        assert_eq!(
+            &ip[28..48],
+            &big(true)[..20],
+            "the original's header quoted"
+        );
+        // PHP towards port 2: the reply is plain IPv4, the whole MTU is IPv4's.
+        let res = run(&mut core, &[from_host_mpls(&[(102, 30)], &big(true))], 0);
+        assert_eq!(res[0].0, Out::Tx(2));
+        let f = &res[0].1;
+        assert_eq!(&f[12..14], &[0x08, 0x00]);
+        assert_eq!(u16::from_be_bytes([f[14 + 26], f[14 + 27]]), 1500);
+        // No DF: dropped, counted.
+        let res = run(&mut core, &[from_host_mpls(&[(100, 30)], &big(false))], 0);
+        assert_eq!(res[0].0, Out::Drop);
+        // A packet that fits still goes.
+        let ip = host_ip(3, [198, 18], 64, 1496);
+        let res = run(&mut core, &[from_host_mpls(&[(100, 30)], &ip)], 0);
+        assert_eq!(res[0].0, Out::Tx(1));
+        assert_eq!(
+            counters(core.stats()),
+            expect(&[("icmp_errors", 2), ("mpls_mtu_exceeded", 3)]),
+            "fast path {fast_path}"
+        );
+    }
+}
+
 #[test]
 fn php_sends_the_payload_as_ip4() {
     let mut ctl = lsr();

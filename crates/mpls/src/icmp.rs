@@ -90,33 +90,8 @@ pub fn build_time_exceeded(
     let depth = stack_depth(rx)?;
     let stack = &rx[..4 * depth];
     let orig = &rx[4 * depth..];
+    let (hl, osrc) = answerable(orig)?;
     let ip = Ipv4Packet::new_unchecked(orig);
-    if orig.len() < ipv4::HEADER_LEN {
-        return Err(IcmpError::Truncated);
-    }
-    if ip.version() != 4 {
-        return Err(IcmpError::NotIpv4);
-    }
-    let hl = usize::from(ip.header_len());
-    if hl < ipv4::HEADER_LEN || hl > orig.len() {
-        return Err(IcmpError::Truncated);
-    }
-    let osrc = ip.src_addr();
-    if ip.frag_offset() != 0
-        || osrc.is_unspecified()
-        || osrc.is_multicast()
-        || osrc.is_broadcast()
-        || osrc.is_loopback()
-    {
-        return Err(IcmpError::NotAnswerable);
-    }
-    if ip.protocol() == IpProtocol::Icmp {
-        // Only queries (echo, timestamp, ...) may be answered with an error.
-        let t = orig.get(hl).copied().ok_or(IcmpError::Truncated)?;
-        if matches!(t, 3 | 4 | 5 | 11 | 12) {
-            return Err(IcmpError::NotAnswerable);
-        }
-    }
     let len = time_exceeded_len(depth);
     let out = out.get_mut(..len).ok_or(IcmpError::BufferTooSmall)?;
 
@@ -164,6 +139,90 @@ pub fn build_time_exceeded(
     p.set_rfc4884_len_words((QUOTE_LEN / 4) as u8);
     p.fill_checksum();
     Ok((len, depth))
+}
+
+/// The header length and source of IPv4 datagram `orig` if an ICMP error may
+/// answer it (RFC 1812 §4.3.2.7: not about a fragment other than the first, a
+/// non-unicast source or an ICMP error).
+fn answerable(orig: &[u8]) -> Result<(usize, Ipv4Addr), IcmpError> {
+    let ip = Ipv4Packet::new_unchecked(orig);
+    if orig.len() < ipv4::HEADER_LEN {
+        return Err(IcmpError::Truncated);
+    }
+    if ip.version() != 4 {
+        return Err(IcmpError::NotIpv4);
+    }
+    let hl = usize::from(ip.header_len());
+    if hl < ipv4::HEADER_LEN || hl > orig.len() {
+        return Err(IcmpError::Truncated);
+    }
+    let osrc = ip.src_addr();
+    if ip.frag_offset() != 0
+        || osrc.is_unspecified()
+        || osrc.is_multicast()
+        || osrc.is_broadcast()
+        || osrc.is_loopback()
+    {
+        return Err(IcmpError::NotAnswerable);
+    }
+    if ip.protocol() == IpProtocol::Icmp {
+        // Only queries (echo, timestamp, ...) may be answered with an error.
+        let t = orig.get(hl).copied().ok_or(IcmpError::Truncated)?;
+        if matches!(t, 3 | 4 | 5 | 11 | 12) {
+            return Err(IcmpError::NotAnswerable);
+        }
+    }
+    Ok((hl, osrc))
+}
+
+/// Bytes [`build_frag_needed`] writes: 20 (IPv4) + 8 (ICMP) + the quote.
+pub const FRAG_NEEDED_LEN: usize = ipv4::HEADER_LEN + icmpv4::HEADER_LEN + QUOTE_LEN;
+
+//= RFC 3032 §3.2: a labelled packet too big for the next hop, whose IPv4 payload
+//= must not be fragmented, is answered with "fragmentation needed" carrying the
+//= MTU available to the IPv4 datagram (the link's minus the label stack).
+/// Builds an ICMP "fragmentation needed and DF set" (type 3, code 4) about the
+/// IPv4 datagram `orig`, from `src`, with next-hop MTU `mtu` (RFC 1191), into
+/// `out` ([`FRAG_NEEDED_LEN`] bytes: the quote is the datagram's first 128 bytes,
+/// zero-padded). Returns the length written.
+pub fn build_frag_needed(
+    orig: &[u8],
+    src: Ipv4Addr,
+    ident: u16,
+    mtu: u16,
+    out: &mut [u8],
+) -> Result<usize, IcmpError> {
+    let (hl, osrc) = answerable(orig)?;
+    let ip = Ipv4Packet::new_unchecked(orig);
+    let out = out
+        .get_mut(..FRAG_NEEDED_LEN)
+        .ok_or(IcmpError::BufferTooSmall)?;
+    let (ip_hdr, icmp) = out.split_at_mut(ipv4::HEADER_LEN);
+    Ipv4Repr {
+        src_addr: src,
+        dst_addr: osrc,
+        protocol: IpProtocol::Icmp,
+        payload_len: icmp.len(),
+        ttl: REPLY_TTL,
+        dscp: REPLY_DSCP,
+        ident,
+        dont_frag: false,
+    }
+    .emit(&mut Ipv4Packet::new_unchecked(&mut *ip_hdr));
+    let quote_len = orig
+        .len()
+        .min(usize::from(ip.total_len()).max(hl))
+        .min(QUOTE_LEN);
+    let (head, quote) = icmp.split_at_mut(icmpv4::HEADER_LEN);
+    head.fill(0);
+    quote[..quote_len].copy_from_slice(&orig[..quote_len]);
+    quote[quote_len..].fill(0);
+    let mut p = Icmpv4Packet::new_unchecked(&mut *icmp);
+    p.set_msg_type(Icmpv4Message::DstUnreachable);
+    p.set_msg_code(4);
+    p.set_next_hop_mtu(mtu);
+    p.fill_checksum();
+    Ok(FRAG_NEEDED_LEN)
 }
 
 impl LabelGuard<'_> {

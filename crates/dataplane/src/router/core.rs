@@ -1518,6 +1518,12 @@ impl Work {
             }
             return (m.kind == Kind::Ready).then_some(m.adj as u16);
         }
+        // A switched packet (swap, PHP) too big for the link: IPv4 packets were
+        // checked at ip4-lookup, labelled ones are checked here.
+        let switched = m.path & (1 << Stage::MplsLookup as u8) != 0;
+        if switched && usize::from(m.end) - usize::from(m.l3) > usize::from(adj.mtu) {
+            self.lsp_too_big(p, m, ift, adj.mtu)?;
+        }
         if self
             .l2_header(p, m, adj.dst_mac, adj.src_mac, adj.vlan.or(ifc.vlan))
             .is_none()
@@ -1527,6 +1533,60 @@ impl Work {
         }
         self.tx_count(ifc.ifindex, p);
         Some(ifc.port)
+    }
+
+    /// A switched packet bigger than its next hop's `mtu`: dropped, and when its
+    /// IPv4 payload has DF set, replaced by "fragmentation needed" (the MTU left
+    /// for IPv4 under the outgoing stack) behind the same outgoing stack, so it
+    /// goes on along the LSP to the egress, which routes it back to the source
+    /// (as TTL expiry inside an LSP is answered). `None`: dropped.
+    #[cold]
+    #[inline(never)]
+    fn lsp_too_big<P: Packet>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        ift: &IfTable,
+        mtu: u16,
+    ) -> Option<()> {
+        self.drop(m, DropReason::MplsMtuExceeded);
+        let (l3, end) = (usize::from(m.l3), usize::from(m.end));
+        let raw = p.raw_mut();
+        let frame = raw.get(l3..end)?;
+        let depth = if m.ethertype == ETHERTYPE_MPLS {
+            mpls_depth(frame)
+        } else {
+            0
+        };
+        let orig = frame.get(4 * depth..)?;
+        if orig.first().is_none_or(|v| v >> 4 != 4) || orig.get(6)? & 0x40 == 0 {
+            return None;
+        }
+        let me = ift
+            .get(u32::from(m.rx_if))
+            .and_then(|i| i.primary_addr())
+            .or(ift.router_id)?;
+        if !self.icmp.take(tsc()) {
+            self.stats.drops[DropReason::IcmpRateLimited as usize].inc();
+            return None;
+        }
+        let mut reply = [0u8; mpls::icmp::FRAG_NEEDED_LEN];
+        let ip_mtu = mtu.saturating_sub(4 * depth as u16);
+        let id = self.next_ident();
+        let n = mpls::icmp::build_frag_needed(orig, me, id, ip_mtu, &mut reply).ok()?;
+        // The outgoing stack stays (labels, TC, S); its TTLs are a new packet's.
+        let reply_end = l3 + 4 * depth + n;
+        let raw = raw.get_mut(l3..reply_end)?;
+        for lse in raw[..4 * depth].chunks_exact_mut(4) {
+            lse[3] = mpls::icmp::REPLY_TTL;
+        }
+        raw[4 * depth..].copy_from_slice(&reply[..n]);
+        m.end = reply_end as u16;
+        // Sent: not a drop after all (the original is counted above).
+        m.kind = Kind::Rewrite;
+        m.reason = 0;
+        self.stats.icmp_errors.inc();
+        Some(())
     }
 }
 
@@ -1754,9 +1814,13 @@ fn rw_decode(adj: u32, ift: &IfTable, view: &fib::FibView<'_>) -> Rw {
 
 /// The fast l2-rewrite: copies the cached header of `rw` with EtherType `et` in
 /// front of `l3` and sets the packet's window to the frame, which ends at `end`;
-/// returns the frame length, or None (no headroom).
+/// returns the frame length, or None (no headroom, or more than the link's MTU
+/// from `l3` on: the general rewrite answers those).
 #[inline(always)]
 fn put_l2<P: Packet>(p: &mut P, l3: usize, et: u16, end: usize, rw: &Rw) -> Option<usize> {
+    if end.checked_sub(l3)? > usize::from(rw.mtu) {
+        return None;
+    }
     let start = l3.checked_sub(ETH_LEN + VLAN_LEN * usize::from(rw.tagged))?;
     write_l2(p.raw_mut(), start, rw, et)?;
     let len = end.checked_sub(start)?;

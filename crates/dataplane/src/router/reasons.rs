@@ -44,6 +44,10 @@ pub enum DropReason {
     Ip4MtuExceeded,
     /// Packet larger than the next hop's MTU with DF clear (no fragmentation here).
     Ip4FragmentationNeeded,
+    /// Labelled packet larger than the next hop's MTU after switching (RFC 3032
+    /// §3: never fragmented here; "fragmentation needed" goes along the LSP when
+    /// the IPv4 payload has DF set).
+    MplsMtuExceeded,
     /// IPv4 multicast destination (not forwarded).
     Ip4Multicast,
     /// Neighbour not resolved yet (ARP request sent, rate-limited).
@@ -76,7 +80,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 32] = [
+    pub const ALL: [DropReason; 33] = [
         DropReason::EthTruncated,
         DropReason::NotOurMac,
         DropReason::UnknownVlan,
@@ -96,6 +100,7 @@ impl DropReason {
         DropReason::Ip4Martian,
         DropReason::Ip4MtuExceeded,
         DropReason::Ip4FragmentationNeeded,
+        DropReason::MplsMtuExceeded,
         DropReason::Ip4Multicast,
         DropReason::NeighborIncomplete,
         DropReason::StaleAdjacency,
@@ -135,6 +140,7 @@ impl DropReason {
             DropReason::Ip4Martian => "ip4_martian",
             DropReason::Ip4MtuExceeded => "ip4_mtu_exceeded",
             DropReason::Ip4FragmentationNeeded => "ip4_fragmentation_needed",
+            DropReason::MplsMtuExceeded => "mpls_mtu_exceeded",
             DropReason::Ip4Multicast => "ip4_multicast",
             DropReason::NeighborIncomplete => "neighbor_incomplete",
             DropReason::StaleAdjacency => "stale_adjacency",
