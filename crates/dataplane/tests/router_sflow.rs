@@ -189,6 +189,47 @@ fn drops_and_local_delivery_are_sampled_on_rx_with_their_fate() {
     );
 }
 
+/// A sample describes the packet as it was received (or, forwarded, as it
+/// left): a ping to the router is sampled as the echo request with output
+/// "internal", a packet dropped with an ICMP error as the dropped packet; what the
+/// router sends itself (echo replies, ICMP errors) is neither counted in a tx
+/// sampler's pool nor sampled on tx.
+#[test]
+fn local_traffic_is_sampled_as_received_and_never_as_transit() {
+    let mut ctl = router();
+    route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+    let mut core = core(&mut ctl);
+    let (mut h, mut c, table) = hook(1024);
+    table.set(1, every(Directions::Both)).unwrap();
+    let mut to_us = host_ip(1, [198, 18], 64);
+    to_us[16..20].copy_from_slice(&[10, 1, 0, 1]);
+    to_us[20] = 8; // ICMP echo request
+    to_us[9] = 1;
+    ip_fix(&mut to_us);
+    let ping = eth(mac_r(0), HOST, None, ETH_IP4, &to_us);
+    let ttl_1 = eth(mac_r(0), HOST, None, ETH_IP4, &host_ip(1, [198, 18], 1));
+    let res = run(&mut core, &mut h, &[ping.clone(), ttl_1.clone()], 0);
+    assert_eq!(res[0].0, Out::Tx(0), "the echo reply goes out");
+    assert_eq!(res[1].0, Out::Tx(0), "the ICMP error goes out");
+    let recs = drain(&mut c);
+    assert_eq!(recs.len(), 2, "rx samples only: {recs:?}");
+    let r = &recs[0];
+    assert_eq!(
+        (r.input, r.output, r.next_hop),
+        (Interface::Index(1), Interface::Internal, None)
+    );
+    assert_eq!(
+        &r.header()[..ping.len().min(64)],
+        &ping[..ping.len().min(64)],
+        "the request"
+    );
+    assert_eq!(r.frame_len as usize, ping.len());
+    let r = &recs[1];
+    assert_eq!(r.output, Interface::Discarded(Interface::DISCARD_TTL));
+    assert_eq!(&r.header()[..64], &ttl_1[..64], "the dropped packet");
+    assert_eq!(r.sample_pool, 2, "two received, none sent counted");
+}
+
 #[test]
 fn off_costs_nothing_and_samples_nothing() {
     let mut ctl = router();

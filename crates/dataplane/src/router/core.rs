@@ -282,6 +282,10 @@ struct Work {
     rx_one: Option<u16>,
     /// The label stacks kept (see [`SflowHook`]).
     stacks: Box<[[u8; sflow_hook::LSE_BYTES]; BURST]>,
+    /// The frames as received of packets the router answers or turns into a
+    /// packet of its own (echo reply, ICMP error, ARP), kept while sFlow may pick
+    /// one: (frame length, bytes kept, the first bytes).
+    heads: Box<[(u16, u16, [u8; sflow::HEADER_CAPACITY]); BURST]>,
     /// Adjacencies decoded, kept while `seen` holds (see [`Rw`]).
     rw: [Rw; RW_CACHE],
     /// The fast path is on.
@@ -412,6 +416,10 @@ impl Core {
                 txs: [0; BURST],
                 fast_adj: [0; BURST],
                 stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
+                heads: vec![(0, 0, [0; sflow::HEADER_CAPACITY]); BURST]
+                    .into_boxed_slice()
+                    .try_into()
+                    .unwrap_or_else(|_| unreachable!("BURST entries")),
                 rw: [Rw::default(); RW_CACHE],
                 fast: cfg.fast_path,
                 fd: [FwdDec::default(); FWD_CACHE + 1],
@@ -762,6 +770,9 @@ impl Work {
                 }
                 let mut m = self.meta[i];
                 m.path |= 1 << Stage::Local as u8;
+                if self.sflow_notes {
+                    self.keep_head(&mut pkts[i], i);
+                }
                 self.local(&mut pkts[i], &mut m, ift, &view, &tables.labels, now);
                 self.meta[i] = m;
             }
@@ -789,7 +800,7 @@ impl Work {
                 };
                 if let Some(len) = fast {
                     out[i] = count_tx(&mut self.rw[slot], len);
-                    if self.tx_ifs && self.meta[i].reason == 0 {
+                    if self.tx_ifs && transit_meta(&self.meta[i]) {
                         self.txs[i] = tx_ifindex(&self.rw[slot]);
                     }
                     continue;
@@ -798,9 +809,9 @@ impl Work {
             let mut m = self.meta[i];
             out[i] = match m.kind {
                 // Stale, down, unresolved, no headroom: the general path.
-                Kind::Rewrite => match self.rewrite(&mut pkts[i], &mut m, ift, &view) {
+                Kind::Rewrite => match self.rewrite(&mut pkts[i], i, &mut m, ift, &view) {
                     Some(port) => {
-                        if self.tx_ifs && m.kind == Kind::Rewrite && m.reason == 0 {
+                        if self.tx_ifs && m.kind == Kind::Rewrite && transit_meta(&m) {
                             // (the loop above put this adjacency in its slot)
                             self.txs[i] = tx_ifindex(&self.rw[rw_index(m.adj)]);
                         }
@@ -1441,6 +1452,19 @@ impl Work {
         }
     }
 
+    /// Keeps the frame of packet `i` as received for sFlow (see `heads`).
+    #[cold]
+    #[inline(never)]
+    fn keep_head<P: Packet>(&mut self, p: &mut P, i: usize) {
+        let (s, l) = p.window();
+        let f = p.raw_mut().get(s..s + l).unwrap_or_default();
+        if let Some(h) = self.heads.get_mut(i) {
+            let k = f.len().min(h.2.len());
+            h.2[..k].copy_from_slice(&f[..k]);
+            (h.0, h.1) = (l as u16, k as u16);
+        }
+    }
+
     fn next_ident(&mut self) -> u16 {
         self.ident = self.ident.wrapping_add(1);
         self.ident
@@ -1493,6 +1517,7 @@ impl Work {
     fn rewrite<P: Packet>(
         &mut self,
         p: &mut P,
+        i: usize,
         m: &mut Meta,
         ift: &IfTable,
         view: &fib::FibView<'_>,
@@ -1522,7 +1547,7 @@ impl Work {
         // checked at ip4-lookup, labelled ones are checked here.
         let switched = m.path & (1 << Stage::MplsLookup as u8) != 0;
         if switched && usize::from(m.end) - usize::from(m.l3) > usize::from(adj.mtu) {
-            self.lsp_too_big(p, m, ift, adj.mtu)?;
+            self.lsp_too_big(p, i, m, ift, adj.mtu)?;
         }
         if self
             .l2_header(p, m, adj.dst_mac, adj.src_mac, adj.vlan.or(ifc.vlan))
@@ -1545,11 +1570,17 @@ impl Work {
     fn lsp_too_big<P: Packet>(
         &mut self,
         p: &mut P,
+        i: usize,
         m: &mut Meta,
         ift: &IfTable,
         mtu: u16,
     ) -> Option<()> {
         self.drop(m, DropReason::MplsMtuExceeded);
+        // (the router's own packet from here: sFlow describes the one dropped)
+        m.path |= 1 << Stage::Local as u8;
+        if self.sflow_notes {
+            self.keep_head(p, i);
+        }
         let (l3, end) = (usize::from(m.l3), usize::from(m.end));
         let raw = p.raw_mut();
         let frame = raw.get(l3..end)?;
@@ -1582,9 +1613,8 @@ impl Work {
         }
         raw[4 * depth..].copy_from_slice(&reply[..n]);
         m.end = reply_end as u16;
-        // Sent: not a drop after all (the original is counted above).
+        // Sent, keeping the original's drop reason (as ICMP errors do).
         m.kind = Kind::Rewrite;
-        m.reason = 0;
         self.stats.icmp_errors.inc();
         Some(())
     }
@@ -1810,6 +1840,13 @@ fn rw_decode(adj: u32, ift: &IfTable, view: &fib::FibView<'_>) -> Rw {
         wr16(&mut e.hdr, 14, v & 0x0fff);
     }
     e
+}
+
+/// A packet forwarded through an adjacency: not dropped, and not one the router
+/// answered or built (echo reply, ICMP error, ARP), which went through `local`.
+#[inline(always)]
+fn transit_meta(m: &Meta) -> bool {
+    m.reason == 0 && m.path & (1 << Stage::Local as u8) == 0
 }
 
 /// The fast l2-rewrite: copies the cached header of `rw` with EtherType `et` in

@@ -39,11 +39,14 @@
 //!   (before `mpls-lookup` swapped or popped it); outgoing labels: the stack the
 //!   packet leaves with (after swap or push).
 //! * header: the first `header_bytes` of the frame **as it leaves** for forwarded
-//!   packets (new L2 header, decremented TTL, new labels), and of the buffer as the
-//!   pipeline left it for drops and punts: the frame as received, except that a
-//!   packet dropped after the IPv4 stage may already have its TTL decremented, and a
-//!   packet the router turned into an ICMP error or ARP request is sampled as that
-//!   new packet (its buffer was reused).
+//!   packets (new L2 header, decremented TTL, new labels), and as received for the
+//!   rest: drops and punts as the pipeline left the buffer (a packet dropped after
+//!   the IPv4 stage may already have its TTL decremented); a packet the router
+//!   answered or turned into a packet of its own (echo reply, ICMP error, ARP
+//!   request, "fragmentation needed" along an LSP) from a copy `local` keeps of
+//!   it while a pick is possible, so the sample shows the request or the dropped
+//!   packet, never the router's answer. Those answers are not transit: no tx
+//!   sampler counts or samples them.
 
 use std::net::Ipv4Addr;
 
@@ -320,7 +323,7 @@ impl SflowHook {
             let (Some(p), Some(m), Some(&o)) = (pkts.get_mut(i), w.meta.get(i), out.get(i)) else {
                 continue;
             };
-            let forwarded = transit(m.kind, m.reason, o);
+            let forwarded = transit(m, o);
             let (output, next_hop) = if forwarded {
                 let adj = adj_of(m, &w.fast_adj, i);
                 let e = match rw_hit(&w.rw, adj) {
@@ -366,10 +369,21 @@ impl SflowHook {
             } else {
                 &[]
             };
-            let info = PacketInfo {
+            // A packet the router answered or turned into its own: as received.
+            // (the fast path leaves `path` as it was: its packets are transit)
+            let own = !matches!(m.kind, Kind::Fast(_))
+                && m.path & (1 << Stage::Local as u8) != 0
+                && w.heads[i].1 > 0;
+            let (frame, frame_len) = if own {
+                let h = &w.heads[i];
+                (&h.2[..usize::from(h.1)], u32::from(h.0))
+            } else {
                 // (with the rest of the buffer: the ring copies whole lines)
-                frame: raw.get(start..).unwrap_or_default(),
-                frame_len: len as u32,
+                (raw.get(start..).unwrap_or_default(), len as u32)
+            };
+            let info = PacketInfo {
+                frame,
+                frame_len,
                 input: SfInterface::Index(u32::from(w.rx_one.unwrap_or(m.rx_if))),
                 output,
                 next_hop,
@@ -403,7 +417,7 @@ fn tx_ifs(
     let (mut reader, mut view) = (Some(fib), None);
     for i in 0..n {
         let m = &meta[i];
-        tx_if[i] = if transit(m.kind, m.reason, out[i]) {
+        tx_if[i] = if transit(m, out[i]) {
             let adj = adj_of(m, fast_adj, i);
             match rw_hit(rw, adj) {
                 Some(e) => e.ifindex,
@@ -457,14 +471,14 @@ fn adj_of(m: &super::Meta, fast_adj: &[u32; BURST], i: usize) -> u32 {
     }
 }
 
-/// A packet forwarded through an adjacency (not one the router made from it, such
-/// as an ICMP error, which keeps the original's drop reason).
+/// A packet forwarded through an adjacency (not one the router answered or made
+/// from it: an echo reply, an ICMP error, which keeps the original's drop reason).
 #[inline(always)]
-fn transit(kind: Kind, reason: u8, out: Out) -> bool {
-    let fwd = match kind {
-        // (the fast path leaves `reason` as it was)
+fn transit(m: &super::Meta, out: Out) -> bool {
+    let fwd = match m.kind {
+        // (the fast path leaves `reason` and `path` as they were)
         Kind::Fast(_) => true,
-        Kind::Rewrite => reason == 0,
+        Kind::Rewrite => super::transit_meta(m),
         _ => false,
     };
     fwd && matches!(out, Out::Tx(_))
