@@ -33,6 +33,30 @@ carried() {
     fi
 }
 
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
+
+# Checks the echo requests and replies of $tag's capture on every link against
+# "request|reply" expectations, one per link of LINKS in order (see `carried`).
+check_carried() {
+    local tag=$1; shift
+    local exp=("$@") k=0 l ln li rn req rep want_req want_rep
+    for l in "${LINKS[@]}"; do
+        read -r ln li rn _ <<< "$l"
+        say "-- link $ln - $rn ($li):"
+        show_capture "$tag" "$li"
+        req=$(carried "$tag" "$li" "echo request")
+        rep=$(carried "$tag" "$li" "echo reply")
+        IFS='|' read -r want_req want_rep <<< "${exp[$k]}"
+        if [ "$req" = "$want_req" ] && [ "$rep" = "$want_rep" ]; then
+            pass "$tag $ln-$rn: request [$req] reply [$rep]"
+        else
+            fail "$tag $ln-$rn: request [$req] want [$want_req], reply [$rep] want [$want_rep]"
+        fi
+        k=$((k + 1))
+    done
+}
+
 # The first lines of $tag's capture on $li, for the reader.
 show_capture() {
     [ -n "${LAB_QUIET:-}" ] && return

@@ -39,8 +39,6 @@ FAILS=0
 T0=$(date +%s.%N)
 say() { [ -n "${LAB_QUIET:-}" ] || echo "$@"; }
 . scripts/lab-common.sh
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
 ROUTERS_NS=(r3 r2 r1 r0)
@@ -290,27 +288,14 @@ done
 # uniform model: the ingress PE copies the decremented IP TTL), or ipv4, or none.
 check_links() {
     local tag=$1; shift
-    local exp=("$@") k=0 l ln li rn req rep want_req want_rep
+    local exp=("$@")
     capture "$tag" in_ns host-a ping -c 3 -i 0.3 -W 2 192.0.2.2
     if grep -q ' 0% packet loss' <<< "$CAPTURED"; then
         pass "$tag: host-a -> host-b ping, 0% loss"
     else
         fail "$tag: ping lost packets: $(tail -2 <<< "$CAPTURED" | head -1)"
     fi
-    for l in "${LINKS[@]}"; do
-        read -r ln li rn _ <<< "$l"
-        say "-- link $ln - $rn ($li):"
-        show_capture "$tag" "$li"
-        req=$(carried "$tag" "$li" "echo request")
-        rep=$(carried "$tag" "$li" "echo reply")
-        IFS='|' read -r want_req want_rep <<< "${exp[$k]}"
-        if [ "$req" = "$want_req" ] && [ "$rep" = "$want_rep" ]; then
-            pass "$tag $ln-$rn: request [$req] reply [$rep]"
-        else
-            fail "$tag $ln-$rn: request [$req] want [$want_req], reply [$rep] want [$want_rep]"
-        fi
-        k=$((k + 1))
-    done
+    check_carried "$tag" "${exp[@]}"
 }
 
 # LDP's labels toward host-b (westbound) and host-a (eastbound), hop by hop.

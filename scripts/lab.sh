@@ -103,7 +103,7 @@ dp() {
     local r=$1; shift
     say "   $r# dpctl $*"
     if ! "$DPCTL" --socket "$WORK/$r.sock" "$@" > /dev/null; then
-        echo "FAIL $r: dpctl $*"; FAILS=$((FAILS + 1))
+        fail "$r: dpctl $*"
     fi
 }
 
@@ -200,9 +200,9 @@ run_mode() {
     capture "$mode" in_ns host-a ping -c 3 -i 0.3 -W 2 -I 10.0.1.0 10.0.1.1
     say "$CAPTURED" | tail -2
     if grep -q ' 0% packet loss' <<< "$CAPTURED"; then
-        echo "PASS $mode: host-a -> host-b ping, 0% loss"
+        pass "$mode: host-a -> host-b ping, 0% loss"
     else
-        echo "FAIL $mode: ping lost packets"; FAILS=$((FAILS + 1))
+        fail "$mode: ping lost packets"
     fi
     # expected (request westbound | reply eastbound) per link: "L S TTL" or ipv4
     local exp
@@ -211,23 +211,7 @@ run_mode() {
         explicit-null) exp=("ipv4|ipv4" "100 S 63|0 S 61"   "100 S 62|103 S 62" "0 S 61|103 S 63"   "ipv4|ipv4") ;;
         php)           exp=("ipv4|ipv4" "100 S 63|ipv4"     "100 S 62|103 S 62" "ipv4|103 S 63"     "ipv4|ipv4") ;;
     esac
-    local k=0
-    for l in "${LINKS[@]}"; do
-        read -r ln li rn _ <<< "$l"
-        local req rep want_req want_rep
-        say "-- link $ln - $rn ($li):"
-        show_capture "$mode" "$li"
-        req=$(carried "$mode" "$li" "echo request")
-        rep=$(carried "$mode" "$li" "echo reply")
-        IFS='|' read -r want_req want_rep <<< "${exp[$k]}"
-        if [ "$req" = "$want_req" ] && [ "$rep" = "$want_rep" ]; then
-            echo "PASS $mode $ln-$rn: request [$req] reply [$rep]"
-        else
-            echo "FAIL $mode $ln-$rn: request [$req] want [$want_req], reply [$rep] want [$want_rep]"
-            FAILS=$((FAILS + 1))
-        fi
-        k=$((k + 1))
-    done
+    check_carried "$mode" "${exp[@]}"
 }
 
 start_routers
@@ -242,9 +226,9 @@ say "$tr" | sed 's/^/   /'
 hops=$(awk 'NR > 1 { print $2 }' <<< "$tr" | paste -sd' ')
 want="192.0.2.1 192.168.11.10 192.168.11.8 192.168.11.6 10.0.1.1"
 if [ "$hops" = "$want" ]; then
-    echo "PASS traceroute: every hop answers ($hops)"
+    pass "traceroute: every hop answers ($hops)"
 else
-    echo "FAIL traceroute: hops [$hops] want [$want]"; FAILS=$((FAILS + 1))
+    fail "traceroute: hops [$hops] want [$want]"
 fi
 say ""
 say "==== show run of P router r2 (plain LSPs)"

@@ -439,22 +439,10 @@ fn explicit_null_at_egress_and_towards_it() {
 /// fast path and on the general one.
 #[test]
 fn explicit_null_looks_up_in_the_receiving_interfaces_table() {
-    use dataplane::router::Interface;
     let mut ctl = RouterControl::new();
     ctl.table_add(1).unwrap();
     for p in 0..2u8 {
-        ctl.add_interface(Interface {
-            ifindex: u32::from(p) + 1,
-            name: format!("port{p}"),
-            port: u16::from(p),
-            vlan: None,
-            mac: mac_r(p),
-            mtu: 1500,
-            up: true,
-            table: 1,
-            addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
-        })
-        .unwrap();
+        ctl.add_interface(port_iface(p, u16::from(p), 1)).unwrap();
     }
     ctl.set_neighbor(2, a("10.2.0.2"), mac_n(1)).unwrap();
     let via = RouteKind::Paths(vec![Path::gateway(a("10.2.0.2"))]);

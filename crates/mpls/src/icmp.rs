@@ -90,36 +90,11 @@ pub fn build_time_exceeded(
     let depth = stack_depth(rx)?;
     let stack = &rx[..4 * depth];
     let orig = &rx[4 * depth..];
-    let (hl, osrc) = answerable(orig)?;
-    let ip = Ipv4Packet::new_unchecked(orig);
     let len = time_exceeded_len(depth);
     let out = out.get_mut(..len).ok_or(IcmpError::BufferTooSmall)?;
-
-    let (ip_hdr, icmp) = out.split_at_mut(ipv4::HEADER_LEN);
-    Ipv4Repr {
-        src_addr: src,
-        dst_addr: osrc,
-        protocol: IpProtocol::Icmp,
-        payload_len: icmp.len(),
-        ttl: REPLY_TTL,
-        dscp: REPLY_DSCP,
-        ident,
-        dont_frag: false,
-    }
-    .emit(&mut Ipv4Packet::new_unchecked(&mut *ip_hdr));
-
-    // Quote: the original datagram as received, at most its total length, cut or
-    // zero-padded to 128 bytes.
-    let quote_len = orig
-        .len()
-        .min(usize::from(ip.total_len()).max(hl))
-        .min(QUOTE_LEN);
+    let icmp = error_head(orig, src, ident, out)?;
     {
-        let (head, rest) = icmp.split_at_mut(icmpv4::HEADER_LEN);
-        head.fill(0);
-        let (quote, extension) = rest.split_at_mut(QUOTE_LEN);
-        quote[..quote_len].copy_from_slice(&orig[..quote_len]);
-        quote[quote_len..].fill(0);
+        let extension = &mut icmp[icmpv4::HEADER_LEN + QUOTE_LEN..];
         let mut e = IcmpExtHeader::new_unchecked(&mut *extension);
         e.set_version(ext::VERSION);
         //= RFC 4950 §7: the object carries the label stack entries as received.
@@ -175,6 +150,43 @@ fn answerable(orig: &[u8]) -> Result<(usize, Ipv4Addr), IcmpError> {
     Ok((hl, osrc))
 }
 
+/// The parts every ICMP error here shares, into `out` (the whole message): the
+/// IPv4 header from `src` to the source of `orig` (if it may be answered), a
+/// zeroed ICMP header and the quote (`orig` as received, at most its total
+/// length, cut or zero-padded to [`QUOTE_LEN`] bytes). Returns the ICMP part of
+/// `out` for the caller to finish.
+fn error_head<'o>(
+    orig: &[u8],
+    src: Ipv4Addr,
+    ident: u16,
+    out: &'o mut [u8],
+) -> Result<&'o mut [u8], IcmpError> {
+    let (hl, osrc) = answerable(orig)?;
+    if out.len() < ipv4::HEADER_LEN + icmpv4::HEADER_LEN + QUOTE_LEN {
+        return Err(IcmpError::BufferTooSmall);
+    }
+    let (ip_hdr, icmp) = out.split_at_mut(ipv4::HEADER_LEN);
+    Ipv4Repr {
+        src_addr: src,
+        dst_addr: osrc,
+        protocol: IpProtocol::Icmp,
+        payload_len: icmp.len(),
+        ttl: REPLY_TTL,
+        dscp: REPLY_DSCP,
+        ident,
+        dont_frag: false,
+    }
+    .emit(&mut Ipv4Packet::new_unchecked(&mut *ip_hdr));
+    let total = usize::from(Ipv4Packet::new_unchecked(orig).total_len());
+    let quote_len = orig.len().min(total.max(hl)).min(QUOTE_LEN);
+    let (head, rest) = icmp.split_at_mut(icmpv4::HEADER_LEN);
+    head.fill(0);
+    let quote = &mut rest[..QUOTE_LEN];
+    quote[..quote_len].copy_from_slice(&orig[..quote_len]);
+    quote[quote_len..].fill(0);
+    Ok(icmp)
+}
+
 /// Bytes [`build_frag_needed`] writes: 20 (IPv4) + 8 (ICMP) + the quote.
 pub const FRAG_NEEDED_LEN: usize = ipv4::HEADER_LEN + icmpv4::HEADER_LEN + QUOTE_LEN;
 
@@ -192,31 +204,10 @@ pub fn build_frag_needed(
     mtu: u16,
     out: &mut [u8],
 ) -> Result<usize, IcmpError> {
-    let (hl, osrc) = answerable(orig)?;
-    let ip = Ipv4Packet::new_unchecked(orig);
     let out = out
         .get_mut(..FRAG_NEEDED_LEN)
         .ok_or(IcmpError::BufferTooSmall)?;
-    let (ip_hdr, icmp) = out.split_at_mut(ipv4::HEADER_LEN);
-    Ipv4Repr {
-        src_addr: src,
-        dst_addr: osrc,
-        protocol: IpProtocol::Icmp,
-        payload_len: icmp.len(),
-        ttl: REPLY_TTL,
-        dscp: REPLY_DSCP,
-        ident,
-        dont_frag: false,
-    }
-    .emit(&mut Ipv4Packet::new_unchecked(&mut *ip_hdr));
-    let quote_len = orig
-        .len()
-        .min(usize::from(ip.total_len()).max(hl))
-        .min(QUOTE_LEN);
-    let (head, quote) = icmp.split_at_mut(icmpv4::HEADER_LEN);
-    head.fill(0);
-    quote[..quote_len].copy_from_slice(&orig[..quote_len]);
-    quote[quote_len..].fill(0);
+    let icmp = error_head(orig, src, ident, out)?;
     let mut p = Icmpv4Packet::new_unchecked(&mut *icmp);
     p.set_msg_type(Icmpv4Message::DstUnreachable);
     p.set_msg_code(4);

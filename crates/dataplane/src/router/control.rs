@@ -425,15 +425,7 @@ impl RouterControl {
         for (a, l) in addrs {
             self.del_address(ifindex, a, l)?;
         }
-        let nbrs: Vec<Ipv4Addr> = self
-            .neighbors
-            .keys()
-            .filter(|k| k.0 == ifindex)
-            .map(|k| k.1)
-            .collect();
-        for ip in nbrs {
-            let _ = self.del_neighbor(ifindex, ip);
-        }
+        self.forget_neighbors(ifindex);
         let nbrs6: Vec<_> = self
             .neighbors6
             .keys()
@@ -447,6 +439,19 @@ impl RouterControl {
         self.iface_list.remove(&ifindex);
         self.publish();
         Ok(())
+    }
+
+    /// Forgets the IPv4 neighbours on `ifindex` (and their host routes).
+    fn forget_neighbors(&mut self, ifindex: u32) {
+        let nbrs: Vec<Ipv4Addr> = self
+            .neighbors
+            .keys()
+            .filter(|k| k.0 == ifindex)
+            .map(|k| k.1)
+            .collect();
+        for ip in nbrs {
+            let _ = self.del_neighbor(ifindex, ip);
+        }
     }
 
     /// Sets the admin state.
@@ -1155,15 +1160,7 @@ impl RouterControl {
                 i.name, i.table
             )));
         }
-        let nbrs: Vec<Ipv4Addr> = self
-            .neighbors
-            .keys()
-            .filter(|k| k.0 == ifindex)
-            .map(|k| k.1)
-            .collect();
-        for ip in nbrs {
-            let _ = self.del_neighbor(ifindex, ip);
-        }
+        self.forget_neighbors(ifindex);
         if let Some(i) = self.iface_list.get_mut(&ifindex) {
             i.table = table;
         }

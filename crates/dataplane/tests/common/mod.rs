@@ -53,18 +53,8 @@ pub fn router() -> RouterControl {
 pub fn router_on(ports: [u16; 5]) -> RouterControl {
     let mut ctl = RouterControl::new();
     for p in 0..5u8 {
-        ctl.add_interface(Interface {
-            ifindex: u32::from(p) + 1,
-            name: format!("port{p}"),
-            port: ports[usize::from(p)],
-            vlan: None,
-            mac: mac_r(p),
-            mtu: 1500,
-            up: true,
-            table: 0,
-            addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
-        })
-        .unwrap();
+        ctl.add_interface(port_iface(p, ports[usize::from(p)], 0))
+            .unwrap();
     }
     for (ifindex, port, vlan, addr) in [(10, 0u8, 100, "10.100.0.1"), (11, 1, 200, "10.200.0.1")] {
         ctl.add_interface(Interface {
@@ -87,6 +77,22 @@ pub fn router_on(ports: [u16; 5]) -> RouterControl {
     }
     ctl.set_neighbor(11, a("10.200.0.2"), VNBR).unwrap();
     ctl
+}
+
+/// Logical port `p` (ifindex p + 1, `port{p}`, 10.(p+1).0.1/24) on DPDK port
+/// `port`, bound to `table`.
+pub fn port_iface(p: u8, port: u16, table: u32) -> Interface {
+    Interface {
+        ifindex: u32::from(p) + 1,
+        name: format!("port{p}"),
+        port,
+        vlan: None,
+        mac: mac_r(p),
+        mtu: 1500,
+        up: true,
+        table,
+        addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+    }
 }
 
 /// A route over gateways (resolved recursively), with out-labels.
