@@ -1,5 +1,48 @@
-# Shared by the labs (sourced): captures on every link and what they carried.
-# Needs P (namespace prefix), WORK, LINKS ("left-ns left-if right-ns right-if").
+# Shared by the labs (sourced): the topology, stopping daemons, captures on every
+# link and what they carried. Needs P (namespace prefix), WORK, NS (namespaces),
+# LINKS ("left-ns left-if right-ns right-if") and `say`.
+
+in_ns() { local n=$1; shift; ip netns exec "$P-$n" "$@"; }
+
+# The namespaces $P-NAME of NS (lo up, no IPv6) and the veth pairs of LINKS, up.
+make_topology() {
+    local n l ln li rn ri e i
+    for n in "${NS[@]}"; do
+        ip netns add "$P-$n"
+        in_ns "$n" ip link set lo up
+        in_ns "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+    done
+    for l in "${LINKS[@]}"; do
+        read -r ln li rn ri <<< "$l"
+        ip link add "$li" netns "$P-$ln" type veth peer name "$ri" netns "$P-$rn"
+        for e in "$ln $li" "$rn $ri"; do
+            read -r n i <<< "$e"
+            in_ns "$n" ip link set "$i" up
+            # A veth leaves TCP/UDP checksums to "hardware", and af_packet hands the
+            # router the frame before the kernel fills them in: have the kernel
+            # compute them in software (LDP's and BGP's TCP need them).
+            in_ns "$n" ethtool -K "$i" tx off > /dev/null
+        done
+    done
+}
+
+# Sends signal $1 to the processes $2..., waits up to 5 s for each, then kills it.
+stop_pids() {
+    local sig=$1 pid; shift
+    for pid in "$@"; do kill "-$sig" "$pid" 2>/dev/null; done
+    for pid in "$@"; do
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null
+    done
+    return 0
+}
+
+# Removes the namespaces of NS.
+del_namespaces() {
+    local n
+    for n in "${NS[@]}"; do ip netns del "$P-$n" 2>/dev/null || true; done
+    return 0
+}
 
 # Runs "$@" while tcpdump records ICMP and MPLS on the left end of every link into
 # $WORK/$tag-IF.pcap; the command's output lands in CAPTURED.

@@ -62,24 +62,15 @@ ROUTERS=(
 
 teardown() {
     set +e
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null
-    done
+    stop_pids TERM "${PIDS[@]}"
     PIDS=()
     # FRR's daemons detach; their pid files name them
     local frr=() f
     for f in "$WORK"/*/*.pid; do
         [ -f "$f" ] && frr+=("$(cat "$f")")
     done
-    for pid in "${frr[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-    for pid in "${frr[@]}"; do
-        for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null
-    done
-    for n in "${NS[@]}"; do ip netns del "$P-$n" 2>/dev/null; done
-    return 0
+    stop_pids TERM "${frr[@]}"
+    del_namespaces
 }
 cleanup() { teardown; rm -rf "$WORK"; }
 trap cleanup EXIT
@@ -88,29 +79,12 @@ trap 'exit 130' INT TERM
 [ "$(id -u)" -eq 0 ] || { echo "lab-frr: run as root (network namespaces)"; exit 1; }
 [ -x "$BIN" ] || { echo "lab-frr: $BIN missing: run 'cargo build --release -p ctl' (make lab-frr does)"; exit 1; }
 [ -x /usr/lib/frr/ldpd ] || { echo "lab-frr: FRR missing: run scripts/setup.sh"; exit 1; }
-for n in "${NS[@]}"; do ip netns del "$P-$n" 2>/dev/null || true; done
-
-in_ns() { local n=$1; shift; ip netns exec "$P-$n" "$@"; }
+del_namespaces   # leftovers of an interrupted run
 vty() { local r=$1; shift; in_ns "$r-cp" vtysh --vty_socket "$WORK/$r" "$@"; }
 dpctl() { local r=$1; shift; "$DPCTL" --socket "$WORK/$r.sock" "$@"; }
 
 say "== topology: host-a - r3 - r2 - r1 - r0 - host-b, bypass r3 - r1 (namespaces $P-*)"
-for n in "${NS[@]}"; do
-    ip netns add "$P-$n"
-    in_ns "$n" ip link set lo up
-    in_ns "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-done
-for l in "${LINKS[@]}"; do
-    read -r ln li rn ri <<< "$l"
-    ip link add "$li" netns "$P-$ln" type veth peer name "$ri" netns "$P-$rn"
-    for e in "$ln $li" "$rn $ri"; do
-        read -r n i <<< "$e"
-        in_ns "$n" ip link set "$i" up
-        # af_packet reads a veth's frames before the kernel fills in TCP/UDP
-        # checksums: LDP's TCP needs them computed in software.
-        in_ns "$n" ethtool -K "$i" tx off > /dev/null
-    done
-done
+make_topology
 in_ns host-a ip addr add 192.0.2.0/31 dev ha0
 in_ns host-a ip route add default via 192.0.2.1
 in_ns host-b ip addr add 192.0.2.2/31 dev hb0

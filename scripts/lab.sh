@@ -45,16 +45,9 @@ LINKS=(
 
 teardown() {
     set +e
-    for pid in "${PIDS[@]}"; do
-        kill -INT "$pid" 2>/dev/null
-    done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null
-    done
+    stop_pids INT "${PIDS[@]}"
     PIDS=()
-    for n in "${NS[@]}"; do ip netns del "$P-$n" 2>/dev/null; done
-    return 0
+    del_namespaces
 }
 cleanup() { teardown; rm -rf "$WORK"; }
 trap cleanup EXIT
@@ -64,24 +57,8 @@ trap 'exit 130' INT TERM
 [ -x "$BIN" ] || { echo "lab: $BIN missing: run 'cargo build --release -p ctl' (make lab does)"; exit 1; }
 teardown   # leftovers of an interrupted run
 
-in_ns() { local n=$1; shift; ip netns exec "$P-$n" "$@"; }
-
 say "== topology: host-a - r3 - r2 - r1 - r0 - host-b (namespaces $P-*)"
-for n in "${NS[@]}"; do
-    ip netns add "$P-$n"
-    in_ns "$n" ip link set lo up
-    in_ns "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-done
-for l in "${LINKS[@]}"; do
-    read -r ln li rn ri <<< "$l"
-    ip link add "$li" netns "$P-$ln" type veth peer name "$ri" netns "$P-$rn"
-    in_ns "$ln" ip link set "$li" up
-    in_ns "$rn" ip link set "$ri" up
-    # veth leaves TCP/UDP checksums to "hardware", and af_packet hands the router the
-    # frame before the kernel fills them in: have the kernel compute them in software.
-    in_ns "$ln" ethtool -K "$li" tx off > /dev/null
-    in_ns "$rn" ethtool -K "$ri" tx off > /dev/null
-done
+make_topology
 # hosts (the article's host1-0 and host1-1)
 in_ns host-a ip addr add 192.0.2.0/31 dev ha0
 in_ns host-a ip addr add 10.0.1.0/32 dev lo
