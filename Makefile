@@ -1,6 +1,6 @@
 # Entry points. `make lab` and `make test` work on a fresh Debian bookworm machine as
 # root: both run scripts/setup.sh first (packages, hugepages).
-.PHONY: setup build lab lab-frr lab-xconnect test bench bench-io clean
+.PHONY: setup build lab lab-frr lab-xconnect test fuzz bench bench-io clean
 
 setup:
 	scripts/setup.sh
@@ -19,6 +19,10 @@ lab-xconnect: build
 
 test:
 	scripts/test.sh
+
+# every fuzz target for FUZZ_SECONDS (default 600) each; new coverage kept in fuzz/corpus
+fuzz: setup
+	scripts/fuzz.sh $${FUZZ_SECONDS:-600} --keep
 
 # criterion benches (cycles/packet, LPM) and the I/O harness against dpdk-testpmd.
 bench: build

@@ -75,5 +75,10 @@ fi
 # Rust toolchain parts the checks use.
 if command -v rustup >/dev/null 2>&1; then
     rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy || true
+    # The fuzzers (scripts/fuzz.sh): libFuzzer through cargo-fuzz, on nightly.
+    rustup toolchain list 2>/dev/null | grep -q '^nightly' || rustup toolchain install nightly --profile minimal || true
+fi
+if command -v cargo >/dev/null 2>&1 && ! command -v cargo-fuzz >/dev/null 2>&1; then
+    cargo install cargo-fuzz --locked || log "could not install cargo-fuzz (scripts/fuzz.sh needs it)"
 fi
 log "done"

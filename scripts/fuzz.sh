@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target (fuzz/fuzz_targets: netlink, fpm, dpctl, config) for
+# SECONDS each (default 600) on its corpus in fuzz/corpus, with libFuzzer under the
+# address sanitizer (nightly toolchain). New inputs go to a scratch folder; with
+# `--keep` those that add coverage are merged into the corpus afterwards. Stops at
+# the first crash (libFuzzer keeps the input under fuzz/artifacts/TARGET).
+#
+#   scripts/fuzz.sh [SECONDS] [--keep]        (make fuzz: 600 s each, --keep)
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+secs=${1:-600}
+keep=${2:-}
+command -v cargo-fuzz > /dev/null || { echo "fuzz: cargo-fuzz missing: run scripts/setup.sh"; exit 1; }
+cargo +nightly fuzz build -O
+for t in $(cargo +nightly fuzz list); do
+    mkdir -p "corpus/$t"
+    new=$(mktemp -d)
+    log=$(mktemp)
+    if ! cargo +nightly fuzz run -O "$t" "$new" "corpus/$t" -- \
+        -max_total_time="$secs" -rss_limit_mb=4096 -print_final_stats=1 > "$log" 2>&1; then
+        tail -40 "$log"
+        echo "fuzz: $t crashed; the input is in fuzz/artifacts/$t"
+        exit 1
+    fi
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    echo "fuzz: $t: $runs runs in $secs s, no crash"
+    if [ "$keep" = "--keep" ]; then
+        cargo +nightly fuzz run -O "$t" "corpus/$t" "$new" -- -merge=1 > "$log" 2>&1
+        echo "fuzz: $t: corpus $(ls "corpus/$t" | wc -l) inputs"
+    fi
+    rm -rf "$new" "$log"
+done
