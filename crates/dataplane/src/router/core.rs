@@ -189,8 +189,9 @@ enum Local {
     MplsTtl,
 }
 
-/// Length and first bytes of a packet before processing (trace).
-type TraceHead = (u16, [u8; TRACE_BYTES]);
+/// A packet's frame as received: its length, the bytes kept and the first bytes
+/// (as many as an sFlow header holds; a trace record shows fewer).
+type RxHead = (u16, u16, [u8; sflow::HEADER_CAPACITY]);
 
 /// Token bucket in TSC ticks.
 #[derive(Debug, Clone, Copy)]
@@ -255,8 +256,10 @@ struct Work {
     arp_recent: [(u32, u64); 16],
     arp_retry_ticks: u64,
     ident: u16,
-    /// Heads of the packets of a traced vector (allocated on first trace).
-    trace_heads: Option<Box<[TraceHead; BURST]>>,
+    /// Frames as received, per packet (allocated on first use): every packet of
+    /// a traced vector, and, while sFlow may pick one, each packet the router
+    /// answers or turns into a packet of its own (echo reply, ICMP error, ARP).
+    rx_heads: Option<Box<[RxHead]>>,
     /// sFlow may pick a packet of this vector: `mpls-lookup` keeps each labelled
     /// packet's stack as received.
     keep_stacks: bool,
@@ -282,10 +285,6 @@ struct Work {
     rx_one: Option<u16>,
     /// The label stacks kept (see [`SflowHook`]).
     stacks: Box<[[u8; sflow_hook::LSE_BYTES]; BURST]>,
-    /// The frames as received of packets the router answers or turns into a
-    /// packet of its own (echo reply, ICMP error, ARP), kept while sFlow may pick
-    /// one: (frame length, bytes kept, the first bytes).
-    heads: Box<[(u16, u16, [u8; sflow::HEADER_CAPACITY]); BURST]>,
     /// Adjacencies decoded, kept while `seen` holds (see [`Rw`]).
     rw: [Rw; RW_CACHE],
     /// The fast path is on.
@@ -407,7 +406,7 @@ impl Core {
                 arp_recent: [(0, 0); 16],
                 arp_retry_ticks: tsc_hz / 1000 * u64::from(cfg.arp_retry_ms),
                 ident: 1,
-                trace_heads: None,
+                rx_heads: None,
                 keep_stacks: false,
                 sflow_notes: false,
                 sflow_rx_if: false,
@@ -416,10 +415,6 @@ impl Core {
                 txs: [0; BURST],
                 fast_adj: [0; BURST],
                 stacks: Box::new([[0; sflow_hook::LSE_BYTES]; BURST]),
-                heads: vec![(0, 0, [0; sflow::HEADER_CAPACITY]); BURST]
-                    .into_boxed_slice()
-                    .try_into()
-                    .unwrap_or_else(|_| unreachable!("BURST entries")),
                 rw: [Rw::default(); RW_CACHE],
                 fast: cfg.fast_path,
                 fd: [FwdDec::default(); FWD_CACHE + 1],
@@ -845,16 +840,8 @@ impl Work {
     #[cold]
     #[inline(never)]
     fn trace_in<P: Packet>(&mut self, pkts: &mut [P], n: usize) {
-        let heads = self
-            .trace_heads
-            .get_or_insert_with(|| Box::new([(0, [0; TRACE_BYTES]); BURST]));
-        for i in 0..n {
-            let (s, l) = pkts[i].window();
-            let raw = pkts[i].raw_mut();
-            let k = l.min(TRACE_BYTES);
-            heads[i].0 = l as u16;
-            heads[i].1 = [0; TRACE_BYTES];
-            heads[i].1[..k].copy_from_slice(&raw[s..s + k]);
+        for (i, p) in pkts.iter_mut().take(n).enumerate() {
+            self.keep_head(p, i);
         }
     }
 
@@ -862,7 +849,7 @@ impl Work {
     #[cold]
     #[inline(never)]
     fn trace_out<P: Packet>(&mut self, pkts: &mut [P], out: &[Out], n: usize, now: u64) {
-        let Some(heads) = self.trace_heads.as_ref() else {
+        let Some(heads) = self.rx_heads.as_ref() else {
             return;
         };
         for i in 0..n {
@@ -909,12 +896,20 @@ impl Work {
                 head_out[..k].copy_from_slice(&raw[s..s + k]);
                 len_out = l as u16;
             }
+            let (len_in, kept, head) =
+                heads
+                    .get(i)
+                    .copied()
+                    .unwrap_or((0, 0, [0; sflow::HEADER_CAPACITY]));
+            let mut head_in = [0u8; TRACE_BYTES];
+            let k = usize::from(kept).min(TRACE_BYTES);
+            head_in[..k].copy_from_slice(&head[..k]);
             let rec = TraceRecord {
                 tsc: now,
                 rx_port: pkts[i].port(),
                 rx_if: u32::from(m.rx_if),
-                len_in: heads[i].0,
-                head_in: heads[i].1,
+                len_in,
+                head_in,
                 stages,
                 decision,
                 len_out,
@@ -1122,14 +1117,7 @@ impl Work {
         let ours = ifc.has_addr(tpa) || (unnumbered && ift.router_id == Some(tpa));
         // Learn the sender if it is on one of the interface's subnets.
         let on_link = (unnumbered && spa != Ipv4Addr::UNSPECIFIED && Some(spa) != ift.router_id)
-            || ifc.addrs.iter().any(|&(addr, len)| {
-                let mask = if len == 0 {
-                    0
-                } else {
-                    u32::MAX << (32 - u32::from(len))
-                };
-                u32::from(addr) & mask == u32::from(spa) & mask && spa != addr
-            });
+            || ifc.on_link(spa);
         if on_link && sha[0] & 1 == 0 {
             let _ = self.events.push(Event::Neighbor {
                 ifindex: ifc.ifindex,
@@ -1275,11 +1263,7 @@ impl Work {
             m.kind = Kind::Drop;
             return;
         }
-        let Some(me) = ift
-            .get(u32::from(m.rx_if))
-            .and_then(|i| i.primary_addr())
-            .or(ift.router_id)
-        else {
+        let Some(me) = ift.source_for(u32::from(m.rx_if)) else {
             self.stats.drops[DropReason::IcmpSuppressed as usize].inc();
             m.kind = Kind::Drop;
             return;
@@ -1338,21 +1322,10 @@ impl Work {
             m.kind = Kind::Drop;
             return;
         };
-        // Source address: the interface address on the target's subnet, else the first.
+        // Source address: the interface's toward the target; unnumbered, the
+        // router's loopback.
         let spa = ifc
-            .addrs
-            .iter()
-            .find(|&&(a, len)| {
-                let mask = if len == 0 {
-                    0
-                } else {
-                    u32::MAX << (32 - u32::from(len))
-                };
-                u32::from(a) & mask == ip & mask
-            })
-            .or(ifc.addrs.first())
-            .map(|a| a.0)
-            // Unnumbered: the router's loopback.
+            .addr_toward(Ipv4Addr::from(ip))
             .or(ift.router_id)
             .map_or(0, u32::from);
         let l3 = usize::from(m.l3).max(L2_ROOM);
@@ -1393,10 +1366,7 @@ impl Work {
         ift: &IfTable,
         labels: &mpls::LabelReader,
     ) {
-        let me = ift
-            .get(u32::from(m.rx_if))
-            .and_then(|i| i.primary_addr())
-            .or(ift.router_id);
+        let me = ift.source_for(u32::from(m.rx_if));
         let now = tsc();
         let Some(me) = me else {
             self.stats.mpls_drop(mpls::DropReason::TtlExpired);
@@ -1452,13 +1422,16 @@ impl Work {
         }
     }
 
-    /// Keeps the frame of packet `i` as received for sFlow (see `heads`).
+    /// Keeps the frame of packet `i` as received (see `rx_heads`).
     #[cold]
     #[inline(never)]
     fn keep_head<P: Packet>(&mut self, p: &mut P, i: usize) {
+        let heads = self
+            .rx_heads
+            .get_or_insert_with(|| vec![(0, 0, [0; sflow::HEADER_CAPACITY]); BURST].into());
         let (s, l) = p.window();
         let f = p.raw_mut().get(s..s + l).unwrap_or_default();
-        if let Some(h) = self.heads.get_mut(i) {
+        if let Some(h) = heads.get_mut(i) {
             let k = f.len().min(h.2.len());
             h.2[..k].copy_from_slice(&f[..k]);
             (h.0, h.1) = (l as u16, k as u16);
@@ -1593,10 +1566,7 @@ impl Work {
         if orig.first().is_none_or(|v| v >> 4 != 4) || orig.get(6)? & 0x40 == 0 {
             return None;
         }
-        let me = ift
-            .get(u32::from(m.rx_if))
-            .and_then(|i| i.primary_addr())
-            .or(ift.router_id)?;
+        let me = ift.source_for(u32::from(m.rx_if))?;
         if !self.icmp.take(tsc()) {
             self.stats.drops[DropReason::IcmpRateLimited as usize].inc();
             return None;

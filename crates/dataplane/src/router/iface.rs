@@ -39,6 +39,31 @@ impl Interface {
     pub fn has_addr(&self, ip: Ipv4Addr) -> bool {
         self.addrs.iter().any(|a| a.0 == ip)
     }
+
+    /// The address to speak to `ip` from: the interface's address on its subnet,
+    /// else the first one (`None` for an unnumbered interface).
+    pub fn addr_toward(&self, ip: Ipv4Addr) -> Option<Ipv4Addr> {
+        self.addrs
+            .iter()
+            .find(|&&(a, len)| same_subnet(a, ip, len))
+            .or(self.addrs.first())
+            .map(|a| a.0)
+    }
+
+    /// Whether `ip` is on one of the interface's subnets (and not its address).
+    pub fn on_link(&self, ip: Ipv4Addr) -> bool {
+        self.addrs
+            .iter()
+            .any(|&(a, len)| same_subnet(a, ip, len) && ip != a)
+    }
+}
+
+/// Whether `a` and `b` share their first `len` bits.
+fn same_subnet(a: Ipv4Addr, b: Ipv4Addr, len: u8) -> bool {
+    let mask = u32::MAX
+        .checked_shl(32 - u32::from(len.min(32)))
+        .unwrap_or(0);
+    u32::from(a) & mask == u32::from(b) & mask
 }
 
 /// All interfaces, indexed for the data path.
@@ -62,6 +87,15 @@ struct PortIfs {
 }
 
 impl IfTable {
+    /// The source of a packet the router sends about one that came in on
+    /// `ifindex` (an ICMP error): that interface's first address, else the
+    /// router id (an unnumbered interface).
+    pub fn source_for(&self, ifindex: u32) -> Option<Ipv4Addr> {
+        self.get(ifindex)
+            .and_then(Interface::primary_addr)
+            .or(self.router_id)
+    }
+
     /// Builds the indexes from a list of interfaces.
     pub fn new(
         ifaces: impl IntoIterator<Item = Interface>,

@@ -122,14 +122,7 @@ pub(super) fn arp_probe(
     ip: Ipv4Addr,
     mac: [u8; 6],
 ) -> Option<ArpProbe> {
-    let on_subnet = |&&(a, len): &&(Ipv4Addr, u8)| {
-        let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
-        u32::from(a) & mask == u32::from(ip) & mask
-    };
-    let spa = match i.addrs.iter().find(on_subnet).or(i.addrs.first()) {
-        Some(a) => a.0,
-        None => unnumbered?,
-    };
+    let spa = i.addr_toward(ip).or(unnumbered)?;
     let arp = ArpRepr::EthernetIpv4 {
         operation: ArpOperation::Request,
         source_hardware_addr: EthernetAddress(i.mac),

@@ -371,15 +371,20 @@ impl SflowHook {
             };
             // A packet the router answered or turned into its own: as received.
             // (the fast path leaves `path` as it was: its packets are transit)
-            let own = !matches!(m.kind, Kind::Fast(_))
-                && m.path & (1 << Stage::Local as u8) != 0
-                && w.heads[i].1 > 0;
-            let (frame, frame_len) = if own {
-                let h = &w.heads[i];
-                (&h.2[..usize::from(h.1)], u32::from(h.0))
-            } else {
+            let kept = w
+                .rx_heads
+                .as_ref()
+                .and_then(|h| h.get(i))
+                .filter(|h| h.1 > 0);
+            let (frame, frame_len) = match kept {
+                Some(h)
+                    if !matches!(m.kind, Kind::Fast(_))
+                        && m.path & (1 << Stage::Local as u8) != 0 =>
+                {
+                    (&h.2[..usize::from(h.1)], u32::from(h.0))
+                }
                 // (with the rest of the buffer: the ring copies whole lines)
-                (raw.get(start..).unwrap_or_default(), len as u32)
+                _ => (raw.get(start..).unwrap_or_default(), len as u32),
             };
             let info = PacketInfo {
                 frame,
