@@ -5,13 +5,14 @@
 //! than a run; each run ends with nothing of its own left in it.)
 #![no_main]
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
-use std::net::Ipv4Addr;
 use std::sync::Mutex;
 
 use ctl::linux::decode;
 use ctl::linux::learner::KernelView;
-use dataplane::router::{Interface, RouteSource, RouterControl};
+use dataplane::router::{RouteSource, RouterControl};
 use libfuzzer_sys::fuzz_target;
 
 static ROUTER: Mutex<Option<RouterControl>> = Mutex::new(None);
@@ -19,18 +20,7 @@ static ROUTER: Mutex<Option<RouterControl>> = Mutex::new(None);
 fn router() -> RouterControl {
     let mut ctl = RouterControl::new();
     for p in 0..2u8 {
-        ctl.add_interface(Interface {
-            ifindex: u32::from(p) + 1,
-            name: format!("port{p}"),
-            port: u16::from(p),
-            vlan: None,
-            mac: [2, 0, 0, 0, p, 1],
-            mtu: 1500,
-            up: true,
-            table: 0,
-            addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
-        })
-        .expect("interface");
+        ctl.add_interface(common::port(p, 1500)).expect("interface");
     }
     ctl
 }

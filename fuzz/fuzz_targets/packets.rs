@@ -11,6 +11,8 @@
 //! Input: frames, each as [port, length high, length low, bytes...].
 #![no_main]
 
+mod common;
+
 use std::net::Ipv4Addr;
 use std::sync::Mutex;
 
@@ -30,18 +32,8 @@ fn a(s: &str) -> Ipv4Addr {
 fn router() -> (RouterControl, Core) {
     let mut ctl = RouterControl::new();
     for p in 0..4u8 {
-        ctl.add_interface(Interface {
-            ifindex: u32::from(p) + 1,
-            name: format!("port{p}"),
-            port: u16::from(p),
-            vlan: None,
-            mac: [2, 0, 0, 0, p, 1],
-            mtu: if p == 3 { 576 } else { 1500 },
-            up: true,
-            table: 0,
-            addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
-        })
-        .expect("interface");
+        let mtu = if p == 3 { 576 } else { 1500 };
+        ctl.add_interface(common::port(p, mtu)).expect("interface");
     }
     ctl.add_interface(Interface {
         ifindex: 10,
@@ -55,7 +47,12 @@ fn router() -> (RouterControl, Core) {
         addrs: vec![(a("10.100.0.1"), 24)],
     })
     .expect("sub-interface");
-    for (ix, gw) in [(1, "10.1.0.2"), (2, "10.2.0.2"), (3, "10.3.0.2"), (4, "10.4.0.2")] {
+    for (ix, gw) in [
+        (1, "10.1.0.2"),
+        (2, "10.2.0.2"),
+        (3, "10.3.0.2"),
+        (4, "10.4.0.2"),
+    ] {
         ctl.set_neighbor(ix, a(gw), [2, 0, 0, 0, ix as u8, 2])
             .expect("neighbour");
     }
@@ -67,12 +64,24 @@ fn router() -> (RouterControl, Core) {
     };
     let gw = |g: &str| Path::gateway(a(g));
     route(&mut ctl, "198.18.0.0/16", vec![gw("10.2.0.2")]);
-    route(&mut ctl, "198.19.0.0/16", vec![gw("10.2.0.2").with_labels(&[1000, 2000])]);
-    route(&mut ctl, "198.20.0.0/16", vec![gw("10.2.0.2"), gw("10.3.0.2")]);
+    route(
+        &mut ctl,
+        "198.19.0.0/16",
+        vec![gw("10.2.0.2").with_labels(&[1000, 2000])],
+    );
+    route(
+        &mut ctl,
+        "198.20.0.0/16",
+        vec![gw("10.2.0.2"), gw("10.3.0.2")],
+    );
     route(&mut ctl, "198.21.0.0/16", vec![gw("10.3.0.7")]);
     route(&mut ctl, "198.22.0.0/16", vec![gw("10.100.0.2")]);
     route(&mut ctl, "198.23.0.0/16", vec![gw("10.4.0.2")]);
-    route(&mut ctl, "0.0.0.0/0", vec![gw("10.2.0.2").with_labels(&[3])]);
+    route(
+        &mut ctl,
+        "0.0.0.0/0",
+        vec![gw("10.2.0.2").with_labels(&[3])],
+    );
     let adj2 = ctl.adjacency(2, a("10.2.0.2")).expect("adjacency");
     let adj3 = ctl.adjacency(3, a("10.3.0.2")).expect("adjacency");
     let adj4 = ctl.adjacency(4, a("10.4.0.2")).expect("adjacency");
@@ -84,7 +93,13 @@ fn router() -> (RouterControl, Core) {
         (103, true, LabelAction::swap(adj4, &[300, 301])),
         (300, true, LabelAction::ip4_lookup(0)),
         (301, true, LabelAction::ip4_lookup(mpls::RX_TABLE)),
-        (302, false, LabelAction::Pop { ttl_mode: mpls::TtlMode::Uniform }),
+        (
+            302,
+            false,
+            LabelAction::Pop {
+                ttl_mode: mpls::TtlMode::Uniform,
+            },
+        ),
     ] {
         ctl.label_add(l, eos, act).expect("label");
     }
@@ -127,7 +142,9 @@ fuzz_target!(|data: &[u8]| {
     let mut frames = Vec::new();
     let mut rest = data;
     while let [port, hi, lo, tail @ ..] = rest {
-        let n = (usize::from(*hi) << 8 | usize::from(*lo)).min(tail.len()).min(2048);
+        let n = (usize::from(*hi) << 8 | usize::from(*lo))
+            .min(tail.len())
+            .min(2048);
         frames.push((u16::from(*port % 4), &tail[..n]));
         rest = &tail[n..];
         if frames.len() == 256 {
