@@ -835,6 +835,18 @@ fn ipv4_lite_routes_via_ipv6_link_local_next_hops() {
 }
 
 /// An FRR daemon (zebra, staticd) in namespace `ns`, stopped by PID on drop.
+/// `vtysh -c "configure terminal" -c LINE...` against the FRR daemons whose
+/// sockets are in `dir`, in namespace `ns`.
+fn configure(ns: &str, dir: &std::path::Path, lines: &[&str]) {
+    let d = dir.to_str().unwrap();
+    let mut args = vec!["ip", "netns", "exec", ns, "vtysh", "--vty_socket", d];
+    args.extend(["-c", "configure terminal"]);
+    for l in lines {
+        args.extend(["-c", l]);
+    }
+    ok(&args);
+}
+
 struct Frr {
     child: std::process::Child,
 }
@@ -1117,19 +1129,7 @@ fn record_zebra_fpm_frames() {
          ip route 203.0.113.0/24 10.83.1.3\nip route 192.0.2.0/24 blackhole\n",
     );
     std::thread::sleep(Duration::from_secs(4));
-    ok(&[
-        "ip",
-        "netns",
-        "exec",
-        &ns,
-        "vtysh",
-        "--vty_socket",
-        frr.to_str().unwrap(),
-        "-c",
-        "configure terminal",
-        "-c",
-        "no ip route 198.51.100.0/24 10.83.1.2",
-    ]);
+    configure(&ns, &frr, &["no ip route 198.51.100.0/24 10.83.1.2"]);
     let n = lines.next().unwrap().unwrap();
     let _ = rec.wait();
     staticd.stop();
@@ -1225,42 +1225,22 @@ fn frr_static_lsps_over_fpm_become_label_entries() {
         "{}",
         logs()
     );
-    ok(&[
-        "ip",
-        "netns",
-        "exec",
-        &cp,
-        "vtysh",
-        "--vty_socket",
-        dir.to_str().unwrap(),
-        "-c",
-        "configure terminal",
-        "-c",
-        "no mpls lsp 100 10.85.2.2 200",
-    ]);
+    configure(&cp, &dir, &["no mpls lsp 100 10.85.2.2 200"]);
     wait_long("LSP 100 deleted", 10, &logs, || entry(100).is_none());
     assert!(entry(101).is_some());
     // Labelled routes, one path and ECMP with a label per path (staticd takes
     // them only once zebra told it MPLS is on: through vtysh).
     let staticd = Frr::start(&cp, &dir, "staticd", "hostname cp\n");
     std::thread::sleep(Duration::from_millis(500));
-    ok(&[
-        "ip",
-        "netns",
-        "exec",
+    configure(
         &cp,
-        "vtysh",
-        "--vty_socket",
-        dir.to_str().unwrap(),
-        "-c",
-        "configure terminal",
-        "-c",
-        "ip route 198.51.100.0/24 10.85.2.2 label 300",
-        "-c",
-        "ip route 203.0.113.0/24 10.85.2.2 label 400",
-        "-c",
-        "ip route 203.0.113.0/24 10.85.1.2 label 401",
-    ]);
+        &dir,
+        &[
+            "ip route 198.51.100.0/24 10.85.2.2 label 300",
+            "ip route 203.0.113.0/24 10.85.2.2 label 400",
+            "ip route 203.0.113.0/24 10.85.1.2 label 401",
+        ],
+    );
     let legs = |p: &str| -> Vec<(String, Value)> {
         let mut v: Vec<(String, Value)> = route(&lab, p)
             .filter(|r| r["source"] == "fpm")
