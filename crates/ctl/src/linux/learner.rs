@@ -1155,9 +1155,10 @@ mod tests {
                 route: Some(vec![nh("10.1.0.2", 11)]),
             },
         );
+        // (as the kernel and zebra say it: no gateway, `dev lo`, not a twin)
         let local = NextHop {
             gateway: None,
-            ifindex: None,
+            ifindex: Some(1),
             ..nh("10.1.0.2", 11)
         };
         v.apply(
