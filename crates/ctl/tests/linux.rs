@@ -988,7 +988,7 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
     lab.start_daemon(&two_port_router(
         &cp,
         82,
-        "[fpm]\nquiet_ms = 500\nhold_s = 3\nkernel_routes = false\n",
+        "[fpm]\nquiet_ms = 500\nhold_s = 3\nrestart_s = 3\nkernel_routes = false\n",
     ));
     let dir = lab.dir.join("frr");
     std::fs::create_dir_all(&dir).unwrap();

@@ -48,6 +48,12 @@ pub struct FpmSection {
     /// How long the routes of a zebra that went away keep forwarding, s.
     #[serde(default = "default_hold_s")]
     pub hold_s: u64,
+    /// When zebra comes back while its last routes are held, what its walk did
+    /// not refresh is swept no sooner than this after the connect, s: a
+    /// restarted zebra walks before its daemons (staticd, OSPF, LDP) have given
+    /// it their routes, which follow as updates.
+    #[serde(default = "default_restart_s")]
+    pub restart_s: u64,
     /// Keep importing routes from the kernel while zebra is connected (or held)
     /// (default true). Off: FPM alone brings routes then; links, addresses and
     /// neighbours still come from netlink.
@@ -70,6 +76,9 @@ fn default_quiet_ms() -> u64 {
 }
 fn default_hold_s() -> u64 {
     60
+}
+fn default_restart_s() -> u64 {
+    10
 }
 
 /// FPM frame header bytes.
@@ -139,6 +148,8 @@ pub struct FpmServer {
     stats: FpmStats,
     /// A walk is being marked: when its last message came.
     walking: Option<Instant>,
+    /// The walk is not swept before then (see `restart_s`).
+    sweep_after: Instant,
     /// zebra went away then.
     lost_at: Option<Instant>,
 }
@@ -161,6 +172,7 @@ impl FpmServer {
             view: KernelView::with_source(RouteSource::Fpm, twins, tables),
             stats: FpmStats::default(),
             walking: None,
+            sweep_after: Instant::now(),
             lost_at: None,
         })
     }
@@ -174,7 +186,13 @@ impl FpmServer {
                     self.conn = Some((s, peer, now));
                     self.buf.clear();
                     self.stats.connects += 1;
-                    self.lost_at = None;
+                    // A zebra back while its routes are held: its daemons'
+                    // routes come after its walk (see `restart_s`).
+                    let grace = match self.lost_at.take() {
+                        Some(_) => Duration::from_secs(self.section.restart_s),
+                        None => Duration::ZERO,
+                    };
+                    self.sweep_after = now + grace;
                     // The walk that follows refreshes what is still true.
                     self.view.begin_refresh();
                     self.walking = Some(now);
@@ -183,7 +201,9 @@ impl FpmServer {
         }
         self.read(ctl, now);
         if let Some(last) = self.walking {
-            if now.duration_since(last) >= Duration::from_millis(self.section.quiet_ms) {
+            if now.duration_since(last) >= Duration::from_millis(self.section.quiet_ms)
+                && now >= self.sweep_after
+            {
                 self.walking = None;
                 let v = &mut self.view;
                 let swept = ctl.batch(|ctl| v.sweep(ctl));
@@ -416,6 +436,7 @@ mod tests {
             port: addr.port(),
             quiet_ms: 50,
             hold_s: 3600,
+            restart_s: 0,
             kernel_routes: true,
         };
         let mut s = FpmServer::new(section, l, HashMap::from([(11, 1)]), BTreeMap::new()).unwrap();
