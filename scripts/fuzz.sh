@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target (fuzz/fuzz_targets: netlink, fpm, dpctl, config) for
-# SECONDS each (default 600) on its corpus in fuzz/corpus, with libFuzzer under the
+# Runs the cargo-fuzz targets (fuzz/fuzz_targets: packets, netlink, fpm, dpctl,
+# config, request; all unless named) for SECONDS each (default 600) on its corpus
+# in fuzz/corpus, with libFuzzer under the
 # address sanitizer (nightly toolchain). New inputs go to a scratch folder; with
 # `--keep` those that add coverage are merged into the corpus afterwards. Stops at
 # the first crash (libFuzzer keeps the input under fuzz/artifacts/TARGET).
 #
-#   scripts/fuzz.sh [SECONDS] [--keep]        (make fuzz: 600 s each, --keep)
+#   scripts/fuzz.sh [SECONDS] [--keep] [TARGET...]   (make fuzz: 600 s each, --keep)
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 secs=${1:-600}
 keep=${2:-}
+shift $(( $# < 2 ? $# : 2 ))
 command -v cargo-fuzz > /dev/null || { echo "fuzz: cargo-fuzz missing: run scripts/setup.sh"; exit 1; }
 cargo +nightly fuzz build -O
-for t in $(cargo +nightly fuzz list); do
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo +nightly fuzz list)
+for t in "${targets[@]}"; do
     mkdir -p "corpus/$t"
     new=$(mktemp -d)
     log=$(mktemp)

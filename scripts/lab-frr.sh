@@ -230,13 +230,29 @@ hops = [n for e in r.get(sys.argv[1], []) if e.get("selected") for n in e["nexth
 print(hops[0]["labels"][0] if hops and hops[0].get("labels") else "-")' "$2"
 }
 
+# The next hops of $r's selected route to $prefix, space-separated.
+next_hops() {
+    vty "$1" -c "show ip route $2 json" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(" ".join(n.get("ip", "-") for e in r.get(sys.argv[1], []) if e.get("selected")
+               for n in e["nexthops"]))' "$2"
+}
+
 say "== waiting for OSPF and LDP (through the dataplanes' twins) and the LSPs over FPM"
+# Converged: every router has an LDP session and zebra's LSPs, and OSPF has settled
+# on the short path both ways (while r2's adjacencies are still coming up, the
+# bypass carries the traffic and the LSPs are not the ones checked below).
 converged() {
     local r
     for r in "${ROUTERS_NS[@]}"; do
         [ "$(vty "$r" -c 'show mpls ldp neighbor' | grep -c OPERATIONAL)" -ge 1 ] || return 1
         [ -z "$(lsp_diff "$r")" ] || return 1
     done
+    [ "$(next_hops r3 192.0.2.2/31)" = 192.168.11.10 ] || return 1
+    [ "$(next_hops r2 192.0.2.2/31)" = 192.168.11.8 ] || return 1
+    [ "$(next_hops r1 192.0.2.0/31)" = 192.168.11.9 ] || return 1
+    [ "$(next_hops r0 192.0.2.0/31)" = 192.168.11.7 ] || return 1
     [ "$(out_label r3 192.0.2.2/31)" != - ] && [ "$(out_label r0 192.0.2.0/31)" != - ] || return 1
     in_ns host-a ping -c 1 -W 1 192.0.2.2 > /dev/null 2>&1
 }

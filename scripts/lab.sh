@@ -169,8 +169,7 @@ run_mode() {
     local mode=$1
     say ""
     say "==== mode: $mode"
-    # warm up: ARP on every hop, in both directions (without a hold queue the first
-    # packet to an unresolved neighbour becomes the ARP request)
+    # warm up: ARP on every hop, in both directions, before the captures
     for _ in $(seq 20); do
         in_ns host-a ping -c 1 -W 1 -I 10.0.1.0 10.0.1.1 > /dev/null 2>&1 && break
     done

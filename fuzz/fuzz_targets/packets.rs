@@ -1,12 +1,15 @@
 //! The packet path: vectors of arbitrary frames through `Core::process` (heap
 //! buffers, fast path on) on a router with every path configured: routes, ECMP,
 //! labelled routes, swap, PHP, explicit null, pop and lookup, a VLAN
-//! sub-interface, an unresolved neighbour, a small MTU. Every packet is
-//! accounted for (sent, dropped with a counted reason, or punted), and what is sent
-//! is well formed: IPv4 (a valid header when it came in as IPv4; what PHP
-//! uncovers is sent as it is, as Linux does, once its version says IPv4), or a
-//! label stack that keeps its bottom-of-stack entry. (One router and core serve every run: building them
-//! costs far more than a run.)
+//! sub-interface, an unresolved neighbour, a small MTU; by the input's length,
+//! with sFlow sampling every packet both ways, the trace on, both or neither.
+//! Every packet is accounted for (sent, dropped with a counted reason, held for
+//! its neighbour, or punted), and what is sent is well formed: IPv4 (a valid
+//! header when it came in as IPv4; what PHP uncovers is sent as it is, as Linux
+//! does, once its version says IPv4), or a label stack that keeps its
+//! bottom-of-stack entry. Held packets whose neighbour resolved are released
+//! and checked the same way; samples never claim more header than frame. (One
+//! router and core serve every run: building them costs far more than a run.)
 //!
 //! Input: frames, each as [port, length high, length low, bytes...].
 #![no_main]
@@ -14,22 +17,35 @@
 mod common;
 
 use std::net::Ipv4Addr;
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use dataplane::dpdk::tsc_hz;
 use dataplane::packet::VecPacket;
-use dataplane::router::{Core, CoreConfig, Interface, Out, RouterControl};
+use dataplane::router::{Core, CoreConfig, Interface, Out, RouterControl, SflowHook};
 use fib::{Path, RouteKind};
 use libfuzzer_sys::fuzz_target;
 use mpls::LabelAction;
+use sflow::{Directions, SampleConsumer, Sampling, SamplingTable};
 
-static ROUTER: Mutex<Option<(RouterControl, Core)>> = Mutex::new(None);
+struct Rig {
+    ctl: RouterControl,
+    core: Core,
+    hook: SflowHook,
+    samples: SampleConsumer,
+    table: Arc<SamplingTable>,
+}
+
+static ROUTER: Mutex<Option<Rig>> = Mutex::new(None);
+
+/// The interfaces sFlow samples when on.
+const SAMPLED: [u32; 5] = [1, 2, 3, 4, 10];
 
 fn a(s: &str) -> Ipv4Addr {
     s.parse().expect("address")
 }
 
-fn router() -> (RouterControl, Core) {
+fn router() -> Rig {
     let mut ctl = RouterControl::new();
     for p in 0..4u8 {
         let mtu = if p == 3 { 576 } else { 1500 };
@@ -106,10 +122,19 @@ fn router() -> (RouterControl, Core) {
     let cfg = CoreConfig {
         icmp_rate_pps: 1_000_000,
         icmp_burst: 1_000_000,
+        hold_ms: 1,
         ..CoreConfig::default()
     };
     let core = ctl.new_core(cfg, tsc_hz()).0;
-    (ctl, core)
+    let table = Arc::new(SamplingTable::new());
+    let (sampler, samples) = sflow::channel(0, table.clone(), 4096, 7).expect("sampler");
+    Rig {
+        ctl,
+        core,
+        hook: SflowHook::new(sampler),
+        samples,
+        table,
+    }
 }
 
 /// One bottom-of-stack entry, at the end of the stack, inside the frame.
@@ -155,20 +180,62 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let mut guard = ROUTER.lock().unwrap_or_else(|e| e.into_inner());
-    let (ctl, core) = guard.get_or_insert_with(router);
+    let Rig {
+        ctl,
+        core,
+        hook,
+        samples,
+        table,
+    } = guard.get_or_insert_with(router);
     let _ = ctl.poll();
-    let before = core.stats().total_drops();
+    let sampling = (data.len() & 1 != 0).then_some(Sampling {
+        rate: 1,
+        directions: Directions::Both,
+    });
+    for ix in SAMPLED {
+        table.set(ix, sampling).expect("sampling");
+    }
+    let trace = if data.len() & 2 != 0 { 256 } else { 0 };
+    core.stats().trace_budget.store(trace, Ordering::Relaxed);
+
+    // Held packets whose neighbour has resolved go first, as a worker sends them.
+    let ready = core.held_ready();
+    let mut back: Vec<VecPacket> = (0..ready).map(|_| VecPacket::new(&[], 0)).collect();
+    let mut back_out = vec![Out::Drop; ready];
+    assert_eq!(core.release(&mut back, &mut back_out), ready);
+    for (o, p) in back_out.iter().zip(&back) {
+        if let Out::Tx(_) = o {
+            check_sent(o, p.data(), None);
+        }
+    }
+
+    let (drops, held) = (core.stats().total_drops(), core.stats().held.get());
     let mut pkts: Vec<VecPacket> = frames.iter().map(|(p, f)| VecPacket::new(f, *p)).collect();
     let mut out = vec![Out::Drop; pkts.len()];
-    core.process(&mut pkts, &mut out);
+    hook.process(core, &mut pkts, &mut out);
     let dropped = out.iter().filter(|o| matches!(o, Out::Drop)).count() as u64;
-    // Every drop is counted under a reason (an ICMP error or ARP request sent in
-    // a dropped packet's place counts its drop too).
-    assert!(core.stats().total_drops() - before >= dropped);
+    // Every drop is counted under a reason or held (an ICMP error or ARP request
+    // sent in a dropped packet's place counts its drop too).
+    let stats = core.stats();
+    assert!(stats.total_drops() - drops + stats.held.get() - held >= dropped);
+    while let Some(r) = samples.pop() {
+        assert!(
+            r.header().len() <= r.frame_len as usize,
+            "a sample with more header than frame: {r:?}"
+        );
+    }
+    while stats.traces.pop().is_some() {}
     for (i, (o, p)) in out.iter().zip(&pkts).enumerate() {
-        let Out::Tx(_) = o else { continue };
-        let got = frames[i].1;
-        let f = p.data();
+        if let Out::Tx(_) = o {
+            check_sent(o, p.data(), Some(frames[i].1));
+        }
+    }
+});
+
+/// What the router sent, `f`, for `got` (unknown for a released packet, which
+/// was checked as IPv4 on its way in) is well formed.
+fn check_sent(o: &Out, f: &[u8], got: Option<&[u8]>) {
+    {
         assert!(f.len() >= 14, "a frame sent without an Ethernet header");
         let (et, l3) = match u16::from_be_bytes([f[12], f[13]]) {
             0x8100 => (u16::from_be_bytes([f[16], f[17]]), 18),
@@ -178,7 +245,7 @@ fuzz_target!(|data: &[u8]| {
             0x0800 => {
                 // What came in as IPv4 was checked: it leaves with a valid header.
                 // (A payload under a label is the LSP's: PHP sends it on as it is.)
-                let plain_in = got.get(12..14) == Some(&[8, 0][..]);
+                let plain_in = got.is_some_and(|g| g.get(12..14) == Some(&[8, 0][..]));
                 assert!(
                     f.get(l3).is_some_and(|v| v >> 4 == 4),
                     "not IPv4 sent as IPv4: {o:?} {f:02x?} for {got:02x?}"
@@ -191,10 +258,11 @@ fuzz_target!(|data: &[u8]| {
             0x8847 => {
                 // A stack that had its bottom keeps one (a swap looks at the top
                 // label only: below it, what came in goes on as it was).
-                let had = match got.get(12..14) {
-                    Some([0x88, 0x47]) => one_bottom(&got[14..]),
-                    Some([0x81, 0x00]) => got.len() > 18 && one_bottom(&got[18..]),
-                    _ => true,
+                let had = match got.map(|g| (g.get(12..14), g)) {
+                    Some((Some([0x88, 0x47]), g)) => one_bottom(&g[14..]),
+                    Some((Some([0x81, 0x00]), g)) => g.len() > 18 && one_bottom(&g[18..]),
+                    Some(_) => true,
+                    None => false,
                 };
                 assert!(
                     !had || one_bottom(&f[l3..]),
@@ -204,4 +272,4 @@ fuzz_target!(|data: &[u8]| {
             _ => {}
         }
     }
-});
+}

@@ -136,6 +136,8 @@ struct WorkerSnap {
     icmp_errors: u64,
     arp_replies: u64,
     arp_requests: u64,
+    held: u64,
+    hold_released: u64,
 }
 
 impl WorkerSnap {
@@ -169,6 +171,8 @@ impl WorkerSnap {
             icmp_errors: s.icmp_errors.get(),
             arp_replies: s.arp_replies.get(),
             arp_requests: s.arp_requests.get(),
+            held: s.held.get(),
+            hold_released: s.hold_released.get(),
         }
     }
 
@@ -196,6 +200,8 @@ impl WorkerSnap {
             icmp_errors: d(self.icmp_errors, base.icmp_errors),
             arp_replies: d(self.arp_replies, base.arp_replies),
             arp_requests: d(self.arp_requests, base.arp_requests),
+            held: d(self.held, base.held),
+            hold_released: d(self.hold_released, base.hold_released),
         }
     }
 
@@ -1443,6 +1449,8 @@ impl<'a> RouterApi<'a> {
                     "icmp_errors": s.icmp_errors,
                     "arp_replies": s.arp_replies,
                     "arp_requests": s.arp_requests,
+                    "held": s.held,
+                    "hold_released": s.hold_released,
                     "rates": {
                         "in": per_sec(rx, secs),
                         "out": per_sec(tx, secs),

@@ -365,7 +365,7 @@ fn run_router(
     mut control: Control<'_>,
     info: DaemonInfo,
     ports: &[Port],
-    pool: &Mempool,
+    pool: &Arc<Mempool>,
 ) -> Result<()> {
     let ids: Vec<u16> = ports.iter().map(Port::id).collect();
     let infos: Vec<PortInfo> = ports
@@ -437,6 +437,7 @@ fn run_router(
             agent.add_worker(w as u32).context("[sflow] worker")?,
         ))
         .with_inject(ctl.workers()[w].inject.clone())
+        .with_pool(pool.clone())
         .with_punt_rates(punt_rates);
         jobs.push(Box::new(move || {
             worker.run();

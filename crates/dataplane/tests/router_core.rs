@@ -45,6 +45,17 @@ fn run(core: &mut Core, frames: &[Vec<u8>], port: u16) -> Vec<(Out, Vec<u8>)> {
     res
 }
 
+/// Sends on what the core held, in `n` fresh buffers.
+fn release(core: &mut Core, n: usize) -> Vec<(Out, Vec<u8>)> {
+    let mut pkts: Vec<VecPacket> = (0..n).map(|_| VecPacket::new(&[], 0)).collect();
+    let mut out = vec![Out::Drop; n];
+    assert_eq!(core.release(&mut pkts, &mut out), n);
+    out.iter()
+        .zip(&pkts)
+        .map(|(o, p)| (*o, p.data().to_vec()))
+        .collect()
+}
+
 /// Checks that every frame left on `port` as `want(i)`.
 fn assert_all_tx(res: &[(Out, Vec<u8>)], port: u16, mut want: impl FnMut(usize) -> Vec<u8>) {
     for (i, (o, d)) in res.iter().enumerate() {
@@ -741,15 +752,22 @@ fn arp_resolves_an_incomplete_adjacency() {
     let ip = host_ip(5, [198, 25], 64, 64);
     let res = run(&mut core, &vec![from_host(&ip); N], 0);
     // The first packet becomes the ARP request (for the gateway, on its port); the
-    // others are dropped while it is outstanding.
+    // first few are held until it is answered, the others dropped.
     let request = arp_request(BCAST, mac_r(2), a("10.3.0.1"), a("10.3.0.7"));
     assert_eq!(res[0].0, Out::Tx(2));
     assert_eq!(res[0].1, request, "{:02x?}", res[0].1);
     assert!(res[1..].iter().all(|r| r.0 == Out::Drop));
+    let held = usize::from(core_cfg().hold_per_neighbor);
     assert_eq!(
         counters(core.stats()),
-        expect(&[("neighbor_incomplete", N as u64), ("arp_requests", 1)])
+        expect(&[
+            ("held", held as u64),
+            ("neighbor_hold_full", (N - held) as u64),
+            ("arp_requests", 1)
+        ])
     );
+    assert_eq!(core.holding(), held);
+    assert_eq!(core.held_ready(), 0, "nothing resolved yet");
 
     // The reply is learned (and consumed); the control thread installs it.
     let gw_mac = [2, 0, 0, 0, 7, 7];
@@ -758,10 +776,15 @@ fn arp_resolves_an_incomplete_adjacency() {
     assert_eq!(res[0].0, Out::Drop);
     assert_eq!(ctl.poll(), 1);
     assert_eq!(ctl.neighbors().get(&(3, a("10.3.0.7"))), Some(&gw_mac));
+    // The held packets go now, routed once (TTL 63), in order.
+    let want = eth(gw_mac, mac_r(2), None, ETH_IP4, &with_ttl(&ip, 63));
+    assert_eq!(core.held_ready(), held);
+    let res = release(&mut core, held);
+    assert_all_tx(&res, 2, |_| want.clone());
+    assert_eq!(core.holding(), 0);
+    assert_eq!(core.stats().hold_released.get(), held as u64);
     let res = run(&mut core, &vec![from_host(&ip); N], 0);
-    assert_all_tx(&res, 2, |_| {
-        eth(gw_mac, mac_r(2), None, ETH_IP4, &with_ttl(&ip, 63))
-    });
+    assert_all_tx(&res, 2, |_| want.clone());
 
     // A host on a connected subnet (glean): the request is for the destination.
     let ip = ip4(a("10.1.0.2"), a("10.4.0.9"), 64, 1, 64);
@@ -880,6 +903,20 @@ fn ping_from_an_unresolved_host_sends_an_arp_request() {
     let res = run(&mut core, &[req], 0);
     let want = arp_request(BCAST, mac_r(0), a("10.1.0.1"), a("10.1.0.3"));
     assert_eq!(res[0], (Out::Tx(0), want));
+    // The reply was held: it goes once the host answers.
+    assert_eq!(core.holding(), 1);
+    let mac = [2, 0, 0, 0, 1, 3];
+    run(&mut core, &[neighbor_reply(0, mac, "10.1.0.3")], 0);
+    assert_eq!(ctl.poll(), 1);
+    assert_eq!(core.held_ready(), 1);
+    let mut reply = echo(a("10.1.0.1"), a("10.1.0.3"), 64, 0, 1);
+    reply[4..6].copy_from_slice(&31u16.to_be_bytes());
+    ip_fix(&mut reply);
+    assert_eq!(
+        release(&mut core, 1),
+        vec![(Out::Tx(0), eth(mac, mac_r(0), None, ETH_IP4, &reply))]
+    );
+    assert_eq!(core.stats().echo_replies.get(), 1);
 }
 
 /// The IPv4 id the router put into the ICMP message of `frame` (at `l3`).
@@ -1008,18 +1045,108 @@ fn mpls_swap_to_an_unresolved_neighbour_sends_an_arp_request() {
     let request = arp_request(BCAST, mac_r(3), a("10.4.0.1"), a("10.4.0.7"));
     assert_eq!(res[0], (Out::Tx(3), request));
     assert!(res[1..].iter().all(|r| r.0 == Out::Drop));
+    let held = usize::from(core_cfg().hold_per_neighbor);
     assert_eq!(
         counters(core.stats()),
-        expect(&[("neighbor_incomplete", N as u64), ("arp_requests", 1)])
+        expect(&[
+            ("held", held as u64),
+            ("neighbor_hold_full", (N - held) as u64),
+            ("arp_requests", 1)
+        ])
     );
     let nbr = [2, 0, 0, 0, 4, 7];
     let reply = neighbor_reply(3, nbr, "10.4.0.7");
     assert_eq!(run(&mut core, &[reply], 3)[0].0, Out::Drop);
     assert_eq!(ctl.poll(), 1);
+    // The held packets were switched once (label 220, TTL 63).
+    let want = eth(nbr, mac_r(3), None, ETH_MPLS, &labelled(&[(220, 63)], &ip));
+    assert_eq!(core.held_ready(), held);
+    assert_all_tx(&release(&mut core, held), 3, |_| want.clone());
     let res = run(&mut core, &vec![f; N], 0);
-    assert_all_tx(&res, 3, |_| {
-        eth(nbr, mac_r(3), None, ETH_MPLS, &labelled(&[(220, 63)], &ip))
-    });
+    assert_all_tx(&res, 3, |_| want.clone());
+}
+
+#[test]
+fn packets_held_for_a_connected_host_go_once_it_answers() {
+    let mut ctl = router();
+    let mut core = core(&mut ctl);
+    // 10.4.0.9 is on interface 4's subnet (port 3) and never heard from.
+    let ip = ip4(a("10.1.0.2"), a("10.4.0.9"), 64, 1, 64);
+    let res = run(&mut core, &vec![from_host(&ip); 3], 0);
+    let request = arp_request(BCAST, mac_r(3), a("10.4.0.1"), a("10.4.0.9"));
+    assert_eq!(res[0], (Out::Tx(3), request));
+    assert_eq!(core.holding(), 3);
+    // A FIB change that does not resolve it leaves them waiting.
+    route(&mut ctl, "198.25.0.0/16", &["10.2.0.2"], &[]);
+    assert_eq!(core.held_ready(), 0);
+    let mac = [2, 0, 0, 0, 4, 9];
+    assert_eq!(
+        run(&mut core, &[neighbor_reply(3, mac, "10.4.0.9")], 3)[0].0,
+        Out::Drop
+    );
+    assert_eq!(ctl.poll(), 1);
+    assert_eq!(core.held_ready(), 3);
+    let want = eth(mac, mac_r(3), None, ETH_IP4, &with_ttl(&ip, 63));
+    assert_all_tx(&release(&mut core, 3), 3, |_| want.clone());
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[("held", 3), ("hold_released", 3), ("arp_requests", 1)])
+    );
+}
+
+#[test]
+fn packets_held_for_a_gateway_follow_a_route_change() {
+    let mut ctl = router();
+    route(&mut ctl, "198.25.0.0/16", &["10.3.0.7"], &[]);
+    let mut core = core(&mut ctl);
+    let ip = host_ip(5, [198, 25], 64, 64);
+    run(&mut core, &vec![from_host(&ip); 2], 0);
+    assert_eq!(core.holding(), 2);
+    // The route moves to a resolved gateway: they are looked up again and go there.
+    route(&mut ctl, "198.25.0.0/16", &["10.2.0.2"], &[]);
+    assert_eq!(core.held_ready(), 2);
+    let want = eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&ip, 63));
+    assert_all_tx(&release(&mut core, 2), 1, |_| want.clone());
+    // Nothing left to release; a release with no packet ready writes none.
+    assert_eq!(core.held_ready(), 0);
+    let mut spare = [VecPacket::new(&[], 0)];
+    assert_eq!(core.release(&mut spare, &mut [Out::Drop]), 0);
+}
+
+#[test]
+fn held_packets_time_out_and_holding_can_be_off() {
+    let mut ctl = router();
+    route(&mut ctl, "198.25.0.0/16", &["10.3.0.7"], &[]);
+    let ip = host_ip(5, [198, 25], 64, 64);
+    let cfg = CoreConfig {
+        hold_ms: 0,
+        ..core_cfg()
+    };
+    let mut core = ctl.new_core(cfg, tsc_hz()).0;
+    run(&mut core, &vec![from_host(&ip); 2], 0);
+    assert_eq!(core.holding(), 2);
+    std::thread::sleep(std::time::Duration::from_millis(1));
+    assert_eq!(core.held_ready(), 0);
+    assert_eq!(core.holding(), 0);
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[
+            ("held", 2),
+            ("neighbor_hold_timeout", 2),
+            ("arp_requests", 1)
+        ])
+    );
+    let cfg = CoreConfig {
+        hold_per_neighbor: 0,
+        ..core_cfg()
+    };
+    let mut core = ctl.new_core(cfg, tsc_hz()).0;
+    run(&mut core, &vec![from_host(&ip); 2], 0);
+    assert_eq!(core.holding(), 0);
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[("neighbor_incomplete", 2), ("arp_requests", 1)])
+    );
 }
 
 #[test]
@@ -1546,6 +1673,7 @@ fn fast_path_matches_general_path() {
         fast_path,
         // (some frames carry a checksum verdict: read them on every port)
         nic_csum_ports: u64::MAX,
+        ..CoreConfig::default()
     };
     let fast = std::cell::RefCell::new(ctl.new_core(cfg(true), tsc_hz()).0);
     let general = std::cell::RefCell::new(ctl.new_core(cfg(false), tsc_hz()).0);

@@ -33,8 +33,10 @@ use super::reasons::{DropReason, PuntReason};
 use super::stats::{Stage, TRACE_BYTES, TraceRecord, WorkerStats};
 
 mod fast;
+mod hold;
 mod sflow_hook;
 use fast::{FWD_CACHE, FwdDec, StageAcc};
+pub use hold::{HOLD_BYTES, HOLD_PACKETS};
 pub use sflow_hook::SflowHook;
 
 const ETH_LEN: usize = 14;
@@ -111,6 +113,11 @@ pub struct CoreConfig {
     /// (it reads as unknown), only a few instructions per packet dearer; ignoring
     /// one only sums a header the NIC already checked.
     pub nic_csum_ports: u64,
+    /// Transit packets held per unresolved neighbour until ARP resolves it (see
+    /// `core/hold.rs`); 0 holds none (they are dropped as `neighbor_incomplete`).
+    pub hold_per_neighbor: u8,
+    /// How long a held packet waits for its neighbour, in ms.
+    pub hold_ms: u32,
 }
 
 impl Default for CoreConfig {
@@ -121,6 +128,8 @@ impl Default for CoreConfig {
             arp_retry_ms: 100,
             fast_path: true,
             nic_csum_ports: 0,
+            hold_per_neighbor: 8,
+            hold_ms: 1000,
         }
     }
 }
@@ -187,6 +196,8 @@ enum Local {
     Resolve(u32, u32),
     /// MPLS TTL expired inside an LSP.
     MplsTtl,
+    /// A packet the router built, held for its next hop: route it.
+    Route,
 }
 
 /// A packet's frame as received: its length, the bytes kept and the first bytes
@@ -310,10 +321,41 @@ struct Work {
     resumed: [u64; 4],
     /// `CoreConfig::nic_csum_ports`.
     nic_csum_ports: u64,
+    /// Packets waiting for their next hop to resolve.
+    hold: hold::Hold,
 }
 
 /// Slots of the adjacency cache (a power of two).
 const RW_CACHE: usize = 16;
+
+/// Whether held packet `h` (`bytes`: from its IPv4 header or label stack on)
+/// still waits for its next hop: the lookup it resumes from would still glean or
+/// find an incomplete adjacency.
+fn held_waiting(view: &fib::FibView<'_>, h: &hold::Held, bytes: &[u8]) -> bool {
+    let unresolved = |adj: u32| view.adjacency(adj).is_some_and(|a| !a.complete);
+    match h.meta.kind {
+        // (a packet the router built is looked up as `route_local` does)
+        Kind::Ip4 | Kind::Arp => {
+            let Some(dst) = bytes.get(16..20) else {
+                return false;
+            };
+            let dst = rd32(dst, 0);
+            let fwd = view.lookup(h.meta.table, dst);
+            let hash = if h.meta.kind == Kind::Arp {
+                dst
+            } else {
+                h.meta.hash
+            };
+            let leg = view.leg(fwd, hash);
+            match leg.action() {
+                fib::Action::Glean => true,
+                fib::Action::Forward => unresolved(leg.target()),
+                _ => false,
+            }
+        }
+        _ => unresolved(h.meta.adj),
+    }
+}
 
 /// The slot of adjacency `adj` in the adjacency cache (`Work::rw`).
 #[inline(always)]
@@ -426,6 +468,10 @@ impl Core {
                 l3s: [0; BURST],
                 resumed: [0; 4],
                 nic_csum_ports: cfg.nic_csum_ports,
+                hold: hold::Hold::new(
+                    cfg.hold_per_neighbor,
+                    tsc_hz / 1000 * u64::from(cfg.hold_ms),
+                ),
             },
         }
     }
@@ -436,10 +482,46 @@ impl Core {
     }
 
     /// Runs one vector through every stage; `out[i]` says where `pkts[i]` goes. The
-    /// packets are rewritten in place (and their windows moved).
+    /// packets are rewritten in place (and their windows moved). A packet held
+    /// for its next hop (see [`Core::release`]) is `Out::Drop` here: its copy is
+    /// kept, counted as `held`.
     pub fn process<P: Packet>(&mut self, pkts: &mut [P], out: &mut [Out]) {
         let Core { tables, w } = self;
         w.process(tables, pkts, out)
+    }
+
+    /// Packets held for a neighbour being resolved.
+    #[inline(always)]
+    pub fn holding(&self) -> usize {
+        self.w.hold.len()
+    }
+
+    /// How many held packets may go now (their next hop resolved, or their route
+    /// changed): [`Core::release`] wants as many buffers. Packets held longer than
+    /// [`CoreConfig::hold_ms`] are dropped here (`neighbor_hold_timeout`).
+    #[cold]
+    pub fn held_ready(&mut self) -> usize {
+        let Core { tables, w } = self;
+        if w.hold.len() == 0 {
+            return 0;
+        }
+        let view = tables.fib.read();
+        let (ready, expired) = w.hold.check(tsc(), view.version(), |h, bytes| {
+            held_waiting(&view, h, bytes)
+        });
+        w.stats.drops[DropReason::NeighborHoldTimeout as usize].add(expired as u64);
+        ready
+    }
+
+    /// Sends on the held packets [`Core::held_ready`] counted, oldest first: each
+    /// is written into one of `pkts` (empty buffers with room for
+    /// [`HOLD_BYTES`] plus 128 bytes of headroom) and goes through the stages it
+    /// was held before (ip4-lookup again, or the rewrite of a switched packet);
+    /// `out[i]` as for [`Core::process`]. Returns the packets written.
+    #[cold]
+    pub fn release<P: Packet>(&mut self, pkts: &mut [P], out: &mut [Out]) -> usize {
+        let Core { tables, w } = self;
+        w.release(tables, pkts, out)
     }
 }
 
@@ -471,13 +553,7 @@ impl Work {
         let view = tables.fib.read();
         // The decoded adjacencies and FIB results of earlier vectors hold while the
         // FIB and the interface table are the ones they were decoded from.
-        let same =
-            matches!(&self.seen, Some((v, t)) if *v == view.version() && Arc::ptr_eq(t, &ifaces));
-        if !same {
-            self.rw = [Rw::default(); RW_CACHE];
-            self.fd_invalidate();
-            self.seen = Some((view.version(), ifaces.clone()));
-        }
+        self.sync_caches(&view, &ifaces);
 
         self.rx_one = None;
         // The fast path first; what it leaves goes through the general stages.
@@ -502,6 +578,29 @@ impl Work {
             }
             n
         };
+        self.stages(pkts, out, n_slow, ift, &view, &tables.labels, now, &mut acc);
+        drop(view);
+        acc.commit(&self.stats);
+        if tracing {
+            self.trace_out(pkts, out, n, now);
+        }
+    }
+
+    /// The general stages over the packets `self.slow[..n_slow]` of `pkts`: from
+    /// ethernet-input (or, for a packet marked resumed, the stage its metadata
+    /// names) to the rewrite.
+    #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+    fn stages<P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        n_slow: usize,
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+        labels: &mpls::LabelReader,
+        now: u64,
+        acc: &mut StageAcc,
+    ) {
         let mut t = tsc();
 
         // ethernet-input
@@ -544,7 +643,7 @@ impl Work {
 
         // mpls-lookup
         if n_mpls > 0 {
-            let guard = tables.labels.pin();
+            let guard = labels.pin();
             let stats: &WorkerStats = &self.stats;
             for s in 0..n_slow {
                 let i = usize::from(self.slow[s]);
@@ -646,7 +745,7 @@ impl Work {
             let mut labels = [0u32; fib::MAX_LABELS];
             for j in 0..k {
                 let i = usize::from(self.sel[j]);
-                if self.ip4_fast(&mut pkts[i], i, j, ift, &view, &mut labels) {
+                if self.ip4_fast(&mut pkts[i], i, j, ift, view, &mut labels) {
                     continue;
                 }
                 let mut m = self.meta[i];
@@ -675,7 +774,7 @@ impl Work {
                             continue;
                         }
                         let adj_id = leg.target();
-                        let adj = self.rw[self.rw_slot(adj_id, ift, &view)];
+                        let adj = self.rw[self.rw_slot(adj_id, ift, view)];
                         if adj.stale {
                             self.drop(&mut m, DropReason::StaleAdjacency);
                             self.meta[i] = m;
@@ -698,7 +797,9 @@ impl Work {
                         }
                         if !adj.complete {
                             let nbr = if adj.nbr != 0 { adj.nbr } else { rd32(ip, 16) };
-                            self.resolve(&mut m, adj.ifindex, nbr);
+                            m.hash = hash;
+                            let held = self.hold(&mut pkts[i], &m, adj.ifindex, nbr);
+                            self.resolve(&mut m, adj.ifindex, nbr, held);
                             n_local += usize::from(m.kind == Kind::Arp);
                             self.meta[i] = m;
                             continue;
@@ -733,7 +834,10 @@ impl Work {
                         if ip[8] <= 1 {
                             self.drop_with_icmp(&mut m, DropReason::Ip4TtlExpired, 11, 0, 0);
                         } else {
-                            self.resolve(&mut m, leg.target(), rd32(ip, 16));
+                            let dst = rd32(ip, 16);
+                            m.hash = hash;
+                            let held = self.hold(&mut pkts[i], &m, leg.target(), dst);
+                            self.resolve(&mut m, leg.target(), dst, held);
                         }
                         n_local += usize::from(m.kind == Kind::Arp);
                     }
@@ -768,7 +872,7 @@ impl Work {
                 if self.sflow_notes {
                     self.keep_head(&mut pkts[i], i);
                 }
-                self.local(&mut pkts[i], &mut m, ift, &view, &tables.labels, now);
+                self.local(&mut pkts[i], &mut m, ift, view, labels, now);
                 self.meta[i] = m;
             }
             t = acc.add(Stage::Local, n_local, t);
@@ -784,7 +888,7 @@ impl Work {
             if matches!(self.meta[i].kind, Kind::Rewrite) {
                 n_rw += 1;
                 self.meta[i].path |= 1 << Stage::Rewrite as u8;
-                let slot = self.rw_slot(self.meta[i].adj, ift, &view);
+                let slot = self.rw_slot(self.meta[i].adj, ift, view);
                 let rw = &self.rw[slot];
                 let m = &self.meta[i];
                 let fast = if rw.ok {
@@ -804,7 +908,7 @@ impl Work {
             let mut m = self.meta[i];
             out[i] = match m.kind {
                 // Stale, down, unresolved, no headroom: the general path.
-                Kind::Rewrite => match self.rewrite(&mut pkts[i], i, &mut m, ift, &view) {
+                Kind::Rewrite => match self.rewrite(&mut pkts[i], i, &mut m, ift, view) {
                     Some(port) => {
                         if self.tx_ifs && m.kind == Kind::Rewrite && transit_meta(&m) {
                             // (the loop above put this adjacency in its slot)
@@ -828,12 +932,114 @@ impl Work {
         for k in 0..RW_CACHE {
             self.flush_tx(k);
         }
-        drop(view);
         acc.add(Stage::Rewrite, n_rw, t);
-        acc.commit(&self.stats);
-        if tracing {
-            self.trace_out(pkts, out, n, now);
+    }
+
+    #[allow(clippy::needless_range_loop)]
+    fn release<P: Packet>(
+        &mut self,
+        tables: &mut Tables,
+        pkts: &mut [P],
+        out: &mut [Out],
+    ) -> usize {
+        let n = pkts.len().min(BURST).min(out.len());
+        let mut k = 0;
+        while k < n {
+            let p = &mut pkts[k];
+            let Some((mut m, len)) = p
+                .raw_mut()
+                .get_mut(hold::RESUME_AT..)
+                .and_then(|to| self.hold.take_ready(to))
+            else {
+                break;
+            };
+            if m.kind == Kind::Drop || !p.set_window(hold::RESUME_AT, len) {
+                // (a buffer too small for it)
+                self.drop(&mut m, DropReason::NoHeadroom);
+            }
+            m.l3 = hold::RESUME_AT as u16;
+            m.end = (hold::RESUME_AT + len) as u16;
+            self.meta[k] = m;
+            self.slow[k] = k as u16;
+            self.resumed[k >> 6] |= 1 << (k & 63);
+            out[k] = Out::Drop;
+            k += 1;
         }
+        if k == 0 {
+            return 0;
+        }
+        self.stats.hold_released.add(k as u64);
+        let ifaces = tables.ifaces.load_full();
+        let view = tables.fib.read();
+        self.sync_caches(&view, &ifaces);
+        self.rx_one = None;
+        let mut acc = StageAcc::default();
+        self.stages(
+            pkts,
+            out,
+            k,
+            &ifaces,
+            &view,
+            &tables.labels,
+            tsc(),
+            &mut acc,
+        );
+        drop(view);
+        acc.commit(&self.stats);
+        self.resumed = [0; 4];
+        k
+    }
+
+    /// Drops the decoded adjacencies and FIB results of earlier vectors unless the
+    /// FIB and the interface table are the ones they were decoded from.
+    fn sync_caches(&mut self, view: &fib::FibView<'_>, ifaces: &Arc<IfTable>) {
+        let same =
+            matches!(&self.seen, Some((v, t)) if *v == view.version() && Arc::ptr_eq(t, ifaces));
+        if !same {
+            self.rw = [Rw::default(); RW_CACHE];
+            self.fd_invalidate();
+            self.seen = Some((view.version(), ifaces.clone()));
+        }
+    }
+
+    /// Keeps a copy of the packet `pkts[i]` (from `m.l3` to `m.end`) to go on
+    /// from `m` once `nbr` on `ifindex` resolves.
+    fn hold<P: Packet>(
+        &mut self,
+        p: &mut P,
+        m: &Meta,
+        ifindex: u32,
+        nbr: u32,
+    ) -> Result<(), DropReason> {
+        let l3 = p
+            .raw_mut()
+            .get(usize::from(m.l3)..usize::from(m.end))
+            .ok_or(DropReason::NeighborIncomplete)?;
+        let mut meta = *m;
+        meta.local = Local::None;
+        self.hold_frame(l3, meta, ifindex, nbr)
+    }
+
+    /// Keeps a copy of `l3` to go on from `meta` once `nbr` on `ifindex` resolves.
+    fn hold_frame(
+        &mut self,
+        l3: &[u8],
+        mut meta: Meta,
+        ifindex: u32,
+        nbr: u32,
+    ) -> Result<(), DropReason> {
+        meta.reason = 0;
+        meta.csum = RxCsum::Unknown;
+        self.hold.push(
+            l3,
+            hold::Held {
+                meta,
+                ifindex,
+                nbr,
+                at: tsc(),
+                ..Default::default()
+            },
+        )
     }
 
     /// Keeps the head of every packet of a traced vector before processing.
@@ -1043,10 +1249,20 @@ impl Work {
     }
 
     /// Marks a packet to become an ARP request for `ip` on `ifindex`, unless one
-    /// went out recently; the original is dropped as `NeighborIncomplete`.
-    fn resolve(&mut self, m: &mut Meta, ifindex: u32, ip: u32) {
-        self.stats.drops[DropReason::NeighborIncomplete as usize].inc();
-        self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
+    /// went out recently. `held`: whether a copy of it waits for the answer (see
+    /// [`Work::hold`]); if not, it is dropped for that reason.
+    fn resolve(&mut self, m: &mut Meta, ifindex: u32, ip: u32, held: Result<(), DropReason>) {
+        match held {
+            Ok(()) => self.stats.held.inc(),
+            Err(r) => {
+                self.stats.drops[r as usize].inc();
+                self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
+                // (an ICMP error's packet keeps the reason it was dropped for)
+                if m.reason == 0 {
+                    m.reason = r as u8 + 1;
+                }
+            }
+        }
         let now = tsc();
         let slot = (ip.wrapping_mul(0x9e37_79b9) >> 28) as usize;
         let (rip, at) = self.arp_recent[slot];
@@ -1079,6 +1295,16 @@ impl Work {
             }
             Local::Resolve(ifindex, ip) => self.arp_request(p, m, ift, ifindex, ip),
             Local::MplsTtl => self.mpls_ttl(p, m, ift, labels),
+            Local::Route => {
+                let raw = p.raw_mut();
+                match raw.get(usize::from(m.l3) + 16..usize::from(m.l3) + 20) {
+                    Some(d) => {
+                        let dst = rd32(d, 0);
+                        self.route_local(raw, m, ift, view, dst);
+                    }
+                    None => m.kind = Kind::Drop,
+                }
+            }
         }
         // An echo reply or ICMP error whose destination needs resolving: the packet
         // becomes the ARP request (resolve() already marked the address as asked).
@@ -1228,7 +1454,18 @@ impl Work {
                 m.kind = Kind::Rewrite;
             }
             // The caller (`local`) turns the packet into the ARP request.
-            fib::Action::Glean => self.resolve(m, leg.target(), dst),
+            // Held to go through this lookup again (`Local::Route`).
+            fib::Action::Glean => {
+                let mut again = *m;
+                again.kind = Kind::Arp;
+                again.local = Local::Route;
+                again.table = table;
+                let l3 = raw
+                    .get(usize::from(m.l3)..usize::from(m.end))
+                    .unwrap_or_default();
+                let held = self.hold_frame(l3, again, leg.target(), dst);
+                self.resolve(m, leg.target(), dst, held)
+            }
             _ => self.drop(m, DropReason::Ip4NoRoute),
         }
     }
@@ -1510,7 +1747,8 @@ impl Work {
                 self.drop(m, DropReason::NeighborIncomplete);
                 return None;
             };
-            self.resolve(m, adj.ifindex, u32::from(nbr));
+            let held = self.hold(p, m, adj.ifindex, u32::from(nbr));
+            self.resolve(m, adj.ifindex, u32::from(nbr), held);
             if let (Kind::Arp, Local::Resolve(ix, ip)) = (m.kind, m.local) {
                 self.arp_request(p, m, ift, ix, ip);
             }

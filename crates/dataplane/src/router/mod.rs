@@ -12,7 +12,7 @@ mod stats;
 mod worker;
 
 pub use control::{RouteSource, RouterControl, RouterError, WorkerHandle};
-pub use core::{Core, CoreConfig, Event, Out, SflowHook, Tables};
+pub use core::{Core, CoreConfig, Event, HOLD_BYTES, HOLD_PACKETS, Out, SflowHook, Tables};
 pub use iface::{IfTable, Interface};
 pub use neigh::{ArpProbe, NeighborAging};
 pub use reasons::{DropReason, PuntReason};

@@ -50,8 +50,13 @@ pub enum DropReason {
     MplsMtuExceeded,
     /// IPv4 multicast destination (not forwarded).
     Ip4Multicast,
-    /// Neighbour not resolved yet (ARP request sent, rate-limited).
+    /// Neighbour not resolved yet (ARP request sent, rate-limited) and the packet
+    /// cannot be held: longer than the hold queue keeps, or holding is off.
     NeighborIncomplete,
+    /// Neighbour not resolved yet and its hold queue (or the worker's) is full.
+    NeighborHoldFull,
+    /// Held for a neighbour that did not resolve in time.
+    NeighborHoldTimeout,
     /// Adjacency id the FIB no longer knows (route changed under the packet).
     StaleAdjacency,
     /// Not enough headroom to push labels or headers.
@@ -80,7 +85,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 33] = [
+    pub const ALL: [DropReason; 35] = [
         DropReason::EthTruncated,
         DropReason::NotOurMac,
         DropReason::UnknownVlan,
@@ -103,6 +108,8 @@ impl DropReason {
         DropReason::MplsMtuExceeded,
         DropReason::Ip4Multicast,
         DropReason::NeighborIncomplete,
+        DropReason::NeighborHoldFull,
+        DropReason::NeighborHoldTimeout,
         DropReason::StaleAdjacency,
         DropReason::NoHeadroom,
         DropReason::IcmpRateLimited,
@@ -143,6 +150,8 @@ impl DropReason {
             DropReason::MplsMtuExceeded => "mpls_mtu_exceeded",
             DropReason::Ip4Multicast => "ip4_multicast",
             DropReason::NeighborIncomplete => "neighbor_incomplete",
+            DropReason::NeighborHoldFull => "neighbor_hold_full",
+            DropReason::NeighborHoldTimeout => "neighbor_hold_timeout",
             DropReason::StaleAdjacency => "stale_adjacency",
             DropReason::NoHeadroom => "no_headroom",
             DropReason::IcmpRateLimited => "icmp_rate_limited",

@@ -117,6 +117,10 @@ pub struct WorkerStats {
     pub arp_requests: Counter,
     /// Packets the control thread sent through this worker (ARP probes).
     pub injected: Counter,
+    /// Packets held while their next hop was resolved (see `core::hold`).
+    pub held: Counter,
+    /// Held packets sent on once their next hop resolved.
+    pub hold_released: Counter,
     /// Packets still to trace (set by the control thread, counted down by the worker).
     pub trace_budget: AtomicU32,
     /// Trace records, oldest first (bounded; the control thread drains them).
@@ -166,6 +170,8 @@ impl Default for WorkerStats {
             arp_replies: Counter::new(),
             arp_requests: Counter::new(),
             injected: Counter::new(),
+            held: Counter::new(),
+            hold_released: Counter::new(),
             trace_budget: AtomicU32::new(0),
             traces: ArrayQueue::new(1024),
         }

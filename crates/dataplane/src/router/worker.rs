@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crossbeam_queue::ArrayQueue;
 
-use crate::dpdk::{BURST, Burst, Mbuf, tsc};
+use crate::dpdk::{BURST, Burst, Mbuf, Mempool, tsc};
 use crate::xconnect::IdlePolicy;
 
 use super::core::{Bucket, Core, Out, SflowHook};
@@ -76,6 +76,8 @@ pub struct RouterWorker {
     inject: Option<Arc<InjectQueue>>,
     /// The core's counters, kept here so the loop never touches the Arc's refcount.
     stats: Arc<WorkerStats>,
+    /// Buffers for the packets the core held while their next hop resolved.
+    pool: Option<Arc<Mempool>>,
 }
 
 impl std::fmt::Debug for RouterWorker {
@@ -112,6 +114,7 @@ impl RouterWorker {
             idle,
             sflow: None,
             inject: None,
+            pool: None,
         }
     }
 
@@ -119,6 +122,14 @@ impl RouterWorker {
     /// loop, on this worker's tx queues.
     pub fn with_inject(mut self, q: Arc<InjectQueue>) -> RouterWorker {
         self.inject = Some(q);
+        self
+    }
+
+    /// Sends the packets the core held for an unresolved next hop (see
+    /// [`Core::release`]) in buffers from `pool`; without one they wait out the
+    /// hold time and are dropped.
+    pub fn with_pool(mut self, pool: Arc<Mempool>) -> RouterWorker {
+        self.pool = Some(pool);
         self
     }
 
@@ -146,6 +157,9 @@ impl RouterWorker {
             if !q.is_empty() {
                 inject(q, tx, self.ports, self.tx_queue, &self.stats);
             }
+        }
+        if self.core.holding() > 0 {
+            self.release_held(tx, out);
         }
         let t0 = tsc();
         let nq = self.rx.len();
@@ -192,8 +206,6 @@ impl RouterWorker {
         let t2 = tsc();
         let ports = self.ports;
         let tx_queue = self.tx_queue;
-        let punts = &self.punts;
-        let policer = &mut self.policer;
         // The common case: the whole vector leaves on one port. Send the rx vector
         // as it is, without sorting packets into per-port bursts.
         if let Out::Tx(port) = out[0] {
@@ -212,13 +224,26 @@ impl RouterWorker {
                 return tx_done(stats, n, t0, t2);
             }
         }
-        rx.drain_each(|i, m| match out[i] {
+        self.dispatch(rx, tx, &out[..n], t2);
+        tx_done(&self.stats, n, t0, t2)
+    }
+
+    /// Sends each packet of `b` where `out` says (per-port bursts, the punt
+    /// queue through the policer, or freed), `now` being the policer's clock.
+    fn dispatch(&mut self, b: &mut Burst, tx: &mut [Burst], out: &[Out], now: u64) {
+        let stats = &self.stats;
+        let ports = self.ports;
+        let tx_queue = self.tx_queue;
+        let punts = &self.punts;
+        let policer = &mut self.policer;
+        let t2 = now;
+        b.drain_each(|i, m| match out[i] {
             Out::Tx(port) if usize::from(port) < ports => {
-                let b = &mut tx[usize::from(port)];
-                if b.room() == 0 {
-                    flush(b, port, tx_queue, &stats.drops[DropReason::TxFull as usize]);
+                let t = &mut tx[usize::from(port)];
+                if t.room() == 0 {
+                    flush(t, port, tx_queue, &stats.drops[DropReason::TxFull as usize]);
                 }
-                let _ = b.push(m);
+                let _ = t.push(m);
             }
             Out::Punt(r) => {
                 let (bucket, policed) = if r.is_control() {
@@ -239,17 +264,41 @@ impl RouterWorker {
             // (counted where it was dropped)
             Out::Drop => drop(m),
         });
-        for (port, b) in tx.iter_mut().enumerate() {
-            if !b.is_empty() {
+        for (port, t) in tx.iter_mut().enumerate() {
+            if !t.is_empty() {
                 flush(
-                    b,
+                    t,
                     port as u16,
                     tx_queue,
                     &stats.drops[DropReason::TxFull as usize],
                 );
             }
         }
-        tx_done(stats, n, t0, t2)
+    }
+
+    /// Sends what the core held and may now go (see [`Core::release`]).
+    #[cold]
+    #[inline(never)]
+    fn release_held(&mut self, tx: &mut [Burst], out: &mut [Out; BURST]) {
+        let ready = self.core.held_ready();
+        let Some(pool) = self.pool.as_ref().filter(|_| ready > 0) else {
+            return;
+        };
+        let mut b = Burst::new();
+        for _ in 0..ready.min(BURST) {
+            let Some(m) = pool.alloc() else {
+                break;
+            };
+            let _ = b.push(m);
+        }
+        let got = b.len();
+        let n = self.core.release(b.as_mut_slice(), &mut out[..got]);
+        // (buffers beyond what was released go back to the pool)
+        while b.len() > n {
+            drop(b.pop());
+        }
+        let out = *out;
+        self.dispatch(&mut b, tx, &out[..n], tsc());
     }
 
     /// Polls until the stop flag is set.
