@@ -20,7 +20,7 @@ use dataplane::router::{
 };
 use dataplane::xconnect::{RxAssignment, WorkerCounters};
 use fib::{Ipv4Prefix, RouteKind, TableId, Via};
-use sflow::{Agent, AgentConfig, InterfaceCounters, Sampling};
+use sflow::{Agent, AgentConfig, Sampling};
 
 use crate::cli::{self, Command, RouteFilter};
 use crate::config::Config;
@@ -473,11 +473,13 @@ impl<'a> RouterApi<'a> {
             return;
         };
         let ctl = &*self.ctl;
-        let ports = self.ports;
         let ifaces = ctl.ifaces();
         let stats = ctl.worker_stats();
-        let mut src = |out: &mut Vec<InterfaceCounters>| {
-            sflow_agent::poll_counters(&ifaces, &stats, ports, out);
+        let mut src = sflow_agent::RouterSource {
+            ctl,
+            ifaces: &ifaces,
+            stats: &stats,
+            ports: self.ports,
         };
         // A bounded number of rounds per tick: the rest waits for the next tick
         // (the rings absorb it, or drop and count).

@@ -26,8 +26,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use dataplane::router::{IfTable, WorkerStats};
-use sflow::{Agent, AgentConfig, Directions, IfCounters, InterfaceCounters, Sampling};
+use dataplane::router::{IfTable, RouterControl, WorkerStats};
+use sflow::{
+    Agent, AgentConfig, CounterSource, Directions, IfCounters, InterfaceCounters, SampleRecord,
+    Sampling,
+};
 
 use crate::ports::PortSource;
 
@@ -177,6 +180,73 @@ pub fn apply_diff(agent: &mut Agent, old: &AgentConfig, new: &AgentConfig) -> Ve
     done
 }
 
+/// What the agent asks of the router: interface counters ([`poll_counters`]) and
+/// the route masks of flow samples ([`mask_lengths`]).
+pub struct RouterSource<'a> {
+    /// The router (its FIB answers the masks).
+    pub ctl: &'a RouterControl,
+    /// Its interfaces.
+    pub ifaces: &'a IfTable,
+    /// The workers' counters.
+    pub stats: &'a [std::sync::Arc<WorkerStats>],
+    /// The ports' link state and device counters.
+    pub ports: &'a dyn PortSource,
+}
+
+impl CounterSource for RouterSource<'_> {
+    fn poll_counters(&mut self, out: &mut Vec<InterfaceCounters>) {
+        poll_counters(self.ifaces, self.stats, self.ports, out);
+    }
+
+    fn mask_lengths(&mut self, rec: &SampleRecord) -> Option<(u8, u8)> {
+        mask_lengths(self.ctl, self.ifaces, rec)
+    }
+}
+
+/// extended_router's masks of a flow sample: the lengths of the routes to its
+/// IPv4 source and destination in the receiving interface's table, for a packet
+/// the router looked up as IPv4 (one that arrived without labels); `None`
+/// otherwise (a label switch looks up no prefix).
+pub fn mask_lengths(ctl: &RouterControl, ifaces: &IfTable, rec: &SampleRecord) -> Option<(u8, u8)> {
+    if !rec.in_labels.as_slice().is_empty() {
+        return None;
+    }
+    let sflow::Interface::Index(ix) = rec.input else {
+        return None;
+    };
+    let table = ifaces.get(ix)?.table;
+    let (src, dst) = ip4_addresses(rec.header())?;
+    let len = |a: u32| ctl.fib().match_len(table, a).unwrap_or(0);
+    Some((len(src), len(dst)))
+}
+
+/// The IPv4 source and destination of an Ethernet frame (802.1Q tag and label
+/// stack skipped).
+fn ip4_addresses(f: &[u8]) -> Option<(u32, u32)> {
+    let rd16 = |o: usize| f.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let (mut et, mut at) = (rd16(12)?, 14);
+    if et == 0x8100 {
+        (et, at) = (rd16(16)?, 18);
+    }
+    if et == 0x8847 {
+        loop {
+            let bos = f.get(at + 2)? & 1 != 0;
+            at += 4;
+            if bos {
+                break;
+            }
+        }
+    } else if et != 0x0800 {
+        return None;
+    }
+    let ip = f.get(at..at + 20)?;
+    if ip[0] >> 4 != 4 {
+        return None;
+    }
+    let word = |o: usize| u32::from_be_bytes([ip[o], ip[o + 1], ip[o + 2], ip[o + 3]]);
+    Some((word(12), word(16)))
+}
+
 /// Interface counters for the agent's counter samples: the workers' per-interface
 /// packets, bytes and drops, the port's link state, speed and device errors.
 pub fn poll_counters(
@@ -278,6 +348,54 @@ mod tests {
             sflow: SflowSection,
         }
         toml::from_str::<F>(text).unwrap().sflow
+    }
+
+    #[test]
+    fn masks_are_the_lengths_of_the_routes_a_lookup_finds() {
+        use dataplane::router::Interface as If;
+        use fib::{Path, RouteKind};
+        use sflow::{Direction, PacketInfo};
+        let mut ctl = RouterControl::new();
+        ctl.add_interface(If {
+            ifindex: 1,
+            name: "port0".into(),
+            port: 0,
+            vlan: None,
+            mac: [2, 0, 0, 0, 0, 1],
+            mtu: 1500,
+            up: true,
+            table: 0,
+            addrs: vec![(Ipv4Addr::new(10, 1, 0, 1), 24)],
+        })
+        .unwrap();
+        let via = RouteKind::Paths(vec![Path::gateway(Ipv4Addr::new(10, 1, 0, 2))]);
+        ctl.route_add(0, "198.18.0.0/15".parse().unwrap(), via.clone())
+            .unwrap();
+        ctl.route_add(0, "198.18.7.0/24".parse().unwrap(), via)
+            .unwrap();
+        let mut frame = vec![0u8; 14 + 20];
+        frame[12..14].copy_from_slice(&[8, 0]);
+        frame[14] = 0x45;
+        frame[26..30].copy_from_slice(&[10, 1, 0, 9]);
+        let rec = |dst: [u8; 4], in_labels: &[u32]| {
+            let mut f = frame.clone();
+            f[30..34].copy_from_slice(&dst);
+            let info = PacketInfo {
+                frame: &f,
+                frame_len: f.len() as u32,
+                input: sflow::Interface::Index(1),
+                in_labels,
+                ..PacketInfo::default()
+            };
+            SampleRecord::new(0, Direction::Rx, 1, 1, 1, 0, 128, &info)
+        };
+        let ifaces = ctl.ifaces();
+        let m = |r: &SampleRecord| mask_lengths(&ctl, &ifaces, r);
+        assert_eq!(m(&rec([198, 18, 7, 1], &[])), Some((24, 24)));
+        assert_eq!(m(&rec([198, 19, 0, 1], &[])), Some((24, 15)));
+        assert_eq!(m(&rec([203, 0, 113, 1], &[])), Some((24, 0)));
+        // A label switch looks up no prefix.
+        assert_eq!(m(&rec([198, 18, 7, 1], &[100])), None);
     }
 
     #[test]

@@ -631,6 +631,15 @@ impl Fib {
         self.pl(e.pl).map(|p| p.fwd)
     }
 
+    /// The length of the route a lookup of `addr` in `table` finds (its longest
+    /// match), if any.
+    pub fn match_len(&self, table: TableId, addr: u32) -> Option<u8> {
+        let t = self.tables.get(&table)?;
+        t.trie
+            .longest_match(addr, 32, |_| false)
+            .map(|(_, len)| len)
+    }
+
     /// Number of routes in `table` (0 for an unknown table).
     pub fn route_count(&self, table: TableId) -> usize {
         self.tables.get(&table).map_or(0, |t| t.trie.len())

@@ -50,12 +50,20 @@ pub struct InterfaceCounters {
     pub ethernet: Option<EthernetCounters>,
 }
 
-/// Where counter samples come from: the daemon implements it over its port
-/// counters. Called once per polling interval, on the agent's thread.
+/// What the agent asks of the router, on the agent's thread: counters (once
+/// per polling interval) and the route masks of each flow sample.
 pub trait CounterSource {
     /// Appends the counters of every interface to report to `out` (which the agent
     /// clears and reuses).
     fn poll_counters(&mut self, out: &mut Vec<InterfaceCounters>);
+
+    /// extended_router's masks for a flow sample before it is encoded: the
+    /// lengths of the routes to its source and destination (`None`: keep the
+    /// record's). Workers do not know them (a lookup answers with a result, not
+    /// a prefix): the control plane looks them up here.
+    fn mask_lengths(&mut self, _rec: &SampleRecord) -> Option<(u8, u8)> {
+        None
+    }
 }
 
 impl<F: FnMut(&mut Vec<InterfaceCounters>)> CounterSource for F {
@@ -595,7 +603,7 @@ impl Agent {
     pub fn poll(&mut self, now: Instant, counters: &mut dyn CounterSource) -> PollReport {
         let before = self.tx.datagrams;
         let mut report = PollReport::default();
-        self.drain(now, &mut report);
+        self.drain(now, counters, &mut report);
         let interval = self.cfg.polling_interval;
         if !interval.is_zero() {
             let due = *self.next_poll.get_or_insert(now);
@@ -656,7 +664,7 @@ impl Agent {
         }
     }
 
-    fn drain(&mut self, now: Instant, report: &mut PollReport) {
+    fn drain(&mut self, now: Instant, router: &mut dyn CounterSource, report: &mut PollReport) {
         let n = self.subs.len();
         if n == 0 {
             return;
@@ -681,10 +689,13 @@ impl Agent {
                 let i = (self.rr + j) % n;
                 let mut k = 0;
                 while k < ROUND && budget > 0 {
-                    let Some(rec) = self.subs[i].worker.as_mut().and_then(SampleConsumer::pop)
+                    let Some(mut rec) = self.subs[i].worker.as_mut().and_then(SampleConsumer::pop)
                     else {
                         break;
                     };
+                    if let Some((src, dst)) = router.mask_lengths(&rec) {
+                        (rec.src_mask_len, rec.dst_mask_len) = (src, dst);
+                    }
                     self.encode_flow(i, &rec, now);
                     k += 1;
                     budget -= 1;

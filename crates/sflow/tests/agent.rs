@@ -757,3 +757,37 @@ fn ipv6_agent_and_collector() {
         assert_eq!(f.output, Interface::Index(3));
     }
 }
+
+/// The router's answer to `mask_lengths` is what extended_router carries.
+#[test]
+fn the_router_fills_in_the_route_masks() {
+    struct Masks;
+    impl CounterSource for Masks {
+        fn poll_counters(&mut self, _: &mut Vec<InterfaceCounters>) {}
+        fn mask_lengths(&mut self, rec: &SampleRecord) -> Option<(u8, u8)> {
+            assert_eq!(rec.dst_mask_len, 24, "the worker's record comes first");
+            Some((16, 8))
+        }
+    }
+    let (sock, addr) = collector();
+    let mut agent = Agent::new(config(&[&addr], &[(1, 1, Directions::Rx)])).unwrap();
+    let mut w = agent.add_worker(0).unwrap();
+    run_vector(&mut w, &mut Picks::new(), &mpls_packets(4));
+    let t0 = agent.start_time();
+    agent.poll(t0, &mut Masks);
+    agent.flush_all(t0);
+    let mut got = Vec::new();
+    recv_all(&sock, &mut got);
+    let flows: Vec<_> = got
+        .iter()
+        .flat_map(|b| flows(&decode_datagram(b).unwrap()))
+        .collect();
+    assert_eq!(flows.len(), 4);
+    for f in flows {
+        let masks = f.records.iter().find_map(|r| match r {
+            FlowRecord::ExtendedRouter(e) => Some((e.src_mask_len, e.dst_mask_len)),
+            _ => None,
+        });
+        assert_eq!(masks, Some((16, 8)));
+    }
+}
