@@ -1,6 +1,6 @@
 # Entry points. `make lab` and `make test` work on a fresh Debian bookworm machine as
 # root: both run scripts/setup.sh first (packages, hugepages).
-.PHONY: setup build lab lab-frr lab-xconnect test fuzz bench bench-io clean
+.PHONY: setup build lab lab-frr lab-xconnect test fuzz soak bench bench-io clean
 
 setup:
 	scripts/setup.sh
@@ -23,6 +23,10 @@ test:
 # every fuzz target for FUZZ_SECONDS (default 600) each; new coverage kept in fuzz/corpus
 fuzz: setup
 	scripts/fuzz.sh $${FUZZ_SECONDS:-600} --keep
+
+# the full table churning under traffic for SOAK_SECONDS (default 600), in release mode
+soak: setup
+	CHURN_SECS=$${SOAK_SECONDS:-600} cargo test --release -p ctl --test churn -- --nocapture
 
 # criterion benches (cycles/packet, LPM) and the I/O harness against dpdk-testpmd.
 bench: build
