@@ -137,6 +137,7 @@ struct WorkerSnap {
     arp_replies: u64,
     arp_requests: u64,
     held: u64,
+    arp_consumed: u64,
     hold_released: u64,
 }
 
@@ -172,6 +173,7 @@ impl WorkerSnap {
             arp_replies: s.arp_replies.get(),
             arp_requests: s.arp_requests.get(),
             held: s.held.get(),
+            arp_consumed: s.arp_consumed.get(),
             hold_released: s.hold_released.get(),
         }
     }
@@ -201,6 +203,7 @@ impl WorkerSnap {
             arp_replies: d(self.arp_replies, base.arp_replies),
             arp_requests: d(self.arp_requests, base.arp_requests),
             held: d(self.held, base.held),
+            arp_consumed: d(self.arp_consumed, base.arp_consumed),
             hold_released: d(self.hold_released, base.hold_released),
         }
     }
@@ -1451,6 +1454,7 @@ impl<'a> RouterApi<'a> {
                     "icmp_errors": s.icmp_errors,
                     "arp_replies": s.arp_replies,
                     "arp_requests": s.arp_requests,
+                    "arp_consumed": s.arp_consumed,
                     "held": s.held,
                     "hold_released": s.hold_released,
                     "rates": {

@@ -734,7 +734,7 @@ fn arp_requests_for_our_addresses_are_answered() {
     assert!(res.iter().all(|r| r.0 == Out::Drop));
     assert_eq!(
         counters(core.stats()),
-        expect(&[("arp_replies", 2 * N as u64)])
+        expect(&[("arp_replies", 2 * N as u64), ("arp_consumed", N as u64)])
     );
     assert_eq!(core.stats().ifaces[1].tx_pkts.get(), N as u64);
     assert_eq!(core.stats().ifaces[10].tx_pkts.get(), N as u64);
@@ -1090,7 +1090,12 @@ fn packets_held_for_a_connected_host_go_once_it_answers() {
     assert_all_tx(&release(&mut core, 3), 3, |_| want.clone());
     assert_eq!(
         counters(core.stats()),
-        expect(&[("held", 3), ("hold_released", 3), ("arp_requests", 1)])
+        expect(&[
+            ("held", 3),
+            ("hold_released", 3),
+            ("arp_requests", 1),
+            ("arp_consumed", 1)
+        ])
     );
 }
 

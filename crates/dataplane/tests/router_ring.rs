@@ -676,7 +676,10 @@ fn injected_probes_leave_on_their_port() {
     finish(eal, lcores, &stop, || inject.is_empty());
     assert_eq!(lab.drain(0, 0), vec![frame]);
     assert_eq!(stats.injected.get(), 1);
-    assert_eq!(counters(&stats), expect(&[("no_tx_port", 1)]));
+    assert_eq!(
+        counters(&stats),
+        expect(&[("no_tx_port", 1), ("arp_consumed", 1)])
+    );
     assert_eq!(lab.pool.in_use(), 0);
 }
 

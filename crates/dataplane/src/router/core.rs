@@ -1378,6 +1378,7 @@ impl Work {
             m.kind = Kind::Punt(PuntReason::Arp);
         } else if on_link {
             // A reply, or a request for someone else: learned (if anything), consumed.
+            self.stats.arp_consumed.inc();
             m.kind = Kind::Drop;
         } else {
             self.drop(m, DropReason::ArpIgnored);

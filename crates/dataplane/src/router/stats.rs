@@ -115,6 +115,9 @@ pub struct WorkerStats {
     pub arp_replies: Counter,
     /// ARP requests sent to resolve neighbours.
     pub arp_requests: Counter,
+    /// ARP replies, and requests for other addresses, heard on a link: the sender
+    /// learned, the packet consumed.
+    pub arp_consumed: Counter,
     /// Packets the control thread sent through this worker (ARP probes).
     pub injected: Counter,
     /// Packets held while their next hop was resolved (see `core::hold`).
@@ -169,6 +172,7 @@ impl Default for WorkerStats {
             icmp_errors: Counter::new(),
             arp_replies: Counter::new(),
             arp_requests: Counter::new(),
+            arp_consumed: Counter::new(),
             injected: Counter::new(),
             held: Counter::new(),
             hold_released: Counter::new(),

@@ -253,6 +253,7 @@ pub fn counters(s: &WorkerStats) -> BTreeMap<&'static str, u64> {
     m.insert("icmp_errors", s.icmp_errors.get());
     m.insert("arp_replies", s.arp_replies.get());
     m.insert("arp_requests", s.arp_requests.get());
+    m.insert("arp_consumed", s.arp_consumed.get());
     m.insert("held", s.held.get());
     m.insert("hold_released", s.hold_released.get());
     m.retain(|_, v| *v != 0);
