@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Instructions per packet of every pipeline case (benches/benches/pipeline.rs), on
+# heap buffers and on DPDK mbufs: `Work::process` and what it calls, counted by
+# callgrind over 1500 vectors minus 500 vectors of 256 packets (so setup and the
+# first vectors cancel out). Instruction counts do not move with the machine's
+# load: the figure to hold a change of the core to (`make instructions`).
+#
+#   scripts/instructions.sh [CASE...]     (default: every case)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v valgrind > /dev/null || { echo "instructions: valgrind missing: run scripts/setup.sh"; exit 1; }
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=(ip4_forward p_swap pe_push pe_explicit_null pe_pop_lookup php ip4_ecmp4)
+bin=$(cargo bench -p benches --bench pipeline --no-run --message-format=json 2> /dev/null \
+    | python3 -c 'import json, sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "pipeline" and m.get("executable"):
+        print(m["executable"])')
+[ -x "$bin" ] || { echo "instructions: no pipeline bench binary"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# instructions of Work::process and callees over $2 vectors of case $1 ($3: mbufs)
+count() {
+    local out="$work/cg.$1.$2.$3"
+    env PIPELINE_PROFILE="$1" PIPELINE_VECTORS="$2" ${3:+PIPELINE_MBUF=1} \
+        valgrind --tool=callgrind --callgrind-out-file="$out.%p" --collect-atstart=no \
+        --toggle-collect='*Work::process*' "$bin" --bench > /dev/null 2>&1
+    # (the EAL starts helper processes: one file each, theirs count nothing)
+    cat "$out".* | sed -n 's/^summary: *//p' | awk '{ s += $1 } END { print s }'
+}
+echo "| case | heap buffers | mbufs |"
+echo "|---|---:|---:|"
+for c in "${cases[@]}"; do
+    row="| $c |"
+    for m in "" 1; do
+        lo=$(count "$c" 500 "$m") hi=$(count "$c" 1500 "$m")
+        row="$row $(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.1f", (b - a) / (1000 * 256) }') |"
+    done
+    echo "$row"
+done
