@@ -329,7 +329,7 @@ fn dpctl_counters_trace_and_reload_under_traffic() {
 /// namespaces), a few thousand UDP packets from a to b. The number of samples is
 /// within statistical bounds of packets/10, the sample pool matches the interface's
 /// rx counter, nothing is dropped, the samples name the right interfaces and next
-/// hop, counter samples arrive, and dpctl's sflow commands refuse bad settings
+/// hop and route masks, counter samples arrive, and dpctl's sflow commands refuse bad settings
 /// without changing anything.
 #[test]
 fn sflow_one_in_ten_reaches_a_collector() {
@@ -400,7 +400,9 @@ fn sflow_one_in_ten_reaches_a_collector() {
                 Sample::Flow(f) => {
                     quiet_since = Instant::now();
                     let nh = f.records.iter().find_map(|r| match r {
-                        FlowRecord::ExtendedRouter(x) => Some(x.next_hop),
+                        FlowRecord::ExtendedRouter(x) => {
+                            Some((x.next_hop, x.src_mask_len, x.dst_mask_len))
+                        }
                         _ => None,
                     });
                     flows.push((
@@ -457,9 +459,15 @@ fn sflow_one_in_ten_reaches_a_collector() {
         "{} of {s} forwarded to port1",
         udp.len()
     );
+    // The masks: the routes a lookup finds for source and destination, both
+    // learned neighbours here (each gets a /32 host route).
+    let want = Some((sflow::Address::V4("10.99.11.1".parse().unwrap()), 32, 32));
+    let odd: Vec<_> = udp.iter().filter(|f| f.5 != want).collect();
     assert!(
-        udp.iter()
-            .all(|f| f.5 == Some(sflow::Address::V4("10.99.11.1".parse().unwrap())))
+        odd.is_empty(),
+        "{} samples unlike {want:?}: {:?}",
+        odd.len(),
+        odd.first()
     );
     assert!(
         counters.contains(&sflow::DataSource::ifindex(1))
