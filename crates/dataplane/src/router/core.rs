@@ -51,6 +51,8 @@ const ETHERTYPE_IPV6: u16 = 0x86dd;
 const ICMP_QUOTE_MAX: usize = 576 - 28;
 /// Room kept in front of a packet for the L2 header.
 const L2_ROOM: usize = ETH_LEN + VLAN_LEN;
+/// An out-label that pushes nothing (RFC 3032: implicit null, PHP).
+const IMPLICIT_NULL: u32 = wire::Label::IMPLICIT_NULL.value();
 
 /// Where a packet goes after the core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -781,8 +783,11 @@ impl Work {
                             continue;
                         }
                         let n_labels = leg.labels_into(&mut labels);
-                        // implicit null (3) as an out-label means "push nothing"
-                        let push: usize = labels[..n_labels].iter().filter(|&&l| l != 3).count();
+                        // implicit null as an out-label means "push nothing"
+                        let push: usize = labels[..n_labels]
+                            .iter()
+                            .filter(|&&l| l != IMPLICIT_NULL)
+                            .count();
                         let ip_len = usize::from(m.end) - l3;
                         if ip_len + 4 * push > usize::from(adj.mtu) {
                             if ip[6] & 0x40 != 0 {
@@ -1172,7 +1177,10 @@ impl Work {
             return false;
         }
         let n_labels = leg.labels_into(labels);
-        let push = labels[..n_labels].iter().filter(|&&l| l != 3).count();
+        let push = labels[..n_labels]
+            .iter()
+            .filter(|&&l| l != IMPLICIT_NULL)
+            .count();
         if end - l3 + 4 * push > usize::from(rw.mtu) || l3 < 4 * push + L2_ROOM {
             return false;
         }
@@ -1438,7 +1446,7 @@ impl Work {
                 let mut labels = [0u32; fib::MAX_LABELS];
                 let n = leg.labels_into(&mut labels);
                 let l3 = usize::from(m.l3);
-                let push = labels[..n].iter().filter(|&&l| l != 3).count();
+                let push = labels[..n].iter().filter(|&&l| l != IMPLICIT_NULL).count();
                 if l3 < 4 * push + L2_ROOM {
                     self.drop(m, DropReason::NoHeadroom);
                     return;
@@ -2124,7 +2132,7 @@ fn flow_hash(ip: &[u8]) -> u32 {
 fn push_labels(raw: &mut [u8], l3: usize, labels: &[u32], ttl: u8) -> usize {
     let mut off = l3;
     let mut s = 1u32;
-    for &l in labels.iter().rev().filter(|&&l| l != 3) {
+    for &l in labels.iter().rev().filter(|&&l| l != IMPLICIT_NULL) {
         off -= 4;
         let lse = (l << 12) | (s << 8) | u32::from(ttl);
         raw[off..off + 4].copy_from_slice(&lse.to_be_bytes());

@@ -1022,7 +1022,7 @@ impl Work {
 }
 
 /// The label stack entries (top first, S bit on the last, TTL 0) and their number
-/// for out-labels `leg` pushes when some are implicit null (3: nothing pushed for
+/// for out-labels `leg` pushes when some are implicit null (nothing pushed for
 /// it); `None` when more than [`FAST_LABELS`] remain.
 #[cold]
 #[inline(never)]
@@ -1031,7 +1031,7 @@ fn implicit_null_stack(leg: fib::Leg<'_>) -> Option<([u32; FAST_LABELS], usize)>
     let mut push = 0usize;
     for q in 0..leg.label_count() {
         let l = leg.label(q);
-        if l == 3 {
+        if l == super::IMPLICIT_NULL {
             continue;
         }
         *lse.get_mut(push)? = l << 12;
