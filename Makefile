@@ -1,6 +1,6 @@
 # Entry points. `make lab` and `make test` work on a fresh Debian bookworm machine as
 # root: both run scripts/setup.sh first (packages, hugepages).
-.PHONY: setup build lab lab-frr lab-xconnect test fuzz soak bench bench-io clean
+.PHONY: setup build lab lab-frr lab-xconnect test fuzz soak bench bench-io instructions clean
 
 setup:
 	scripts/setup.sh
@@ -36,6 +36,10 @@ bench: build
 
 bench-io: build
 	scripts/bench-io.py
+
+# instructions per packet of every pipeline case (callgrind; independent of load)
+instructions: setup
+	scripts/instructions.sh
 
 clean:
 	cargo clean

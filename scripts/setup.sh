@@ -21,8 +21,8 @@ PACKAGES=(
     iproute2 iputils-ping tcpdump tshark python3-scapy traceroute ethtool
     # routing daemons that run beside the dataplane ([linux] control plane tests)
     bird2 frr
-    # l3fwd sources for the benchmark peer
-    dpdk-doc make
+    # l3fwd sources for the benchmark peer; instruction counts (make instructions)
+    dpdk-doc make valgrind
 )
 
 log() { printf 'setup: %s\n' "$*"; }

@@ -902,7 +902,7 @@ impl Work {
 
     /// The metadata of IPv4 packet `i`, forwarded, as the trace reads it: only
     /// what the trace and the sFlow hook read, field by field (a whole `Meta` per
-    /// packet cost sFlow 6-7 cycles per packet before it sampled anything).
+    /// packet would make every packet pay for sFlow, not just the ones it picks).
     /// `new_l3` is where its payload starts now.
     #[cold]
     #[allow(clippy::too_many_arguments)]
