@@ -1,8 +1,24 @@
-//! What the targets share.
+//! What the targets share (each uses a part).
+#![allow(dead_code)]
 
 use std::net::Ipv4Addr;
 
+use ctl::config::Plan;
+use ctl::routing::PortInfo;
 use dataplane::router::Interface;
+
+/// The ports of `plan` as the daemon would open them: ids in order, MACs by id.
+pub fn port_infos(plan: &Plan) -> Vec<PortInfo> {
+    plan.ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PortInfo {
+            name: p.name.clone(),
+            id: i as u16,
+            mac: [2, 0, 0, 0, 0, i as u8],
+        })
+        .collect()
+}
 
 /// Port `p` as interface p + 1, `port{p}`, 10.(p+1).0.1/24, in table 0.
 pub fn port(p: u8, mtu: u16) -> Interface {

@@ -2,8 +2,10 @@
 //! Any text is a running configuration or one clear error, never a panic.
 #![no_main]
 
+mod common;
+
 use ctl::config::Config;
-use ctl::routing::{self, PortInfo};
+use ctl::routing;
 use dataplane::router::RouterControl;
 use libfuzzer_sys::fuzz_target;
 
@@ -17,16 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(plan) = cfg.plan("fuzz.toml") else {
         return;
     };
-    let ports: Vec<PortInfo> = plan
-        .ports
-        .iter()
-        .enumerate()
-        .map(|(i, p)| PortInfo {
-            name: p.name.clone(),
-            id: i as u16,
-            mac: [2, 0, 0, 0, 0, i as u8],
-        })
-        .collect();
+    let ports = common::port_infos(&plan);
     let mut ctl = RouterControl::new();
     if let Err(e) = routing::apply(&plan.routing, &ports, &mut ctl) {
         assert!(!e.is_empty());

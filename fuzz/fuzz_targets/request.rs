@@ -7,6 +7,8 @@
 //! every run; what succeeded stays, so runs build on each other.)
 #![no_main]
 
+mod common;
+
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -65,7 +67,7 @@ lookup_table = 1
 "#;
 
 struct Rig {
-    ctl: &'static mut RouterControl,
+    ctl: RouterControl,
     routing: Routing,
     config: Config,
     ports: Vec<PortInfo>,
@@ -76,18 +78,9 @@ static RIG: Mutex<Option<Rig>> = Mutex::new(None);
 fn rig() -> Rig {
     let config = Config::parse(CONFIG, "fuzz.toml").expect("config");
     let plan = config.plan("fuzz.toml").expect("plan");
-    let ports: Vec<PortInfo> = plan
-        .ports
-        .iter()
-        .enumerate()
-        .map(|(i, p)| PortInfo {
-            name: p.name.clone(),
-            id: i as u16,
-            mac: [2, 0, 0, 0, 0, i as u8],
-        })
-        .collect();
-    let ctl = Box::leak(Box::new(RouterControl::new()));
-    routing::apply(&plan.routing, &ports, ctl).expect("apply");
+    let ports = common::port_infos(&plan);
+    let mut ctl = RouterControl::new();
+    routing::apply(&plan.routing, &ports, &mut ctl).expect("apply");
     Rig {
         ctl,
         routing: plan.routing,
@@ -124,7 +117,7 @@ fuzz_target!(|data: &[u8]| {
         started: Instant::now(),
     };
     let mut api = RouterApi::new(
-        &mut *rig.ctl,
+        &mut rig.ctl,
         &NoPorts,
         rig.ports.clone(),
         rig.routing.clone(),

@@ -221,30 +221,26 @@ pub fn mask_lengths(ctl: &RouterControl, ifaces: &IfTable, rec: &SampleRecord) -
 }
 
 /// The IPv4 source and destination of an Ethernet frame (802.1Q tag and label
-/// stack skipped).
+/// stack skipped; the IPv4 packet may be cut short, as a sampled header is).
 fn ip4_addresses(f: &[u8]) -> Option<(u32, u32)> {
-    let rd16 = |o: usize| f.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
-    let (mut et, mut at) = (rd16(12)?, 14);
-    if et == 0x8100 {
-        (et, at) = (rd16(16)?, 18);
+    use wire::{EtherType, EthernetFrame, Ipv4Packet, LabelStack, VlanTag};
+    let mut et = EthernetFrame::new_checked(f).ok()?.ethertype();
+    let mut at = 14;
+    if et == EtherType::Vlan {
+        et = VlanTag::new_checked(f.get(at..)?).ok()?.ethertype();
+        at += 4;
     }
-    if et == 0x8847 {
-        loop {
-            let bos = f.get(at + 2)? & 1 != 0;
-            at += 4;
-            if bos {
-                break;
-            }
-        }
-    } else if et != 0x0800 {
+    if et == EtherType::Mpls {
+        at += LabelStack::new_checked(f.get(at..)?)
+            .ok()?
+            .stack_bytes()
+            .len();
+    } else if et != EtherType::Ipv4 {
         return None;
     }
-    let ip = f.get(at..at + 20)?;
-    if ip[0] >> 4 != 4 {
-        return None;
-    }
-    let word = |o: usize| u32::from_be_bytes([ip[o], ip[o + 1], ip[o + 2], ip[o + 3]]);
-    Some((word(12), word(16)))
+    // (not `new_checked`: the total length may pass the header's end)
+    let ip = Ipv4Packet::new_unchecked(f.get(at..).filter(|b| b.len() >= 20)?);
+    (ip.version() == 4).then(|| (u32::from(ip.src_addr()), u32::from(ip.dst_addr())))
 }
 
 /// Interface counters for the agent's counter samples: the workers' per-interface
@@ -396,6 +392,28 @@ mod tests {
         assert_eq!(m(&rec([203, 0, 113, 1], &[])), Some((24, 0)));
         // A label switch looks up no prefix.
         assert_eq!(m(&rec([198, 18, 7, 1], &[100])), None);
+        // Pushed (sampled as it left, under a label) and tagged frames: the IPv4
+        // header is found behind them.
+        let mut r = rec([198, 18, 7, 1], &[]);
+        let ip = r.header()[14..].to_vec();
+        for (et, shim) in [
+            ([0x88, 0x47], [0, 0x64, 0x01, 64]),
+            ([0x81, 0], [0, 7, 8, 0]),
+        ] {
+            let mut f = frame.clone();
+            f.truncate(12);
+            f.extend_from_slice(&et);
+            f.extend_from_slice(&shim);
+            f.extend_from_slice(&ip);
+            let info = PacketInfo {
+                frame: &f,
+                frame_len: f.len() as u32,
+                input: sflow::Interface::Index(1),
+                ..PacketInfo::default()
+            };
+            r = SampleRecord::new(0, Direction::Tx, 1, 1, 1, 0, 128, &info);
+            assert_eq!(m(&r), Some((24, 24)));
+        }
     }
 
     #[test]

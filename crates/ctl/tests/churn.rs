@@ -106,17 +106,6 @@ fn destinations(stable: &[(u32, u8)], all: &HashSet<(u32, u8)>) -> Vec<u32> {
         .collect()
 }
 
-fn csum(h: &[u8]) -> u16 {
-    let mut s: u32 = h
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    !(s as u16)
-}
-
 /// An Ethernet frame from the host on port 0: IPv4 (ICMP echo request when
 /// `echo`, else UDP) to `dst`, marked with `id`, under `labels`.
 fn frame(dst: u32, id: u16, echo: bool, labels: &[u32]) -> Vec<u8> {
@@ -128,11 +117,11 @@ fn frame(dst: u32, id: u16, echo: bool, labels: &[u32]) -> Vec<u8> {
     ip[9] = if echo { 1 } else { 17 };
     ip[12..16].copy_from_slice(&[10, 1, 0, 2]);
     ip[16..20].copy_from_slice(&dst.to_be_bytes());
-    let c = csum(&ip[..20]);
+    let c = wire::checksum::checksum(&ip[..20]);
     ip[10..12].copy_from_slice(&c.to_be_bytes());
     if echo {
         ip[20] = 8;
-        let c = csum(&ip[20..]);
+        let c = wire::checksum::checksum(&ip[20..]);
         ip[22..24].copy_from_slice(&c.to_be_bytes());
     }
     let mut f = Vec::with_capacity(14 + 4 * labels.len() + ip.len());

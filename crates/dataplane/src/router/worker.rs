@@ -229,14 +229,13 @@ impl RouterWorker {
     }
 
     /// Sends each packet of `b` where `out` says (per-port bursts, the punt
-    /// queue through the policer, or freed), `now` being the policer's clock.
-    fn dispatch(&mut self, b: &mut Burst, tx: &mut [Burst], out: &[Out], now: u64) {
+    /// queue through the policer, or freed), `t2` being the policer's clock.
+    fn dispatch(&mut self, b: &mut Burst, tx: &mut [Burst], out: &[Out], t2: u64) {
         let stats = &self.stats;
         let ports = self.ports;
         let tx_queue = self.tx_queue;
         let punts = &self.punts;
         let policer = &mut self.policer;
-        let t2 = now;
         b.drain_each(|i, m| match out[i] {
             Out::Tx(port) if usize::from(port) < ports => {
                 let t = &mut tx[usize::from(port)];
@@ -297,7 +296,6 @@ impl RouterWorker {
         while b.len() > n {
             drop(b.pop());
         }
-        let out = *out;
         self.dispatch(&mut b, tx, &out[..n], tsc());
     }
 

@@ -39,13 +39,13 @@ pub(super) const RESUME_AT: usize = 128;
 /// One held packet: what the stage it goes back to needs.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Held {
-    /// The state it resumes with (`kind` `Ip4` or `Rewrite`; `l3`/`end` are set
-    /// on release).
+    /// The state it resumes with (`kind` `Ip4`, `Rewrite`, or `Arp` for one the
+    /// router built; `l3`/`end` are set on release).
     pub(super) meta: Meta,
     /// The neighbour waited for: interface and address.
     pub(super) ifindex: u32,
     pub(super) nbr: u32,
-    /// TSC when it was held.
+    /// TSC when it was held (release goes oldest first).
     pub(super) at: u64,
     /// Bytes kept.
     pub(super) len: u16,
@@ -53,9 +53,10 @@ pub(super) struct Held {
     pub(super) ready: bool,
 }
 
-/// A worker's hold queue: slots `0..used` in arrival order.
+/// A worker's hold queue: a fixed slot (state and bytes) per packet, so taking
+/// one out never moves the others.
 pub(super) struct Hold {
-    slots: Box<[Held]>,
+    slots: Box<[Option<Held>]>,
     bytes: Box<[u8]>,
     used: usize,
     per_neighbor: usize,
@@ -74,10 +75,10 @@ impl Hold {
     /// A queue keeping up to `per_neighbor` packets per neighbour (0: none)
     /// for `timeout` TSC ticks.
     pub(super) fn new(per_neighbor: u8, timeout: u64) -> Hold {
-        let on = per_neighbor > 0;
+        let n = if per_neighbor > 0 { HOLD_PACKETS } else { 0 };
         Hold {
-            slots: vec![Held::default(); if on { HOLD_PACKETS } else { 0 }].into_boxed_slice(),
-            bytes: vec![0; if on { HOLD_PACKETS * HOLD_BYTES } else { 0 }].into_boxed_slice(),
+            slots: vec![None; n].into_boxed_slice(),
+            bytes: vec![0; n * HOLD_BYTES].into_boxed_slice(),
             used: 0,
             per_neighbor: usize::from(per_neighbor),
             timeout,
@@ -90,32 +91,38 @@ impl Hold {
         self.used
     }
 
+    fn bytes(&self, k: usize, len: u16) -> &[u8] {
+        &self.bytes[k * HOLD_BYTES..k * HOLD_BYTES + usize::from(len)]
+    }
+
     /// Keeps a copy of `l3` (the packet from its IPv4 header or label stack on)
     /// to resume with `h.meta` once `h.nbr` on `h.ifindex` resolves.
     pub(super) fn push(&mut self, l3: &[u8], mut h: Held) -> Result<(), DropReason> {
         if self.per_neighbor == 0 || l3.len() > HOLD_BYTES {
             return Err(DropReason::NeighborIncomplete);
         }
-        let same = self.slots[..self.used]
+        let same = self
+            .slots
             .iter()
+            .flatten()
             .filter(|s| s.ifindex == h.ifindex && s.nbr == h.nbr)
             .count();
-        if same >= self.per_neighbor || self.used == self.slots.len() {
+        let free = self.slots.iter().position(Option::is_none);
+        let (Some(k), true) = (free, same < self.per_neighbor) else {
             return Err(DropReason::NeighborHoldFull);
-        }
-        let k = self.used;
+        };
         self.bytes[k * HOLD_BYTES..k * HOLD_BYTES + l3.len()].copy_from_slice(l3);
         h.len = l3.len() as u16;
         h.ready = false;
-        self.slots[k] = h;
+        self.slots[k] = Some(h);
         self.used += 1;
         Ok(())
     }
 
     /// Marks what may go: packets whose neighbour `waiting` no longer says is
     /// unresolved (asked only when the FIB changed since the last check, at
-    /// `version`), and drops those held longer than the timeout (returned, to be
-    /// counted). Returns (ready, timed out).
+    /// `version`), and drops those held longer than the timeout. Returns (ready,
+    /// timed out).
     pub(super) fn check(
         &mut self,
         now: u64,
@@ -124,53 +131,98 @@ impl Hold {
     ) -> (usize, usize) {
         let fib_changed = version != self.seen;
         self.seen = version;
-        let mut expired = 0;
-        let mut k = 0;
-        while k < self.used {
-            let s = self.slots[k];
+        let (mut ready, mut expired) = (0, 0);
+        for k in 0..self.slots.len() {
+            let Some(mut s) = self.slots[k] else {
+                continue;
+            };
             if !s.ready && fib_changed {
-                let bytes = &self.bytes[k * HOLD_BYTES..k * HOLD_BYTES + usize::from(s.len)];
-                self.slots[k].ready = !waiting(&s, bytes);
+                s.ready = !waiting(&s, self.bytes(k, s.len));
             }
-            if !self.slots[k].ready && now.wrapping_sub(s.at) > self.timeout {
-                self.remove(k);
+            if s.ready {
+                ready += 1;
+                self.slots[k] = Some(s);
+            } else if now.wrapping_sub(s.at) > self.timeout {
+                self.slots[k] = None;
+                self.used -= 1;
                 expired += 1;
-            } else {
-                k += 1;
             }
         }
-        let ready = self.slots[..self.used].iter().filter(|s| s.ready).count();
         (ready, expired)
     }
 
     /// Takes the oldest ready packet: its bytes are copied to `to` (which must
-    /// hold them), its state returned.
+    /// hold them), its state returned (`Kind::Drop` when `to` is too short).
     pub(super) fn take_ready(&mut self, to: &mut [u8]) -> Option<(Meta, usize)> {
-        let k = self.slots[..self.used].iter().position(|s| s.ready)?;
-        let s = self.slots[k];
+        let (k, s) = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(k, s)| s.filter(|s| s.ready).map(|s| (k, s)))
+            .min_by_key(|(_, s)| s.at)?;
         let len = usize::from(s.len);
-        let ok = to.len() >= len;
-        if ok {
-            to[..len].copy_from_slice(&self.bytes[k * HOLD_BYTES..k * HOLD_BYTES + len]);
-        }
-        self.remove(k);
         let mut m = s.meta;
-        if !ok {
-            m.kind = Kind::Drop;
+        match to.get_mut(..len) {
+            Some(to) => to.copy_from_slice(self.bytes(k, s.len)),
+            None => m.kind = Kind::Drop,
         }
+        self.slots[k] = None;
+        self.used -= 1;
         Some((m, len))
     }
+}
 
-    /// Removes slot `k`, keeping the others in order.
-    fn remove(&mut self, k: usize) {
-        for j in k..self.used - 1 {
-            self.slots[j] = self.slots[j + 1];
-            let len = usize::from(self.slots[j].len);
-            self.bytes.copy_within(
-                (j + 1) * HOLD_BYTES..(j + 1) * HOLD_BYTES + len,
-                j * HOLD_BYTES,
-            );
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(nbr: u32, at: u64) -> Held {
+        Held {
+            meta: Meta {
+                kind: Kind::Ip4,
+                ..Meta::default()
+            },
+            nbr,
+            at,
+            ..Held::default()
         }
-        self.used -= 1;
+    }
+
+    #[test]
+    fn bounded_per_neighbour_oldest_first_and_timed_out() {
+        let mut h = Hold::new(2, 100);
+        assert_eq!(h.push(&[1; 40], held(7, 10)), Ok(()));
+        assert_eq!(h.push(&[2; 60], held(8, 20)), Ok(()));
+        assert_eq!(h.push(&[3; 50], held(7, 30)), Ok(()));
+        assert_eq!(
+            h.push(&[4; 50], held(7, 40)),
+            Err(DropReason::NeighborHoldFull)
+        );
+        assert_eq!(
+            h.push(&[0; HOLD_BYTES + 1], held(9, 40)),
+            Err(DropReason::NeighborIncomplete)
+        );
+        // 7 resolves, 8 does not: 7's two go, oldest first; 8's times out later.
+        assert_eq!(h.check(50, 1, |s, _| s.nbr == 8), (2, 0));
+        let mut buf = [0u8; 100];
+        let (_, n) = h.take_ready(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &[1; 40][..]);
+        // A free slot is reused without moving the others.
+        assert_eq!(h.push(&[5; 10], held(9, 60)), Ok(()));
+        let (_, n) = h.take_ready(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &[3; 50][..]);
+        assert!(h.take_ready(&mut buf).is_none());
+        // (no FIB change: nobody asked again)
+        assert_eq!(h.check(125, 1, |_, _| unreachable!()), (0, 1));
+        assert_eq!(h.len(), 1);
+        // Too short a buffer: the packet goes, as a drop.
+        assert_eq!(h.check(130, 2, |_, _| false), (1, 0));
+        let (m, _) = h.take_ready(&mut [0u8; 4]).unwrap();
+        assert_eq!(m.kind, Kind::Drop);
+        assert_eq!(h.len(), 0);
+        assert_eq!(
+            Hold::new(0, 100).push(&[1], held(1, 0)),
+            Err(DropReason::NeighborIncomplete)
+        );
     }
 }
