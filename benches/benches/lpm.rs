@@ -17,6 +17,7 @@
 //! `/proc/sys/vm/nr_hugepages`). The summary table at the end is what
 //! `benches/RESULTS-fib.md` records. `LPM_UPDATES_ONLY=n` stops after the load and
 //! `n` runs of the update-rate measurement.
+#![deny(unsafe_code)]
 
 use std::hint::black_box;
 use std::net::Ipv4Addr;

@@ -19,6 +19,7 @@
 //! messages/s) and the goal (>= 1M messages/s).
 //!
 //! Run: `cargo bench -p benches --bench netlink`
+#![deny(unsafe_code)]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hint::black_box;
@@ -153,6 +154,8 @@ fn rss() -> u64 {
 }
 
 /// Hands freed heap memory back to the kernel (glibc), so VmRSS counts what is held.
+/// (The one other `unsafe` of the benches: libc has no safe wrapper for it.)
+#[allow(unsafe_code)]
 fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

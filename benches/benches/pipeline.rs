@@ -14,6 +14,7 @@
 //! pop + lookup <= 40 (145).
 //!
 //! Run: `cargo bench -p benches --bench pipeline`
+#![deny(unsafe_code)]
 
 use std::net::Ipv4Addr;
 

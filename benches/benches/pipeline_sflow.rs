@@ -16,6 +16,7 @@
 //! case relative to sFlow off (goal: 1:10 >= 0.95).
 //!
 //! Run: `cargo bench -p benches --bench pipeline_sflow`
+#![deny(unsafe_code)]
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;

@@ -10,6 +10,7 @@
 //! (blog.sflow.com, 2024-10); goal here <= 3 cycles/packet when on but not sampling.
 //!
 //! Run: `cargo bench -p benches --bench sflow`
+#![deny(unsafe_code)]
 
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};

@@ -14,7 +14,10 @@ pub fn rdtsc() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: `rdtsc` has no memory effects and is available on every x86_64 CPU.
-        unsafe { core::arch::x86_64::_rdtsc() }
+        #[allow(unsafe_code)]
+        unsafe {
+            core::arch::x86_64::_rdtsc()
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

@@ -5,6 +5,7 @@
 //! DPDK's `rte_rdtsc()` and testpmd's `--record-core-cycles` do. [`cycles::Tsc`] is a
 //! criterion [`Measurement`](criterion::measurement::Measurement) that reports TSC
 //! cycles, so a bench with `Throughput::Elements(n)` prints cycles per packet.
+#![deny(unsafe_code)]
 
 pub mod cycles;
 pub mod rib;

@@ -243,6 +243,8 @@ fn linux_state_is_reflected_in_the_dataplane() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("NO-CARRIER"));
     ok(&["ip", "link", "set", &tap, "up"]);
     wait_for("port2's twin with carrier", || carrier(&lab));
+    let o = sh(&["ip", "-n", &cp, "link", "show", "port2"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("NO-CARRIER"));
     // The sub-interface's twin: a tagged datagram from host a goes up untagged,
     // the kernel's ICMP error comes back down tagged.
     let host_if = format!("dp{}a1", lab.tag);

@@ -3,6 +3,7 @@
 //! [`parse`]), the request protocol over the control socket ([`proto`]) and the
 //! text rendering of results ([`render`]). `dataplaned` runs what it parses; the
 //! `dpctl` binary needs nothing else.
+#![forbid(unsafe_code)]
 
 pub mod cli;
 pub mod parse;

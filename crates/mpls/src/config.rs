@@ -1,6 +1,6 @@
 //! What the control plane configures: label actions, TTL models, and their validation.
 
-use crate::{MAX_ECMP_PATHS, MAX_LABELS, MAX_SWAP_LABELS};
+use crate::{MAX_ECMP_PATHS, MAX_SWAP_LABELS};
 use wire::Label;
 
 //= RFC 3443 §3: uniform and pipe (short pipe) models; the model matters where labels
@@ -134,7 +134,7 @@ pub enum ConfigError {
     /// Implicit null (3) means "pop" and cannot be stacked with other labels.
     #[error("implicit null (3) must be the only out-label")]
     ImplicitNullInStack,
-    /// Too many out-labels for one path or imposition.
+    /// Too many out-labels for one path.
     #[error("{got} out-labels, at most {max} supported")]
     TooManyLabels {
         /// Labels given.
@@ -251,7 +251,6 @@ pub fn validate_action(eos: bool, action: &LabelAction) -> Result<(), ConfigErro
 }
 
 // Keep the constant referenced for rustdoc and for the push limit check.
-const _: () = assert!(MAX_SWAP_LABELS <= MAX_LABELS);
 
 #[cfg(test)]
 mod tests {

@@ -193,14 +193,3 @@ impl MplsDecision {
         }
     }
 }
-
-/// Where layer 3 starts after a push or pop, and what it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Rewrite {
-    /// Offset of the first byte of the label stack (after a push) or of the exposed
-    /// header (after a pop) in the frame buffer.
-    pub off: usize,
-    /// EtherType for the L2 header written in front of `off`: 0x8847 when labelled,
-    /// 0x0800 when an IPv4 header is exposed.
-    pub ethertype: EtherType,
-}

@@ -6,7 +6,7 @@
 //! to spread the bits, which is all a power-of-two bucket mask needs.
 
 use crate::MAX_STACK_DEPTH;
-use crate::imposition::read_word;
+use crate::stack::read_word;
 
 const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
 

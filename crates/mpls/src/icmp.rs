@@ -16,7 +16,7 @@
 //! packet, so it leaves on the same LSP. Both write into caller buffers; nothing
 //! allocates.
 
-use crate::imposition::read_word;
+use crate::stack::read_word;
 use crate::table::LabelGuard;
 use crate::{MAX_STACK_DEPTH, MplsDecision};
 use core::net::Ipv4Addr;

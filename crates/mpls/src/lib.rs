@@ -11,17 +11,17 @@
 //!   [`LabelAction::Pop`] (non-eos: continue with the next label), `Drop`, `Punt`.
 //!   Labels 0..=15 are built in and cannot be configured;
 //!   [`LabelTable::set_explicit_null`] picks the IPv4 table for label 0.
-//! * [`Imposition::new`] for IPv4 routes with out-labels; the FIB stores the result.
 //! * [`LabelTable::reader`] once per worker.
 //!
-//! Worker, per burst: `let g = reader.pin();` then [`LabelGuard::switch_burst`] (or
-//! [`LabelGuard::switch`] per packet) on frames whose EtherType was 0x8847, acting on
-//! the [`MplsDecision`]s; [`Imposition::push_ip4`] after the IPv4 stage for labelled
-//! routes; [`LabelGuard::ttl_exceeded_reply`] for `TtlExpired`. Drop `g` at the end of
-//! the burst: that is the reader's quiescent point.
+//! Worker, per vector: `let g = reader.pin();` then [`LabelGuard::switch`] per packet
+//! (or [`LabelGuard::top`] and [`LabelGuard::switch_top`] when the caller has read
+//! the top entry already) on frames whose EtherType was 0x8847, acting on the
+//! [`MplsDecision`]s; [`LabelGuard::ttl_exceeded_reply`] for `TtlExpired`. Drop `g`
+//! at the end of the vector: that is the reader's quiescent point. Labels imposed by
+//! IPv4 routes live in the FIB (`fib`), which the router's IPv4 stage pushes.
 //!
 //! Offsets are layer-3 offsets into the frame buffer (where the label stack or IPv4
-//! header starts); operations move them back (push) or forward (pop) and leave the
+//! header starts); operations move them back (a swap to more labels) or forward (pop) and leave the
 //! L2 header to the rewrite stage, which writes it in front of the new offset with the
 //! EtherType the operation returned. With a DPDK mbuf, the headroom in front of
 //! `data_off` is where pushed labels go.
@@ -31,7 +31,7 @@ mod config;
 mod decision;
 mod hash;
 pub mod icmp;
-mod imposition;
+mod stack;
 mod switch;
 mod table;
 
@@ -39,18 +39,12 @@ pub use config::{
     ConfigError, DEFAULT_PIPE_TTL, LabelAction, NextHop, TtlMode, validate_action,
     validate_in_label, validate_out_labels,
 };
-pub use decision::{DropReason, MplsDecision, PuntReason, Rewrite};
+pub use decision::{DropReason, MplsDecision, PuntReason};
 pub use hash::{flow_hash, ip4_flow_hash};
 pub use icmp::{IcmpError, build_time_exceeded};
-pub use imposition::{Imposition, pop};
 pub use switch::Top;
 pub use table::{DEFAULT_SLOTS, KEYS, LabelGuard, LabelReader, LabelTable, MAX_BUCKETS, key_of};
 pub use wire::{Label, mpls::LSE_LEN};
-
-//= RFC 3032 §2.1 places no limit on the stack; VPP pushes at most 12 per imposition
-//= object (MPLS_LABEL_DPO_MAX_N_LABELS), merchant silicon 3 to 5.
-/// Most labels one [`Imposition`] pushes onto an IPv4 packet.
-pub const MAX_LABELS: usize = 16;
 
 /// Most out-labels of one swap path (a swap path fits one 64-byte slot: header,
 /// adjacency and 14 labels).

@@ -23,7 +23,7 @@
 //!   label's own TTL.
 
 use crate::hash::flow_hash;
-use crate::imposition::{dispose_ip4, read_word, write_word};
+use crate::stack::{dispose_ip4, read_word, write_word};
 use crate::table::{
     K_DROP, K_ECMP, K_ELI, K_IP4, K_PHP, K_POP, K_PUNT, K_SWAP, LabelGuard, SLOT_WORDS, Slot,
     W_ARG, W_HDR, W_LABELS, hdr_count, hdr_kind, hdr_uniform, key_of,
@@ -138,52 +138,6 @@ impl LabelGuard<'_> {
             };
         }
         self.run(buf, off, w, idx)
-    }
-
-    /// Switches a burst: `pkts[i]` with its stack at `offs[i]`, decision in `out[i]`.
-    /// Processes `min(len)` of the three slices, four at a time (the table loads of a
-    /// quad are issued before any of them is used, so their misses overlap).
-    pub fn switch_burst<B: AsMut<[u8]>>(
-        &self,
-        pkts: &mut [B],
-        offs: &mut [usize],
-        out: &mut [MplsDecision],
-    ) {
-        let n = pkts.len().min(offs.len()).min(out.len());
-        let (pkts, offs, out) = (&mut pkts[..n], &mut offs[..n], &mut out[..n]);
-        let mut pq = pkts.chunks_exact_mut(4);
-        let mut oq = offs.chunks_exact_mut(4);
-        let mut dq = out.chunks_exact_mut(4);
-        for ((p, o), d) in (&mut pq).zip(&mut oq).zip(&mut dq) {
-            let w = [
-                read_word(p[0].as_mut(), o[0]),
-                read_word(p[1].as_mut(), o[1]),
-                read_word(p[2].as_mut(), o[2]),
-                read_word(p[3].as_mut(), o[3]),
-            ];
-            let idx = self.lookup_x4(w);
-            for j in 0..4 {
-                d[j] = match w[j] {
-                    Some(wj) => self.switch_top(p[j].as_mut(), &mut o[j], wj, self.top_at(idx[j])),
-                    None => MplsDecision::Drop(DropReason::Truncated),
-                };
-            }
-        }
-        for ((p, o), d) in pq
-            .into_remainder()
-            .iter_mut()
-            .zip(oq.into_remainder())
-            .zip(dq.into_remainder())
-        {
-            *d = self.switch(p.as_mut(), o);
-        }
-    }
-
-    /// Table indices of four top entries (0 where the entry is missing or the word
-    /// could not be read).
-    #[inline(always)]
-    pub fn lookup_x4(&self, w: [Option<u32>; 4]) -> [u32; 4] {
-        w.map(|w| w.map_or(0, |w| self.entry(key_of(w))))
     }
 
     #[inline(never)]

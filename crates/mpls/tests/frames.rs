@@ -6,10 +6,8 @@
 mod common;
 
 use common::*;
-use mpls::{
-    DropReason, Imposition, LabelAction, LabelTable, MplsDecision, NextHop, PuntReason, TtlMode,
-};
-use wire::{EtherType, Ipv4Packet};
+use mpls::{DropReason, LabelAction, LabelTable, MplsDecision, NextHop, PuntReason, TtlMode};
+use wire::EtherType;
 
 const ADJ: u32 = 7;
 
@@ -65,28 +63,6 @@ fn seed_p_router_swap_100_to_100_ttl_64_63_62() {
     assert_eq!(
         out,
         hex(&format!("{} 0006413e {}", eth_tx("8847"), ip4(64)))
-    );
-}
-
-#[test]
-fn seed_pe_ingress_push() {
-    // netherlands# ip route add 48.0.0.0/8 via ... out-labels 100: the IPv4 stage
-    // decrements 64 -> 63, then the imposition copies 63 into the label (uniform).
-    let imp = Imposition::new(&[100], TtlMode::Uniform).unwrap();
-    let (mut b, off) = rx(&format!("{} {}", eth_rx("0800"), ip4(64)));
-    assert_eq!(
-        Ipv4Packet::new_checked(&mut b[off..])
-            .unwrap()
-            .decrement_ttl(),
-        Some(63)
-    );
-    let r = imp.push_ip4(&mut b, off).unwrap();
-    assert_eq!(r.off, off - 4);
-    assert_eq!(r.ethertype, EtherType::Mpls);
-    let out = tx(&mut b, r.off, r.ethertype);
-    assert_eq!(
-        out,
-        hex(&format!("{} 0006413f {}", eth_tx("8847"), ip4(63)))
     );
 }
 
@@ -692,34 +668,6 @@ fn ecmp_spreads_flows_and_keeps_them() {
     for (adj, &n) in seen.iter().enumerate().skip(1) {
         assert!(n > 50, "path {adj} got {n} of 300 flows: {seen:?}");
     }
-}
-
-#[test]
-fn burst_of_257_matches_single_packets() {
-    let mut t = LabelTable::new();
-    t.add(100, true, LabelAction::swap(ADJ, &[100])).unwrap();
-    t.add(101, true, LabelAction::php(ADJ + 1)).unwrap();
-    t.add(102, true, LabelAction::ip4_lookup(4)).unwrap();
-    let labels = [100u32, 101, 102, 3, 1, 999, 0];
-    let mut pkts: Vec<Vec<u8>> = (0..257)
-        .map(|i| udp_frame(labels[i % labels.len()], i as u16))
-        .collect();
-    pkts[5].truncate(HEADROOM + 16);
-    let mut single = pkts.clone();
-    let mut offs = vec![HEADROOM + 14; 257];
-    let mut out = vec![MplsDecision::Drop(DropReason::NoLabel); 257];
-    let r = t.reader();
-    let g = r.pin();
-    g.switch_burst(&mut pkts, &mut offs, &mut out);
-    for (i, p) in single.iter_mut().enumerate() {
-        let mut off = HEADROOM + 14;
-        let d = g.switch(p, &mut off);
-        assert_eq!(out[i], d, "packet {i}");
-        assert_eq!(offs[i], off, "packet {i}");
-        assert_eq!(&pkts[i], p, "packet {i}");
-    }
-    assert_eq!(out[5], MplsDecision::Drop(DropReason::Truncated));
-    assert_eq!(out[2], MplsDecision::Ip4Lookup { table: 4 });
 }
 
 #[test]

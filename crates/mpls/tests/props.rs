@@ -1,13 +1,13 @@
-//! Property tests: push/pop round trips, and no input makes the switch, the pop or the
-//! ICMP builder panic.
+//! Property tests: the split switch matches the whole one, and no input makes the
+//! switch or the ICMP builder panic.
 
 use mpls::{
-    DropReason, Imposition, LabelAction, LabelTable, MAX_LABELS, MplsDecision, NextHop, TtlMode,
-    build_time_exceeded, flow_hash, pop,
+    DropReason, LabelAction, LabelTable, MplsDecision, NextHop, TtlMode, build_time_exceeded,
+    flow_hash,
 };
 use proptest::prelude::*;
 use std::sync::OnceLock;
-use wire::{EtherType, Ipv4Packet, LabelStack, checksum};
+use wire::checksum;
 
 fn ip_packet(ttl: u8, dscp: u8, payload: &[u8]) -> Vec<u8> {
     let mut p = vec![0u8; 20 + payload.len()];
@@ -22,10 +22,6 @@ fn ip_packet(ttl: u8, dscp: u8, payload: &[u8]) -> Vec<u8> {
     p[10..12].copy_from_slice(&c.to_be_bytes());
     p[20..].copy_from_slice(payload);
     p
-}
-
-fn out_label() -> impl Strategy<Value = u32> {
-    prop_oneof![Just(0u32), Just(2u32), 16u32..(1 << 20)]
 }
 
 /// A table shared by the no-panic properties (building 8 MiB per case is slow).
@@ -66,56 +62,6 @@ fn table() -> &'static LabelTable {
 
 proptest! {
     #[test]
-    fn prop_push_pop_round_trip(
-        labels in proptest::collection::vec(out_label(), 1..=MAX_LABELS),
-        ttl in 1u8..=255,
-        dscp in 0u8..64,
-        pipe in any::<bool>(),
-        payload in proptest::collection::vec(any::<u8>(), 0..64),
-    ) {
-        let mode = if pipe { TtlMode::pipe() } else { TtlMode::Uniform };
-        let imp = Imposition::new(&labels, mode).unwrap();
-        let ip = ip_packet(ttl, dscp, &payload);
-        let head = 4 * MAX_LABELS;
-        let mut buf = vec![0u8; head];
-        buf.extend_from_slice(&ip);
-        let r = imp.push_ip4(&mut buf, head).unwrap();
-        prop_assert_eq!(r.off, head - 4 * labels.len());
-        prop_assert_eq!(r.ethertype, EtherType::Mpls);
-        let st = LabelStack::new_checked(&buf[r.off..]).unwrap();
-        prop_assert_eq!(st.depth(), labels.len());
-        for (i, e) in st.iter().enumerate() {
-            prop_assert_eq!(e.label.value(), labels[i]);
-            prop_assert_eq!(e.bos, i + 1 == labels.len());
-            prop_assert_eq!(e.ttl, if pipe { 255 } else { ttl });
-            prop_assert_eq!(e.tc, if pipe { 0 } else { dscp >> 3 });
-        }
-        let mut off = r.off;
-        for i in 0..labels.len() {
-            let p = pop(&mut buf, off, mode).unwrap();
-            prop_assert_eq!(p.off, off + 4);
-            let last = i + 1 == labels.len();
-            prop_assert_eq!(p.ethertype, if last { EtherType::Ipv4 } else { EtherType::Mpls });
-            off = p.off;
-        }
-        prop_assert_eq!(off, head);
-        // Uniform: label TTL == IP TTL, so the packet comes back byte for byte; pipe:
-        // untouched anyway.
-        prop_assert_eq!(&buf[head..], &ip[..]);
-        prop_assert!(Ipv4Packet::new_checked(&buf[head..]).unwrap().verify_checksum());
-    }
-
-    #[test]
-    fn prop_uniform_pop_sets_ttl_and_valid_checksum(label_ttl in any::<u8>(), ip_ttl in any::<u8>()) {
-        let mut buf = vec![0x00, 0x01, 0x01, label_ttl];
-        buf.extend_from_slice(&ip_packet(ip_ttl, 0, b"x"));
-        let r = pop(&mut buf, 0, TtlMode::Uniform).unwrap();
-        let p = Ipv4Packet::new_checked(&buf[r.off..]).unwrap();
-        prop_assert_eq!(p.ttl(), label_ttl);
-        prop_assert!(p.verify_checksum());
-    }
-
-    #[test]
     fn prop_switch_never_panics(
         bytes in proptest::collection::vec(any::<u8>(), 0..120),
         labels in proptest::collection::vec((16u32..24, any::<bool>(), any::<u8>()), 0..20),
@@ -148,7 +94,6 @@ proptest! {
             let _ = build_time_exceeded(&b, std::net::Ipv4Addr::LOCALHOST, 0, &mut out);
             let mut out = vec![0u8; 400];
             let _ = g.ttl_exceeded_reply(&b, std::net::Ipv4Addr::LOCALHOST, 0, &mut out, 64);
-            let _ = pop(&mut b, start, TtlMode::Uniform);
         }
     }
 
@@ -189,20 +134,5 @@ proptest! {
         let (mut c, mut oc) = (input.clone(), 0usize);
         prop_assert_eq!(g.switch_word(&mut c, &mut oc, w), want);
         prop_assert_eq!((&c, oc), (&a, oa));
-    }
-
-    #[test]
-    fn prop_push_never_panics(
-        bytes in proptest::collection::vec(any::<u8>(), 0..64),
-        n in 0usize..=MAX_LABELS,
-        off in 0usize..80,
-    ) {
-        let imp = Imposition::new(&vec![16; n], TtlMode::Uniform).unwrap();
-        let mut b = bytes.clone();
-        match imp.push_ip4(&mut b, off) {
-            Ok(r) => prop_assert_eq!(r.off + 4 * n, off),
-            Err(e) => prop_assert!(matches!(e, DropReason::Truncated | DropReason::NoHeadroom)),
-        }
-        let _ = imp.push_mpls(&mut b, off, 1, 64);
     }
 }

@@ -1,6 +1,7 @@
 //! `dataplaned`: the router daemon. Reads a TOML configuration, starts DPDK, forwards
 //! and serves `dpctl` on its control socket until SIGINT/SIGTERM, prints its counters
 //! and exits. SIGHUP re-reads the configuration (like `dpctl reload`).
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

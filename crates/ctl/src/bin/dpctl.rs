@@ -9,6 +9,7 @@
 //!
 //! Exit code 0 when the daemon applied the command (or answered the show), 1 with one
 //! `dpctl: error: ...` line on stderr otherwise.
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

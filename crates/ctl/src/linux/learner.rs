@@ -6,6 +6,7 @@
 //! workers.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
@@ -111,6 +112,11 @@ struct Mark {
 }
 
 impl Learner {
+    /// Sets the carrier of the kernel's interface `ifindex` (a TAP twin).
+    pub fn set_carrier(&mut self, ifindex: u32, on: bool) -> io::Result<()> {
+        self.dump.set_carrier(ifindex, on)
+    }
+
     /// A learner over `events` (subscribed, non-blocking) and `dump` (blocking),
     /// mapping twin ifindexes `twins` (kernel -> router) and tables `tables`.
     pub fn new(

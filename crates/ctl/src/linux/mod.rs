@@ -17,7 +17,6 @@
 //! dataplane; the dataplane's own ARP learning goes on beside them (a kernel
 //! neighbour is never aged by the dataplane, a learned one is).
 
-pub mod carrier;
 pub mod change;
 pub mod decode;
 pub mod fpm;
@@ -534,7 +533,7 @@ impl LinuxPlane {
     pub fn sync_carrier(&mut self, link_up: impl Fn(u16) -> Option<bool>) {
         for t in &mut self.twins {
             let up = link_up(t.port).unwrap_or(true);
-            if up != t.carrier && carrier::set_carrier(t.dev.as_raw_fd(), up).is_ok() {
+            if up != t.carrier && self.learner.set_carrier(t.kernel_ifindex, up).is_ok() {
                 t.carrier = up;
             }
         }

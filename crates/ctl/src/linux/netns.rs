@@ -5,7 +5,6 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -72,14 +71,12 @@ impl Netns {
 
     /// Runs `f` on a thread of its own that has entered the namespace.
     pub fn run<T: Send>(&self, f: impl FnOnce() -> T + Send) -> io::Result<T> {
-        let fd = self.file.as_raw_fd();
+        let file = &self.file;
         std::thread::scope(|s| {
             s.spawn(move || {
-                // SAFETY: setns on a namespace file we hold open; it changes only
-                // this thread's network namespace.
-                if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
-                    return Err(io::Error::last_os_error());
-                }
+                // (changes only this thread's network namespace)
+                nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET)
+                    .map_err(io::Error::from)?;
                 Ok(f())
             })
             .join()

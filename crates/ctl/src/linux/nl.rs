@@ -10,11 +10,12 @@ use netlink_packet_core::{
     NetlinkPayload,
 };
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
-use netlink_packet_route::link::LinkMessage;
+use netlink_packet_route::link::{LinkAttribute, LinkMessage};
 use netlink_packet_route::neighbour::NeighbourMessage;
 use netlink_packet_route::route::RouteMessage;
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{Socket, protocols::NETLINK_ROUTE};
+use nix::sys::socket::{setsockopt, sockopt};
 
 use super::decode::{self, Msg};
 use crate::linux::change::DecodeError;
@@ -66,18 +67,8 @@ impl NlSocket {
             sock.set_non_blocking(true)?;
         }
         if rcvbuf > 0 {
-            let v = libc::c_int::try_from(rcvbuf).unwrap_or(libc::c_int::MAX);
-            // SAFETY: setsockopt on a socket we own with a valid int option value.
-            let rc = unsafe {
-                libc::setsockopt(
-                    sock.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_RCVBUFFORCE,
-                    (&v as *const libc::c_int).cast(),
-                    size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if rc != 0 {
+            let v = usize::try_from(libc::c_int::MAX).map_or(rcvbuf, |m| rcvbuf.min(m));
+            if setsockopt(&sock, sockopt::RcvBufForce, &v).is_err() {
                 sock.set_rx_buf_sz(rcvbuf)?;
             }
         }
@@ -205,5 +196,15 @@ impl NlSocket {
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
             r => r,
         }
+    }
+
+    /// `ip link set dev IFINDEX carrier on|off` (RTM_SETLINK with IFLA_CARRIER; a
+    /// TAP's driver applies it as TUNSETCARRIER does): with it off the kernel sees
+    /// the link down (routes over it marked linkdown, routing daemons react at once).
+    pub fn set_carrier(&mut self, ifindex: u32, on: bool) -> io::Result<()> {
+        let mut m = LinkMessage::default();
+        m.header.index = ifindex;
+        m.attributes.push(LinkAttribute::Carrier(u8::from(on)));
+        self.request(RouteNetlinkMessage::SetLink(m), 0)
     }
 }

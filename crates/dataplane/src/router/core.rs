@@ -660,8 +660,6 @@ impl Work {
                 if self.keep_stacks {
                     sflow_hook::keep_stack(&mut self.stacks[i], frame, off);
                 }
-                // (`switch_burst`, which overlaps four table loads, measured slower
-                // here: one label entry is hot, and the gather costs more.)
                 match guard.switch(frame, &mut off) {
                     mpls::MplsDecision::Forward { adj } => {
                         m.l3 = off as u16;
