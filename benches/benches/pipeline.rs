@@ -1,5 +1,5 @@
 //! The router pipeline: TSC cycles per packet through `Core::process` (ethernet-input,
-//! mpls-lookup, ip4-lookup, local, l2-rewrite in one pass) on vectors of 256 frames,
+//! mpls-lookup, ip4-lookup, local, rewrite in one pass) on vectors of 256 frames,
 //! with the full 2014 IPv4 table (512,621 prefixes) loaded through `RouterControl`.
 //!
 //! Each case is one forwarding path: the frames of a vector all take it. No I/O: the

@@ -75,10 +75,7 @@ fn trace_records_the_budgeted_packets() {
     let recs = ctl.trace_records();
     assert_eq!(recs.len(), 2, "budget of 2");
     let (_, fwd) = &recs[0];
-    assert_eq!(
-        fwd.stages,
-        vec!["ethernet-input", "ip4-lookup", "l2-rewrite"]
-    );
+    assert_eq!(fwd.stages, vec!["ethernet-input", "ip4-lookup", "rewrite"]);
     assert_eq!(fwd.decision, "tx port 1");
     assert_eq!(&fwd.head_in[..6], &MAC0);
     assert_eq!(&fwd.head_out[..6], &NBR);

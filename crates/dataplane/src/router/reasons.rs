@@ -2,6 +2,25 @@
 //! counter (`dpctl show errors`). Label-table drops keep the names of
 //! [`mpls::DropReason`] and have their own counters.
 
+/// Why the core dropped a packet: one of its own reasons or the label table's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Discard {
+    /// A reason of the core (`dpctl show errors`, "drops").
+    Core(DropReason),
+    /// A label-table reason ("mpls drops").
+    Mpls(mpls::DropReason),
+}
+
+impl Discard {
+    /// The counter name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Discard::Core(r) => r.name(),
+            Discard::Mpls(r) => r.name(),
+        }
+    }
+}
+
 /// Drop reasons. The names are the counter names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]

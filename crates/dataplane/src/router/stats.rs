@@ -53,8 +53,8 @@ impl Stage {
             Stage::EthernetInput => "ethernet-input",
             Stage::MplsLookup => "mpls-lookup",
             Stage::Ip4Lookup => "ip4-lookup",
-            Stage::Local => "ip4-local-arp",
-            Stage::Rewrite => "l2-rewrite",
+            Stage::Local => "local",
+            Stage::Rewrite => "rewrite",
             Stage::Tx => "port-tx",
         }
     }

@@ -5,50 +5,50 @@
 //! carrying IPv4 (a header without options that checks out, a TTL above 1) or one
 //! label to swap, pop at the penultimate hop, or pop into an IPv4 lookup; and a
 //! route with one path to a resolved neighbour (maybe with labels to push). For
-//! those the general stages (`ethernet-input`, `mpls-lookup`, `ip4-lookup`,
-//! `l2-rewrite`) walk the vector four or five times and keep per-packet metadata
-//! between them. The fast path does it in two walks with the batched LPM between
-//! them, the way DPDK's l3fwd does:
+//! those the nodes (`ethernet-input`, `mpls-lookup`, `ip4-lookup`, `rewrite`)
+//! walk the vector four or five times and keep per-packet metadata between
+//! them. The fast path does it in two walks with the batched LPM between them,
+//! the way DPDK's l3fwd does:
 //!
 //! 1. **classify** (runs of plain IPv4 and of labelled packets, each in a loop of
 //!    its own): Ethernet (our MAC, untagged) and then, by EtherType, the IPv4
-//!    checks (version and IHL, lengths, checksum or the NIC's verdict on it when
-//!    the port has rx checksum offload, TTL, martians) with the
-//!    destination collected as an LPM key, or the label switch on the top entry
-//!    read with the Ethernet header ([`mpls::LabelGuard::top`]); a pop into IPv4
+//!    header test of `ip4-lookup` ([`ip4_accept`]: version and IHL, lengths,
+//!    checksum or the NIC's verdict, TTL, martians) with the destination
+//!    collected as an LPM key, or the label switch on the top entry read with the
+//!    Ethernet header ([`mpls::LabelGuard::top`]); a pop into IPv4
 //!    ([`mpls::Top::pops_into_ip4`], [`mpls::LabelGuard::pop_into_ip4`]) checks the
 //!    inner header and joins the same batch without a decision to match on, the
 //!    rest goes through [`mpls::LabelGuard::switch_top`]. ARP, VLAN tags, options,
-//!    broadcast, bad headers, label drops and punts go to the general path
-//!    untouched.
+//!    broadcast, bad headers, label drops and punts go to the nodes untouched.
 //! 2. **lookup** the keys in one batch.
 //! 3. **forward**: labelled packets get their L2 header; for IPv4, a cache kept
 //!    while the FIB version and interface table stay (see `Work::seen`) says per
-//!    FIB result whether it is a plain forward (a forward leg, a
-//!    resolved adjacency on an up interface, at most [`FAST_LABELS`] labels) and
-//!    holds the label stack entries ready to write (an ECMP result's leg is picked
-//!    per packet by the flow hash the general stage uses, and decoded each time);
-//!    per packet: MTU and headroom, TTL and checksum (RFC 1624), labels, the cached
-//!    L2 header, the output port.
+//!    FIB result whether it is a plain forward (a forward leg, a resolved
+//!    adjacency on an up interface, at most [`FAST_LABELS`] labels) and holds the
+//!    label stack entries ready to write ([`leg_stack`]; an ECMP result's leg is
+//!    picked per packet by [`ecmp_hash`] and decoded each time); per packet: MTU
+//!    and headroom, then the steps `ip4-lookup` and `rewrite` use: [`ttl_dec`],
+//!    [`impose`], [`write_l2`].
 //!
-//! A packet the fast path does not finish goes to the general stages: untouched
-//! ones from the start, counters and all; ones it already changed (switched
-//! labels) resume at `ip4-lookup` or `l2-rewrite` with their metadata filled in.
-//! So every rare case (ICMP errors, ARP, local delivery, drops, incomplete
-//! neighbours) keeps one implementation, and the fast path changes no packet's
-//! fate: `tests/router_core.rs` runs random vectors through a core with it and one
-//! without and compares every byte and counter.
+//! So the fast path decides which packets it takes and batches them; each
+//! per-packet step is the nodes' own. A packet it does not finish goes to the
+//! nodes: untouched ones from the start, counters and all; ones it already
+//! changed (switched labels) resume at `ip4-lookup` or `rewrite` with their
+//! metadata filled in. Every rare case (ICMP errors, ARP, local delivery, drops,
+//! incomplete neighbours) has one implementation, and the fast path changes no
+//! packet's fate: `tests/router_core.rs` runs random vectors through a core with
+//! it and one without and compares every byte and counter. A vector the trace
+//! watches takes the nodes whole.
 //!
-//! Metadata: a packet the fast path finishes has none, unless the trace runs (the
-//! whole [`Meta`], as the general path would leave it) or sFlow samples (only
-//! [`Kind::Fast`] and the adjacency in a compact array, the receiving interface once
+//! Metadata: a packet the fast path finishes has none, unless sFlow samples (only
+//! [`Next::Fast`] and the adjacency in a compact array, the receiving interface once
 //! per vector when one port sent it all, and for tx sampling the ifIndex it left
 //! by: see `sflow_hook`).
 //!
-//! `show run` still shows the stages: the classify walk is counted as
+//! `show run` still shows the nodes: the classify walk is counted as
 //! `ethernet-input` (the label switch included; switched packets also count under
 //! `mpls-lookup`), the lookup and forward walk as `ip4-lookup` (its rewrite
-//! included), and the packets it finished also under `l2-rewrite`.
+//! included), and the packets it finished also under `rewrite`.
 
 use super::*;
 
@@ -178,7 +178,6 @@ const MAC_MASK: u64 = 0xffff_ffff_ffff;
 /// `Meta::path` bits of the stages a packet went through.
 const ETH: u8 = 1 << Stage::EthernetInput as u8;
 const MPLS: u8 = 1 << Stage::MplsLookup as u8;
-const REWRITE: u8 = 1 << Stage::Rewrite as u8;
 
 /// Bytes the classify walk reads at once: Ethernet and an IPv4 header without
 /// options (shorter frames go to the general path).
@@ -189,59 +188,6 @@ const HEAD: usize = ETH_LEN + 20;
 const ET_IP4_45: u32 = 0x0045_0008;
 /// EtherType MPLS unicast, its two bytes at offset 12 read little-endian.
 const ET_MPLS_LE: u32 = 0x4788;
-
-/// Per first octet of an address: bit 0, a forwarded destination may not have it
-/// (0/8, 127/8, 224/4 and up: RFC 1812 §5.3.7; multicast is not routed here); bit 1,
-/// a forwarded source may not have it (127/8, 224/4).
-static MARTIAN: [u8; 256] = {
-    let mut t = [0u8; 256];
-    t[0] = 1;
-    t[127] = 3;
-    let mut o = 224;
-    while o < 256 {
-        t[o] = if o < 240 { 3 } else { 1 };
-        o += 1;
-    }
-    t
-};
-
-/// IPv4 checks of the fast path on a header `h` with `avail` bytes from its start to
-/// the end of the frame: version 4 without options, total length within the frame,
-/// TTL above 1, checksum, no martian or multicast address. Returns the destination;
-/// `None` for anything the general path must see (including every malformed header).
-#[inline(always)]
-fn ip4_check_hdr(h: &[u8; 20], avail: usize) -> Option<u32> {
-    if h[0] != 0x45 {
-        return None;
-    }
-    ip4_check_rest(h, avail, false)
-}
-
-/// [`ip4_check_hdr`] but for the version and IHL byte (the caller has seen 0x45);
-/// `nic_good`: the receiving NIC found the checksum right (rx checksum offload),
-/// so the sum does not decide.
-#[inline(always)]
-fn ip4_check_rest(h: &[u8; 20], avail: usize, nic_good: bool) -> Option<u32> {
-    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
-    // (`|`: one branch for the common checks)
-    if (total < 20) | (total > avail) | (h[8] <= 1) {
-        return None;
-    }
-    // The header checks out when the ones' complement sum of its 16-bit words is
-    // 0xffff, that is, when their plain sum is a non-zero multiple of 0xffff
-    // (folding the carries back in keeps the value mod 0xffff). 2^16 is 1 mod
-    // 0xffff, so five 32-bit words, as loaded (little-endian: swapping the bytes
-    // of every word multiplies the sum by 2^8, which keeps it a multiple), have
-    // the same sum mod 0xffff; it is never 0 (the first byte is 0x45). A
-    // divisibility test by a constant is one multiply and one compare.
-    let w = |o: usize| u64::from(u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]));
-    let s = w(0) + w(4) + w(8) + w(12) + w(16);
-    let bad = MARTIAN[usize::from(h[12])] & 2 | MARTIAN[usize::from(h[16])] & 1;
-    if ((s % 0xffff != 0) & !nic_good) | (bad != 0) {
-        return None;
-    }
-    Some(u32::from_be_bytes([h[16], h[17], h[18], h[19]]))
-}
 
 /// The first eight bytes of a frame read little-endian (the destination MAC in the
 /// low 48 bits).
@@ -264,32 +210,8 @@ fn rx_flush(stats: &WorkerStats, ifindex: u16, pkts: u64, bytes: u64) {
     );
 }
 
-/// [`ip4_check_hdr`] on the header at the front of `ip` (the rest of the frame).
-#[inline(always)]
-fn ip4_check_fast(ip: &[u8]) -> Option<u32> {
-    ip4_check_hdr(ip.first_chunk::<20>()?, ip.len())
-}
-
-/// TTL - 1 and the checksum with it, on a header whose TTL is above 1. RFC 1624
-/// equation 3 with the changed word folded in: the word (TTL, protocol) drops by
-/// 0x0100, so `~m + m'` is 0xfeff, which is 0xfffe in the byte order the checksum
-/// is loaded in here (little-endian; the ones' complement sum commutes with the
-/// swap). Same result as [`wire::checksum::update_u16`] for every input.
-#[inline(always)]
-fn ttl_dec(h: &mut [u8; 20]) -> u8 {
-    let ttl = h[8].wrapping_sub(1);
-    h[8] = ttl;
-    let hc = u16::from_le_bytes([h[10], h[11]]);
-    let s = u32::from(!hc) + 0xfffe;
-    let s = (s & 0xffff) + (s >> 16);
-    let c = (!(s as u16)).to_le_bytes();
-    h[10] = c[0];
-    h[11] = c[1];
-    ttl
-}
-
 impl Work {
-    /// Marks packet `i` to resume in the general stages with `m` (it went through
+    /// Marks packet `i` to resume in the nodes with `m` (it went through
     /// part of the fast path, which may have changed it).
     #[inline(always)]
     fn resume(&mut self, i: usize, m: Meta, hb: &mut Handback<'_>) {
@@ -299,7 +221,7 @@ impl Work {
         hb.n += 1;
     }
 
-    /// Marks what the classify walk took ([`Kind::Fast`], labelled or not) for
+    /// Marks what the classify walk took ([`Next::Fast`], labelled or not) for
     /// sFlow: the `k` IPv4 keys (a popped one was labelled) and the switched
     /// packets `lfw`. Before the walks: a packet they hand back gets its whole
     /// metadata then. (A pass of its own: in the classify walk, the per-packet
@@ -310,23 +232,22 @@ impl Work {
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let popped = popped_at(&pkts[i], usize::from(self.l3s[j]));
-            self.meta[i].kind = Kind::Fast(popped);
+            self.meta[i].next = Next::Fast(popped);
         }
         for l in lfw {
-            self.meta[usize::from(l.i)].kind = Kind::Fast(true);
+            self.meta[usize::from(l.i)].next = Next::Fast(true);
         }
     }
 
-    /// Whether packet `i` resumes in the general stages (see [`Work::resume`]).
+    /// Whether packet `i` resumes in the nodes (see [`Work::resume`]).
     #[inline(always)]
     pub(super) fn is_resumed(&self, i: usize) -> bool {
         self.resumed[i >> 6] >> (i & 63) & 1 != 0
     }
 
     /// Runs the fast path over `pkts[..n]`; returns how many packets it left for
-    /// the general path (their indices in `self.slow`, ascending). `need_meta`:
-    /// fill the whole metadata of finished packets too (trace). `light_meta`:
-    /// only what sFlow reads of a finished packet: [`Kind::Fast`] and the
+    /// the general path (their indices in `self.slow`, ascending). `light_meta`:
+    /// note what sFlow reads of a finished packet: [`Next::Fast`] and the
     /// adjacency (the receiving interface: see `sflow_rx_if`).
     #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
     #[inline(always)]
@@ -338,7 +259,6 @@ impl Work {
         ift: &IfTable,
         view: &fib::FibView<'_>,
         labels: &mpls::LabelReader,
-        need_meta: bool,
         light_meta: bool,
         acc: &mut StageAcc,
     ) -> usize {
@@ -357,7 +277,6 @@ impl Work {
         let mut hb = Handback {
             ift,
             vt,
-            need_meta,
             light_meta,
             fb_if: RxIf::of(u16::MAX, ift, vt),
             back: self.hback.take().unwrap_or_else(|| Box::new([0; BURST])),
@@ -464,8 +383,8 @@ impl Work {
         // sFlow reads the receiving interface of every packet: for a vector the
         // fast path took whole from one port, that is one value; otherwise each
         // packet it took gets its own (the general path fills the others').
-        self.rx_one = (n_slow == 0 && one_port).then_some(rxif.ifindex);
-        if self.sflow_rx_if && !need_meta && self.rx_one.is_none() {
+        self.obs.rx_one = (n_slow == 0 && one_port).then_some(rxif.ifindex);
+        if self.obs.sflow_rx_if && self.obs.rx_one.is_none() {
             self.fill_rx_if(pkts, n, n_slow, ift, vt);
         }
         n_slow
@@ -513,7 +432,7 @@ impl Work {
             }
             let Some(dst) = hd
                 .last_chunk::<20>()
-                .and_then(|h| ip4_check_rest(h, len - ETH_LEN, csum == RxCsum::Good))
+                .and_then(|h| ip4_accept_45(h, len - ETH_LEN, csum == RxCsum::Good))
             else {
                 break;
             };
@@ -580,9 +499,9 @@ impl Work {
             // (the top entry follows the Ethernet header, inside `hd`)
             let top = u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]);
             let l3 = start + ETH_LEN;
-            if self.keep_stacks {
+            if self.obs.keep_stacks {
                 // (out of line: the stacks' address is not kept per packet)
-                sflow_hook::keep_stack_of(&mut self.stacks, i, frame, l3);
+                sflow_hook::keep_stack_of(&mut self.obs.stacks, i, frame, l3);
             }
             let mut off = l3;
             let t = g.top(top);
@@ -594,7 +513,10 @@ impl Work {
                     .pop_into_ip4(frame, &mut off, top, t)
                     .map(|t| mpls::lookup_table(t, rxif.table))
                 {
-                    Ok(table) => match frame.get(off..).and_then(ip4_check_fast) {
+                    Ok(table) => match frame
+                        .get(off..)
+                        .and_then(|ip| ip4_accept(ip.first_chunk::<20>()?, ip.len(), false))
+                    {
                         Some(d) if table == vt => {
                             self.keys[k & (BURST - 1)] = d;
                             self.sel[k & (BURST - 1)] = i as u16;
@@ -658,21 +580,18 @@ impl Work {
         view: &fib::FibView<'_>,
         hb: &mut Handback<'_>,
     ) -> usize {
-        // (one loop without sFlow's notes, one with them, one for the trace)
-        if hb.need_meta {
-            self.forward_keys::<true, true, P>(pkts, out, k, view, hb)
-        } else if hb.light_meta | self.tx_ifs {
-            self.forward_keys::<true, false, P>(pkts, out, k, view, hb)
+        // (one loop without sFlow's notes, one with them)
+        if hb.light_meta | self.obs.tx_ifs {
+            self.forward_keys::<true, P>(pkts, out, k, view, hb)
         } else {
-            self.forward_keys::<false, false, P>(pkts, out, k, view, hb)
+            self.forward_keys::<false, P>(pkts, out, k, view, hb)
         }
     }
 
     /// [`Work::forward_walk`]'s loop. `NOTES`: note what sFlow reads of each packet
-    /// sent (its adjacency and the ifIndex it left by); `TRACE`: fill its whole
-    /// metadata too, as the general path would leave it.
+    /// sent (its adjacency and the ifIndex it left by).
     #[inline(always)]
-    fn forward_keys<const NOTES: bool, const TRACE: bool, P: Packet>(
+    fn forward_keys<const NOTES: bool, P: Packet>(
         &mut self,
         pkts: &mut [P],
         out: &mut [Out],
@@ -701,31 +620,26 @@ impl Work {
                 slot
             };
             let d = &self.fd[slot];
-            let (adj, push, rs) = (d.adj, d.push, usize::from(d.rs) & (RW_CACHE - 1));
-            // (before the packet changes: see `popped_at`)
-            let popped = TRACE && popped_at(p, l3);
+            let (adj, rs) = (d.adj, usize::from(d.rs) & (RW_CACHE - 1));
             let rw = &mut self.rw[rs];
             let sent = if d.plain {
-                forward_plain(p, l3, rw).map(|len| (l3 as u16, len))
+                forward_plain(p, l3, rw)
             } else if d.ok {
                 forward(p, l3, rw, d)
             } else {
                 None
             };
-            let Some((new_l3, len)) = sent else {
+            let Some(len) = sent else {
                 // Untouched by the IPv4 part: the general IPv4 stage takes over.
                 self.ip4_resume(p, i, l3, hb);
                 continue;
             };
             *o = count_tx(rw, len);
             // (both notes unconditionally: each is read only when it is meant to
-            // be, `txs` while `tx_ifs`, `fast_adj` for `Kind::Fast` packets)
+            // be, `txs` while `tx_ifs`, `fast_adj` for `Next::Fast` packets)
             if NOTES {
-                self.fast_adj[i & (BURST - 1)] = adj;
-                self.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
-            }
-            if TRACE {
-                self.ip4_trace_meta(p, i, new_l3, push, adj, popped, hb);
+                self.obs.fast_adj[i & (BURST - 1)] = adj;
+                self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
             }
         }
         k - (hb.n - resumed_before)
@@ -758,12 +672,11 @@ impl Work {
     ) {
         let rss = p.rss_hash();
         let raw = p.raw_mut();
-        let hash = if rss != 0 {
-            rss
-        } else {
-            let total = raw.get(l3 + 2..l3 + 4).map_or(0, |b| rd16(b, 0));
-            raw.get(l3..l3 + usize::from(total)).map_or(0, flow_hash)
-        };
+        let total = raw.get(l3 + 2..l3 + 4).map_or(0, |b| rd16(b, 0));
+        let hash = ecmp_hash(
+            rss,
+            raw.get(l3..l3 + usize::from(total)).unwrap_or_default(),
+        );
         self.leg_decode(FWD_CACHE, view.leg(f, hash), ift, view);
     }
 
@@ -779,8 +692,8 @@ impl Work {
         view: &fib::FibView<'_>,
         hb: &mut Handback<'_>,
     ) -> usize {
-        let (ift, need_meta) = (hb.ift, hb.need_meta);
-        let extra = need_meta | hb.light_meta | self.tx_ifs;
+        let ift = hb.ift;
+        let extra = hb.light_meta | self.obs.tx_ifs;
         // (what is not sent resumes: the count of those says how many were sent)
         let resumed_before = hb.n;
         // (one label's packets go to one adjacency: the last one's slot)
@@ -806,7 +719,7 @@ impl Work {
                 None
             };
             let Some(sent_len) = sent else {
-                self.label_meta(&pkts[i], l, end, false, hb);
+                self.label_resume(&pkts[i], l, end, hb);
                 continue;
             };
             out[i] = count_tx(rw, sent_len);
@@ -814,46 +727,30 @@ impl Work {
             if !extra {
                 continue;
             }
-            self.fast_adj[i] = adj;
-            self.txs[i] = tx_ifindex(&self.rw[rs]);
-            if need_meta {
-                self.label_meta(&pkts[i], l, end, true, hb);
-            }
+            self.obs.fast_adj[i] = adj;
+            self.obs.txs[i] = tx_ifindex(&self.rw[rs]);
         }
         lfw.len() - (hb.n - resumed_before)
     }
 
-    /// The metadata of switched packet `l` (its frame as received ended at
-    /// `end`): for the trace when it was `sent`, else to resume in the general
-    /// rewrite.
+    /// Hands switched packet `l` (its frame as received ended at `end`) to the
+    /// general rewrite.
     #[cold]
     #[inline(never)]
-    fn label_meta<P: Packet>(
-        &mut self,
-        p: &P,
-        l: Lfw,
-        end: usize,
-        sent: bool,
-        hb: &mut Handback<'_>,
-    ) {
+    fn label_resume<P: Packet>(&mut self, p: &P, l: Lfw, end: usize, hb: &mut Handback<'_>) {
         hb.follow(p.port());
-        let i = usize::from(l.i);
         let m = Meta {
-            kind: Kind::Rewrite,
+            next: Next::Rewrite,
             l3: l.l3,
             end: end as u16,
             rx_if: hb.fb_if.ifindex,
             ethertype: l.et,
             table: hb.vt,
             adj: l.adj,
-            path: ETH | MPLS | if sent { REWRITE } else { 0 },
+            path: ETH | MPLS,
             ..Meta::default()
         };
-        if sent {
-            self.meta[i] = m;
-        } else {
-            self.resume(i, m, hb);
-        }
+        self.resume(usize::from(l.i), m, hb);
     }
 
     /// Hands packet `i` (IPv4 header at `l3`, frame up to `end`, received on
@@ -873,7 +770,7 @@ impl Work {
         hb: &mut Handback<'_>,
     ) {
         let m = Meta {
-            kind: Kind::Ip4,
+            next: Next::Ip4Lookup,
             l3: l3 as u16,
             end: end as u16,
             rx_if,
@@ -898,38 +795,6 @@ impl Work {
             // (the NIC's verdict holds for the header it saw: not one under a label)
             self.meta[i].csum = p.rx_ip4_csum();
         }
-    }
-
-    /// The metadata of IPv4 packet `i`, forwarded, as the trace reads it: only
-    /// what the trace and the sFlow hook read, field by field (a whole `Meta` per
-    /// packet would make every packet pay for sFlow, not just the ones it picks).
-    /// `new_l3` is where its payload starts now.
-    #[cold]
-    #[allow(clippy::too_many_arguments)]
-    #[inline(never)]
-    fn ip4_trace_meta<P: Packet>(
-        &mut self,
-        p: &P,
-        i: usize,
-        new_l3: u16,
-        push: u8,
-        adj: u32,
-        popped: bool,
-        hb: &mut Handback<'_>,
-    ) {
-        hb.follow(p.port());
-        let m = &mut self.meta[i];
-        m.kind = Kind::Rewrite;
-        m.l3 = new_l3;
-        m.rx_if = hb.fb_if.ifindex;
-        m.ethertype = if push > 0 {
-            ETHERTYPE_MPLS
-        } else {
-            ETHERTYPE_IPV4
-        };
-        m.adj = adj;
-        m.path = ETH | if popped { MPLS } else { 0 } | 1 << Stage::Ip4Lookup as u8 | REWRITE;
-        m.reason = 0;
     }
 
     /// Fills `rx_if` of the packets the fast path took (every packet of
@@ -992,20 +857,8 @@ impl Work {
         if leg.action() != fib::Action::Forward {
             return;
         }
-        // (no branch per label: an implicit null among them, or more than
-        // FAST_LABELS, is rare and decoded out of line)
-        let (lse, push) = match leg.plain_labels::<FAST_LABELS>() {
-            Some((ls, count)) => {
-                let mut lse = ls.map(|l| l << 12);
-                if count > 0 {
-                    lse[(count - 1) & (FAST_LABELS - 1)] |= 0x100;
-                }
-                (lse, count)
-            }
-            None => match implicit_null_stack(leg) {
-                Some(d) => d,
-                None => return,
-            },
+        let Some((lse, push)) = leg_stack::<FAST_LABELS>(leg) else {
+            return;
         };
         let adj = leg.target();
         // (before the fields are written: taking a slot over drops this cache)
@@ -1019,28 +872,6 @@ impl Work {
         e.ok = ok;
         e.plain = ok & (push == 0) & !tagged;
     }
-}
-
-/// The label stack entries (top first, S bit on the last, TTL 0) and their number
-/// for out-labels `leg` pushes when some are implicit null (nothing pushed for
-/// it); `None` when more than [`FAST_LABELS`] remain.
-#[cold]
-#[inline(never)]
-fn implicit_null_stack(leg: fib::Leg<'_>) -> Option<([u32; FAST_LABELS], usize)> {
-    let mut lse = [0u32; FAST_LABELS];
-    let mut push = 0usize;
-    for q in 0..leg.label_count() {
-        let l = leg.label(q);
-        if l == super::IMPLICIT_NULL {
-            continue;
-        }
-        *lse.get_mut(push)? = l << 12;
-        push += 1;
-    }
-    if let Some(e) = push.checked_sub(1).and_then(|t| lse.get_mut(t)) {
-        *e |= 0x100;
-    }
-    Some((lse, push))
 }
 
 /// Where the classify walk stands (see [`Work::fast_ip4`]), shared by its runs.
@@ -1067,13 +898,11 @@ struct Cls<'g> {
 }
 
 /// What the fast path's walks share over a vector: the tables, what to note per
-/// packet sent, and the packets handed back to the general stages part-way.
+/// packet sent, and the packets handed back to the nodes part-way.
 struct Handback<'a> {
     ift: &'a IfTable,
     /// The vector's routing table.
     vt: u32,
-    /// Fill the whole metadata of packets sent (trace).
-    need_meta: bool,
     /// Note what sFlow reads of packets sent (see [`Work::fast_ip4`]).
     light_meta: bool,
     /// The receiving interface of the packet handed back last.
@@ -1110,7 +939,7 @@ pub(super) struct Lfw {
 /// header. Returns the new layer-3 offset and the frame length, or `None` with the
 /// packet untouched.
 #[inline(always)]
-fn forward<P: Packet>(p: &mut P, l3: usize, rw: &Rw, d: &FwdDec) -> Option<(u16, usize)> {
+fn forward<P: Packet>(p: &mut P, l3: usize, rw: &Rw, d: &FwdDec) -> Option<usize> {
     let (start, len) = p.window();
     let push = usize::from(d.push);
     let hl = ETH_LEN + VLAN_LEN * usize::from(rw.tagged);
@@ -1128,24 +957,21 @@ fn forward<P: Packet>(p: &mut P, l3: usize, rw: &Rw, d: &FwdDec) -> Option<(u16,
     let new_start = l3 - grow;
     let top = l3 - 4 * push;
     if push > 0 {
-        let st = raw.get_mut(top..l3)?;
-        for (c, &e) in st.chunks_exact_mut(4).zip(&d.lse) {
-            c.copy_from_slice(&(e | u32::from(ttl)).to_be_bytes());
-        }
+        impose(raw.get_mut(top..l3)?, &d.lse, ttl);
     }
     let et = if push > 0 {
         ETHERTYPE_MPLS
     } else {
         ETHERTYPE_IPV4
     };
-    write_l2(raw, new_start, rw, et)?;
+    write_l2(raw, new_start, &rw.hdr, rw.tagged, et)?;
     let frame = end - new_start;
     if (start, len) != (new_start, frame) {
         // Cannot fail: the window only moves inside the buffer of a one-segment
         // packet (the checks saw the whole frame in it).
         let _ = p.set_window(new_start, frame);
     }
-    Some((top as u16, frame))
+    Some(frame)
 }
 
 /// Packet `i` of a classify run on `port`'s interface, with the packets ahead
@@ -1191,9 +1017,7 @@ fn forward_plain<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
     // Every check is done: from here on the packet changes.
     let ip = h.last_chunk_mut::<20>()?;
     ttl_dec(ip);
-    let l2 = h.first_chunk_mut::<ETH_LEN>()?;
-    l2[..12].copy_from_slice(&rw.hdr[..12]);
-    l2[12..].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV4)?;
     let frame = ETH_LEN + total;
     if (start, len) != (new_start, frame) {
         // Cannot fail: the window only moves inside the buffer of a one-segment
@@ -1201,103 +1025,4 @@ fn forward_plain<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
         let _ = p.set_window(new_start, frame);
     }
     Some(frame)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The folded TTL update gives RFC 1624's answer for every checksum and TTL.
-    #[test]
-    fn ttl_dec_matches_rfc1624() {
-        let mut h = [0u8; 20];
-        for ttl in [2u8, 3, 64, 128, 255] {
-            for proto in [1u8, 6, 17, 0xff] {
-                for hc in 0..=u16::MAX {
-                    h[8] = ttl;
-                    h[9] = proto;
-                    h[10..12].copy_from_slice(&hc.to_be_bytes());
-                    let old = u16::from_be_bytes([ttl, proto]);
-                    let want = wire::checksum::update_u16(hc, old, old - 0x100);
-                    assert_eq!(ttl_dec(&mut h), ttl - 1);
-                    assert_eq!(u16::from_be_bytes([h[10], h[11]]), want, "hc {hc:#x}");
-                }
-            }
-        }
-    }
-
-    /// The divisibility test accepts exactly what the checksum module verifies:
-    /// every checksum value of a few random headers.
-    #[test]
-    fn header_checksum_matches_verify() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        for _ in 0..16 {
-            let r = next().to_le_bytes();
-            let q = next().to_le_bytes();
-            let mut h = [
-                0x45,
-                r[0],
-                0,
-                40,
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                2 + r[5] % 250,
-                r[6],
-                0,
-                0,
-                10,
-                r[7],
-                q[0],
-                q[1],
-                198,
-                q[2],
-                q[3],
-                q[4],
-            ];
-            for ck in 0..=u16::MAX {
-                h[10..12].copy_from_slice(&ck.to_be_bytes());
-                assert_eq!(
-                    ip4_check_hdr(&h, 40).is_some(),
-                    wire::checksum::verify(&h),
-                    "{h:02x?}"
-                );
-            }
-        }
-    }
-
-    /// The little-endian sum accepts exactly the headers whose checksum is right.
-    #[test]
-    fn header_checksum_either_byte_order() {
-        let mut h = [
-            0x45, 0, 0, 40, 0x12, 0x34, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 192, 0, 2, 7,
-        ];
-        let ck = wire::checksum::checksum(&h);
-        h[10..12].copy_from_slice(&ck.to_be_bytes());
-        assert_eq!(ip4_check_hdr(&h, 40), Some(0xc000_0207));
-        for bit in 0..160 {
-            let mut b = h;
-            b[bit / 8] ^= 1 << (bit % 8);
-            let sum_ok = wire::checksum::verify(&b);
-            if ip4_check_hdr(&b, 40).is_some() {
-                assert!(sum_ok, "bit {bit}");
-            }
-        }
-        // Martians: loopback source, multicast destination, 0/8 destination.
-        for (o, v) in [(12, 127), (16, 224), (16, 0), (12, 230), (16, 255)] {
-            let mut b = h;
-            b[o] = v;
-            b[10..12].copy_from_slice(&[0, 0]);
-            let ck = wire::checksum::checksum(&b);
-            b[10..12].copy_from_slice(&ck.to_be_bytes());
-            assert_eq!(ip4_check_hdr(&b, 40), None, "octet {v} at {o}");
-        }
-    }
 }

@@ -24,7 +24,7 @@
 //! [`CoreConfig::hold_ms`]: super::CoreConfig::hold_ms
 //! [`WorkerStats`]: crate::router::WorkerStats
 
-use super::{Kind, Meta};
+use super::{Meta, Next};
 use crate::router::reasons::DropReason;
 
 /// Packets a worker holds at most.
@@ -152,7 +152,7 @@ impl Hold {
     }
 
     /// Takes the oldest ready packet: its bytes are copied to `to` (which must
-    /// hold them), its state returned (`Kind::Drop` when `to` is too short).
+    /// hold them), its state returned (`Next::Drop` when `to` is too short).
     pub(super) fn take_ready(&mut self, to: &mut [u8]) -> Option<(Meta, usize)> {
         let (k, s) = self
             .slots
@@ -164,7 +164,7 @@ impl Hold {
         let mut m = s.meta;
         match to.get_mut(..len) {
             Some(to) => to.copy_from_slice(self.bytes(k, s.len)),
-            None => m.kind = Kind::Drop,
+            None => m.next = Next::Drop,
         }
         self.slots[k] = None;
         self.used -= 1;
@@ -179,7 +179,7 @@ mod tests {
     fn held(nbr: u32, at: u64) -> Held {
         Held {
             meta: Meta {
-                kind: Kind::Ip4,
+                next: Next::Ip4Lookup,
                 ..Meta::default()
             },
             nbr,
@@ -218,7 +218,7 @@ mod tests {
         // Too short a buffer: the packet goes, as a drop.
         assert_eq!(h.check(130, 2, |_, _| false), (1, 0));
         let (m, _) = h.take_ready(&mut [0u8; 4]).unwrap();
-        assert_eq!(m.kind, Kind::Drop);
+        assert_eq!(m.next, Next::Drop);
         assert_eq!(h.len(), 0);
         assert_eq!(
             Hold::new(0, 100).push(&[1], held(1, 0)),

@@ -23,7 +23,7 @@
 //!   into the worker's ring; the vector's samples are published to the agent with
 //!   one store.
 //! * What the core leaves for the hook: while a pick is possible (and no trace
-//!   runs), the fast path fills only the kind ([`Kind::Fast`]) of
+//!   runs), the fast path fills only the kind ([`Next::Fast`]) of
 //!   what it forwards and its adjacency (in the compact `fast_adj` array); and the
 //!   receiving interface, once for a vector it took whole from one port (`rx_one`;
 //!   per packet otherwise). The description of a pick reads the rest (where the
@@ -52,9 +52,9 @@ use std::net::Ipv4Addr;
 
 use sflow::{Direction, Interface as SfInterface, PacketInfo, Picks, WorkerSampler};
 
-use super::{BURST, Core, ETHERTYPE_MPLS, Kind, Out, Packet, Stage};
+use super::{BURST, Core, ETHERTYPE_MPLS, Next, Out, Packet, Stage};
 use crate::dpdk::prefetchw;
-use crate::router::reasons::DropReason;
+use crate::router::reasons::{Discard, DropReason};
 
 /// Bytes of a received label stack kept per packet: 8 entries, the most a sample
 /// record holds.
@@ -138,20 +138,17 @@ fn stack_words(b: &[u8]) -> sflow::LabelWords {
 //= sFlow v5 §5 "interface": format 1 (discarded) values are ICMP unreachable codes
 //= 0-255, 256 unknown, 257 TTL exceeded, 259 no buffer space, 262 packet too big.
 /// The sFlow discard code of a core drop reason (`Meta::reason`).
-fn discard_code(reason: u8) -> u32 {
-    if reason >= 100 {
-        let k = usize::from(reason - 100);
-        return match mpls::DropReason::ALL.get(k) {
-            Some(mpls::DropReason::TtlExpired) => SfInterface::DISCARD_TTL,
-            Some(mpls::DropReason::NoHeadroom) => SfInterface::DISCARD_NO_BUFFER,
-            _ => SfInterface::DISCARD_UNKNOWN,
-        };
-    }
-    let Some(r) = usize::from(reason)
-        .checked_sub(1)
-        .and_then(|k| DropReason::ALL.get(k))
-    else {
-        return SfInterface::DISCARD_UNKNOWN;
+fn discard_code(reason: Option<Discard>) -> u32 {
+    let r = match reason {
+        None => return SfInterface::DISCARD_UNKNOWN,
+        Some(Discard::Mpls(r)) => {
+            return match r {
+                mpls::DropReason::TtlExpired => SfInterface::DISCARD_TTL,
+                mpls::DropReason::NoHeadroom => SfInterface::DISCARD_NO_BUFFER,
+                _ => SfInterface::DISCARD_UNKNOWN,
+            };
+        }
+        Some(Discard::Core(r)) => r,
     };
     match r {
         DropReason::Ip4TtlExpired => SfInterface::DISCARD_TTL,
@@ -205,11 +202,11 @@ impl SflowHook {
             && (self.sampler.may_pick(Direction::Rx, BURST)
                 || self.sampler.may_pick(Direction::Tx, BURST));
         let w = &mut core.w;
-        w.keep_stacks = pick;
+        w.obs.keep_stacks = pick;
         // (the tx samplers read the ifIndex noted per packet, `txs`)
-        w.sflow_notes = pick;
-        w.sflow_rx_if = rx || pick;
-        w.tx_ifs = tx;
+        w.obs.sflow_notes = pick;
+        w.obs.sflow_rx_if = rx || pick;
+        w.obs.tx_ifs = tx;
     }
 
     /// After [`Core::process`] on the same `pkts` and `out`: samples.
@@ -240,9 +237,9 @@ impl SflowHook {
             // Runs of one input interface: a vector mostly comes from one port, so
             // first one branch-free pass to see whether it is one run.
             let rx = &meta[..n];
-            let first = w.rx_one.unwrap_or(rx[0].rx_if);
+            let first = w.obs.rx_one.unwrap_or(rx[0].rx_if);
             let one =
-                w.rx_one.is_some() || rx.iter().fold(true, |same, m| same & (m.rx_if == first));
+                w.obs.rx_one.is_some() || rx.iter().fold(true, |same, m| same & (m.rx_if == first));
             if one {
                 self.sampler
                     .select_run(Direction::Rx, u32::from(first), 0, n, &mut self.picks);
@@ -250,12 +247,12 @@ impl SflowHook {
                 self.rx_runs(rx);
             }
         }
-        if self.sampler.is_on(Direction::Tx) && w.tx_ifs {
+        if self.sampler.is_on(Direction::Tx) && w.obs.tx_ifs {
             // The core noted per packet the ifIndex a transit packet left by (0:
             // not transit).
-            let txs = &w.txs;
+            let txs = &w.obs.txs;
             #[cfg(debug_assertions)]
-            if w.sflow_notes {
+            if w.obs.sflow_notes {
                 // The same answers as the per-packet way (which reads the notes).
                 let tx_if = &mut self.tx_if;
                 tx_ifs(tx_if, &mut self.adj, &mut tables.fib, w, out, n);
@@ -325,7 +322,7 @@ impl SflowHook {
             };
             let forwarded = transit(m, o);
             let (output, next_hop) = if forwarded {
-                let adj = adj_of(m, &w.fast_adj, i);
+                let adj = adj_of(m, &w.obs.fast_adj, i);
                 let e = match rw_hit(&w.rw, adj) {
                     Some(e) => e,
                     None => adj_slow(&mut self.adj, adj, &mut reader, &mut view),
@@ -334,7 +331,7 @@ impl SflowHook {
                     SfInterface::Index(e.ifindex),
                     (e.nbr != 0).then(|| Ipv4Addr::from(e.nbr)),
                 )
-            } else if matches!(o, Out::Punt(_)) || (m.reason == 0 && m.kind != Kind::Drop) {
+            } else if matches!(o, Out::Punt(_)) || (m.reason.is_none() && m.next != Next::Drop) {
                 (SfInterface::Internal, None)
             } else {
                 (SfInterface::Discarded(discard_code(m.reason)), None)
@@ -343,8 +340,8 @@ impl SflowHook {
             let raw = p.raw_mut();
             // The fast path did not fill `l3`, `ethertype`, `path` of what it sent:
             // the frame and the kind say.
-            let (labelled_in, l3, et) = match m.kind {
-                Kind::Fast(labelled) => {
+            let (labelled_in, l3, et) = match m.next {
+                Next::Fast(labelled) => {
                     let f = raw.get(start..start + len).unwrap_or_default();
                     let (off, et) = sent_l3(f);
                     (labelled, start + off, et)
@@ -358,7 +355,7 @@ impl SflowHook {
             // The stacks only for labelled packets (no zeroed arrays otherwise).
             let (in_buf, out_buf);
             let in_labels: &[u32] = if labelled_in {
-                in_buf = stack_words(&w.stacks[i]);
+                in_buf = stack_words(&w.obs.stacks[i]);
                 in_buf.as_slice()
             } else {
                 &[]
@@ -372,13 +369,14 @@ impl SflowHook {
             // A packet the router answered or turned into its own: as received.
             // (the fast path leaves `path` as it was: its packets are transit)
             let kept = w
+                .obs
                 .rx_heads
                 .as_ref()
                 .and_then(|h| h.get(i))
                 .filter(|h| h.1 > 0);
             let (frame, frame_len) = match kept {
                 Some(h)
-                    if !matches!(m.kind, Kind::Fast(_))
+                    if !matches!(m.next, Next::Fast(_))
                         && m.path & (1 << Stage::Local as u8) != 0 =>
                 {
                     (&h.2[..usize::from(h.1)], u32::from(h.0))
@@ -389,7 +387,7 @@ impl SflowHook {
             let info = PacketInfo {
                 frame,
                 frame_len,
-                input: SfInterface::Index(u32::from(w.rx_one.unwrap_or(m.rx_if))),
+                input: SfInterface::Index(u32::from(w.obs.rx_one.unwrap_or(m.rx_if))),
                 output,
                 next_hop,
                 in_labels,
@@ -418,7 +416,7 @@ fn tx_ifs(
     out: &[Out],
     n: usize,
 ) {
-    let (meta, fast_adj, rw) = (&w.meta[..], &w.fast_adj, &w.rw);
+    let (meta, fast_adj, rw) = (&w.meta[..], &w.obs.fast_adj, &w.rw);
     let (mut reader, mut view) = (Some(fib), None);
     for i in 0..n {
         let m = &meta[i];
@@ -470,8 +468,8 @@ fn rw_hit(rw: &[super::Rw; super::RW_CACHE], adj: u32) -> Option<AdjEntry> {
 /// in `fast_adj`, the general path in the metadata.
 #[inline(always)]
 fn adj_of(m: &super::Meta, fast_adj: &[u32; BURST], i: usize) -> u32 {
-    match m.kind {
-        Kind::Fast(_) => fast_adj.get(i).copied().unwrap_or(u32::MAX),
+    match m.next {
+        Next::Fast(_) => fast_adj.get(i).copied().unwrap_or(u32::MAX),
         _ => m.adj,
     }
 }
@@ -480,10 +478,10 @@ fn adj_of(m: &super::Meta, fast_adj: &[u32; BURST], i: usize) -> u32 {
 /// from it: an echo reply, an ICMP error, which keeps the original's drop reason).
 #[inline(always)]
 fn transit(m: &super::Meta, out: Out) -> bool {
-    let fwd = match m.kind {
+    let fwd = match m.next {
         // (the fast path leaves `reason` and `path` as they were)
-        Kind::Fast(_) => true,
-        Kind::Rewrite => super::transit_meta(m),
+        Next::Fast(_) => true,
+        Next::Rewrite => super::transit_meta(m),
         _ => false,
     };
     fwd && matches!(out, Out::Tx(_))
