@@ -483,11 +483,13 @@ fn wanted_labels(r: &Routing) -> Result<BTreeMap<(u32, bool), LabelSpec>, String
 fn wanted_neighbors(r: &Routing) -> Result<BTreeMap<(String, Ipv4Addr), [u8; 6]>, String> {
     let mut out = BTreeMap::new();
     for n in &r.neighbors {
-        let ctx = |e: String| format!("[[neighbor]] {} on {}: {e}", n.address, n.interface);
-        let ip = parse_ip(&n.address).map_err(ctx)?;
-        let mac = parse_mac(&n.mac).map_err(ctx)?;
+        let ctx = |e: &dyn std::fmt::Display| {
+            format!("[[neighbor]] {} on {}: {e}", n.address, n.interface)
+        };
+        let ip = parse_ip(&n.address).map_err(|e| ctx(&e))?;
+        let mac = parse_mac(&n.mac).map_err(|e| ctx(&e))?;
         if out.insert((n.interface.clone(), ip), mac).is_some() {
-            return Err(ctx("configured twice".into()));
+            return Err(ctx(&"configured twice"));
         }
     }
     Ok(out)

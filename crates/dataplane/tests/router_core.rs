@@ -344,6 +344,53 @@ fn decoded_results_follow_changes_between_vectors() {
     );
 }
 
+/// The same for an ECMP route: its legs are decoded once per leg (the leg
+/// cache), and a change between vectors (new labels, a neighbour's new MAC) shows
+/// in the very next vector on every leg.
+#[test]
+fn decoded_ecmp_legs_follow_changes_between_vectors() {
+    let mut ctl = router();
+    route(
+        &mut ctl,
+        "198.24.0.0/16",
+        &["10.2.0.2", "10.3.0.2"],
+        &[1000],
+    );
+    let mut core = core(&mut ctl);
+    let ips: Vec<Vec<u8>> = (0..N).map(|i| host_ip(i, [198, 24], 64, 100)).collect();
+    let frames: Vec<Vec<u8>> = ips.iter().map(|ip| from_host(ip)).collect();
+    // Every packet leaves by one of the two legs with `label`, on the MAC of its
+    // neighbour there; both legs are used.
+    let check = |res: &[(Out, Vec<u8>)], label: u32, macs: [[u8; 6]; 2]| {
+        let mut used = [false; 2];
+        for (i, (o, d)) in res.iter().enumerate() {
+            let leg = match o {
+                Out::Tx(1) => 0,
+                Out::Tx(2) => 1,
+                o => panic!("packet {i}: {o:?}"),
+            };
+            used[leg] = true;
+            let stack = labelled(&[(label, 63)], &with_ttl(&ips[i], 63));
+            let want = eth(macs[leg], mac_r(leg as u8 + 1), None, ETH_MPLS, &stack);
+            assert_eq!(d, &want, "packet {i}");
+        }
+        assert_eq!(used, [true, true]);
+    };
+    for _ in 0..2 {
+        check(&run(&mut core, &frames, 0), 1000, [mac_n(1), mac_n(2)]);
+    }
+    route(
+        &mut ctl,
+        "198.24.0.0/16",
+        &["10.2.0.2", "10.3.0.2"],
+        &[2000],
+    );
+    check(&run(&mut core, &frames, 0), 2000, [mac_n(1), mac_n(2)]);
+    let moved = [0x02, 0, 0, 0, 2, 0x77];
+    ctl.set_neighbor(3, a("10.3.0.2"), moved).unwrap();
+    check(&run(&mut core, &frames, 0), 2000, [mac_n(1), moved]);
+}
+
 #[test]
 fn implicit_null_out_label_sends_plain_ip4() {
     let mut ctl = router();
@@ -1666,6 +1713,14 @@ fn fast_path_matches_general_path() {
         "198.31.0.0/16",
         &["10.2.0.2"],
         &[2001, 2002, 2003, 2004],
+    );
+    // ECMP with labelled legs, one of them to an unresolved neighbour (the fast
+    // path's leg cache against the general path's decode per packet).
+    route(
+        &mut ctl,
+        "198.22.0.0/16",
+        &["10.2.0.2", "10.3.0.2", "10.3.0.7"],
+        &[3001],
     );
     let unresolved = ctl.adjacency(3, a("10.3.0.7")).unwrap();
     ctl.label_add(120, true, LabelAction::swap(unresolved, &[220]))

@@ -5,10 +5,12 @@ use std::str::FromStr;
 
 use fib::Ipv4Prefix;
 
+use crate::spec::SpecError;
+
 /// Parses `aa:bb:cc:dd:ee:ff`.
-pub fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+pub fn parse_mac(s: &str) -> Result<[u8; 6], SpecError> {
     let parts: Vec<&str> = s.split(':').collect();
-    let bad = || format!("bad MAC address {s:?} (want aa:bb:cc:dd:ee:ff)");
+    let bad = || SpecError::Mac(s.to_string());
     if parts.len() != 6 {
         return Err(bad());
     }
@@ -23,25 +25,23 @@ pub fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 }
 
 /// Parses an IPv4 address.
-pub fn parse_ip(s: &str) -> Result<Ipv4Addr, String> {
-    Ipv4Addr::from_str(s.trim()).map_err(|_| format!("bad IPv4 address {s:?}"))
+pub fn parse_ip(s: &str) -> Result<Ipv4Addr, SpecError> {
+    Ipv4Addr::from_str(s.trim()).map_err(|_| SpecError::Ip(s.to_string()))
 }
 
 /// Parses `a.b.c.d/len` (host bits must be clear).
-pub fn parse_prefix(s: &str) -> Result<Ipv4Prefix, String> {
-    Ipv4Prefix::from_str(s.trim()).map_err(|e| format!("bad prefix {s:?}: {e}"))
+pub fn parse_prefix(s: &str) -> Result<Ipv4Prefix, SpecError> {
+    Ipv4Prefix::from_str(s.trim()).map_err(|e| SpecError::Prefix(s.to_string(), e.to_string()))
 }
 
 /// Parses `a.b.c.d/len` as an interface address (host bits allowed).
-pub fn parse_addr_len(s: &str) -> Result<(Ipv4Addr, u8), String> {
+pub fn parse_addr_len(s: &str) -> Result<(Ipv4Addr, u8), SpecError> {
     let (a, l) = s
         .split_once('/')
-        .ok_or_else(|| format!("address {s:?} needs a prefix length (a.b.c.d/len)"))?;
-    let len: u8 = l
-        .parse()
-        .map_err(|_| format!("bad prefix length in {s:?}"))?;
+        .ok_or_else(|| SpecError::NoLength(s.to_string()))?;
+    let len: u8 = l.parse().map_err(|_| SpecError::Length(s.to_string()))?;
     if len > 32 {
-        return Err(format!("prefix length {len} > 32 in {s:?}"));
+        return Err(SpecError::Length(s.to_string()));
     }
     Ok((parse_ip(a)?, len))
 }

@@ -96,66 +96,122 @@ pub enum LabelSpec {
     Punt,
 }
 
+/// What an operator's route, label entry, address or MAC is refused for (the
+/// message says what to write instead).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// Not `aa:bb:cc:dd:ee:ff`.
+    #[error("bad MAC address {0:?} (want aa:bb:cc:dd:ee:ff)")]
+    Mac(String),
+    /// Not an IPv4 address.
+    #[error("bad IPv4 address {0:?}")]
+    Ip(String),
+    /// Not a prefix (or host bits set).
+    #[error("bad prefix {0:?}: {1}")]
+    Prefix(String, String),
+    /// An interface address without `/len`.
+    #[error("address {0:?} needs a prefix length (a.b.c.d/len)")]
+    NoLength(String),
+    /// A prefix length that is not 0..=32.
+    #[error("bad prefix length in {0:?} (0 to 32)")]
+    Length(String),
+    /// An in-label outside 16..2^20.
+    #[error(
+        "{0}; local labels are 16..1048575 (0 = explicit null and 3 = implicit null are out-labels)"
+    )]
+    InLabel(mpls::ConfigError),
+    /// Out-labels the path cannot push.
+    #[error("{0}")]
+    OutLabels(mpls::ConfigError),
+    /// A label action the entry cannot have.
+    #[error("{0}")]
+    Action(mpls::ConfigError),
+    /// An ECMP weight outside 1..=65535.
+    #[error("weight {0} is out of range 1..65535")]
+    Weight(u32),
+    /// A next hop that is not unicast.
+    #[error("{0} cannot be a next hop (unspecified, loopback, multicast or broadcast)")]
+    NextHop(Ipv4Addr),
+    /// A route without a via.
+    #[error("a route needs a via (or blackhole, unreachable, prohibit)")]
+    NoVia,
+    /// More paths than a route holds.
+    #[error("{0} paths, at most {max} per route", max = fib::MAX_PATHS)]
+    TooManyPaths(usize),
+    /// A via with neither next hop nor interface.
+    #[error("a via needs a next hop or an interface")]
+    EmptyVia,
+    /// A label entry without an action.
+    #[error("a label entry needs a via, ip4-lookup, pop, drop or punt")]
+    NoAction,
+    /// A label path without next hop or interface.
+    #[error("a label path needs a next hop and its interface (via 192.168.11.8 port0)")]
+    LabelPath,
+    /// A weight on a label path.
+    #[error("label paths have no weight (ECMP is equal-cost)")]
+    LabelWeight,
+}
+
+impl From<SpecError> for String {
+    fn from(e: SpecError) -> String {
+        e.to_string()
+    }
+}
+
 /// Checks an in-label: 16..2^20 (0-15 are special-purpose, RFC 3032 §2.1).
-pub fn check_in_label(label: u32) -> Result<(), String> {
-    mpls::validate_in_label(label).map(|_| ()).map_err(|e| {
-        format!("{e}; local labels are 16..1048575 (0 = explicit null and 3 = implicit null are out-labels)")
-    })
+pub fn check_in_label(label: u32) -> Result<(), SpecError> {
+    mpls::validate_in_label(label)
+        .map(|_| ())
+        .map_err(SpecError::InLabel)
 }
 
 /// Checks the out-labels of a route path (pushed onto IPv4): each 16..2^20, or 0/2
 /// (explicit null), or `3` alone (implicit null: push nothing).
-pub fn check_route_labels(labels: &[u32]) -> Result<(), String> {
+pub fn check_route_labels(labels: &[u32]) -> Result<(), SpecError> {
     mpls::validate_out_labels(labels, fib::MAX_LABELS)
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(SpecError::OutLabels)
 }
 
 /// Checks the out-labels of a label path (replacing the top label).
-pub fn check_swap_labels(labels: &[u32]) -> Result<(), String> {
+pub fn check_swap_labels(labels: &[u32]) -> Result<(), SpecError> {
     mpls::validate_out_labels(labels, mpls::MAX_SWAP_LABELS)
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(SpecError::OutLabels)
 }
 
 /// Checks an ECMP weight.
-pub fn check_weight(w: u32) -> Result<(), String> {
+pub fn check_weight(w: u32) -> Result<(), SpecError> {
     if (1..=65535).contains(&w) {
         Ok(())
     } else {
-        Err(format!("weight {w} is out of range 1..65535"))
+        Err(SpecError::Weight(w))
     }
 }
 
 /// Checks a next-hop address: a unicast address.
-pub fn check_next_hop(ip: Ipv4Addr) -> Result<(), String> {
+pub fn check_next_hop(ip: Ipv4Addr) -> Result<(), SpecError> {
     if ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() || ip.is_loopback() {
-        return Err(format!(
-            "{ip} cannot be a next hop (unspecified, loopback, multicast or broadcast)"
-        ));
+        return Err(SpecError::NextHop(ip));
     }
     Ok(())
 }
 
 impl RouteTarget {
     /// Checks what can be checked without the router: labels, weights, shape.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SpecError> {
         let RouteTarget::Paths(paths) = self else {
             return Ok(());
         };
         if paths.is_empty() {
-            return Err("a route needs a via (or blackhole, unreachable, prohibit)".into());
+            return Err(SpecError::NoVia);
         }
         if paths.len() > fib::MAX_PATHS {
-            return Err(format!(
-                "{} paths, at most {} per route",
-                paths.len(),
-                fib::MAX_PATHS
-            ));
+            return Err(SpecError::TooManyPaths(paths.len()));
         }
         for v in paths {
             if v.gateway.is_none() && v.interface.is_none() {
-                return Err("a via needs a next hop or an interface".into());
+                return Err(SpecError::EmptyVia);
             }
             if let Some(g) = v.gateway {
                 check_next_hop(g)?;
@@ -179,28 +235,25 @@ impl LabelSpec {
     }
 
     /// Checks what can be checked without the router, for entry (`label`, `eos`).
-    pub fn check(&self, label: u32, eos: bool) -> Result<(), String> {
+    pub fn check(&self, label: u32, eos: bool) -> Result<(), SpecError> {
         check_in_label(label)?;
         if let LabelSpec::Forward { paths, .. } = self {
             if paths.is_empty() {
-                return Err("a label entry needs a via, ip4-lookup, pop, drop or punt".into());
+                return Err(SpecError::NoAction);
             }
             for v in paths {
                 let (Some(g), Some(_)) = (v.gateway, &v.interface) else {
-                    return Err(
-                        "a label path needs a next hop and its interface (via 192.168.11.8 port0)"
-                            .into(),
-                    );
+                    return Err(SpecError::LabelPath);
                 };
                 check_next_hop(g)?;
                 check_swap_labels(&v.out_labels)?;
                 if v.weight != 1 {
-                    return Err("label paths have no weight (ECMP is equal-cost)".into());
+                    return Err(SpecError::LabelWeight);
                 }
             }
         }
         // Adjacency ids do not matter for the shape check.
-        mpls::validate_action(eos, &self.action_with(|_| 0)).map_err(|e| e.to_string())
+        mpls::validate_action(eos, &self.action_with(|_| 0)).map_err(SpecError::Action)
     }
 
     /// The label action with adjacency ids from `adj(path index)`.
@@ -259,41 +312,62 @@ mod tests {
             fwd(&[1])
                 .check(100, true)
                 .unwrap_err()
+                .to_string()
                 .contains("out-label 1")
         );
         assert!(
             fwd(&[1 << 20])
                 .check(100, true)
                 .unwrap_err()
+                .to_string()
                 .contains("out of range")
         );
         assert!(
             fwd(&[100])
                 .check(3, true)
                 .unwrap_err()
+                .to_string()
                 .contains("in-label 3")
         );
         assert!(
             fwd(&[100])
                 .check(1, true)
                 .unwrap_err()
+                .to_string()
                 .contains("in-label 1")
         );
         let no_if = LabelSpec::Forward {
             paths: vec![via("192.168.11.8", None, &[100])],
             ttl_mode: mpls::TtlMode::Uniform,
         };
-        assert!(no_if.check(100, true).unwrap_err().contains("interface"));
+        assert!(
+            no_if
+                .check(100, true)
+                .unwrap_err()
+                .to_string()
+                .contains("interface")
+        );
         let pop = LabelSpec::Pop {
             ttl_mode: mpls::TtlMode::Uniform,
         };
         assert!(pop.check(100, false).is_ok());
-        assert!(pop.check(100, true).unwrap_err().contains("non-eos"));
+        assert!(
+            pop.check(100, true)
+                .unwrap_err()
+                .to_string()
+                .contains("non-eos")
+        );
         let lookup = LabelSpec::Ip4Lookup {
             table: 0,
             ttl_mode: mpls::TtlMode::Uniform,
         };
-        assert!(lookup.check(100, false).unwrap_err().contains("eos"));
+        assert!(
+            lookup
+                .check(100, false)
+                .unwrap_err()
+                .to_string()
+                .contains("eos")
+        );
     }
 
     #[test]
@@ -303,6 +377,7 @@ mod tests {
             RouteTarget::Paths(vec![via("224.0.0.1", None, &[])])
                 .check()
                 .unwrap_err()
+                .to_string()
                 .contains("next hop")
         );
         let mut v = via("10.0.0.1", None, &[]);

@@ -278,29 +278,47 @@ impl<'r> FibView<'r> {
     /// The ECMP pick for result id `fwd` and a flow hash: one bucket index.
     #[inline]
     pub fn leg(&self, fwd: u32, flow_hash: u32) -> Leg<'r> {
+        self.leg_at(self.leg_id(fwd, flow_hash))
+    }
+
+    /// The id of the leg [`FibView::leg`] picks for result id `fwd` and a flow
+    /// hash: [`FibView::leg_at`] of it is that leg. A leg keeps its id while the
+    /// FIB version stays, so a caller may decode a leg once per id and version.
+    #[inline]
+    pub fn leg_id(&self, fwd: u32, flow_hash: u32) -> u32 {
         let p = self.planes;
         let h =
             p.lb.get(fwd as usize)
                 .map_or(0, |h| h.load(Ordering::Acquire));
-        self.bucket_leg((h as u32).wrapping_add(flow_hash & (h >> 32) as u32))
+        let b = (h as u32).wrapping_add(flow_hash & (h >> 32) as u32);
+        p.buckets
+            .get(b as usize)
+            .map_or(0, |l| l.load(Ordering::Acquire))
     }
 
-    /// The leg in bucket `b`.
+    /// The leg with id `id` (see [`FibView::leg_id`]).
     #[inline]
-    fn bucket_leg(&self, b: u32) -> Leg<'r> {
-        let p = self.planes;
-        let leg = p
-            .buckets
-            .get(b as usize)
-            .map_or(0, |l| l.load(Ordering::Acquire));
-        let start = leg as usize * LEG_WORDS;
+    pub fn leg_at(&self, id: u32) -> Leg<'r> {
+        let start = id as usize * LEG_WORDS;
         Leg {
-            words: p
+            words: self
+                .planes
                 .legs
                 .get(start..)
                 .and_then(|s| s.first_chunk())
                 .unwrap_or(&NO_LEG),
         }
+    }
+
+    /// The leg in bucket `b`.
+    #[inline]
+    fn bucket_leg(&self, b: u32) -> Leg<'r> {
+        let leg = self
+            .planes
+            .buckets
+            .get(b as usize)
+            .map_or(0, |l| l.load(Ordering::Acquire));
+        self.leg_at(leg)
     }
 
     /// The leg of result id `fwd` when it has one bucket (nothing for a flow hash

@@ -49,7 +49,7 @@ mod rewrite;
 mod sflow_hook;
 mod trace;
 use ethernet::*;
-use fast::{FWD_CACHE, FwdDec, StageAcc};
+use fast::{FWD_CACHE, FwdDec, LEG_CACHE, StageAcc};
 pub use hold::{HOLD_BYTES, HOLD_PACKETS};
 use ip4_lookup::*;
 pub(super) use local::Bucket;
@@ -265,9 +265,9 @@ struct Work {
     rw: [Rw; RW_CACHE],
     /// The fast path is on.
     fast: bool,
-    /// FIB results decoded (fast path), and a scratch entry for ECMP legs. An
-    /// entry holds while its `generation` is `fd_gen`.
-    fd: [FwdDec; FWD_CACHE + 1],
+    /// FIB results decoded (fast path), then the legs of ECMP results by leg id.
+    /// An entry holds while its `generation` is `fd_gen`.
+    fd: [FwdDec; FWD_CACHE + LEG_CACHE],
     /// The generation of the valid `fd` entries (never 0).
     fd_gen: u16,
     /// The FIB version and interface table that `rw` and `fd` were decoded from
@@ -410,7 +410,7 @@ impl Core {
                 },
                 rw: [Rw::default(); RW_CACHE],
                 fast: cfg.fast_path,
-                fd: [FwdDec::default(); FWD_CACHE + 1],
+                fd: [FwdDec::default(); FWD_CACHE + LEG_CACHE],
                 fd_gen: 1,
                 seen: None,
                 slow: [0; BURST],

@@ -336,7 +336,8 @@ pub fn fuzz_router_on(ports: [u16; 5]) -> RouterControl {
 }
 
 /// Mostly plain IPv4 (what the fast path takes) with everything that must leave it:
-/// TTL 0 and 1, local and martian destinations, ECMP, unresolved neighbours, a
+/// TTL 0 and 1, local and martian destinations, ECMP (198.21/16; 198.22/16 where
+/// the caller routes it), unresolved neighbours, a
 /// tagged output, five labels, implicit null, over-MTU with and without DF,
 /// padding, VLAN and broadcast heads, a few changed bytes; received on one of three
 /// ports (an index: the caller says which ports those are, mostly the first).
@@ -356,7 +357,7 @@ pub fn diff_frame() -> impl Strategy<Value = (Vec<u8>, usize)> {
         .prop_map(|((net, ttl, len, pad, df), edits, port, head)| {
             let nets: [[u8; 2]; 14] = [
                 [198, 18],
-                [198, 18],
+                [198, 22],
                 [198, 19],
                 [198, 21],
                 [198, 25],

@@ -26,7 +26,7 @@
 //!    FIB result whether it is a plain forward (a forward leg, a resolved
 //!    adjacency on an up interface, at most [`FAST_LABELS`] labels) and holds the
 //!    label stack entries ready to write ([`leg_stack`]; an ECMP result's leg is
-//!    picked per packet by [`ecmp_hash`] and decoded each time); per packet: MTU
+//!    picked per packet by [`ecmp_hash`] and decoded once per leg); per packet: MTU
 //!    and headroom, then the steps `ip4-lookup` and `rewrite` use: [`ttl_dec`],
 //!    [`impose`], [`write_l2`].
 //!
@@ -61,6 +61,11 @@ const _: () = assert!(FAST_LABELS.is_power_of_two());
 /// PE with a label per route decodes each result once, not once per vector.
 pub(super) const FWD_CACHE: usize = 1024;
 
+/// Slots of the ECMP leg cache (a power of two), behind the FIB result cache in
+/// `Work::fd`: the legs of ECMP results decoded by leg id ([`fib::FibView::leg_id`]),
+/// so a packet of an ECMP route pays for its hash and two loads, not for a decode.
+pub(super) const LEG_CACHE: usize = 64;
+
 /// What one FIB result means for the fast path, decoded once per FIB version.
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(align(32))]
@@ -71,8 +76,8 @@ pub(super) struct FwdDec {
     generation: u16,
     /// A plain forward the fast path can finish.
     ok: bool,
-    /// Several buckets: each packet's leg is picked by its flow hash and decoded
-    /// into the scratch entry (`fd[FWD_CACHE]`).
+    /// Several buckets: each packet's leg is picked by its flow hash, and found
+    /// decoded in the leg cache (`fd[FWD_CACHE..]`, see [`LEG_CACHE`]).
     ecmp: bool,
     /// Labels to push (implicit null excluded).
     push: u8,
@@ -214,7 +219,7 @@ impl Work {
     /// Marks packet `i` to resume in the nodes with `m` (it went through
     /// part of the fast path, which may have changed it).
     #[inline(always)]
-    fn resume(&mut self, i: usize, m: Meta, hb: &mut Handback<'_>) {
+    fn resume(&mut self, i: usize, m: Meta, hb: &mut Handback<'_, '_>) {
         self.meta[i] = m;
         self.resumed[i >> 6] |= 1 << (i & 63);
         hb.back[hb.n] = i as u16;
@@ -276,6 +281,7 @@ impl Work {
         // Packets handed back part-way.
         let mut hb = Handback {
             ift,
+            view,
             vt,
             light_meta,
             fb_if: RxIf::of(u16::MAX, ift, vt),
@@ -355,7 +361,7 @@ impl Work {
 
         let done_ip4 = if k > 0 {
             view.lookup_burst(vt, &self.keys[..k], &mut self.fwd[..k]);
-            self.forward_walk(pkts, out, k, view, &mut hb)
+            self.forward_walk(pkts, out, k, &mut hb)
         } else {
             0
         };
@@ -465,7 +471,7 @@ impl Work {
         c: &mut Cls<'g>,
         labels: &'g mpls::LabelReader,
         lfw: &mut [Lfw; BURST],
-        hb: &mut Handback<'_>,
+        hb: &mut Handback<'_, '_>,
     ) -> usize {
         let (rxif, vt) = (c.rxif, c.vt);
         let n = n.min(pkts.len());
@@ -577,14 +583,13 @@ impl Work {
         pkts: &mut [P],
         out: &mut [Out],
         k: usize,
-        view: &fib::FibView<'_>,
-        hb: &mut Handback<'_>,
+        hb: &mut Handback<'_, '_>,
     ) -> usize {
         // (one loop without sFlow's notes, one with them)
         if hb.light_meta | self.obs.tx_ifs {
-            self.forward_keys::<true, P>(pkts, out, k, view, hb)
+            self.forward_keys::<true, P>(pkts, out, k, hb)
         } else {
-            self.forward_keys::<false, P>(pkts, out, k, view, hb)
+            self.forward_keys::<false, P>(pkts, out, k, hb)
         }
     }
 
@@ -596,8 +601,7 @@ impl Work {
         pkts: &mut [P],
         out: &mut [Out],
         k: usize,
-        view: &fib::FibView<'_>,
-        hb: &mut Handback<'_>,
+        hb: &mut Handback<'_, '_>,
     ) -> usize {
         // (what is not sent resumes: the count of those says how many were sent)
         let resumed_before = hb.n;
@@ -607,22 +611,26 @@ impl Work {
             let f = self.fwd[j];
             let slot = f as usize & (FWD_CACHE - 1);
             if !self.fd_hit(slot, f) {
-                self.fwd_decode_cold(slot, f, hb.ift, view);
+                self.fwd_decode_cold(slot, f, hb.ift, hb.view);
             }
             let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
                 continue;
             };
-            // (`plain` first: it implies `ok` and one leg)
-            let slot = if !self.fd[slot].plain && self.fd[slot].ecmp {
-                self.ecmp_leg(p, l3, f, hb.ift, view);
-                FWD_CACHE
+            // (`plain` first: it implies `ok` and one leg; an ECMP result's leg
+            // comes from the leg cache)
+            let e = &self.fd[slot];
+            let (slot, plain) = if e.plain {
+                (slot, true)
+            } else if e.ecmp {
+                let s = self.ecmp_leg(p, l3, f, hb.ift, hb.view);
+                (s, self.fd[s].plain)
             } else {
-                slot
+                (slot, false)
             };
             let d = &self.fd[slot];
-            let (adj, rs) = (d.adj, usize::from(d.rs) & (RW_CACHE - 1));
+            let rs = usize::from(d.rs) & (RW_CACHE - 1);
             let rw = &mut self.rw[rs];
-            let sent = if d.plain {
+            let sent = if plain {
                 forward_plain(p, l3, rw)
             } else if d.ok {
                 forward(p, l3, rw, d)
@@ -638,7 +646,7 @@ impl Work {
             // (both notes unconditionally: each is read only when it is meant to
             // be, `txs` while `tx_ifs`, `fast_adj` for `Next::Fast` packets)
             if NOTES {
-                self.obs.fast_adj[i & (BURST - 1)] = adj;
+                self.obs.fast_adj[i & (BURST - 1)] = self.fd[slot].adj;
                 self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
             }
         }
@@ -658,9 +666,9 @@ impl Work {
         self.fwd_decode(slot, f, ift, view);
     }
 
-    /// Decodes into the scratch entry (`fd[FWD_CACHE]`) the leg of ECMP result `f`
-    /// that packet `p` (IPv4 header at `l3`) takes: by the general stage's hash,
-    /// the NIC's or the 5-tuple's.
+    /// The slot of the leg cache (`fd[FWD_CACHE..]`) holding the leg of ECMP
+    /// result `f` that packet `p` (IPv4 header at `l3`) takes, by the flow hash
+    /// ip4-lookup uses ([`ecmp_hash`]), decoded on a miss.
     #[inline(always)]
     fn ecmp_leg<P: Packet>(
         &mut self,
@@ -669,15 +677,28 @@ impl Work {
         f: u32,
         ift: &IfTable,
         view: &fib::FibView<'_>,
-    ) {
+    ) -> usize {
         let rss = p.rss_hash();
         let raw = p.raw_mut();
-        let total = raw.get(l3 + 2..l3 + 4).map_or(0, |b| rd16(b, 0));
-        let hash = ecmp_hash(
-            rss,
-            raw.get(l3..l3 + usize::from(total)).unwrap_or_default(),
-        );
-        self.leg_decode(FWD_CACHE, view.leg(f, hash), ift, view);
+        let hash = ecmp_hash(rss, || {
+            let total = raw.get(l3 + 2..l3 + 4).map_or(0, |b| rd16(b, 0));
+            raw.get(l3..l3 + usize::from(total))
+        });
+        let id = view.leg_id(f, hash);
+        let slot = FWD_CACHE + (id as usize & (LEG_CACHE - 1));
+        if !self.fd_hit(slot, id) {
+            self.leg_decode_cold(slot, id, ift, view);
+        }
+        slot
+    }
+
+    /// Decodes leg `id` into leg cache entry `slot`.
+    #[inline(never)]
+    fn leg_decode_cold(&mut self, slot: usize, id: u32, ift: &IfTable, view: &fib::FibView<'_>) {
+        self.leg_decode(slot, view.leg_at(id), ift, view);
+        // (last: decoding the leg may have dropped the cache)
+        self.fd[slot].key = id.wrapping_add(1);
+        self.fd[slot].generation = self.fd_gen;
     }
 
     /// The L2 header of the labelled packets the classify walk switched (`lfw`),
@@ -690,7 +711,7 @@ impl Work {
         out: &mut [Out],
         lfw: &[Lfw],
         view: &fib::FibView<'_>,
-        hb: &mut Handback<'_>,
+        hb: &mut Handback<'_, '_>,
     ) -> usize {
         let ift = hb.ift;
         let extra = hb.light_meta | self.obs.tx_ifs;
@@ -737,7 +758,7 @@ impl Work {
     /// general rewrite.
     #[cold]
     #[inline(never)]
-    fn label_resume<P: Packet>(&mut self, p: &P, l: Lfw, end: usize, hb: &mut Handback<'_>) {
+    fn label_resume<P: Packet>(&mut self, p: &P, l: Lfw, end: usize, hb: &mut Handback<'_, '_>) {
         hb.follow(p.port());
         let m = Meta {
             next: Next::Rewrite,
@@ -767,7 +788,7 @@ impl Work {
         rx_if: u16,
         t: u32,
         popped: bool,
-        hb: &mut Handback<'_>,
+        hb: &mut Handback<'_, '_>,
     ) {
         let m = Meta {
             next: Next::Ip4Lookup,
@@ -785,7 +806,7 @@ impl Work {
     /// general IPv4 stage.
     #[cold]
     #[inline(never)]
-    fn ip4_resume<P: Packet>(&mut self, p: &P, i: usize, l3: usize, hb: &mut Handback<'_>) {
+    fn ip4_resume<P: Packet>(&mut self, p: &P, i: usize, l3: usize, hb: &mut Handback<'_, '_>) {
         hb.follow(p.port());
         let (start, len) = p.window();
         let popped = popped_at(p, l3);
@@ -899,8 +920,10 @@ struct Cls<'g> {
 
 /// What the fast path's walks share over a vector: the tables, what to note per
 /// packet sent, and the packets handed back to the nodes part-way.
-struct Handback<'a> {
+struct Handback<'a, 'v> {
     ift: &'a IfTable,
+    /// The FIB as this vector sees it.
+    view: &'a fib::FibView<'v>,
     /// The vector's routing table.
     vt: u32,
     /// Note what sFlow reads of packets sent (see [`Work::fast_ip4`]).
@@ -913,7 +936,7 @@ struct Handback<'a> {
     n: usize,
 }
 
-impl Handback<'_> {
+impl Handback<'_, '_> {
     /// Makes `fb_if` port `port`'s interface.
     #[inline(always)]
     fn follow(&mut self, port: u16) {

@@ -79,7 +79,7 @@ impl Work {
             } else if view.bucket_count(self.fwd[j]) == 1 {
                 0
             } else {
-                ecmp_hash(rss, &raw[l3..end])
+                ecmp_hash(rss, || raw.get(l3..end))
             };
             let leg = view.leg(self.fwd[j], hash);
             match leg.action() {
@@ -196,11 +196,16 @@ pub(super) fn flow_hash(ip: &[u8]) -> u32 {
     (x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32
 }
 
-/// The flow hash of an IPv4 packet (`ip`: header and payload) for picking an
-/// ECMP leg: the NIC's RSS hash when it gave one, else [`flow_hash`].
+/// The flow hash of an IPv4 packet for picking an ECMP leg: the NIC's RSS hash
+/// when it gave one, else [`flow_hash`] of the packet `ip` finds (header and
+/// payload; 0 without one).
 #[inline(always)]
-pub(super) fn ecmp_hash(rss: u32, ip: &[u8]) -> u32 {
-    if rss != 0 { rss } else { flow_hash(ip) }
+pub(super) fn ecmp_hash<'a>(rss: u32, ip: impl FnOnce() -> Option<&'a [u8]>) -> u32 {
+    if rss != 0 {
+        rss
+    } else {
+        ip().map_or(0, flow_hash)
+    }
 }
 
 /// The label stack entries `leg` imposes, top first, and their number: implicit
@@ -213,8 +218,9 @@ pub(super) fn leg_stack<const N: usize>(leg: fib::Leg<'_>) -> Option<([u32; N], 
     match leg.plain_labels::<N>() {
         Some((ls, count)) => {
             let mut lse = ls.map(|l| l << 12);
-            if let Some(e) = count.checked_sub(1).and_then(|t| lse.get_mut(t)) {
-                *e |= 0x100;
+            if count > 0 {
+                // (`% N`: count is at most N; a power of two N makes it a mask)
+                lse[(count - 1) % N] |= 0x100;
             }
             Some((lse, count))
         }
