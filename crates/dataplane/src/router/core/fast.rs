@@ -398,7 +398,7 @@ impl Work {
 
     /// The classify walk's run of plain IPv4 packets from `pkts[i0]` on:
     /// untagged frames on `c.rxif`'s port (up, in the vector's table) to its MAC
-    /// carrying an IPv4 header that passes [`ip4_check_rest`]. Their destinations
+    /// carrying an IPv4 header that passes [`ip4_accept_45`]. Their destinations
     /// become the next keys. Returns where the run ends.
     /// `NIC`: read the NIC's checksum verdicts (the port's device checks them; a
     /// port whose device does not gets a loop that never reads one).
