@@ -535,13 +535,13 @@ pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result
     }
     for ((ifname, ip), mac) in wanted_neighbors(r)? {
         let ctx = |e: String| format!("[[neighbor]] {ip} on {ifname}: {e}");
-        let ix = spec::ifindex(ctl, &ifname).map_err(ctx)?;
+        let ix = spec::ifindex(ctl, &ifname).map_err(|e| ctx(e.into()))?;
         ctl.set_neighbor(ix, ip, mac)
             .map_err(|e| ctx(e.to_string()))?;
     }
     for ((table, prefix), target) in wanted_routes(r)? {
         let ctx = |e: String| format!("[[route]] {prefix}: {e}");
-        let kind = spec::resolve_route(ctl, &target).map_err(ctx)?;
+        let kind = spec::resolve_route(ctl, &target).map_err(|e| ctx(e.into()))?;
         ctl.route_add(table, prefix, kind)
             .map_err(|e| ctx(e.to_string()))?;
     }
@@ -774,7 +774,8 @@ pub fn reload(
         if sub_del.contains(name) {
             continue;
         }
-        let ix = spec::ifindex(ctl, name).map_err(|e| fail(format!("interface {name}"), e))?;
+        let ix =
+            spec::ifindex(ctl, name).map_err(|e| fail(format!("interface {name}"), e.into()))?;
         for &(a, l) in o.addrs.iter().filter(|x| !w.addrs.contains(x)) {
             if ctl
                 .ifaces()
@@ -834,7 +835,8 @@ pub fn reload(
         if before == Some(mac) {
             continue;
         }
-        let ix = spec::ifindex(ctl, ifname).map_err(|e| fail(format!("neighbor {ip}"), e))?;
+        let ix =
+            spec::ifindex(ctl, ifname).map_err(|e| fail(format!("neighbor {ip}"), e.into()))?;
         ctl.set_neighbor(ix, *ip, *mac)
             .map_err(|e| fail(format!("neighbor {ip}"), e.to_string()))?;
         if before.is_some() {
@@ -848,8 +850,8 @@ pub fn reload(
         if before == Some(target) && ctl.route_of(RouteSource::Config, *table, *prefix).is_some() {
             continue;
         }
-        let kind =
-            spec::resolve_route(ctl, target).map_err(|e| fail(format!("route {prefix}"), e))?;
+        let kind = spec::resolve_route(ctl, target)
+            .map_err(|e| fail(format!("route {prefix}"), e.into()))?;
         // The file changes this entry: its version replaces a dpctl one.
         if ctl.route_of(RouteSource::Dpctl, *table, *prefix).is_some() {
             let _ = ctl.route_del_from(RouteSource::Dpctl, *table, *prefix);
@@ -872,7 +874,7 @@ pub fn reload(
             let _ = ctl.label_del(*label, *eos);
         }
         spec::install_label(ctl, RouteSource::Config, *label, *eos, s)
-            .map_err(|e| fail(format!("label {label} {}", eos_word(*eos)), e))?;
+            .map_err(|e| fail(format!("label {label} {}", eos_word(*eos)), e.into()))?;
         if before.is_some() {
             sum.labels.changed += 1;
         } else {

@@ -4,42 +4,76 @@
 
 use std::net::Ipv4Addr;
 
-use dataplane::router::{RouteSource, RouterControl};
+use dataplane::router::{RouteSource, RouterControl, RouterError};
 use fib::{Path, RouteKind, TableId};
 
 pub use dpctl::spec::*;
 
+/// Why a route or label entry as the operator wrote it does not resolve against
+/// the running router (nothing is changed when it does not).
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// Refused before the router is asked (labels, weights, shape).
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// No interface of that name.
+    #[error("unknown interface {name:?} (interfaces: {known})")]
+    UnknownInterface {
+        /// The name written.
+        name: String,
+        /// The router's interfaces, comma-separated ("none" without any).
+        known: String,
+    },
+    /// No IPv4 table of that id.
+    #[error("unknown table {table} (tables: {known}; create it with [router] tables = [{table}])")]
+    UnknownTable {
+        /// The id written.
+        table: TableId,
+        /// The router's tables, comma-separated.
+        known: String,
+    },
+    /// The router refused it.
+    #[error(transparent)]
+    Router(#[from] RouterError),
+}
+
+impl From<ResolveError> for String {
+    fn from(e: ResolveError) -> String {
+        e.to_string()
+    }
+}
+
 /// The ifIndex of interface `name`, or an error that lists the interfaces.
-pub fn ifindex(ctl: &RouterControl, name: &str) -> Result<u32, String> {
+pub fn ifindex(ctl: &RouterControl, name: &str) -> Result<u32, ResolveError> {
     ctl.iface_by_name(name).map(|i| i.ifindex).map_err(|_| {
         let names: Vec<String> = ctl.ifaces().iter().map(|i| i.name.clone()).collect();
-        format!(
-            "unknown interface {name:?} (interfaces: {})",
-            if names.is_empty() {
+        ResolveError::UnknownInterface {
+            name: name.to_string(),
+            known: if names.is_empty() {
                 "none".to_string()
             } else {
                 names.join(", ")
-            }
-        )
+            },
+        }
     })
 }
 
 /// Checks that `table` exists.
-pub fn check_table(ctl: &RouterControl, table: TableId) -> Result<(), String> {
+pub fn check_table(ctl: &RouterControl, table: TableId) -> Result<(), ResolveError> {
     if ctl.fib().tables().any(|t| t == table) {
         return Ok(());
     }
     let mut ts: Vec<TableId> = ctl.fib().tables().collect();
     ts.sort_unstable();
     let ts: Vec<String> = ts.iter().map(u32::to_string).collect();
-    Err(format!(
-        "unknown table {table} (tables: {}; create it with [router] tables = [{table}])",
-        ts.join(", ")
-    ))
+    Err(ResolveError::UnknownTable {
+        table,
+        known: ts.join(", "),
+    })
 }
 
 /// Resolves a route target into a FIB route. Changes nothing.
-pub fn resolve_route(ctl: &RouterControl, t: &RouteTarget) -> Result<RouteKind, String> {
+pub fn resolve_route(ctl: &RouterControl, t: &RouteTarget) -> Result<RouteKind, ResolveError> {
     t.check()?;
     Ok(match t {
         RouteTarget::Special(s) => match s {
@@ -60,7 +94,7 @@ pub fn resolve_route(ctl: &RouterControl, t: &RouteTarget) -> Result<RouteKind, 
                     (Some(g), Some(ix)) => Path::gateway_on(g, ix),
                     (Some(g), None) => Path::gateway(g),
                     (None, Some(ix)) => Path::attached(ix),
-                    (None, None) => return Err("a via needs a next hop or an interface".into()),
+                    (None, None) => return Err(SpecError::EmptyVia.into()),
                 };
                 // Implicit null (3) never goes on the wire: push nothing.
                 let labels: &[u32] = if v.out_labels == [3] {
@@ -84,7 +118,7 @@ pub fn install_label(
     label: u32,
     eos: bool,
     spec: &LabelSpec,
-) -> Result<(), String> {
+) -> Result<(), ResolveError> {
     spec.check(label, eos)?;
     let mut hops = Vec::new();
     if let LabelSpec::Forward { paths, .. } = spec {
@@ -113,14 +147,14 @@ pub fn install_label(
             }
             Err(e) => {
                 undo_adjacencies(ctl, &created);
-                return Err(e.to_string());
+                return Err(e.into());
             }
         }
     }
     let action = spec.action_with(|i| adjs[i]);
     if let Err(e) = ctl.label_add_from(source, label, eos, action) {
         undo_adjacencies(ctl, &created);
-        return Err(e.to_string());
+        return Err(e.into());
     }
     Ok(())
 }
