@@ -507,6 +507,8 @@ impl Work {
         self.sync_caches(&view, &ifaces);
 
         self.obs.rx_one = None;
+        // (each vector marks its own resumed packets: the fast path's handbacks)
+        self.resumed = [0; 4];
         // The fast path first; what it leaves goes through the nodes. A
         // traced vector takes the nodes whole (same fate for every
         // packet, and the trace shows each node it passed).
@@ -514,7 +516,6 @@ impl Work {
             let notes = self.obs.sflow_notes;
             self.fast_ip4(pkts, out, n, ift, &view, &tables.labels, notes, &mut acc)
         } else {
-            self.resumed = [0; 4];
             for i in 0..n {
                 self.slow[i] = i as u16;
             }
@@ -571,6 +572,8 @@ impl Work {
         out: &mut [Out],
     ) -> usize {
         let n = pkts.len().min(BURST).min(out.len());
+        // (every released packet resumes: marked below)
+        self.resumed = [0; 4];
         let mut k = 0;
         while k < n {
             let p = &mut pkts[k];
@@ -614,7 +617,6 @@ impl Work {
         );
         drop(view);
         acc.commit(&self.stats);
-        self.resumed = [0; 4];
         k
     }
 

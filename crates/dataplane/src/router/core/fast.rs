@@ -268,7 +268,6 @@ impl Work {
         acc: &mut StageAcc,
     ) -> usize {
         let t0 = tsc();
-        self.resumed = [0; 4];
         // The vector's routing table: the first packet's interface's (packets of
         // another table take the general path).
         let port0 = pkts.first().map_or(u16::MAX, |p| p.port());

@@ -136,7 +136,10 @@ impl Work {
                         continue;
                     }
                     let Some(h) = ip.first_chunk_mut::<20>() else {
-                        continue; // (checked by ip4_check)
+                        // (cannot happen: ip4_check saw 20 bytes)
+                        self.drop(&mut m, DropReason::Ip4Truncated);
+                        self.meta[i] = m;
+                        continue;
                     };
                     let ttl = ttl_dec(h);
                     m.ethertype = ETHERTYPE_IPV4;
@@ -408,6 +411,16 @@ pub(super) fn ip4_check_slow(raw: &[u8], m: &mut Meta) -> Result<u32, DropReason
 mod tests {
     use super::*;
 
+    /// A xorshift64 generator from `seed` (not 0).
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
     /// The folded TTL update gives RFC 1624's answer for every checksum and TTL.
     #[test]
     fn ttl_dec_matches_rfc1624() {
@@ -431,13 +444,7 @@ mod tests {
     /// every checksum value of a few random headers.
     #[test]
     fn header_checksum_matches_verify() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..16 {
             let r = next().to_le_bytes();
             let q = next().to_le_bytes();
@@ -509,13 +516,7 @@ mod tests {
     /// check it meets.
     #[test]
     fn common_header_test_agrees_with_the_full_checks() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for round in 0..200_000u32 {
             let r = next().to_le_bytes();
             let q = next().to_le_bytes();

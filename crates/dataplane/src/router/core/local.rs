@@ -47,6 +47,16 @@ impl Work {
         }
     }
 
+    /// Takes a token of the ICMP error bucket; without one the error is not sent,
+    /// counted as `icmp_rate_limited`.
+    fn icmp_token(&mut self, now: u64) -> bool {
+        let ok = self.icmp.take(now);
+        if !ok {
+            self.stats.drops[DropReason::IcmpRateLimited as usize].inc();
+        }
+        ok
+    }
+
     /// Marks a packet for an ICMP error (built by the local stage) and counts the
     /// drop reason of the original.
     pub(super) fn drop_with_icmp(&self, m: &mut Meta, r: DropReason, typ: u8, code: u8, mtu: u16) {
@@ -365,8 +375,7 @@ impl Work {
             m.next = Next::Drop;
             return;
         };
-        if !self.icmp.take(now) {
-            self.stats.drops[DropReason::IcmpRateLimited as usize].inc();
+        if !self.icmp_token(now) {
             m.next = Next::Drop;
             return;
         }
@@ -467,8 +476,7 @@ impl Work {
             m.next = Next::Drop;
             return;
         };
-        if !self.icmp.take(now) {
-            self.stats.drops[DropReason::IcmpRateLimited as usize].inc();
+        if !self.icmp_token(now) {
             m.next = Next::Drop;
             return;
         }
@@ -582,8 +590,7 @@ impl Work {
             return None;
         }
         let me = ift.source_for(u32::from(m.rx_if))?;
-        if !self.icmp.take(tsc()) {
-            self.stats.drops[DropReason::IcmpRateLimited as usize].inc();
+        if !self.icmp_token(tsc()) {
             return None;
         }
         let mut reply = [0u8; mpls::icmp::FRAG_NEEDED_LEN];
