@@ -290,10 +290,7 @@ impl<'r> FibView<'r> {
         let h =
             p.lb.get(fwd as usize)
                 .map_or(0, |h| h.load(Ordering::Acquire));
-        let b = (h as u32).wrapping_add(flow_hash & (h >> 32) as u32);
-        p.buckets
-            .get(b as usize)
-            .map_or(0, |l| l.load(Ordering::Acquire))
+        self.bucket_id((h as u32).wrapping_add(flow_hash & (h >> 32) as u32))
     }
 
     /// The leg with id `id` (see [`FibView::leg_id`]).
@@ -310,15 +307,13 @@ impl<'r> FibView<'r> {
         }
     }
 
-    /// The leg in bucket `b`.
+    /// The id of the leg in bucket `b`.
     #[inline]
-    fn bucket_leg(&self, b: u32) -> Leg<'r> {
-        let leg = self
-            .planes
+    fn bucket_id(&self, b: u32) -> u32 {
+        self.planes
             .buckets
             .get(b as usize)
-            .map_or(0, |l| l.load(Ordering::Acquire));
-        self.leg_at(leg)
+            .map_or(0, |l| l.load(Ordering::Acquire))
     }
 
     /// The leg of result id `fwd` when it has one bucket (nothing for a flow hash
@@ -330,7 +325,7 @@ impl<'r> FibView<'r> {
         let h =
             p.lb.get(fwd as usize)
                 .map_or(0, |h| h.load(Ordering::Acquire));
-        (h >> 32 == 0).then(|| self.bucket_leg(h as u32))
+        (h >> 32 == 0).then(|| self.leg_at(self.bucket_id(h as u32)))
     }
 
     /// Number of ECMP buckets of result id `fwd` (a power of two).
