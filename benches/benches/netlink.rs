@@ -194,7 +194,7 @@ fn fpm_over_tcp(full: &[Vec<u8>], n: u64, unique: usize) {
             quiet_ms: 20,
             hold_s: 60,
             restart_s: 0,
-            kernel_routes: true,
+            ..FpmSection::default()
         };
         let twins = HashMap::from([(KIF[0], 1), (KIF[1], 2)]);
         let mut s = FpmServer::new(section, l, twins, BTreeMap::new()).expect("server");

@@ -1006,8 +1006,10 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
          ip route 100.64.0.0/24 10.82.2.2\n\
          ip route 192.0.2.0/24 blackhole\n";
     let start_with = |statics: &str| {
+        let zserv = dir.join("zserv.api");
+        let _ = std::fs::remove_file(&zserv);
         let z = Frr::start_with(&cp, &dir, "zebra", zebra_conf, &["-M", "dplane_fpm_nl"]);
-        std::thread::sleep(Duration::from_millis(500));
+        wait_for("zebra's zserv socket", || zserv.exists());
         (z, Frr::start(&cp, &dir, "staticd", statics))
     };
     let start = || start_with(statics);
@@ -1045,7 +1047,9 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
     std::thread::sleep(Duration::from_millis(500));
     drop(staticd);
     drop(zebra);
-    std::thread::sleep(Duration::from_millis(1000));
+    wait_for("zebra's connection lost", || {
+        lab.json("show fpm")["peer"].is_null()
+    });
     assert_eq!(route(&lab, "203.0.113.0/24").unwrap()["source"], "fpm");
     let (zebra, staticd) = start_with(statics2);
     wait_long("zebra back over FPM", 20, &logs, || {

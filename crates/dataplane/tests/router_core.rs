@@ -840,6 +840,44 @@ fn arp_resolves_an_incomplete_adjacency() {
     assert_eq!(res[0], (Out::Tx(3), request));
 }
 
+/// `ip route add P via G dev X onlink` with G on no subnet of X: the router
+/// asks for G from X's address and takes the answer (Linux does); a reply from
+/// another sender off X's subnets, which nobody asked for, is not learned.
+#[test]
+fn an_onlink_next_hop_off_the_subnet_resolves() {
+    let mut ctl = router();
+    ctl.route_add(
+        0,
+        pfx("198.26.0.0/16"),
+        RouteKind::Paths(vec![Path::gateway_on(a("100.64.9.9"), 3)]),
+    )
+    .unwrap();
+    let mut core = core(&mut ctl);
+    let ip = host_ip(5, [198, 26], 64, 64);
+    let res = run(&mut core, &[from_host(&ip)], 0);
+    let request = arp_request(BCAST, mac_r(2), a("10.3.0.1"), a("100.64.9.9"));
+    assert_eq!(res[0], (Out::Tx(2), request));
+    assert_eq!(core.holding(), 1);
+    // Unasked: dropped, not learned.
+    let stranger = [2, 0, 0, 0, 9, 8];
+    let res = run(&mut core, &[neighbor_reply(2, stranger, "100.64.9.8")], 2);
+    assert_eq!(res[0].0, Out::Drop);
+    assert_eq!(ctl.poll(), 0);
+    assert_eq!(counters(core.stats())["arp_ignored"], 1);
+    // Asked: learned, and the held packet goes.
+    let gw_mac = [2, 0, 0, 0, 9, 9];
+    let res = run(&mut core, &[neighbor_reply(2, gw_mac, "100.64.9.9")], 2);
+    assert_eq!(res[0].0, Out::Drop);
+    assert_eq!(ctl.poll(), 1);
+    assert_eq!(ctl.neighbors().get(&(3, a("100.64.9.9"))), Some(&gw_mac));
+    let want = eth(gw_mac, mac_r(2), None, ETH_IP4, &with_ttl(&ip, 63));
+    assert_eq!(core.held_ready(), 1);
+    let res = release(&mut core, 1);
+    assert_all_tx(&res, 2, |_| want.clone());
+    let res = run(&mut core, &[from_host(&ip)], 0);
+    assert_all_tx(&res, 2, |_| want.clone());
+}
+
 fn echo(src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, typ: u8, seq: u16) -> Vec<u8> {
     let mut p = vec![0u8; 20 + 8 + 32];
     p[0] = 0x45;

@@ -70,6 +70,9 @@ const RTPROT_KERNEL: u8 = 2;
 const RT_TABLE_LOCAL: u32 = 255;
 const RTM_F_CLONED: u32 = 0x200;
 const RTNH_F_ONLINK: u32 = 4;
+/// A next hop the kernel keeps but does not use (its link is down, or lost its
+/// last address): shown in dumps, revived when the link comes back.
+const RTNH_F_DEAD: u32 = 1;
 
 const LWTUNNEL_ENCAP_MPLS: u16 = 1;
 const MPLS_IPTUNNEL_DST: u16 = 1;
@@ -277,7 +280,7 @@ fn plain_route(p: &[u8], new: bool) -> Option<Result<Msg, DecodeError>> {
     let h = p.get(..RTMSG_LEN)?;
     let (family, dst_len, table8, protocol, kind) = (h[0], h[1], h[4], h[5], h[7]);
     let flags = read_u32(h, 8)?;
-    if family != AF_INET {
+    if family != AF_INET || flags & RTNH_F_DEAD != 0 {
         return None;
     }
     let (mut dst, mut oif, mut gateway, mut metric, mut table) = (None, None, None, None, None);
@@ -408,7 +411,14 @@ fn route_general(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
             (RTN_UNREACHABLE, _) => Target::Unreachable,
             (RTN_PROHIBIT, _) => Target::Prohibit,
             (_, Some(id)) => Target::NexthopId(id),
-            _ => Target::Paths(paths(attrs, flags).map_err(|d| bad("route", d))?),
+            _ => {
+                let hops = paths(attrs, flags).map_err(|d| bad("route", d))?;
+                if hops.is_empty() {
+                    // Every leg dead: the kernel flushes it; it forwards nothing.
+                    return Ok(Msg::Ignored("dead route"));
+                }
+                Target::Paths(hops)
+            }
         })
     };
     let metric = find!(attrs, RouteAttribute::Priority(m) => *m).unwrap_or(0);
@@ -439,14 +449,19 @@ fn paths(attrs: &[RouteAttribute], rtm_flags: u32) -> Result<Vec<NextHop>, Strin
         if hops.is_empty() {
             return Err("empty RTA_MULTIPATH".into());
         }
+        // Dead legs are not used: the route forwards over the others.
         return hops
             .iter()
+            .filter(|nh| u32::from(nh.flags.bits()) & RTNH_F_DEAD == 0)
             .map(|nh| {
                 let ifindex = (nh.interface_index != 0).then_some(nh.interface_index);
                 let onlink = u32::from(nh.flags.bits()) & RTNH_F_ONLINK != 0;
                 hop(&nh.attributes, ifindex, u16::from(nh.hops) + 1, onlink)
             })
             .collect();
+    }
+    if rtm_flags & RTNH_F_DEAD != 0 {
+        return Ok(Vec::new());
     }
     let oif = find!(attrs, RouteAttribute::Oif(i) => *i);
     Ok(vec![hop(attrs, oif, 1, rtm_flags & RTNH_F_ONLINK != 0)?])

@@ -9,10 +9,18 @@
 //! marks everything FPM-owned stale on connect and sweeps what the walk did not
 //! refresh once the connection has been quiet for `quiet_ms`. A zebra that goes
 //! away leaves its state forwarding until it comes back or `hold_s` passes.
+//! Until that sweep, a delete of a route or label the new connection has not
+//! announced yet is left to the sweep (graceful restart): a restarted zebra
+//! deletes its previous instance's routes before its daemons announce them again.
+//!
+//! FPM carries routes, nexthop objects and LSPs only: links, addresses,
+//! neighbours and the loopback come from the kernel, and anything else a peer
+//! sends is counted and refused. Only `allowed_peers` may connect; a connection
+//! silent for `idle_s` gives way to a new one.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -32,6 +40,8 @@ use super::learner::KernelView;
 /// port = 2620
 /// quiet_ms = 1000         # a walk is over after this long without a message
 /// hold_s = 60             # a lost zebra's routes stay this long
+/// allowed_peers = ["127.0.0.1", "::1"]
+/// idle_s = 30             # a connection silent this long gives way to a new one
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,6 +69,40 @@ pub struct FpmSection {
     /// neighbours still come from netlink.
     #[serde(default = "default_true")]
     pub kernel_routes: bool,
+    /// Addresses zebra may connect from (default loopback only); others are
+    /// closed at once and counted.
+    #[serde(default = "default_allowed_peers")]
+    pub allowed_peers: Vec<IpAddr>,
+    /// A connection that has sent nothing for this long gives way to a new
+    /// connection from an allowed peer (zebra sends no keepalives: a quiet zebra
+    /// keeps its slot until someone else asks for it), s.
+    #[serde(default = "default_idle_s")]
+    pub idle_s: u64,
+}
+
+impl Default for FpmSection {
+    fn default() -> Self {
+        FpmSection {
+            address: default_address(),
+            port: default_port(),
+            quiet_ms: default_quiet_ms(),
+            hold_s: default_hold_s(),
+            restart_s: default_restart_s(),
+            kernel_routes: true,
+            allowed_peers: default_allowed_peers(),
+            idle_s: default_idle_s(),
+        }
+    }
+}
+
+fn default_allowed_peers() -> Vec<IpAddr> {
+    vec![
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(Ipv6Addr::LOCALHOST),
+    ]
+}
+fn default_idle_s() -> u64 {
+    30
 }
 
 fn default_true() -> bool {
@@ -133,8 +177,26 @@ struct FpmStats {
     messages: u64,
     resets: u64,
     last_reset: Option<String>,
+    /// Connections closed at once: from a peer not allowed, or while the
+    /// current one is not idle.
+    refused_peer: u64,
+    refused_busy: u64,
+    /// The last refused connection and why.
+    last_refused: Option<String>,
+    /// Silent connections replaced by a new one.
+    replaced: u64,
     /// When, how many entries went.
     last_sweep: Option<(Instant, u64, &'static str)>,
+}
+
+/// zebra's connection.
+#[derive(Debug)]
+struct Conn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    since: Instant,
+    /// When it last sent something.
+    heard: Instant,
 }
 
 /// The server.
@@ -142,7 +204,7 @@ struct FpmStats {
 pub struct FpmServer {
     section: FpmSection,
     listener: TcpListener,
-    conn: Option<(TcpStream, SocketAddr, Instant)>,
+    conn: Option<Conn>,
     buf: Vec<u8>,
     view: KernelView,
     stats: FpmStats,
@@ -180,24 +242,8 @@ impl FpmServer {
     /// Accepts, reads and applies what arrived; ends walks and holds that are due.
     pub fn poll(&mut self, ctl: &mut RouterControl) {
         let now = Instant::now();
-        if self.conn.is_none() {
-            if let Ok((s, peer)) = self.listener.accept() {
-                if s.set_nonblocking(true).is_ok() {
-                    self.conn = Some((s, peer, now));
-                    self.buf.clear();
-                    self.stats.connects += 1;
-                    // A zebra back while its routes are held: its daemons'
-                    // routes come after its walk (see `restart_s`).
-                    let grace = match self.lost_at.take() {
-                        Some(_) => Duration::from_secs(self.section.restart_s),
-                        None => Duration::ZERO,
-                    };
-                    self.sweep_after = now + grace;
-                    // The walk that follows refreshes what is still true.
-                    self.view.begin_refresh();
-                    self.walking = Some(now);
-                }
-            }
+        while let Ok((s, peer)) = self.listener.accept() {
+            self.accept(s, peer, now);
         }
         self.read(ctl, now);
         if let Some(last) = self.walking {
@@ -222,8 +268,67 @@ impl FpmServer {
         }
     }
 
+    /// Takes a new connection, or closes it: a peer not allowed, or a slot
+    /// held by a connection that is not idle.
+    fn accept(&mut self, s: TcpStream, peer: SocketAddr, now: Instant) {
+        let ip = peer.ip().to_canonical();
+        if !self
+            .section
+            .allowed_peers
+            .iter()
+            .any(|a| a.to_canonical() == ip)
+        {
+            self.stats.refused_peer += 1;
+            self.stats.last_refused = Some(format!("{peer}: not an allowed peer"));
+            return;
+        }
+        let idle = Duration::from_secs(self.section.idle_s);
+        if let Some(c) = &self.conn {
+            if now.duration_since(c.heard) < idle {
+                self.stats.refused_busy += 1;
+                self.stats.last_refused =
+                    Some(format!("{peer}: {} is connected and not idle", c.peer));
+                return;
+            }
+            self.stats.replaced += 1;
+            let why = format!("silent for {} s, replaced by {peer}", idle.as_secs());
+            self.lose(why, now);
+        }
+        if s.set_nonblocking(true).is_err() {
+            return;
+        }
+        self.conn = Some(Conn {
+            stream: s,
+            peer,
+            since: now,
+            heard: now,
+        });
+        self.buf.clear();
+        self.stats.connects += 1;
+        // A zebra back while its routes are held: its daemons' routes come
+        // after its walk (see `restart_s`).
+        let grace = match self.lost_at.take() {
+            Some(_) => Duration::from_secs(self.section.restart_s),
+            None => Duration::ZERO,
+        };
+        self.sweep_after = now + grace;
+        // The walk that follows refreshes what is still true.
+        self.view.begin_refresh();
+        self.walking = Some(now);
+    }
+
+    /// The connection is gone: its state stays, forwarding, until zebra is back
+    /// or the hold ends; an unfinished walk is not swept.
+    fn lose(&mut self, why: String, now: Instant) {
+        self.stats.last_reset = Some(why);
+        self.conn = None;
+        self.buf.clear();
+        self.walking = None;
+        self.lost_at = Some(now);
+    }
+
     fn read(&mut self, ctl: &mut RouterControl, now: Instant) {
-        let Some((s, _, _)) = &mut self.conn else {
+        let Some(Conn { stream: s, .. }) = &mut self.conn else {
             return;
         };
         let mut chunk = [0u8; 64 * 1024];
@@ -270,6 +375,11 @@ impl FpmServer {
             msgs.extend(m);
         }
         self.buf.drain(..used);
+        if got > 0 {
+            if let Some(c) = &mut self.conn {
+                c.heard = now;
+            }
+        }
         if !msgs.is_empty() {
             self.stats.messages += msgs.len() as u64;
             // One publication per read: a DEL + NEW pair in a frame is one replace.
@@ -283,13 +393,7 @@ impl FpmServer {
             self.stats.resets += 1;
         }
         if let Some(why) = closed {
-            // The state stays, forwarding, until zebra is back or the hold ends;
-            // an unfinished walk is not swept.
-            self.stats.last_reset = Some(why);
-            self.conn = None;
-            self.buf.clear();
-            self.walking = None;
-            self.lost_at = Some(now);
+            self.lose(why, now);
         }
     }
 
@@ -319,8 +423,15 @@ impl FpmServer {
         let v = self.view.stats();
         json!({
             "listen": format!("{}:{}", self.section.address, self.section.port),
-            "peer": self.conn.as_ref().map(|c| c.1.to_string()),
-            "connected_s": self.conn.as_ref().map(|c| c.2.elapsed().as_secs_f64()),
+            "peer": self.conn.as_ref().map(|c| c.peer.to_string()),
+            "connected_s": self.conn.as_ref().map(|c| c.since.elapsed().as_secs_f64()),
+            "silent_s": self.conn.as_ref().map(|c| c.heard.elapsed().as_secs_f64()),
+            "allowed_peers": self.section.allowed_peers,
+            "refused_peer": s.refused_peer,
+            "refused_busy": s.refused_busy,
+            "last_refused": s.last_refused,
+            "replaced": s.replaced,
+            "refused_by": v.refused_by,
             "connects": s.connects,
             "frames": s.frames,
             "messages": s.messages,
@@ -348,6 +459,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use dataplane::router::Interface;
+    use fib::Ipv4Prefix;
 
     fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
         let mut f = vec![1, kind];
@@ -437,7 +549,7 @@ mod tests {
             quiet_ms: 50,
             hold_s: 3600,
             restart_s: 0,
-            kernel_routes: true,
+            ..FpmSection::default()
         };
         let mut s = FpmServer::new(section, l, HashMap::from([(11, 1)]), BTreeMap::new()).unwrap();
         let mut ctl = router();
@@ -496,6 +608,127 @@ mod tests {
         assert_eq!(v["connects"], 3, "{v}");
         assert_eq!(v["resets"], 2, "{v}");
         assert_eq!(v["last_sweep"]["swept"], 2, "{v}");
+    }
+
+    /// A restarted zebra deletes its previous instance's routes before its
+    /// daemons announce them again: the held routes keep forwarding until the
+    /// sweep; a delete of what the new connection announced is taken at once.
+    /// Links, addresses and neighbours over FPM are refused; a silent connection
+    /// gives way to a new one, a busy one does not.
+    #[test]
+    fn a_restart_keeps_held_routes_and_fpm_carries_routes_only() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let section = FpmSection {
+            port: addr.port(),
+            quiet_ms: 50,
+            hold_s: 3600,
+            restart_s: 3600,
+            idle_s: 1,
+            ..FpmSection::default()
+        };
+        let mut s = FpmServer::new(section, l, HashMap::from([(11, 1)]), BTreeMap::new()).unwrap();
+        let mut ctl = router();
+        let p198: Ipv4Prefix = "198.51.100.0/24".parse().unwrap();
+        let p203: Ipv4Prefix = "203.0.113.0/24".parse().unwrap();
+        let has = |c: &RouterControl, p: Ipv4Prefix| c.route_of(RouteSource::Fpm, 0, p).is_some();
+        let mut z = TcpStream::connect(addr).unwrap();
+        let mut two = route_msg(true, [198, 51, 100, 0], [10, 1, 0, 2]);
+        two.extend(route_msg(true, [203, 0, 113, 0], [10, 1, 0, 2]));
+        z.write_all(&frame(1, &two)).unwrap();
+        poll_until(&mut s, &mut ctl, |c| has(c, p198) && has(c, p203));
+        // An RTM_NEWLINK (type 16) setting a twin down: refused, counted.
+        let mut link = Vec::new();
+        link.extend_from_slice(&32u32.to_ne_bytes());
+        link.extend_from_slice(&16u16.to_ne_bytes());
+        link.extend_from_slice(&[0; 10]);
+        link.extend_from_slice(&[0, 0, 1, 0]);
+        link.extend_from_slice(&11i32.to_ne_bytes());
+        link.extend_from_slice(&[0; 8]);
+        z.write_all(&frame(1, &link)).unwrap();
+        let t0 = Instant::now();
+        while s.view.stats().refused_by.get("link over FPM") != Some(&1) {
+            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
+            s.poll(&mut ctl);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(ctl.iface(1).unwrap().up);
+        // zebra dies; a new one deletes both, then announces one again.
+        drop(z);
+        let t0 = Instant::now();
+        while s.conn.is_some() {
+            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
+            s.poll(&mut ctl);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut z = TcpStream::connect(addr).unwrap();
+        let mut dels = route_msg(false, [198, 51, 100, 0], [10, 1, 0, 2]);
+        dels.extend(route_msg(false, [203, 0, 113, 0], [10, 1, 0, 2]));
+        z.write_all(&frame(1, &dels)).unwrap();
+        z.write_all(&frame(
+            1,
+            &route_msg(true, [198, 51, 100, 0], [10, 1, 0, 3]),
+        ))
+        .unwrap();
+        poll_until(&mut s, &mut ctl, |c| {
+            matches!(c.route_of(RouteSource::Fpm, 0, p198),
+                Some(fib::RouteKind::Paths(p)) if p[0].via == fib::Via::Gateway(Ipv4Addr::new(10, 1, 0, 3)))
+        });
+        assert!(has(&ctl, p203), "a held route's delete waits for the sweep");
+        // What this connection announced, it may delete at once.
+        z.write_all(&frame(
+            1,
+            &route_msg(false, [198, 51, 100, 0], [10, 1, 0, 3]),
+        ))
+        .unwrap();
+        poll_until(&mut s, &mut ctl, |c| !has(c, p198));
+        assert!(has(&ctl, p203));
+        // Busy: a second connection is closed; once this one is silent for
+        // idle_s, a new one replaces it.
+        let mut other = TcpStream::connect(addr).unwrap();
+        other
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        s.poll(&mut ctl);
+        let mut b = [0u8; 1];
+        assert_eq!(
+            std::io::Read::read(&mut other, &mut b).unwrap(),
+            0,
+            "closed"
+        );
+        assert_eq!(s.stats.refused_busy, 1);
+        std::thread::sleep(Duration::from_millis(1100));
+        let _z2 = TcpStream::connect(addr).unwrap();
+        let t0 = Instant::now();
+        while s.stats.replaced != 1 {
+            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
+            s.poll(&mut ctl);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(s.stats.connects, 3);
+        drop(z);
+    }
+
+    #[test]
+    fn peers_not_allowed_are_refused() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let section = FpmSection {
+            port: addr.port(),
+            allowed_peers: vec!["192.0.2.1".parse().unwrap()],
+            ..FpmSection::default()
+        };
+        let mut s = FpmServer::new(section, l, HashMap::new(), BTreeMap::new()).unwrap();
+        let mut ctl = router();
+        let _z = TcpStream::connect(addr).unwrap();
+        let t0 = Instant::now();
+        while s.stats.refused_peer != 1 {
+            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
+            s.poll(&mut ctl);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(s.conn.is_none());
+        assert_eq!(s.stats.connects, 0);
     }
 
     /// What zebra 8.4 sent over FPM for staticd's routes (recorded by

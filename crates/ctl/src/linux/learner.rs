@@ -45,6 +45,8 @@ pub struct LearnerStats {
     pub malformed: u64,
     /// Changes the router refused, and the last refusal.
     pub refused: u64,
+    /// Changes refused for what they are, by reason (e.g. a link over FPM).
+    pub refused_by: BTreeMap<&'static str, u64>,
     /// The last refusal or malformed message.
     pub last_error: Option<String>,
     /// Receive errors on the event socket (ENOBUFS: events lost).
@@ -98,6 +100,9 @@ pub struct KernelView {
     loopbacks: BTreeSet<Ipv4Addr>,
     /// The router id this learner set (from `loopbacks`), if it set one.
     router_id: Option<Ipv4Addr>,
+    /// An event after which the kernel changed routes without telling (a link
+    /// down or up, an address gone or added): the routes are read again.
+    refresh: Option<String>,
     stats: LearnerStats,
 }
 
@@ -174,6 +179,10 @@ impl Learner {
         if !msgs.is_empty() {
             self.view.apply_batch(ctl, msgs);
         }
+        // What the kernel did silently is read back once the events settle.
+        if let Some(why) = self.view.refresh.take() {
+            self.pending = Some((why, Instant::now()));
+        }
     }
 
     /// Dumps the namespace and makes the router hold exactly its state: what the
@@ -204,6 +213,8 @@ impl Learner {
             v.apply_batch(ctl, msgs);
             v.sweep(ctl)
         });
+        // The dump holds what those events did.
+        v.refresh = None;
         v.stats.resyncs += 1;
         v.stats.last_resync = Some((reason.to_string(), t0.elapsed(), swept));
     }
@@ -248,6 +259,7 @@ impl KernelView {
             mark: None,
             loopbacks: BTreeSet::new(),
             router_id: None,
+            refresh: None,
             stats: LearnerStats::default(),
         }
     }
@@ -405,9 +417,33 @@ impl KernelView {
         self.stats.last_error = Some(what);
     }
 
+    /// Whether a delete of `key` waits for the refresh's sweep: FPM's routes
+    /// not yet announced again by the connection that is walking (see
+    /// [`super::fpm`]).
+    fn deferred(&self, key: (TableId, Ipv4Prefix)) -> bool {
+        self.source == RouteSource::Fpm
+            && self.mark.as_ref().is_some_and(|m| !m.routes.contains(&key))
+    }
+
     /// Applies one change.
     pub fn apply(&mut self, ctl: &mut RouterControl, c: Change) {
         self.stats.applied += 1;
+        // FPM brings forwarding state only: links, addresses and neighbours are
+        // the kernel's.
+        if self.source == RouteSource::Fpm {
+            let what = match &c {
+                Change::Route { .. } | Change::Label { .. } | Change::Nexthop { .. } => None,
+                Change::Link(_) | Change::LinkGone { .. } => Some("link over FPM"),
+                Change::Addr { .. } => Some("address over FPM"),
+                Change::Neigh { .. } => Some("neighbour over FPM"),
+            };
+            if let Some(why) = what {
+                self.stats.refused += 1;
+                *self.stats.refused_by.entry(why).or_default() += 1;
+                self.stats.last_error = Some(why.to_string());
+                return;
+            }
+        }
         match c {
             Change::Link(l) => self.link(ctl, &l),
             Change::LinkGone { ifindex } => {
@@ -442,11 +478,16 @@ impl KernelView {
                 let res = match (add, has) {
                     (true, false) => ctl.add_address(r, addr, len),
                     (false, true) => ctl.del_address(r, addr, len),
-                    _ => Ok(()),
+                    _ => return,
                 };
                 if let Err(e) = res {
                     self.refused(format!("address {addr}/{len}: {e}"));
                 }
+                // An interface's last address going flushes the routes over it
+                // and kills its ECMP legs; one coming back revives them.
+                let name = ctl.iface(r).map(|i| i.name.clone()).unwrap_or_default();
+                let what = if add { "added on" } else { "deleted from" };
+                self.refresh_due(format!("address {addr}/{len} {what} {name}"));
             }
             Change::Neigh { ifindex, addr, mac } => {
                 let Some(&r) = self.twins.get(&ifindex) else {
@@ -552,10 +593,13 @@ impl KernelView {
                 self.refused(format!("{}: {e}", iface.name));
             }
             // The kernel withdraws the routes of a link going down without a
-            // message.
+            // message (and keeps ECMP legs over it dead, reviving them when it
+            // comes up): they go at once here, and the table is read again.
             if !l.up {
                 self.purge_interface(ctl, r);
             }
+            let state = if l.up { "up" } else { "down" };
+            self.refresh_due(format!("{} {state}", iface.name));
         }
         if let Ok(mtu) = u16::try_from(l.mtu) {
             if mtu != iface.mtu && mtu >= 68 {
@@ -563,6 +607,14 @@ impl KernelView {
                     self.refused(format!("{} mtu {mtu}: {e}", iface.name));
                 }
             }
+        }
+    }
+
+    /// Asks for the routes to be read again from the kernel (the learner does
+    /// it once the events settle; see [`Learner::poll`]).
+    fn refresh_due(&mut self, why: String) {
+        if self.source == RouteSource::Kernel && self.mark.is_none() {
+            self.refresh.get_or_insert(why);
         }
     }
 
@@ -670,6 +722,7 @@ impl KernelView {
                 let kind = self.resolve(&target);
                 self.install(ctl, t, prefix, kind);
             }
+            None if self.deferred(key) => self.ignore("held route's delete left to the sweep"),
             None if self.installed_metric(ctl, key) == Some(metric) => {
                 self.nh_users.remove(&key);
                 self.metrics.remove(&key);
@@ -839,6 +892,14 @@ impl KernelView {
     }
 
     fn del_label(&mut self, ctl: &mut RouterControl, label: u32) {
+        let held = self.source == RouteSource::Fpm
+            && self
+                .mark
+                .as_ref()
+                .is_some_and(|m| !m.labels.contains(&label));
+        if held && self.labels.contains(&label) {
+            return self.ignore("held label's delete left to the sweep");
+        }
         if self.labels.remove(&label) {
             for eos in [true, false] {
                 if ctl.label_source(label, eos) == Some(self.source) {
@@ -858,6 +919,7 @@ impl KernelView {
             "ignored": s.ignored,
             "malformed": s.malformed,
             "refused": s.refused,
+            "refused_by": s.refused_by,
             "last_error": s.last_error,
             "overflows": s.overflows,
             "resyncs": s.resyncs,
@@ -1270,6 +1332,69 @@ mod tests {
             },
         );
         assert_eq!(v.stats().ignored["not a twin"], 1);
+    }
+
+    /// Connected routes as the kernel keeps them: gone while the link is down
+    /// (the local address stays), back when it is up; a second address in the
+    /// subnet neither adds nor takes one; an address added while down brings
+    /// none. Link and address events ask for the routes to be read again.
+    #[test]
+    fn connected_routes_follow_links_and_addresses_as_in_linux() {
+        let (mut ctl, mut v) = setup();
+        let link = |up| {
+            Change::Link(Link {
+                ifindex: 12,
+                name: "port1".into(),
+                up,
+                mtu: 1500,
+                mac: None,
+            })
+        };
+        let addr = |add, a: &str, len| Change::Addr {
+            add,
+            ifindex: 12,
+            addr: a.parse().unwrap(),
+            len,
+        };
+        let kind = |ctl: &RouterControl, p: &str| ctl.route_kind(0, pfx(p)).cloned();
+        let connected = Some(RouteKind::Connected { ifindex: 2 });
+        v.apply(&mut ctl, addr(true, "10.2.0.5", 24));
+        v.apply(&mut ctl, addr(false, "10.2.0.5", 24));
+        assert_eq!(kind(&ctl, "10.2.0.0/24"), connected, "the primary keeps it");
+        assert_eq!(
+            v.refresh.take().unwrap(),
+            "address 10.2.0.5/24 added on port1"
+        );
+        v.apply(&mut ctl, link(false));
+        assert_eq!(kind(&ctl, "10.2.0.0/24"), None);
+        assert_eq!(kind(&ctl, "10.2.0.1/32"), Some(RouteKind::Local));
+        assert_eq!(v.refresh.take().unwrap(), "port1 down");
+        // A kernel route for the subnet forwards while the link is down.
+        let via0 = Some(Target::Paths(vec![nh("10.1.0.9", 11)]));
+        v.apply(&mut ctl, route(254, "10.2.0.0/24", via0));
+        assert!(matches!(
+            kind(&ctl, "10.2.0.0/24"),
+            Some(RouteKind::Paths(_))
+        ));
+        v.apply(&mut ctl, addr(true, "10.6.0.1", 24));
+        assert_eq!(kind(&ctl, "10.6.0.0/24"), None, "added while down");
+        v.apply(&mut ctl, link(true));
+        assert_eq!(kind(&ctl, "10.2.0.0/24"), connected);
+        assert_eq!(kind(&ctl, "10.6.0.0/24"), connected);
+        v.apply(&mut ctl, addr(false, "10.2.0.1", 24));
+        assert!(
+            matches!(kind(&ctl, "10.2.0.0/24"), Some(RouteKind::Paths(_))),
+            "revealed"
+        );
+        // Nothing of this reaches the FPM source.
+        let mut f =
+            KernelView::with_source(RouteSource::Fpm, HashMap::from([(12, 2)]), BTreeMap::new());
+        f.apply(&mut ctl, link(false));
+        f.apply(&mut ctl, addr(false, "10.6.0.1", 24));
+        assert!(ctl.iface(2).unwrap().up);
+        assert_eq!(f.stats().refused_by["link over FPM"], 1);
+        assert_eq!(f.stats().refused_by["address over FPM"], 1);
+        assert!(f.refresh.is_none());
     }
 
     #[test]

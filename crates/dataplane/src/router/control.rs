@@ -454,13 +454,33 @@ impl RouterControl {
         }
     }
 
-    /// Sets the admin state.
+    /// Sets the admin state. As in Linux, the connected routes of a down
+    /// interface go (its local addresses stay) and come back when it is up.
     pub fn set_up(&mut self, ifindex: u32, up: bool) -> Result<(), RouterError> {
         let i = self
             .iface_list
             .get_mut(&ifindex)
             .ok_or(RouterError::UnknownInterface(ifindex))?;
+        if i.up == up {
+            return Ok(());
+        }
         i.up = up;
+        let table = i.table;
+        let nets: BTreeSet<Ipv4Prefix> = i
+            .addrs
+            .iter()
+            .filter(|&&(_, l)| l < 32)
+            .filter_map(|&(a, l)| Ipv4Prefix::new_truncated(a, l).ok())
+            .collect();
+        for net in nets {
+            let connected = RouteKind::Connected { ifindex };
+            if up {
+                let _ = self.fib_route_add(table, net, connected);
+            } else if self.routes.get(&(table, net)) == Some(&connected) {
+                let _ = self.fib_route_del(table, net);
+                self.reveal(table, net);
+            }
+        }
         self.publish();
         Ok(())
     }
@@ -485,7 +505,7 @@ impl RouterControl {
     }
 
     /// Adds an address: a local /32 route and, for shorter prefixes, the connected
-    /// route of the subnet.
+    /// route of the subnet while the interface is up.
     pub fn add_address(
         &mut self,
         ifindex: u32,
@@ -498,10 +518,11 @@ impl RouterControl {
             return Err(RouterError::AddressExists(addr, len, i.name.clone()));
         }
         let table = i.table;
+        let up = i.up;
         let host = Ipv4Prefix::new(addr, 32)?;
         let net = Ipv4Prefix::new_truncated(addr, len)?;
         self.fib_route_add(table, host, RouteKind::Local)?;
-        if len < 32 {
+        if len < 32 && up {
             if let Err(e) = self.fib_route_add(table, net, RouteKind::Connected { ifindex }) {
                 let _ = self.fib_route_del(table, host);
                 return Err(e.into());
@@ -528,8 +549,15 @@ impl RouterControl {
         let table = i.table;
         let host = Ipv4Prefix::new(addr, 32)?;
         let net = Ipv4Prefix::new_truncated(addr, len)?;
+        // Another address of the same subnet keeps its connected route.
+        let shared = i.addrs.iter().any(|&(a, l)| {
+            (a, l) != (addr, len) && l < 32 && Ipv4Prefix::new_truncated(a, l).ok() == Some(net)
+        });
         let _ = self.fib_route_del(table, host);
-        if len < 32 {
+        if len < 32
+            && !shared
+            && self.routes.get(&(table, net)) == Some(&RouteKind::Connected { ifindex })
+        {
             let _ = self.fib_route_del(table, net);
         }
         if let Some(i) = self.iface_list.get_mut(&ifindex) {
@@ -1024,7 +1052,7 @@ impl RouterControl {
             .any(|i| {
                 i.addrs.iter().any(|&(a, l)| {
                     (prefix.prefix_len() == 32 && prefix.addr() == a)
-                        || (l < 32 && Ipv4Prefix::new_truncated(a, l).ok() == Some(prefix))
+                        || (i.up && l < 32 && Ipv4Prefix::new_truncated(a, l).ok() == Some(prefix))
                 })
             })
     }

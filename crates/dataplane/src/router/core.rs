@@ -258,6 +258,9 @@ struct Work {
     icmp: Bucket,
     arp_recent: [(u32, u64); 16],
     arp_retry_ticks: u64,
+    /// How long after a request its answer is taken from a sender on no
+    /// subnet of the interface (an onlink next hop).
+    arp_answer_ticks: u64,
     ident: u16,
     /// What sFlow and the trace see of the vector.
     obs: Observe,
@@ -396,6 +399,7 @@ impl Core {
                 icmp: Bucket::new(cfg.icmp_rate_pps, cfg.icmp_burst, tsc_hz),
                 arp_recent: [(0, 0); 16],
                 arp_retry_ticks: tsc_hz / 1000 * u64::from(cfg.arp_retry_ms),
+                arp_answer_ticks: tsc_hz * 3,
                 ident: 1,
                 obs: Observe {
                     rx_heads: None,

@@ -86,6 +86,16 @@ impl Hold {
         }
     }
 
+    /// Whether a packet waits for neighbour `nbr` on `ifindex`.
+    pub(super) fn waits_for(&self, ifindex: u32, nbr: u32) -> bool {
+        self.used > 0
+            && self
+                .slots
+                .iter()
+                .flatten()
+                .any(|s| s.ifindex == ifindex && s.nbr == nbr)
+    }
+
     /// Packets held.
     pub(super) fn len(&self) -> usize {
         self.used

@@ -89,7 +89,7 @@ impl Work {
             }
         }
         let now = tsc();
-        let slot = (ip.wrapping_mul(0x9e37_79b9) >> 28) as usize;
+        let slot = arp_slot(ip);
         let (rip, at) = self.arp_recent[slot];
         if rip == ip && now.wrapping_sub(at) < self.arp_retry_ticks {
             m.next = Next::Drop;
@@ -98,6 +98,17 @@ impl Work {
         self.arp_recent[slot] = (ip, now);
         m.local = LocalJob::Resolve(ifindex, ip);
         m.next = Next::Local;
+    }
+
+    /// Whether the router asked for `ip` on `ifindex` lately: a packet waits
+    /// for it, or a request for it went out within the hold time.
+    fn asked(&self, ifindex: u32, ip: Ipv4Addr) -> bool {
+        let ip = u32::from(ip);
+        if self.hold.waits_for(ifindex, ip) {
+            return true;
+        }
+        let (rip, at) = self.arp_recent[arp_slot(ip)];
+        rip == ip && tsc().wrapping_sub(at) < self.arp_answer_ticks
     }
 
     /// Keeps a copy of the packet `pkts[i]` (from `m.l3` to `m.end`) to go on
@@ -210,9 +221,11 @@ impl Work {
         // other's loopbacks on the link (onlink next hops).
         let unnumbered = ifc.addrs.is_empty();
         let ours = ifc.has_addr(tpa) || (unnumbered && ift.router_id == Some(tpa));
-        // Learn the sender if it is on one of the interface's subnets.
+        // Learn the sender if it is on one of the interface's subnets, or if it
+        // answers what the router asked (an onlink next hop outside them).
         let on_link = (unnumbered && spa != Ipv4Addr::UNSPECIFIED && Some(spa) != ift.router_id)
-            || ifc.on_link(spa);
+            || ifc.on_link(spa)
+            || (op == ArpOperation::Reply && ours && self.asked(ifc.ifindex, spa));
         if on_link && sha[0] & 1 == 0 {
             let _ = self.events.push(Event::Neighbor {
                 ifindex: ifc.ifindex,
@@ -656,6 +669,11 @@ impl Bucket {
 }
 
 /// Label stack depth at the start of `b` (1 + entries before bottom of stack).
+/// The slot of `ip` among the recently asked addresses.
+fn arp_slot(ip: u32) -> usize {
+    (ip.wrapping_mul(0x9e37_79b9) >> 28) as usize
+}
+
 pub(super) fn mpls_depth(b: &[u8]) -> usize {
     let mut d = 0;
     while d * 4 + 4 <= b.len() && d < mpls::MAX_STACK_DEPTH {
