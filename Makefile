@@ -24,9 +24,11 @@ test:
 fuzz: setup
 	scripts/fuzz.sh $${FUZZ_SECONDS:-600} --keep
 
-# the full table churning under traffic for SOAK_SECONDS (default 600), in release mode
+# the full table churning under traffic for SOAK_SECONDS (default 600), then ORACLE_STEPS
+# (default 5000) random kernel events checked against the kernel; release mode
 soak: setup
 	CHURN_SECS=$${SOAK_SECONDS:-600} cargo test --release -p ctl --test churn -- --nocapture
+	ORACLE_STEPS=$${ORACLE_STEPS:-5000} cargo test --release -p ctl --test oracle -- --nocapture
 
 # criterion benches (cycles/packet, LPM) and the I/O harness against dpdk-testpmd.
 bench: build

@@ -685,13 +685,15 @@ impl KernelView {
         let key = (t, prefix);
         match route {
             Some(target) => {
-                if let Some(m) = &mut self.mark {
-                    m.routes.insert(key);
-                }
+                // The first sighting of a prefix in a refresh replaces what was
+                // installed before it, whatever its metric was.
+                let first = self.mark.as_mut().is_some_and(|m| m.routes.insert(key));
                 // A route with the usual metric where no other metric is known
                 // replaces what is there (if anything, with the same metric): the
                 // RIB is not asked, the common case of a full table.
-                let installed = if self.metrics.contains_key(&key)
+                let installed = if first {
+                    None
+                } else if self.metrics.contains_key(&key)
                     || self.usual_metric.is_some_and(|u| u != metric)
                 {
                     self.installed_metric(ctl, key)

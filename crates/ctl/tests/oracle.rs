@@ -1,0 +1,326 @@
+//! The kernel as the oracle: a seeded random sequence of `ip` events in the
+//! control-plane namespace (links up and down, addresses, routes with metrics,
+//! ECMP weights, onlink and IPv6 next hops, reject kinds, nexthop objects and
+//! groups, neighbours), and after each step the dataplane's table 0 must equal
+//! the kernel's effective main table (per prefix the lowest metric, dead legs
+//! dropped) within a bounded time. `ORACLE_SEED` replays a run, `ORACLE_STEPS`
+//! sets its length (`make soak` runs thousands). Needs root and iproute2.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// How long the dataplane may take to agree after a step.
+const AGREE: Duration = Duration::from_secs(2);
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+        v[self.below(v.len())]
+    }
+}
+
+/// Per prefix (not /32: hosts and local addresses are each side's own), what
+/// forwards: `blackhole`, `unreachable`, `prohibit`, or the sorted legs.
+type Table = BTreeMap<String, String>;
+
+fn leg(gw: Option<&str>, dev: &str, weight: u64) -> String {
+    match gw {
+        Some(g) => format!("via {g} dev {dev} w{weight}"),
+        None => format!("dev {dev} w{weight}"),
+    }
+}
+
+/// The kernel's effective main table.
+fn kernel_table(ns: &str) -> Table {
+    let o = sh(&["ip", "-j", "-n", ns, "route", "show", "table", "main"]);
+    let routes: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let mut best: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    for r in routes {
+        let dst = match r["dst"].as_str() {
+            Some("default") => "0.0.0.0/0".to_string(),
+            Some(d) if d.contains('/') => d.to_string(),
+            Some(d) => format!("{d}/32"),
+            None => continue,
+        };
+        if dst.ends_with("/32") {
+            continue;
+        }
+        let metric = r["metric"].as_u64().unwrap_or(0);
+        let what = match r["type"].as_str() {
+            Some(t @ ("blackhole" | "unreachable" | "prohibit")) => t.to_string(),
+            Some(t) if t != "unicast" => continue,
+            _ => {
+                let gw = |h: &Value| {
+                    h["gateway"]
+                        .as_str()
+                        .or_else(|| h["via"]["host"].as_str())
+                        .map(str::to_string)
+                };
+                let dead = |h: &Value| {
+                    h["flags"]
+                        .as_array()
+                        .is_some_and(|f| f.iter().any(|x| x == "dead"))
+                };
+                let mut legs: Vec<String> = match r["nexthops"].as_array() {
+                    Some(hops) => hops
+                        .iter()
+                        .filter(|h| !dead(h))
+                        .map(|h| {
+                            leg(
+                                gw(h).as_deref(),
+                                h["dev"].as_str().unwrap_or("?"),
+                                h["weight"].as_u64().unwrap_or(1),
+                            )
+                        })
+                        .collect(),
+                    None if dead(&r) => Vec::new(),
+                    None => vec![leg(gw(&r).as_deref(), r["dev"].as_str().unwrap_or("?"), 1)],
+                };
+                if legs.is_empty() {
+                    continue;
+                }
+                legs.sort();
+                legs.join(", ")
+            }
+        };
+        match best.get(&dst) {
+            Some((m, _)) if *m <= metric => {}
+            _ => {
+                best.insert(dst, (metric, what));
+            }
+        }
+    }
+    best.into_iter().map(|(k, (_, v))| (k, v)).collect()
+}
+
+/// The dataplane's table 0 in the same terms.
+fn dataplane_table(lab: &Lab) -> Table {
+    let v = lab.json("route show table 0");
+    let mut t = Table::new();
+    for r in v["routes"].as_array().into_iter().flatten() {
+        let p = r["prefix"].as_str().unwrap().to_string();
+        if p.ends_with("/32") {
+            continue;
+        }
+        let what = match r["kind"].as_str().unwrap_or("") {
+            "connected" => leg(None, r["interface"].as_str().unwrap_or("?"), 1),
+            "paths" => {
+                let mut legs: Vec<String> = r["paths"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|h| {
+                        leg(
+                            h["gateway"].as_str(),
+                            h["interface"].as_str().unwrap_or("?"),
+                            h["weight"].as_u64().unwrap_or(1),
+                        )
+                    })
+                    .collect();
+                legs.sort();
+                legs.join(", ")
+            }
+            "local" => continue,
+            k => k.to_string(),
+        };
+        t.insert(p, what);
+    }
+    t
+}
+
+/// One random `ip` command for the control namespace (`n`: the lab's number).
+fn step(rng: &mut Rng, n: u8) -> String {
+    let ports = ["port0", "port1"];
+    let gws = [
+        format!("10.{n}.1.2"),
+        format!("10.{n}.1.3"),
+        format!("10.{n}.2.2"),
+        format!("10.{n}.2.3"),
+        format!("10.{n}.3.2"),
+    ];
+    let gws: Vec<&str> = gws.iter().map(String::as_str).collect();
+    let prefixes = [
+        "198.18.0.0/24",
+        "198.18.1.0/24",
+        "198.18.2.0/24",
+        "198.18.3.0/24",
+        "198.18.0.0/16",
+        "203.0.113.0/25",
+        "0.0.0.0/0",
+    ];
+    let metric = ["", " metric 10", " metric 20"][rng.below(3)];
+    let p = rng.pick(&prefixes);
+    let op = ["add", "replace"][rng.below(2)];
+    match rng.below(20) {
+        0 => format!(
+            "link set {} {}",
+            rng.pick(&ports),
+            ["down", "up", "up", "up"][rng.below(4)]
+        ),
+        1 | 2 => {
+            let (dev, addrs) = if rng.below(2) == 0 {
+                (
+                    "port0",
+                    [
+                        format!("10.{n}.1.1/24"),
+                        format!("10.{n}.1.5/24"),
+                        format!("10.{n}.3.1/24"),
+                    ],
+                )
+            } else {
+                (
+                    "port1",
+                    [
+                        format!("10.{n}.2.1/24"),
+                        format!("10.{n}.2.5/24"),
+                        format!("10.{n}.4.1/24"),
+                    ],
+                )
+            };
+            let a = &addrs[rng.below(3)];
+            format!("addr {} {a} dev {dev}", ["add", "del"][rng.below(2)])
+        }
+        3..=5 => format!("route {op} {p}{metric} via {}", rng.pick(&gws)),
+        6 | 7 => format!(
+            "route {op} {p}{metric} nexthop via {} weight {} nexthop via {} weight {}",
+            rng.pick(&gws),
+            1 + rng.below(4),
+            rng.pick(&gws),
+            1 + rng.below(4)
+        ),
+        8 => format!(
+            "route {op} {p}{metric} via 100.64.{n}.1 dev {} onlink",
+            rng.pick(&ports)
+        ),
+        9 => format!(
+            "route {op} {p}{metric} via inet6 fe80::99 dev {}",
+            rng.pick(&ports)
+        ),
+        10 => format!(
+            "route {op} {} {p}{metric}",
+            ["blackhole", "unreachable", "prohibit"][rng.below(3)]
+        ),
+        11 => format!(
+            "route {op} {p}{metric} nhid {}",
+            [1, 2, 3, 10][rng.below(4)]
+        ),
+        12..=14 => format!("route del {p}{metric}"),
+        15 => format!(
+            "nexthop {op} id {} via {}",
+            1 + rng.below(3),
+            rng.pick(&gws)
+        ),
+        16 => format!(
+            "nexthop {op} id 10 group {}/{},{}",
+            1 + rng.below(3),
+            1 + rng.below(3),
+            1 + rng.below(3)
+        ),
+        17 => format!("nexthop del id {}", [1, 2, 3, 10][rng.below(4)]),
+        18 => format!(
+            "neigh replace {} lladdr 02:00:00:00:{n:02x}:{:02x} dev {} nud permanent",
+            rng.pick(&gws),
+            rng.below(256),
+            rng.pick(&ports)
+        ),
+        _ => format!("neigh del {} dev {}", rng.pick(&gws), rng.pick(&ports)),
+    }
+}
+
+#[test]
+fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
+    let n = 86u8;
+    let seed: u64 = std::env::var("ORACLE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    let steps: usize = std::env::var("ORACLE_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    eprintln!("oracle: seed {seed}, {steps} steps (ORACLE_SEED={seed} replays it)");
+    let mut lab = Lab::new(
+        "or",
+        [&format!("10.{n}.1.2/24"), &format!("10.{n}.2.2/24")],
+        None,
+    );
+    let cp = lab.cp();
+    lab.start_daemon(&format!(
+        "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\naddresses = [\"10.{n}.1.1/24\"]\n\
+         [[interface]]\nname = \"port1\"\naddresses = [\"10.{n}.2.1/24\"]\n\
+         [linux]\nnetns = \"{cp}\"\n"
+    ));
+    let mut rng = Rng(seed);
+    let mut history: Vec<String> = Vec::new();
+    let mut applied = 0;
+    for i in 0..steps {
+        let cmd = step(&mut rng, n);
+        let mut args = vec!["ip", "-n", &cp];
+        args.extend(cmd.split_whitespace());
+        let took = sh(&args).status.success();
+        applied += usize::from(took);
+        history.push(format!(
+            "{i}: ip {cmd}{}",
+            if took { "" } else { "  (refused)" }
+        ));
+        let t0 = Instant::now();
+        loop {
+            let (k, d) = (kernel_table(&cp), dataplane_table(&lab));
+            if k == d {
+                break;
+            }
+            if t0.elapsed() > AGREE {
+                let keys: std::collections::BTreeSet<_> = k.keys().chain(d.keys()).collect();
+                let diff: Vec<String> = keys
+                    .into_iter()
+                    .filter(|p| k.get(*p) != d.get(*p))
+                    .map(|p| format!("  {p}: kernel {:?}, dataplane {:?}", k.get(p), d.get(p)))
+                    .collect();
+                let tail = history[history.len().saturating_sub(
+                    std::env::var("ORACLE_TAIL")
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(25),
+                )..]
+                    .join("\n");
+                panic!(
+                    "seed {seed}: after step {i} the dataplane differs from the kernel:\n{}\n\
+                     last steps:\n{tail}\n--- show linux\n{}",
+                    diff.join("\n"),
+                    lab.dpctl("show linux").1
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    eprintln!("oracle: seed {seed}: {steps} steps agree ({applied} taken by the kernel)");
+    for (p, what) in kernel_table(&cp) {
+        eprintln!("oracle: final {p}: {what}");
+    }
+    let show = lab.json("show linux");
+    assert_eq!(show["netlink"]["malformed"], 0, "{show}");
+    lab.stop_daemon();
+}
