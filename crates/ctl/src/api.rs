@@ -838,23 +838,35 @@ impl<'a> RouterApi<'a> {
             }
             Command::NeighborShow => {
                 let ift = self.ctl.ifaces();
-                let v: Vec<Value> = self
+                let name = |ix: u32| ift.get(ix).map_or("?", |i| i.name.as_str()).to_string();
+                let mut v: Vec<Value> = self
                     .ctl
                     .neighbors()
                     .iter()
                     .map(|(&(ix, ip), &mac)| {
                         json!({
-                            "interface": ift.get(ix).map_or("?", |i| i.name.as_str()),
+                            "interface": name(ix),
                             "address": ip.to_string(),
                             "mac": mac_str(mac),
                             "source": if self.ctl.is_static_neighbor(ix, ip) {
                                 "static"
+                            } else if self.ctl.is_kernel_neighbor(ix, ip) {
+                                "kernel"
                             } else {
                                 "arp"
                             },
                         })
                     })
                     .collect();
+                // IPv6 next hops of IPv4 routes (RFC 5549), from the kernel.
+                v.extend(self.ctl.neighbors6().iter().map(|(&(ix, ip), &mac)| {
+                    json!({
+                        "interface": name(ix),
+                        "address": ip.to_string(),
+                        "mac": mac_str(mac),
+                        "source": "kernel",
+                    })
+                }));
                 let (probes, forgotten) = self.ctl.aging_counts();
                 let lost = self.probes.as_ref().map_or(0, |p| p.lost);
                 Ok(json!({

@@ -831,6 +831,26 @@ fn ipv4_lite_routes_via_ipv6_link_local_next_hops() {
         .filter_map(|l| l.split_whitespace().nth(1))
         .collect();
     assert_eq!(hops, ["192.0.2.1", "10.80.1.2"], "{out}\n{}", logs());
+    // A static route via an IPv6 next hop nothing has resolved: the first
+    // packets wait while the dataplane has the kernel solicit it.
+    ip(&b, &format!("addr add fe80::3/64 dev {uplink} nodad"));
+    ip(&b, "addr add 198.18.8.1/24 dev lo");
+    ip(&cp, "route add 198.18.8.0/24 via inet6 fe80::3 dev port1");
+    wait_for("198.18.8.0/24 via fe80::3", || {
+        route(&lab, "198.18.8.0/24").is_some()
+    });
+    let (got, out) = ping(&a, "198.18.8.1", 3, "0.2");
+    assert_eq!(got, 3, "{out}\n{}", logs());
+    assert!(
+        lab.json("neighbor show")["neighbors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["address"] == "fe80::3" && n["interface"] == "port1"),
+        "{}",
+        logs()
+    );
+    assert!(lab.json("show linux")["resolve6"].as_u64().unwrap() >= 1);
     drop(r1);
     drop(r2);
     lab.stop_daemon();

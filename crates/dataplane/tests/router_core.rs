@@ -878,6 +878,39 @@ fn an_onlink_next_hop_off_the_subnet_resolves() {
     assert_all_tx(&res, 2, |_| want.clone());
 }
 
+/// An IPv4 route via an IPv6 next hop nobody resolved: no ARP goes out (there
+/// is no IPv4 address to ask for); the packets are held and the control plane
+/// is asked, once, to have it resolved; they go when it is.
+#[test]
+fn an_unresolved_ipv6_next_hop_holds_and_asks_the_control_plane() {
+    let mut ctl = router();
+    let gw6: std::net::Ipv6Addr = "fe80::99".parse().unwrap();
+    ctl.route_add(
+        0,
+        pfx("198.27.0.0/16"),
+        RouteKind::Paths(vec![Path::gateway6(gw6, 3)]),
+    )
+    .unwrap();
+    let mut core = core(&mut ctl);
+    let ip = host_ip(5, [198, 27], 64, 64);
+    let res = run(&mut core, &[from_host(&ip), from_host(&ip)], 0);
+    assert!(
+        res.iter().all(|r| r.0 == Out::Drop),
+        "nothing sent: {res:?}"
+    );
+    assert_eq!(core.holding(), 2);
+    assert_eq!(counters(core.stats()), expect(&[("held", 2)]));
+    assert_eq!(ctl.poll(), 1, "one request for the two packets");
+    assert_eq!(ctl.take_unresolved6(), [(3, gw6)]);
+    assert!(ctl.take_unresolved6().is_empty());
+    let mac = [2, 0, 0, 0, 6, 6];
+    ctl.set_neighbor6(3, gw6, mac).unwrap();
+    let want = eth(mac, mac_r(2), None, ETH_IP4, &with_ttl(&ip, 63));
+    assert_eq!(core.held_ready(), 2);
+    let res = release(&mut core, 2);
+    assert_all_tx(&res, 2, |_| want.clone());
+}
+
 fn echo(src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, typ: u8, seq: u16) -> Vec<u8> {
     let mut p = vec![0u8; 20 + 8 + 32];
     p[0] = 0x45;

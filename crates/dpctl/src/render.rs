@@ -440,6 +440,12 @@ fn linux(d: &Value) -> String {
         .unwrap_or_default();
     punted.push(format!("no_twin {}", n(&d["punt_no_twin"])));
     let _ = writeln!(o, "punted: {}", punted.join(", "));
+    let _ = writeln!(
+        o,
+        "ipv6 next hops resolved by the kernel: {} asked, {} refused",
+        n(&d["resolve6"]),
+        n(&d["resolve6_errors"])
+    );
     let p = &d["policer"];
     let _ = writeln!(
         o,

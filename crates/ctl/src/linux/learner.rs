@@ -117,6 +117,11 @@ struct Mark {
 }
 
 impl Learner {
+    /// Has the kernel resolve neighbour `addr` on its interface `ifindex`.
+    pub fn resolve_neighbor(&mut self, ifindex: u32, addr: IpAddr) -> io::Result<()> {
+        self.dump.resolve_neighbor(ifindex, addr)
+    }
+
     /// Sets the carrier of the kernel's interface `ifindex` (a TAP twin).
     pub fn set_carrier(&mut self, ifindex: u32, on: bool) -> io::Result<()> {
         self.dump.set_carrier(ifindex, on)

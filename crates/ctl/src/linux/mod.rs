@@ -230,6 +230,10 @@ pub struct PumpCounters {
     pub punted: [u64; PuntReason::COUNT],
     /// Punts for an interface without a twin (freed).
     pub no_twin: u64,
+    /// IPv6 next hops the kernel was asked to resolve.
+    pub resolve6: u64,
+    /// Of those, requests the kernel refused.
+    pub resolve6_errors: u64,
 }
 
 /// The control plane's Linux side: namespace, twins, netlink learner.
@@ -429,6 +433,19 @@ impl LinuxPlane {
             self.inject(ctl, pool);
         }
         self.learner.poll(ctl);
+        // IPv6 next hops packets wait for: the kernel resolves them through the
+        // twin (its solicitation goes out as an inject, the answer comes back as
+        // a punt, the neighbour over netlink).
+        for (ifindex, ip) in ctl.take_unresolved6() {
+            let Some(t) = self.twins.iter().find(|t| t.ifindex == ifindex) else {
+                continue;
+            };
+            self.counters.resolve6 += 1;
+            let kif = t.kernel_ifindex;
+            if self.learner.resolve_neighbor(kif, ip.into()).is_err() {
+                self.counters.resolve6_errors += 1;
+            }
+        }
         if let Some(f) = &mut self.fpm {
             f.poll(ctl);
             // With `kernel_routes = false`, FPM alone brings routes while zebra is
@@ -581,6 +598,8 @@ impl LinuxPlane {
             "twins": twins,
             "punted": punted,
             "punt_no_twin": self.counters.no_twin,
+            "resolve6": self.counters.resolve6,
+            "resolve6_errors": self.counters.resolve6_errors,
             "policer": {
                 "control_pps": self.section.punt_control_pps,
                 "other_pps": self.section.punt_other_pps,

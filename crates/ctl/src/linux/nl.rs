@@ -2,16 +2,18 @@
 //! multicast groups (events), one for dumps and requests.
 
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::AsRawFd;
 
 use netlink_packet_core::{
-    NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage,
-    NetlinkPayload,
+    NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkHeader,
+    NetlinkMessage, NetlinkPayload,
 };
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{LinkAttribute, LinkMessage};
-use netlink_packet_route::neighbour::NeighbourMessage;
+use netlink_packet_route::neighbour::{
+    NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
+};
 use netlink_packet_route::route::RouteMessage;
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{Socket, protocols::NETLINK_ROUTE};
@@ -196,6 +198,28 @@ impl NlSocket {
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
             r => r,
         }
+    }
+
+    /// `ip neigh replace ADDR dev IFINDEX use`: the kernel resolves the
+    /// neighbour (ARP or a neighbour solicitation) as if traffic used it.
+    pub fn resolve_neighbor(&mut self, ifindex: u32, addr: IpAddr) -> io::Result<()> {
+        let mut m = NeighbourMessage::default();
+        m.header.family = match addr {
+            IpAddr::V4(_) => AddressFamily::Inet,
+            IpAddr::V6(_) => AddressFamily::Inet6,
+        };
+        m.header.ifindex = ifindex;
+        m.header.state = NeighbourState::Permanent;
+        m.header.flags = NeighbourFlags::Use;
+        m.attributes
+            .push(NeighbourAttribute::Destination(match addr {
+                IpAddr::V4(a) => NeighbourAddress::Inet(a),
+                IpAddr::V6(a) => NeighbourAddress::Inet6(a),
+            }));
+        self.request(
+            RouteNetlinkMessage::NewNeighbour(m),
+            NLM_F_CREATE | NLM_F_REPLACE,
+        )
     }
 
     /// `ip link set dev IFINDEX carrier on|off` (RTM_SETLINK with IFLA_CARRIER; a

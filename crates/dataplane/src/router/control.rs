@@ -201,6 +201,8 @@ pub struct RouterControl {
     neighbors6: BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]>,
     /// Neighbours the host stack resolved (netlink): they do not age here.
     kernel_neighbors: BTreeSet<(u32, Ipv4Addr)>,
+    /// IPv6 next hops packets wait for (see [`RouterControl::take_unresolved6`]).
+    unresolved6: BTreeSet<(u32, std::net::Ipv6Addr)>,
 }
 
 impl std::fmt::Debug for RouterControl {
@@ -246,6 +248,7 @@ impl RouterControl {
             rank: [0, 1, 2, 3],
             neighbors6: BTreeMap::new(),
             kernel_neighbors: BTreeSet::new(),
+            unresolved6: BTreeSet::new(),
         }
     }
 
@@ -683,6 +686,16 @@ impl RouterControl {
             self.fib.neighbor_del(ifindex, IpAddr::V6(ip))?;
         }
         Ok(())
+    }
+
+    /// The IPv6 next hops (interface, address) workers held packets for since
+    /// the last call, unresolved: the host stack beside the dataplane is asked
+    /// to resolve them (the answer comes back as [`RouterControl::set_neighbor6`]).
+    pub fn take_unresolved6(&mut self) -> Vec<(u32, std::net::Ipv6Addr)> {
+        let v: Vec<_> = std::mem::take(&mut self.unresolved6).into_iter().collect();
+        v.into_iter()
+            .filter(|k| !self.neighbors6.contains_key(k))
+            .collect()
     }
 
     /// IPv6 neighbours known: (ifindex, address) → MAC.
@@ -1325,6 +1338,11 @@ impl RouterControl {
                             && !self.kernel_neighbors.contains(&(ifindex, ip))
                         {
                             self.learned.insert((ifindex, ip), Learned::heard_at(now));
+                        }
+                    }
+                    Event::Resolve6 { adj } => {
+                        if let Some((ifindex, IpAddr::V6(ip))) = self.fib.adjacency_key(adj) {
+                            self.unresolved6.insert((ifindex, ip));
                         }
                     }
                 }

@@ -94,6 +94,12 @@ pub enum Event {
         /// Its MAC.
         mac: [u8; 6],
     },
+    /// Packets wait for an IPv6 next hop (RFC 5549) no one has resolved: the
+    /// control plane asks the host stack to (neighbour solicitation).
+    Resolve6 {
+        /// The incomplete adjacency.
+        adj: u32,
+    },
 }
 
 /// The tables a worker reads. Each worker has its own reader handles.

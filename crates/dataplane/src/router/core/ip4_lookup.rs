@@ -117,12 +117,16 @@ impl Work {
                         self.meta[i] = m;
                         continue;
                     }
+                    if !complete && nbr == 0 {
+                        // An IPv6 next hop: held while the control plane has it
+                        // resolved (no ARP).
+                        m.hash = hash;
+                        let held = self.hold(&mut pkts[i], &m, ifindex, adj);
+                        self.resolve6(&mut m, adj, held);
+                        self.meta[i] = m;
+                        continue;
+                    }
                     if !complete {
-                        let nbr = if nbr != 0 {
-                            nbr
-                        } else {
-                            rd32(ip, field::DST_ADDR)
-                        };
                         m.hash = hash;
                         let held = self.hold(&mut pkts[i], &m, ifindex, nbr);
                         self.resolve(&mut m, ifindex, nbr, held);

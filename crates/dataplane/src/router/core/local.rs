@@ -100,6 +100,30 @@ impl Work {
         m.next = Next::Local;
     }
 
+    /// For a packet held (or not: `held`) for IPv6 next hop `adj`: asks the
+    /// control plane to resolve it, at most once per ARP retry time; the packet
+    /// itself is consumed.
+    pub(super) fn resolve6(&mut self, m: &mut Meta, adj: u32, held: Result<(), DropReason>) {
+        match held {
+            Ok(()) => self.stats.held.inc(),
+            Err(r) => {
+                self.stats.drops[r as usize].inc();
+                self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
+                m.reason = Some(Discard::Core(r));
+            }
+        }
+        m.next = Next::Drop;
+        let key = !adj;
+        let now = tsc();
+        let slot = arp_slot(key);
+        let (k, at) = self.arp_recent[slot];
+        if k == key && now.wrapping_sub(at) < self.arp_retry_ticks {
+            return;
+        }
+        self.arp_recent[slot] = (key, now);
+        let _ = self.events.push(Event::Resolve6 { adj });
+    }
+
     /// Whether the router asked for `ip` on `ifindex` lately: a packet waits
     /// for it, or a request for it went out within the hold time.
     fn asked(&self, ifindex: u32, ip: Ipv4Addr) -> bool {
