@@ -179,6 +179,20 @@ fn linux_state_is_reflected_in_the_dataplane() {
         after >= before + 3,
         "forwarded by the dataplane: {before} -> {after}"
     );
+    // An onlink gateway on no subnet of the link (the usual cloud shape): the
+    // dataplane asks for it and takes the answer.
+    let b_if = format!("dp{}b1", lab.tag);
+    ip(&b, &format!("addr add 100.64.77.1/32 dev {b_if}"));
+    ip(&b, "addr add 198.18.77.1/24 dev lo");
+    ip(
+        &cp,
+        "route add 198.18.77.0/24 via 100.64.77.1 dev port1 onlink",
+    );
+    wait_for("the onlink route", || {
+        route(&lab, "198.18.77.0/24").is_some()
+    });
+    let (got, out) = ping(&a, "198.18.77.1", 3, "0.2");
+    assert_eq!(got, 3, "a -> onlink gateway: {out}");
     // A permanent neighbour.
     ip(
         &cp,
