@@ -1548,10 +1548,6 @@ impl Service for RouterApi<'_> {
         self.ctl.poll();
         self.age_neighbors();
         self.sflow_poll();
-        if let Some(l) = &mut self.linux {
-            let ports = self.ports;
-            l.sync_carrier(|id| ports.link_up(id));
-        }
         // Without a Linux control plane punted packets have no consumer: they are
         // counted by reason (in the workers) and freed here.
         if self.linux.is_none() {
@@ -1563,7 +1559,14 @@ impl Service for RouterApi<'_> {
 
     fn io(&mut self) {
         if let Some(l) = &mut self.linux {
+            // Carrier first: a twin knows of a cut link within a millisecond.
+            let ports = self.ports;
+            l.sync_carrier(|id| ports.link_up(id));
             l.pump(self.ctl, self.pool);
+            for (port, up) in l.take_admin_changes() {
+                let res = self.ports.set_link(port, up);
+                l.admin_done(res);
+            }
         }
     }
 

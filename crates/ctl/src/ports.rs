@@ -1,5 +1,7 @@
 //! The ports as the control plane reads them (link, counters, speed): the DPDK
-//! ports of a running daemon, or none in tests.
+//! ports of a running daemon, or none in tests. An af_packet or af_xdp port's
+//! link is its Linux interface's (those PMDs always say up): read from sysfs in
+//! the daemon's namespace, and set over rtnetlink.
 
 use dataplane::dpdk::PortStats;
 
@@ -15,21 +17,62 @@ pub trait PortSource {
     fn link_speed_mbps(&self, _id: u16) -> u32 {
         0
     }
+    /// Sets port `id`'s link up or down (its twin's admin state), so the
+    /// neighbour sees the link go.
+    fn set_link(&self, id: u16, _up: bool) -> Result<(), String> {
+        Err(format!("no port {id}"))
+    }
+}
+
+/// Whether Linux interface `iface` is operationally up (admin up with carrier),
+/// `None` when there is no such interface.
+pub fn kernel_link_up(iface: &str) -> Option<bool> {
+    let state = std::fs::read_to_string(format!("/sys/class/net/{iface}/operstate")).ok()?;
+    Some(matches!(state.trim(), "up" | "unknown"))
+}
+
+/// `ip link set IFACE up|down` in the daemon's namespace.
+pub fn set_kernel_link(iface: &str, up: bool) -> Result<(), String> {
+    let ifindex: u32 = std::fs::read_to_string(format!("/sys/class/net/{iface}/ifindex"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| format!("no interface {iface}"))?;
+    let mut nl = crate::linux::nl::NlSocket::open(false, 0).map_err(|e| e.to_string())?;
+    nl.set_admin(ifindex, up)
+        .map_err(|e| format!("{iface}: set link {}: {e}", if up { "up" } else { "down" }))
 }
 
 /// The DPDK ports.
 #[derive(Debug, Clone, Copy)]
 pub struct DpdkPorts<'a>(pub &'a [dataplane::dpdk::Port]);
 
+impl DpdkPorts<'_> {
+    fn port(&self, id: u16) -> Option<&dataplane::dpdk::Port> {
+        self.0.iter().find(|p| p.id() == id)
+    }
+}
+
+/// A port's link: its Linux interface's where it has one.
+fn link_of(p: &dataplane::dpdk::Port) -> bool {
+    match p.kernel_iface() {
+        Some(i) => kernel_link_up(i).unwrap_or(false),
+        None => p.link().up,
+    }
+}
+
 impl PortSource for DpdkPorts<'_> {
     fn port_state(&self, id: u16) -> Option<(bool, PortStats)> {
-        self.0
-            .iter()
-            .find(|p| p.id() == id)
-            .map(|p| (p.link().up, p.stats()))
+        self.port(id).map(|p| (link_of(p), p.stats()))
     }
     fn link_up(&self, id: u16) -> Option<bool> {
-        self.0.iter().find(|p| p.id() == id).map(|p| p.link().up)
+        self.port(id).map(link_of)
+    }
+    fn set_link(&self, id: u16, up: bool) -> Result<(), String> {
+        let p = self.port(id).ok_or_else(|| format!("no port {id}"))?;
+        match p.kernel_iface() {
+            Some(i) => set_kernel_link(i, up),
+            None => p.set_link(up).map_err(|e| e.to_string()),
+        }
     }
     fn link_speed_mbps(&self, id: u16) -> u32 {
         self.0

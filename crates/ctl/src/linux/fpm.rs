@@ -9,9 +9,10 @@
 //! marks everything FPM-owned stale on connect and sweeps what the walk did not
 //! refresh once the connection has been quiet for `quiet_ms`. A zebra that goes
 //! away leaves its state forwarding until it comes back or `hold_s` passes.
-//! Until that sweep, a delete of a route or label the new connection has not
-//! announced yet is left to the sweep (graceful restart): a restarted zebra
-//! deletes its previous instance's routes before its daemons announce them again.
+//! Until that sweep, a delete of a route or label is left to the sweep
+//! (graceful restart): a restarted zebra deletes its previous instance's routes,
+//! before or after its daemons announce them again, and announces them again;
+//! what is not announced again by the sweep goes then.
 //!
 //! FPM carries routes, nexthop objects and LSPs only: links, addresses,
 //! neighbours and the loopback come from the kernel, and anything else a peer
@@ -675,14 +676,30 @@ mod tests {
                 Some(fib::RouteKind::Paths(p)) if p[0].via == fib::Via::Gateway(Ipv4Addr::new(10, 1, 0, 3)))
         });
         assert!(has(&ctl, p203), "a held route's delete waits for the sweep");
-        // What this connection announced, it may delete at once.
+        // A delete then an announce during the walk: no gap; a delete alone
+        // waits for the sweep.
+        let mut again = route_msg(false, [198, 51, 100, 0], [10, 1, 0, 3]);
+        again.extend(route_msg(true, [198, 51, 100, 0], [10, 1, 0, 4]));
+        z.write_all(&frame(1, &again)).unwrap();
+        poll_until(&mut s, &mut ctl, |c| {
+            matches!(c.route_of(RouteSource::Fpm, 0, p198),
+                Some(fib::RouteKind::Paths(p)) if p[0].via == fib::Via::Gateway(Ipv4Addr::new(10, 1, 0, 4)))
+        });
         z.write_all(&frame(
             1,
-            &route_msg(false, [198, 51, 100, 0], [10, 1, 0, 3]),
+            &route_msg(false, [198, 51, 100, 0], [10, 1, 0, 4]),
         ))
         .unwrap();
-        poll_until(&mut s, &mut ctl, |c| !has(c, p198));
-        assert!(has(&ctl, p203));
+        let t0 = Instant::now();
+        while s.stats.messages < 9 {
+            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
+            s.poll(&mut ctl);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            has(&ctl, p198) && has(&ctl, p203),
+            "both wait for the sweep"
+        );
         // Busy: a second connection is closed; once this one is silent for
         // idle_s, a new one replaces it.
         let mut other = TcpStream::connect(addr).unwrap();

@@ -422,12 +422,20 @@ impl KernelView {
         self.stats.last_error = Some(what);
     }
 
-    /// Whether a delete of `key` waits for the refresh's sweep: FPM's routes
-    /// not yet announced again by the connection that is walking (see
-    /// [`super::fpm`]).
-    fn deferred(&self, key: (TableId, Ipv4Prefix)) -> bool {
-        self.source == RouteSource::Fpm
-            && self.mark.as_ref().is_some_and(|m| !m.routes.contains(&key))
+    /// Whether a delete of `key` waits for the refresh's sweep: FPM's deletes
+    /// while zebra walks after a connect (see [`super::fpm`]). The route is
+    /// unmarked: the sweep removes it unless it is announced again first.
+    fn deferred(&mut self, key: (TableId, Ipv4Prefix)) -> bool {
+        if self.source != RouteSource::Fpm {
+            return false;
+        }
+        match &mut self.mark {
+            Some(m) => {
+                m.routes.remove(&key);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Applies one change.
@@ -729,7 +737,7 @@ impl KernelView {
                 let kind = self.resolve(&target);
                 self.install(ctl, t, prefix, kind);
             }
-            None if self.deferred(key) => self.ignore("held route's delete left to the sweep"),
+            None if self.deferred(key) => self.ignore("delete during a walk left to its sweep"),
             None if self.installed_metric(ctl, key) == Some(metric) => {
                 self.nh_users.remove(&key);
                 self.metrics.remove(&key);
@@ -899,13 +907,11 @@ impl KernelView {
     }
 
     fn del_label(&mut self, ctl: &mut RouterControl, label: u32) {
-        let held = self.source == RouteSource::Fpm
-            && self
-                .mark
-                .as_ref()
-                .is_some_and(|m| !m.labels.contains(&label));
-        if held && self.labels.contains(&label) {
-            return self.ignore("held label's delete left to the sweep");
+        if self.source == RouteSource::Fpm && self.labels.contains(&label) {
+            if let Some(m) = &mut self.mark {
+                m.labels.remove(&label);
+                return self.ignore("delete during a walk left to its sweep");
+            }
         }
         if self.labels.remove(&label) {
             for eos in [true, false] {

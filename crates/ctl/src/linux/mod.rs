@@ -203,6 +203,8 @@ pub struct Twin {
     pub counters: TwinCounters,
     /// The carrier as last set (it follows the port's link).
     pub carrier: bool,
+    /// The admin state last given to the port (a port twin's follows it).
+    pub admin: bool,
     dev: SyncDevice,
 }
 
@@ -234,6 +236,12 @@ pub struct PumpCounters {
     pub resolve6: u64,
     /// Of those, requests the kernel refused.
     pub resolve6_errors: u64,
+    /// Ports set up or down after their twin, refusals, the last one.
+    pub port_admin: u64,
+    /// Refused port admin changes.
+    pub port_admin_errors: u64,
+    /// The last refusal.
+    pub last_port_admin_error: Option<String>,
 }
 
 /// The control plane's Linux side: namespace, twins, netlink learner.
@@ -249,6 +257,9 @@ pub struct LinuxPlane {
     fpm: Option<fpm::FpmServer>,
     counters: PumpCounters,
     frame: Vec<u8>,
+    /// Ports whose twin went up or down since the last call (see
+    /// [`LinuxPlane::take_admin_changes`]).
+    admin_changes: Vec<(u16, bool)>,
 }
 
 impl std::fmt::Debug for LinuxPlane {
@@ -372,6 +383,7 @@ impl LinuxPlane {
                 vlan: i.vlan,
                 counters: TwinCounters::default(),
                 carrier: true,
+                admin: i.up,
                 dev,
             });
         }
@@ -412,6 +424,7 @@ impl LinuxPlane {
             fpm,
             counters: PumpCounters::default(),
             frame: vec![0; 1 << 16],
+            admin_changes: Vec::new(),
         })
     }
 
@@ -433,6 +446,15 @@ impl LinuxPlane {
             self.inject(ctl, pool);
         }
         self.learner.poll(ctl);
+        // `ip link set TWIN down|up` of a port's own twin takes the port down
+        // or up, so the neighbour sees the link go as with a plain Linux box.
+        for t in &mut self.twins {
+            let up = ctl.iface(t.ifindex).map_or(t.admin, |i| i.up);
+            if t.vlan.is_none() && up != t.admin {
+                t.admin = up;
+                self.admin_changes.push((t.port, up));
+            }
+        }
         // IPv6 next hops packets wait for: the kernel resolves them through the
         // twin (its solicitation goes out as an inject, the answer comes back as
         // a punt, the neighbour over netlink).
@@ -545,6 +567,22 @@ impl LinuxPlane {
         }
     }
 
+    /// The ports to set up or down since the last call: (port, up).
+    pub fn take_admin_changes(&mut self) -> Vec<(u16, bool)> {
+        std::mem::take(&mut self.admin_changes)
+    }
+
+    /// Counts a port admin change done (or refused, with why).
+    pub fn admin_done(&mut self, res: Result<(), String>) {
+        match res {
+            Ok(()) => self.counters.port_admin += 1,
+            Err(e) => {
+                self.counters.port_admin_errors += 1;
+                self.counters.last_port_admin_error = Some(e);
+            }
+        }
+    }
+
     /// Gives each twin its port's link as carrier (`link_up(port)`; unknown
     /// ports count as up).
     pub fn sync_carrier(&mut self, link_up: impl Fn(u16) -> Option<bool>) {
@@ -575,6 +613,7 @@ impl LinuxPlane {
                     "twin": t.name,
                     "kernel_ifindex": t.kernel_ifindex,
                     "carrier": t.carrier,
+                    "admin": t.admin,
                     "punt_pkts": c.punt_pkts,
                     "punt_bytes": c.punt_bytes,
                     "punt_errors": c.punt_errors,
@@ -600,6 +639,9 @@ impl LinuxPlane {
             "punt_no_twin": self.counters.no_twin,
             "resolve6": self.counters.resolve6,
             "resolve6_errors": self.counters.resolve6_errors,
+            "port_admin": self.counters.port_admin,
+            "port_admin_errors": self.counters.port_admin_errors,
+            "last_port_admin_error": self.counters.last_port_admin_error,
             "policer": {
                 "control_pps": self.section.punt_control_pps,
                 "other_pps": self.section.punt_other_pps,

@@ -10,7 +10,7 @@ use netlink_packet_core::{
     NetlinkMessage, NetlinkPayload,
 };
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
-use netlink_packet_route::link::{LinkAttribute, LinkMessage};
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
 };
@@ -220,6 +220,19 @@ impl NlSocket {
             RouteNetlinkMessage::NewNeighbour(m),
             NLM_F_CREATE | NLM_F_REPLACE,
         )
+    }
+
+    /// `ip link set dev IFINDEX up|down`.
+    pub fn set_admin(&mut self, ifindex: u32, up: bool) -> io::Result<()> {
+        let mut m = LinkMessage::default();
+        m.header.index = ifindex;
+        m.header.flags = if up {
+            LinkFlags::Up
+        } else {
+            LinkFlags::empty()
+        };
+        m.header.change_mask = LinkFlags::Up;
+        self.request(RouteNetlinkMessage::SetLink(m), 0)
     }
 
     /// `ip link set dev IFINDEX carrier on|off` (RTM_SETLINK with IFLA_CARRIER; a

@@ -20,7 +20,7 @@ pub use eal::{Eal, EalConfig, MemoryMode, prefetch0, prefetchw, tsc, tsc_hz};
 pub use error::DpdkError;
 pub use mbuf::{BURST, Burst, Mbuf};
 pub use mempool::Mempool;
-pub use port::{LinkStatus, Port, PortConfig, PortStats};
+pub use port::{LinkStatus, Port, PortConfig, PortStats, kernel_iface_of};
 pub use ring::Ring;
 
 use std::ffi::CStr;

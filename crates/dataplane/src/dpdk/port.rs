@@ -103,8 +103,24 @@ pub struct Port {
     tx_queues: u16,
     rss: bool,
     rx_checksum: bool,
+    /// The Linux interface an af_packet or af_xdp port reads (`iface=`).
+    kernel_iface: Option<String>,
     _pool: Arc<Mempool>,
     _rings: Vec<Arc<Ring>>,
+}
+
+/// The Linux interface behind a `net_af_packet`/`net_af_xdp` device string (its
+/// `iface=` argument), whose link is the port's.
+pub fn kernel_iface_of(device: &str) -> Option<String> {
+    let mut parts = device.trim().split(',');
+    let driver = parts.next()?;
+    if !(driver.starts_with("net_af_packet") || driver.starts_with("net_af_xdp")) {
+        return None;
+    }
+    parts
+        .find_map(|kv| kv.trim().strip_prefix("iface="))
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
 }
 
 impl Port {
@@ -151,7 +167,9 @@ impl Port {
                 reason: why.into(),
             });
         }
-        Self::setup(id, cfg, pool, Vec::new())
+        let mut port = Self::setup(id, cfg, pool, Vec::new())?;
+        port.kernel_iface = kernel_iface_of(dev);
+        Ok(port)
     }
 
     /// Creates a `net_ring` port whose queues are the given rings (rx queue i reads
@@ -305,9 +323,33 @@ impl Port {
             tx_queues: cfg.tx_queues,
             rss,
             rx_checksum,
+            kernel_iface: None,
             _pool: pool,
             _rings: rings,
         })
+    }
+
+    /// The Linux interface an af_packet or af_xdp port reads: its link state is
+    /// the port's (those PMDs report the link as always up).
+    pub fn kernel_iface(&self) -> Option<&str> {
+        self.kernel_iface.as_deref()
+    }
+
+    /// Sets the device's link up or down (`rte_eth_dev_set_link_up|down`), for
+    /// PMDs that can.
+    pub fn set_link(&self, up: bool) -> Result<(), DpdkError> {
+        // SAFETY: valid, started port.
+        let ret = unsafe {
+            if up {
+                dpdk_sys::rte_eth_dev_set_link_up(self.id)
+            } else {
+                dpdk_sys::rte_eth_dev_set_link_down(self.id)
+            }
+        };
+        check(ret, || {
+            format!("{}: set link {}", self.name, if up { "up" } else { "down" })
+        })
+        .map(|_| ())
     }
 
     /// DPDK's port id.
