@@ -105,6 +105,25 @@ fn datagrams(rib: &[(u32, u8, u32)], idx: std::ops::Range<usize>, flip: bool) ->
     out
 }
 
+/// The same datagrams with every RTM_NEWROUTE turned into an RTM_DELROUTE: a
+/// routing daemon withdrawing the table.
+fn as_deletes(dgrams: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    dgrams
+        .iter()
+        .map(|d| {
+            let mut d = d.clone();
+            let mut at = 0;
+            while at + 16 <= d.len() {
+                let len = u32::from_ne_bytes(d[at..at + 4].try_into().expect("4 bytes")) as usize;
+                d[at + 4..at + 6].copy_from_slice(&25u16.to_ne_bytes()); // RTM_DELROUTE
+                d[at + 6..at + 8].copy_from_slice(&1u16.to_ne_bytes()); // NLM_F_REQUEST
+                at += len.next_multiple_of(4).max(16);
+            }
+            d
+        })
+        .collect()
+}
+
 /// A router with interfaces 1 (port0, 10.1.0.1/24) and 2 (port1, 10.2.0.1/24),
 /// neighbours 10.1.0.2 and 10.2.0.2, and an empty view over twins 11 -> 1, 12 -> 2.
 fn router() -> (RouterControl, KernelView) {
@@ -312,6 +331,31 @@ fn main() {
         if rate >= 1e6 { "met" } else { "not met" }
     );
 
+    // The whole table withdrawn, then announced again: both directions.
+    let dels = as_deletes(&full);
+    let t0 = Instant::now();
+    ingest(&mut ctl, &mut view, &dels);
+    let withdraw = t0.elapsed();
+    assert_eq!(
+        ctl.fib().route_count(0),
+        base,
+        "withdraw: {:?}",
+        view.stats().last_error
+    );
+    let t0 = Instant::now();
+    ingest(&mut ctl, &mut view, &full);
+    let again = t0.elapsed();
+    assert_eq!(ctl.fib().route_count(0), base + unique);
+    let (wr, ar) = (
+        n as f64 / withdraw.as_secs_f64(),
+        n as f64 / again.as_secs_f64(),
+    );
+    eprintln!(
+        "full withdraw: {withdraw:.2?}, {wr:.0} msgs/s; announced again: {again:.2?}, {ar:.0} \
+         msgs/s; withdraw/announce {:.2} (goal: both >= 1M msgs/s)",
+        wr / ar
+    );
+
     fpm_over_tcp(&full, n as u64, unique);
 
     let mut c = Criterion::default().configure_from_args();
@@ -333,6 +377,21 @@ fn main() {
             router,
             |(mut ctl, mut view)| {
                 ingest(&mut ctl, &mut view, &full);
+                (ctl, view)
+            },
+            BatchSize::LargeInput,
+        )
+    });
+
+    g.bench_function("withdraw_full_table", |b| {
+        b.iter_batched(
+            || {
+                let (mut ctl, mut view) = router();
+                ingest(&mut ctl, &mut view, &full);
+                (ctl, view)
+            },
+            |(mut ctl, mut view)| {
+                ingest(&mut ctl, &mut view, &dels);
                 (ctl, view)
             },
             BatchSize::LargeInput,

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use dataplane::dpdk::{Mempool, PortStats};
 use dataplane::router::{
-    DropReason, InjectQueue, Interface, MAX_IFACES, PuntReason, RouteSource, RouterControl, Stage,
-    WorkerStats,
+    DropReason, InjectQueue, Interface, MAX_IFACES, PuntClass, PuntReason, RouteSource,
+    RouterControl, Stage, WorkerStats,
 };
 use dataplane::xconnect::{RxAssignment, WorkerCounters};
 use fib::{Ipv4Prefix, RouteKind, TableId, Via};
@@ -128,6 +128,8 @@ struct WorkerSnap {
     mpls_drops: [u64; mpls::DropReason::COUNT],
     punts: [u64; PuntReason::COUNT],
     ifaces: Vec<IfSnap>,
+    /// Punts the policer dropped, per interface and [`PuntClass`].
+    policed: Vec<[u64; PuntClass::COUNT]>,
     loops: u64,
     busy_loops: u64,
     busy_cycles: u64,
@@ -164,6 +166,11 @@ impl WorkerSnap {
                     ]
                 })
                 .collect(),
+            policed: s
+                .ifaces
+                .iter()
+                .map(|c| std::array::from_fn(|k| c.punt_policed[k].get()))
+                .collect(),
             loops: s.loops.get(),
             busy_loops: s.busy_loops.get(),
             busy_cycles: s.busy_cycles.get(),
@@ -192,6 +199,12 @@ impl WorkerSnap {
                 .ifaces
                 .iter()
                 .zip(&base.ifaces)
+                .map(|(a, b)| std::array::from_fn(|k| d(a[k], b[k])))
+                .collect(),
+            policed: self
+                .policed
+                .iter()
+                .zip(&base.policed)
                 .map(|(a, b)| std::array::from_fn(|k| d(a[k], b[k])))
                 .collect(),
             loops: d(self.loops, base.loops),
@@ -1510,6 +1523,24 @@ impl<'a> RouterApi<'a> {
                 "punt",
                 snaps.iter().map(|s| s.punts[r as usize]).sum(),
             );
+        }
+        // The policer's drops by receiving interface and class.
+        let ift = self.ctl.ifaces();
+        let ifs = snaps.first().map_or(0, |s| s.policed.len());
+        for ix in 0..ifs {
+            for c in PuntClass::ALL {
+                let n: u64 = snaps.iter().map(|s| s.policed[ix][c as usize]).sum();
+                if n > 0 {
+                    let name = ift.get(ix as u32).map_or("?", |i| i.name.as_str());
+                    rows.push(json!({
+                        "count": n,
+                        "reason": format!("punt_policed_{} {name}", c.name()),
+                        "type": "policed",
+                        "interface": name,
+                        "class": c.name(),
+                    }));
+                }
+            }
         }
         json!({ "errors": rows })
     }

@@ -969,11 +969,10 @@ fn ping_to_the_router_is_answered() {
     // Other traffic to us goes to the control plane.
     let udp = ip4(a("10.1.0.2"), a("10.1.0.1"), 64, 5, 64);
     let res = run(&mut core, &vec![from_host(&udp); N], 0);
-    assert!(
-        res.iter()
-            .all(|r| r.0 == Out::Punt(dataplane::router::PuntReason::Local)
-                && r.1 == from_host(&udp))
-    );
+    assert!(res.iter().all(
+        |r| matches!(r.0, Out::Punt(dataplane::router::PuntReason::Local, _))
+            && r.1 == from_host(&udp)
+    ));
 }
 
 #[test]
@@ -2138,9 +2137,9 @@ fn with_a_host_stack_control_traffic_is_punted_by_class() {
     let res = run(&mut core, &all, 0);
     let want_off = [
         Out::Drop,
-        Out::Punt(P::Routing),
-        Out::Punt(P::Local),
-        Out::Punt(P::Local),
+        Out::Punt(P::Routing, 1),
+        Out::Punt(P::Local, 1),
+        Out::Punt(P::Local, 1),
         Out::Drop,
         Out::Drop,
         Out::Drop,
@@ -2156,7 +2155,7 @@ fn with_a_host_stack_control_traffic_is_punted_by_class() {
         match want {
             // Punts go up unchanged.
             Some(r) => {
-                assert_eq!(*out, Out::Punt(*r), "frame {i}");
+                assert_eq!(*out, Out::Punt(*r, 1), "frame {i}");
                 assert_eq!(data, frame, "frame {i}");
             }
             None => assert_eq!(*out, Out::Tx(0), "frame {i}"),

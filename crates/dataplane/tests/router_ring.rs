@@ -14,8 +14,8 @@ use common::*;
 use dataplane::dpdk::{BURST, Burst, Eal, EalConfig, Mempool, Port, PortConfig, Ring, tsc_hz};
 use dataplane::packet::{RxCsum, VecPacket};
 use dataplane::router::{
-    CoreConfig, Out, PuntQueue, PuntRates, PuntReason, RouterControl, RouterWorker, Stage,
-    WorkerStats, report,
+    CoreConfig, Out, PuntClass, PuntQueue, PuntRates, PuntReason, RouterControl, RouterWorker,
+    Stage, WorkerStats, report,
 };
 use dataplane::xconnect::IdlePolicy;
 use mpls::LabelAction;
@@ -522,9 +522,10 @@ fn the_punt_policer_keeps_routing_protocols_through_a_flood() {
     ctl.set_punt_to_host(true);
     let stop = Arc::new(AtomicBool::new(false));
     let (w, stats, punts) = worker(&mut ctl, &lab, &[(0, 0)], 0, &stop, core_cfg());
-    // Bursts of 100 (control) and 16 (other) packets, refilled at 1000/s and 10/s.
+    // From one interface: bursts of 100 (routing hellos) and 16 (other)
+    // packets, refilled at 1000/s and 5/s.
     let w = w.with_punt_rates(PuntRates {
-        control_pps: 1000,
+        control_pps: 4000,
         other_pps: 10,
     });
     // 900 datagrams to the router's address on an ordinary port, 50 to BGP's port.
@@ -757,7 +758,9 @@ fn mbufs_through_a_worker_match_the_core_on_heap_buffers() {
                             }
                             None => no_port += 1,
                         },
-                        Out::Punt(r) => want.push(Fate::Punt(r.name().into(), p.data().to_vec())),
+                        Out::Punt(r, _) => {
+                            want.push(Fate::Punt(r.name().into(), p.data().to_vec()))
+                        }
                         Out::Drop => {}
                     }
                 }
@@ -804,4 +807,82 @@ fn mbufs_through_a_worker_match_the_core_on_heap_buffers() {
             Ok(())
         })
         .unwrap();
+}
+
+/// An IPv4 TCP segment `src` -> `dst`, destination port `dport`, with `flags`.
+fn tcp(src: &str, dst: &str, sport: u16, dport: u16, flags: u8) -> Vec<u8> {
+    let mut p = ip4(a(src), a(dst), 64, sport, 40);
+    p[9] = 6;
+    p[20..22].copy_from_slice(&sport.to_be_bytes());
+    p[22..24].copy_from_slice(&dport.to_be_bytes());
+    p[32] = 0x50;
+    p[33] = flags;
+    ip_fix(&mut p);
+    p
+}
+
+/// One host floods the router with TCP SYNs and segments to BGP's port on one
+/// interface: its own buckets run dry, while the OSPF hellos and the BGP
+/// session of the neighbour on another interface all go up; the policer's
+/// drops are counted per interface and class.
+#[test]
+fn a_flood_on_one_interface_leaves_another_interfaces_adjacencies_alone() {
+    let (eal, _g) = eal();
+    let lab = Lab::new(eal, "q", 1, 1024);
+    let mut ctl = lsr(&lab);
+    ctl.set_punt_to_host(true);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w, stats, punts) = worker(&mut ctl, &lab, &[(0, 0), (1, 0)], 0, &stop, core_cfg());
+    let w = w.with_punt_rates(PuntRates {
+        control_pps: 4000,
+        other_pps: 100,
+    });
+    let flood: Vec<Vec<u8>> = (0..1000)
+        .map(|i| {
+            let flags = if i % 2 == 0 { 0x02 } else { 0x10 };
+            from_host(&tcp("10.1.0.2", "10.1.0.1", 1024 + i as u16, 179, flags))
+        })
+        .collect();
+    let nbr = [2, 0, 0, 0, 2, 0x99];
+    let to_port1 = |ip: &[u8]| eth(mac_r(1), nbr, None, ETH_IP4, ip);
+    let mut hello = ip4(a("10.2.0.2"), a("224.0.0.5"), 1, 0, 64);
+    hello[9] = 89;
+    ip_fix(&mut hello);
+    let hellos: Vec<Vec<u8>> = (0..40).map(|_| to_port1(&hello)).collect();
+    let session: Vec<Vec<u8>> = (0..40)
+        .map(|i| to_port1(&tcp("10.2.0.2", "10.2.0.1", 40000, 179, 0x18 + (i % 2))))
+        .collect();
+    let lcores = start(eal, vec![w]);
+    lab.feed(0, 0, &flood);
+    lab.feed(1, 0, &hellos);
+    lab.feed(1, 0, &session);
+    finish(eal, lcores, &stop, || {
+        rx_pkts(&stats) == 1080 && lab.rx_empty()
+    });
+    let (mut from1, mut from0) = (0, 0);
+    while let Some((_, m)) = punts.pop() {
+        if m.data()[26..30] == [10, 2, 0, 2] {
+            from1 += 1;
+        } else {
+            from0 += 1;
+        }
+    }
+    assert_eq!(from1, 80, "every hello and session segment from port 1");
+    assert!(from0 < 200, "{from0} flood packets went up");
+    let policed = |ix: usize, c: PuntClass| stats.ifaces[ix].punt_policed[c as usize].get();
+    assert!(
+        policed(1, PuntClass::Syn) >= 400,
+        "{}",
+        policed(1, PuntClass::Syn)
+    );
+    assert!(policed(1, PuntClass::Session) >= 350);
+    assert_eq!(
+        policed(2, PuntClass::Hello) + policed(2, PuntClass::Session),
+        0
+    );
+    assert_eq!(
+        counters(&stats)["punt_policed_control"],
+        policed(1, PuntClass::Syn) + policed(1, PuntClass::Session)
+    );
+    assert_eq!(lab.pool.in_use(), 0);
 }

@@ -602,6 +602,21 @@ impl LinuxPlane {
 
     /// `show linux`.
     pub fn show(&self, ctl: &RouterControl) -> Value {
+        let stats = ctl.worker_stats();
+        // The punt policer's drops of a twin's interface, by class.
+        let policed_by_class = |ix: u32| -> serde_json::Map<String, Value> {
+            dataplane::router::PuntClass::ALL
+                .iter()
+                .map(|&c| {
+                    let n: u64 = stats
+                        .iter()
+                        .filter_map(|s| s.ifaces.get(ix as usize))
+                        .map(|i| i.punt_policed[c as usize].get())
+                        .sum();
+                    (c.name().to_string(), json!(n))
+                })
+                .collect()
+        };
         let twins: Vec<Value> = self
             .twins
             .iter()
@@ -613,6 +628,7 @@ impl LinuxPlane {
                     "twin": t.name,
                     "kernel_ifindex": t.kernel_ifindex,
                     "carrier": t.carrier,
+                    "policed": policed_by_class(t.ifindex),
                     "admin": t.admin,
                     "punt_pkts": c.punt_pkts,
                     "punt_bytes": c.punt_bytes,

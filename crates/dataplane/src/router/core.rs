@@ -78,8 +78,8 @@ pub enum Out {
     Tx(u16),
     /// Free it (already counted).
     Drop,
-    /// Hand it to the control plane.
-    Punt(PuntReason),
+    /// Hand it to the control plane: why, and the interface it arrived on.
+    Punt(PuntReason, u16),
 }
 
 /// What workers tell the control thread.

@@ -15,7 +15,7 @@ pub use control::{RouteSource, RouterControl, RouterError, WorkerHandle};
 pub use core::{Core, CoreConfig, Event, HOLD_BYTES, HOLD_PACKETS, Out, SflowHook, Tables};
 pub use iface::{IfTable, Interface};
 pub use neigh::{ArpProbe, NeighborAging};
-pub use reasons::{Discard, DropReason, PuntReason};
+pub use reasons::{Discard, DropReason, PuntClass, PuntReason};
 pub use stats::{
     IfaceCounters, MAX_IFACES, Stage, StageCounters, TRACE_BYTES, TraceRecord, WorkerStats,
 };

@@ -242,3 +242,95 @@ impl PuntReason {
         !matches!(self, PuntReason::Local | PuntReason::Ip6Other)
     }
 }
+
+/// What the punt policer meters on its own, per receiving interface and per
+/// worker: a flood of one kind from one host spends its own budget only, never
+/// another interface's or another kind's (hellos, sessions, BFD, ARP/ND).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum PuntClass {
+    /// Routing hellos and link-local control: OSPF, link-local multicast
+    /// (224.0.0.0/24), IGMP, PIM, VRRP, RIP, Babel, LDP discovery.
+    Hello,
+    /// Segments of routing TCP sessions (BGP, LDP) other than a bare SYN.
+    Session,
+    /// A bare TCP SYN to a routing port: a new session, or a flood.
+    Syn,
+    /// BFD (UDP 3784, 3785, 4784).
+    Bfd,
+    /// ARP for the host stack.
+    Arp,
+    /// IPv6 control: ND, MLD, OSPFv3, link-local multicast.
+    Ip6Control,
+    /// Everything else for the router (ICMP, UDP/TCP to its addresses, other
+    /// IPv6, MPLS OAM).
+    Other,
+}
+
+impl PuntClass {
+    /// Every class.
+    pub const ALL: [PuntClass; 7] = [
+        PuntClass::Hello,
+        PuntClass::Session,
+        PuntClass::Syn,
+        PuntClass::Bfd,
+        PuntClass::Arp,
+        PuntClass::Ip6Control,
+        PuntClass::Other,
+    ];
+    /// Number of classes.
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// Counter name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PuntClass::Hello => "hello",
+            PuntClass::Session => "session",
+            PuntClass::Syn => "syn",
+            PuntClass::Bfd => "bfd",
+            PuntClass::Arp => "arp",
+            PuntClass::Ip6Control => "ip6_control",
+            PuntClass::Other => "other",
+        }
+    }
+
+    /// The class of a frame punted for `reason` (`frame` from its Ethernet
+    /// header on).
+    pub fn of(reason: PuntReason, frame: &[u8]) -> PuntClass {
+        match reason {
+            PuntReason::Arp => PuntClass::Arp,
+            PuntReason::Ip6Control => PuntClass::Ip6Control,
+            PuntReason::Routing => routing_class(frame),
+            PuntReason::Local | PuntReason::Mpls | PuntReason::Ip6Other => PuntClass::Other,
+        }
+    }
+}
+
+/// The class of an IPv4 routing-protocol punt.
+fn routing_class(frame: &[u8]) -> PuntClass {
+    let l3 = match frame.get(12..14) {
+        Some([0x81, 0x00]) => 18,
+        _ => 14,
+    };
+    let Some(ip) = frame.get(l3..) else {
+        return PuntClass::Hello;
+    };
+    let hl = usize::from(ip.first().map_or(5, |b| b & 0x0f)) * 4;
+    let l4 = ip.get(hl..).unwrap_or(&[]);
+    let port = |o: usize| l4.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    match ip.get(9) {
+        Some(6) => match l4.get(13) {
+            // SYN without ACK
+            Some(f) if f & 0x12 == 0x02 => PuntClass::Syn,
+            _ => PuntClass::Session,
+        },
+        Some(17)
+            if [port(0), port(2)]
+                .iter()
+                .any(|p| matches!(p, Some(3784 | 3785 | 4784))) =>
+        {
+            PuntClass::Bfd
+        }
+        _ => PuntClass::Hello,
+    }
+}

@@ -8,7 +8,7 @@ use crossbeam_queue::ArrayQueue;
 
 use crate::counters::Counter;
 
-use super::reasons::{DropReason, PuntReason};
+use super::reasons::{DropReason, PuntClass, PuntReason};
 
 /// Most interfaces (ifIndex values 1..MAX_IFACES-1); index 0 is unused.
 pub const MAX_IFACES: usize = 256;
@@ -84,6 +84,8 @@ pub struct IfaceCounters {
     pub tx_bytes: Counter,
     /// Packets dropped that arrived on the interface.
     pub drops: Counter,
+    /// Punts from the interface the policer dropped, by `PuntClass as usize`.
+    pub punt_policed: [Counter; PuntClass::COUNT],
 }
 
 /// Everything one worker counts.

@@ -11,8 +11,8 @@ use crate::dpdk::{BURST, Burst, Mbuf, Mempool, tsc};
 use crate::xconnect::IdlePolicy;
 
 use super::core::{Bucket, Core, Out, SflowHook};
-use super::reasons::{DropReason, PuntReason};
-use super::stats::{Stage, WorkerStats};
+use super::reasons::{DropReason, PuntClass, PuntReason};
+use super::stats::{MAX_IFACES, Stage, WorkerStats};
 
 /// Packets asked of one queue per rx call (see `xconnect`): the vector still fills
 /// up to [`BURST`] across calls and queues.
@@ -44,20 +44,42 @@ impl Default for PuntRates {
     }
 }
 
-/// The per-worker punt policer: a token bucket per class, in TSC ticks. A
-/// bucket holds a tenth of a second of its rate.
-#[derive(Debug, Clone, Copy)]
+/// The per-worker punt policer, token buckets in TSC ticks holding a tenth of
+/// a second of their rate: one per [`PuntClass`] for the worker (`control_pps`
+/// each, a tenth of it for bare SYNs, `other_pps` for the rest), and one per
+/// receiving interface and class with a quarter of that (half for `other`), so
+/// no single interface can spend a class's budget.
+#[derive(Debug, Clone)]
 struct PuntPolicer {
-    control: Bucket,
-    other: Bucket,
+    class: [Bucket; PuntClass::COUNT],
+    per_if: Box<[[Bucket; PuntClass::COUNT]]>,
 }
 
 impl PuntPolicer {
     fn new(r: PuntRates, hz: u64) -> PuntPolicer {
+        let bucket = |rate: u32| Bucket::new(rate, (rate / 10).max(16), hz);
+        let rate = |c: PuntClass| match c {
+            PuntClass::Syn => r.control_pps / 10,
+            PuntClass::Other => r.other_pps,
+            _ => r.control_pps,
+        };
+        let share = |c: PuntClass| match c {
+            PuntClass::Other => rate(c) / 2,
+            _ => rate(c) / 4,
+        };
         PuntPolicer {
-            control: Bucket::new(r.control_pps, (r.control_pps / 10).max(16), hz),
-            other: Bucket::new(r.other_pps, (r.other_pps / 10).max(16), hz),
+            class: PuntClass::ALL.map(|c| bucket(rate(c))),
+            per_if: vec![PuntClass::ALL.map(|c| bucket(share(c))); MAX_IFACES].into_boxed_slice(),
         }
+    }
+
+    /// Whether a punt of `class` from interface `rx_if` may go at `now`.
+    fn take(&mut self, rx_if: u16, class: PuntClass, now: u64) -> bool {
+        let c = class as usize;
+        self.per_if
+            .get_mut(usize::from(rx_if))
+            .is_some_and(|b| b[c].take(now))
+            && self.class[c].take(now)
     }
 }
 
@@ -244,14 +266,18 @@ impl RouterWorker {
                 }
                 let _ = t.push(m);
             }
-            Out::Punt(r) => {
-                let (bucket, policed) = if r.is_control() {
-                    (&mut policer.control, DropReason::PuntPolicedControl)
-                } else {
-                    (&mut policer.other, DropReason::PuntPolicedOther)
-                };
-                if !bucket.take(t2) {
+            Out::Punt(r, rx_if) => {
+                let class = PuntClass::of(r, m.data());
+                if !policer.take(rx_if, class, t2) {
+                    let policed = if r.is_control() {
+                        DropReason::PuntPolicedControl
+                    } else {
+                        DropReason::PuntPolicedOther
+                    };
                     stats.drops[policed as usize].inc();
+                    if let Some(i) = stats.ifaces.get(usize::from(rx_if)) {
+                        i.punt_policed[class as usize].inc();
+                    }
                 } else if punts.push((r, m)).is_err() {
                     stats.drops[DropReason::PuntQueueFull as usize].inc();
                 }

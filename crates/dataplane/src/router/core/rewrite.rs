@@ -70,7 +70,7 @@ impl Work {
                     self.stats.punts[r as usize].inc();
                     let (s, _) = pkts[i].window();
                     let _ = pkts[i].set_window(s, usize::from(m.end).saturating_sub(s));
-                    Out::Punt(r)
+                    Out::Punt(r, m.rx_if)
                 }
                 _ => Out::Drop,
             };

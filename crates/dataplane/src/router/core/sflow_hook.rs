@@ -331,7 +331,7 @@ impl SflowHook {
                     SfInterface::Index(e.ifindex),
                     (e.nbr != 0).then(|| Ipv4Addr::from(e.nbr)),
                 )
-            } else if matches!(o, Out::Punt(_)) || (m.reason.is_none() && m.next != Next::Drop) {
+            } else if matches!(o, Out::Punt(..)) || (m.reason.is_none() && m.next != Next::Drop) {
                 (SfInterface::Internal, None)
             } else {
                 (SfInterface::Discarded(discard_code(m.reason)), None)

@@ -46,7 +46,7 @@ impl Work {
                     Some(r) => format!("tx port {p} (original: {r})"),
                     None => format!("tx port {p}"),
                 },
-                Out::Punt(r) => format!("punt {}", r.name()),
+                Out::Punt(r, _) => format!("punt {}", r.name()),
                 Out::Drop => format!("drop {}", reason.unwrap_or("consumed")),
             };
             let mut head_out = [0u8; TRACE_BYTES];
