@@ -1,6 +1,6 @@
 # Entry points. `make lab` and `make test` work on a fresh Debian bookworm machine as
 # root: both run scripts/setup.sh first (packages, hugepages).
-.PHONY: setup build lab lab-frr lab-xconnect test fuzz soak bench bench-io instructions clean
+.PHONY: setup build lab lab-frr lab-xconnect test fuzz soak stress bench bench-io instructions clean
 
 setup:
 	scripts/setup.sh
@@ -29,6 +29,10 @@ fuzz: setup
 soak: setup
 	CHURN_SECS=$${SOAK_SECONDS:-600} cargo test --release -p ctl --test churn -- --nocapture
 	ORACLE_STEPS=$${ORACLE_STEPS:-5000} cargo test --release -p ctl --test oracle -- --nocapture
+
+# every namespace/daemon test RUNS (default 20) times, passes per test
+stress: setup
+	scripts/stress.sh
 
 # criterion benches (cycles/packet, LPM) and the I/O harness against dpdk-testpmd.
 bench: build

@@ -531,9 +531,13 @@ mod tests {
     }
 
     /// Polls until `f` holds (at most 2 s).
-    fn poll_until(s: &mut FpmServer, ctl: &mut RouterControl, f: impl Fn(&RouterControl) -> bool) {
+    fn poll_until(
+        s: &mut FpmServer,
+        ctl: &mut RouterControl,
+        f: impl Fn(&FpmServer, &RouterControl) -> bool,
+    ) {
         let t0 = Instant::now();
-        while !f(ctl) {
+        while !f(s, ctl) {
             assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(ctl));
             s.poll(ctl);
             std::thread::sleep(Duration::from_millis(5));
@@ -562,14 +566,14 @@ mod tests {
         z.write_all(&frame(1, &two)).unwrap();
         let third = frame(1, &route_msg(true, [192, 0, 2, 0], [10, 1, 0, 3]));
         z.write_all(&third[..7]).unwrap();
-        poll_until(&mut s, &mut ctl, |c| fpm_routes(c) == 2);
+        poll_until(&mut s, &mut ctl, |_, c| fpm_routes(c) == 2);
         z.write_all(&third[7..]).unwrap();
-        poll_until(&mut s, &mut ctl, |c| fpm_routes(c) == 3);
+        poll_until(&mut s, &mut ctl, |_, c| fpm_routes(c) == 3);
         // A replace as zebra sends it: DEL + NEW in one frame.
         let mut rep = route_msg(false, [192, 0, 2, 0], [10, 1, 0, 3]);
         rep.extend(route_msg(true, [192, 0, 2, 0], [10, 1, 0, 4]));
         z.write_all(&frame(1, &rep)).unwrap();
-        poll_until(&mut s, &mut ctl, |c| {
+        poll_until(&mut s, &mut ctl, |_, c| {
             matches!(
                 c.route_of(RouteSource::Fpm, 0, "192.0.2.0/24".parse().unwrap()),
                 Some(fib::RouteKind::Paths(p)) if p[0].via == fib::Via::Gateway(Ipv4Addr::new(10, 1, 0, 4))
@@ -577,24 +581,18 @@ mod tests {
         });
         // A bad header: the connection is reset, the routes stay (held).
         z.write_all(&[7, 1, 0, 4]).unwrap();
-        let t0 = Instant::now();
-        while !(s.stats.resets == 1 && s.conn.is_none()) {
-            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
-            s.poll(&mut ctl);
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        poll_until(&mut s, &mut ctl, |s, _| {
+            s.stats.resets == 1 && s.conn.is_none()
+        });
         assert_eq!(fpm_routes(&ctl), 3);
         // A frame whose netlink message claims more than the frame holds: reset.
         let mut z = TcpStream::connect(addr).unwrap();
         let mut broken = route_msg(true, [198, 51, 100, 0], [10, 1, 0, 2]);
         broken[0] = 200;
         z.write_all(&frame(1, &broken)).unwrap();
-        let t0 = Instant::now();
-        while !(s.stats.resets == 2 && s.conn.is_none()) {
-            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
-            s.poll(&mut ctl);
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        poll_until(&mut s, &mut ctl, |s, _| {
+            s.stats.resets == 2 && s.conn.is_none()
+        });
         assert_eq!(fpm_routes(&ctl), 3);
         // zebra reconnects and walks only one route: the others are swept once
         // the walk is quiet.
@@ -604,7 +602,7 @@ mod tests {
             &route_msg(true, [198, 51, 100, 0], [10, 1, 0, 2]),
         ))
         .unwrap();
-        poll_until(&mut s, &mut ctl, |c| fpm_routes(c) == 1);
+        poll_until(&mut s, &mut ctl, |_, c| fpm_routes(c) == 1);
         let v = s.show(&ctl);
         assert_eq!(v["connects"], 3, "{v}");
         assert_eq!(v["resets"], 2, "{v}");
@@ -637,7 +635,7 @@ mod tests {
         let mut two = route_msg(true, [198, 51, 100, 0], [10, 1, 0, 2]);
         two.extend(route_msg(true, [203, 0, 113, 0], [10, 1, 0, 2]));
         z.write_all(&frame(1, &two)).unwrap();
-        poll_until(&mut s, &mut ctl, |c| has(c, p198) && has(c, p203));
+        poll_until(&mut s, &mut ctl, |_, c| has(c, p198) && has(c, p203));
         // An RTM_NEWLINK (type 16) setting a twin down: refused, counted.
         let mut link = Vec::new();
         link.extend_from_slice(&32u32.to_ne_bytes());
@@ -647,21 +645,13 @@ mod tests {
         link.extend_from_slice(&11i32.to_ne_bytes());
         link.extend_from_slice(&[0; 8]);
         z.write_all(&frame(1, &link)).unwrap();
-        let t0 = Instant::now();
-        while s.view.stats().refused_by.get("link over FPM") != Some(&1) {
-            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
-            s.poll(&mut ctl);
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        poll_until(&mut s, &mut ctl, |s, _| {
+            s.view.stats().refused_by.get("link over FPM") == Some(&1)
+        });
         assert!(ctl.iface(1).unwrap().up);
         // zebra dies; a new one deletes both, then announces one again.
         drop(z);
-        let t0 = Instant::now();
-        while s.conn.is_some() {
-            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
-            s.poll(&mut ctl);
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        poll_until(&mut s, &mut ctl, |s, _| s.conn.is_none());
         let mut z = TcpStream::connect(addr).unwrap();
         let mut dels = route_msg(false, [198, 51, 100, 0], [10, 1, 0, 2]);
         dels.extend(route_msg(false, [203, 0, 113, 0], [10, 1, 0, 2]));
@@ -671,7 +661,7 @@ mod tests {
             &route_msg(true, [198, 51, 100, 0], [10, 1, 0, 3]),
         ))
         .unwrap();
-        poll_until(&mut s, &mut ctl, |c| {
+        poll_until(&mut s, &mut ctl, |_, c| {
             matches!(c.route_of(RouteSource::Fpm, 0, p198),
                 Some(fib::RouteKind::Paths(p)) if p[0].via == fib::Via::Gateway(Ipv4Addr::new(10, 1, 0, 3)))
         });
@@ -681,7 +671,7 @@ mod tests {
         let mut again = route_msg(false, [198, 51, 100, 0], [10, 1, 0, 3]);
         again.extend(route_msg(true, [198, 51, 100, 0], [10, 1, 0, 4]));
         z.write_all(&frame(1, &again)).unwrap();
-        poll_until(&mut s, &mut ctl, |c| {
+        poll_until(&mut s, &mut ctl, |_, c| {
             matches!(c.route_of(RouteSource::Fpm, 0, p198),
                 Some(fib::RouteKind::Paths(p)) if p[0].via == fib::Via::Gateway(Ipv4Addr::new(10, 1, 0, 4)))
         });
@@ -690,12 +680,7 @@ mod tests {
             &route_msg(false, [198, 51, 100, 0], [10, 1, 0, 4]),
         ))
         .unwrap();
-        let t0 = Instant::now();
-        while s.stats.messages < 9 {
-            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
-            s.poll(&mut ctl);
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        poll_until(&mut s, &mut ctl, |s, _| s.stats.messages >= 9);
         assert!(
             has(&ctl, p198) && has(&ctl, p203),
             "both wait for the sweep"
@@ -716,12 +701,7 @@ mod tests {
         assert_eq!(s.stats.refused_busy, 1);
         std::thread::sleep(Duration::from_millis(1100));
         let _z2 = TcpStream::connect(addr).unwrap();
-        let t0 = Instant::now();
-        while s.stats.replaced != 1 {
-            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
-            s.poll(&mut ctl);
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        poll_until(&mut s, &mut ctl, |s, _| s.stats.replaced == 1);
         assert_eq!(s.stats.connects, 3);
         drop(z);
     }
@@ -738,12 +718,7 @@ mod tests {
         let mut s = FpmServer::new(section, l, HashMap::new(), BTreeMap::new()).unwrap();
         let mut ctl = router();
         let _z = TcpStream::connect(addr).unwrap();
-        let t0 = Instant::now();
-        while s.stats.refused_peer != 1 {
-            assert!(t0.elapsed() < Duration::from_secs(2), "{}", s.show(&ctl));
-            s.poll(&mut ctl);
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        poll_until(&mut s, &mut ctl, |s, _| s.stats.refused_peer == 1);
         assert!(s.conn.is_none());
         assert_eq!(s.stats.connects, 0);
     }
