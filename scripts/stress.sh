@@ -2,7 +2,8 @@
 # Runs every namespace and daemon test (BIRD, FRR, labs, churn, the kernel
 # oracle) RUNS times each (default 20), one at a time, and reports passes per
 # test; exits 1 if any test failed once. Logs of failed runs are kept in
-# $STRESS_DIR (default a new directory under /tmp). Run as root (`make stress`).
+# $STRESS_DIR (default a new directory under /tmp); ONLY (an extended regex)
+# keeps the tests whose name matches. Run as root (`make stress`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-20}
@@ -16,7 +17,7 @@ for bin in linux netns lab churn oracle; do
     # (the ignored ones are run by hand)
     ignored=$(cargo test -q -p ctl --test "$bin" -- --list --ignored 2>/dev/null | sed -n 's/: test$//p')
     names=$(cargo test -q -p ctl --test "$bin" -- --list 2>/dev/null | sed -n 's/: test$//p' |
-        grep -vxF -e "${ignored:-//none//}")
+        grep -vxF -e "${ignored:-//none//}" | grep -E -e "${ONLY:-.}")
     for t in $names; do
         pass=0
         for ((i = 1; i <= runs; i++)); do

@@ -823,7 +823,7 @@ fn tcp(src: &str, dst: &str, sport: u16, dport: u16, flags: u8) -> Vec<u8> {
 
 /// One host floods the router with TCP SYNs and segments to BGP's port on one
 /// interface: its own buckets run dry, while the OSPF hellos and the BGP
-/// session of the neighbour on another interface all go up; the policer's
+/// segments of the neighbour on another interface all go up; the policer's
 /// drops are counted per interface and class.
 #[test]
 fn a_flood_on_one_interface_leaves_another_interfaces_adjacencies_alone() {
@@ -849,13 +849,13 @@ fn a_flood_on_one_interface_leaves_another_interfaces_adjacencies_alone() {
     hello[9] = 89;
     ip_fix(&mut hello);
     let hellos: Vec<Vec<u8>> = (0..40).map(|_| to_port1(&hello)).collect();
-    let session: Vec<Vec<u8>> = (0..40)
+    let bgp: Vec<Vec<u8>> = (0..40)
         .map(|i| to_port1(&tcp("10.2.0.2", "10.2.0.1", 40000, 179, 0x18 + (i % 2))))
         .collect();
     let lcores = start(eal, vec![w]);
     lab.feed(0, 0, &flood);
     lab.feed(1, 0, &hellos);
-    lab.feed(1, 0, &session);
+    lab.feed(1, 0, &bgp);
     finish(eal, lcores, &stop, || {
         rx_pkts(&stats) == 1080 && lab.rx_empty()
     });
@@ -867,7 +867,7 @@ fn a_flood_on_one_interface_leaves_another_interfaces_adjacencies_alone() {
             from0 += 1;
         }
     }
-    assert_eq!(from1, 80, "every hello and session segment from port 1");
+    assert_eq!(from1, 80, "every hello and BGP segment from port 1");
     assert!(from0 < 200, "{from0} flood packets went up");
     let policed = |ix: usize, c: PuntClass| stats.ifaces[ix].punt_policed[c as usize].get();
     assert!(
@@ -875,14 +875,11 @@ fn a_flood_on_one_interface_leaves_another_interfaces_adjacencies_alone() {
         "{}",
         policed(1, PuntClass::Syn)
     );
-    assert!(policed(1, PuntClass::Session) >= 350);
-    assert_eq!(
-        policed(2, PuntClass::Hello) + policed(2, PuntClass::Session),
-        0
-    );
+    assert!(policed(1, PuntClass::Tcp) >= 350);
+    assert_eq!(policed(2, PuntClass::Hello) + policed(2, PuntClass::Tcp), 0);
     assert_eq!(
         counters(&stats)["punt_policed_control"],
-        policed(1, PuntClass::Syn) + policed(1, PuntClass::Session)
+        policed(1, PuntClass::Syn) + policed(1, PuntClass::Tcp)
     );
     assert_eq!(lab.pool.in_use(), 0);
 }

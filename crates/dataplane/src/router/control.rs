@@ -692,8 +692,8 @@ impl RouterControl {
     /// the last call, unresolved: the host stack beside the dataplane is asked
     /// to resolve them (the answer comes back as [`RouterControl::set_neighbor6`]).
     pub fn take_unresolved6(&mut self) -> Vec<(u32, std::net::Ipv6Addr)> {
-        let v: Vec<_> = std::mem::take(&mut self.unresolved6).into_iter().collect();
-        v.into_iter()
+        std::mem::take(&mut self.unresolved6)
+            .into_iter()
             .filter(|k| !self.neighbors6.contains_key(k))
             .collect()
     }

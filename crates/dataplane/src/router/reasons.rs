@@ -245,16 +245,17 @@ impl PuntReason {
 
 /// What the punt policer meters on its own, per receiving interface and per
 /// worker: a flood of one kind from one host spends its own budget only, never
-/// another interface's or another kind's (hellos, sessions, BFD, ARP/ND).
+/// another interface's or another kind's (hellos, BGP/LDP, BFD, ARP/ND).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum PuntClass {
     /// Routing hellos and link-local control: OSPF, link-local multicast
     /// (224.0.0.0/24), IGMP, PIM, VRRP, RIP, Babel, LDP discovery.
     Hello,
-    /// Segments of routing TCP sessions (BGP, LDP) other than a bare SYN.
-    Session,
-    /// A bare TCP SYN to a routing port: a new session, or a flood.
+    /// TCP segments of routing protocols (BGP, LDP) other than a bare SYN:
+    /// connections under way.
+    Tcp,
+    /// A bare TCP SYN to a routing port: a new connection, or a flood.
     Syn,
     /// BFD (UDP 3784, 3785, 4784).
     Bfd,
@@ -271,7 +272,7 @@ impl PuntClass {
     /// Every class.
     pub const ALL: [PuntClass; 7] = [
         PuntClass::Hello,
-        PuntClass::Session,
+        PuntClass::Tcp,
         PuntClass::Syn,
         PuntClass::Bfd,
         PuntClass::Arp,
@@ -285,7 +286,7 @@ impl PuntClass {
     pub const fn name(self) -> &'static str {
         match self {
             PuntClass::Hello => "hello",
-            PuntClass::Session => "session",
+            PuntClass::Tcp => "tcp",
             PuntClass::Syn => "syn",
             PuntClass::Bfd => "bfd",
             PuntClass::Arp => "arp",
@@ -322,7 +323,7 @@ fn routing_class(frame: &[u8]) -> PuntClass {
         Some(6) => match l4.get(13) {
             // SYN without ACK
             Some(f) if f & 0x12 == 0x02 => PuntClass::Syn,
-            _ => PuntClass::Session,
+            _ => PuntClass::Tcp,
         },
         Some(17)
             if [port(0), port(2)]

@@ -117,20 +117,18 @@ impl Work {
                         self.meta[i] = m;
                         continue;
                     }
-                    if !complete && nbr == 0 {
-                        // An IPv6 next hop: held while the control plane has it
-                        // resolved (no ARP).
-                        m.hash = hash;
-                        let held = self.hold(&mut pkts[i], &m, ifindex, adj);
-                        self.resolve6(&mut m, adj, held);
-                        self.meta[i] = m;
-                        continue;
-                    }
                     if !complete {
                         m.hash = hash;
-                        let held = self.hold(&mut pkts[i], &m, ifindex, nbr);
-                        self.resolve(&mut m, ifindex, nbr, held);
-                        q.local += usize::from(m.next == Next::Local);
+                        if nbr == 0 {
+                            // An IPv6 next hop: held while the control plane has
+                            // it resolved (no ARP).
+                            let held = self.hold(&mut pkts[i], &m, ifindex, adj);
+                            self.resolve6(&mut m, adj, held);
+                        } else {
+                            let held = self.hold(&mut pkts[i], &m, ifindex, nbr);
+                            self.resolve(&mut m, ifindex, nbr, held);
+                            q.local += usize::from(m.next == Next::Local);
+                        }
                         self.meta[i] = m;
                         continue;
                     }

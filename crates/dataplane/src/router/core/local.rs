@@ -77,25 +77,11 @@ impl Work {
         ip: u32,
         held: Result<(), DropReason>,
     ) {
-        match held {
-            Ok(()) => self.stats.held.inc(),
-            Err(r) => {
-                self.stats.drops[r as usize].inc();
-                self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
-                // (an ICMP error's packet keeps the reason it was dropped for)
-                if m.reason.is_none() {
-                    m.reason = Some(Discard::Core(r));
-                }
-            }
-        }
-        let now = tsc();
-        let slot = arp_slot(ip);
-        let (rip, at) = self.arp_recent[slot];
-        if rip == ip && now.wrapping_sub(at) < self.arp_retry_ticks {
+        self.count_held(m, held);
+        if !self.ask_now(ip) {
             m.next = Next::Drop;
             return;
         }
-        self.arp_recent[slot] = (ip, now);
         m.local = LocalJob::Resolve(ifindex, ip);
         m.next = Next::Local;
     }
@@ -104,24 +90,41 @@ impl Work {
     /// control plane to resolve it, at most once per ARP retry time; the packet
     /// itself is consumed.
     pub(super) fn resolve6(&mut self, m: &mut Meta, adj: u32, held: Result<(), DropReason>) {
+        self.count_held(m, held);
+        m.next = Next::Drop;
+        // (kept among the addresses asked for as !adj: 255.255.255.x, which
+        // no ARP asks for)
+        if self.ask_now(!adj) {
+            let _ = self.events.push(Event::Resolve6 { adj });
+        }
+    }
+
+    /// Counts a packet held for its next hop, or dropped for why it could not
+    /// be (an ICMP error's packet keeps the reason it was dropped for).
+    fn count_held(&mut self, m: &mut Meta, held: Result<(), DropReason>) {
         match held {
             Ok(()) => self.stats.held.inc(),
             Err(r) => {
                 self.stats.drops[r as usize].inc();
                 self.stats.ifaces[usize::from(m.rx_if)].drops.inc();
-                m.reason = Some(Discard::Core(r));
+                if m.reason.is_none() {
+                    m.reason = Some(Discard::Core(r));
+                }
             }
         }
-        m.next = Next::Drop;
-        let key = !adj;
+    }
+
+    /// Whether to ask for `key` now (not asked within the ARP retry time), and
+    /// notes that it is asked.
+    fn ask_now(&mut self, key: u32) -> bool {
         let now = tsc();
         let slot = arp_slot(key);
         let (k, at) = self.arp_recent[slot];
         if k == key && now.wrapping_sub(at) < self.arp_retry_ticks {
-            return;
+            return false;
         }
         self.arp_recent[slot] = (key, now);
-        let _ = self.events.push(Event::Resolve6 { adj });
+        true
     }
 
     /// Whether the router asked for `ip` on `ifindex` lately: a packet waits
