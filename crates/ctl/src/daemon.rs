@@ -37,6 +37,9 @@ pub struct RunOptions {
     pub config_path: Option<PathBuf>,
     /// The control socket (`--socket`, else `[control] socket`).
     pub socket: PathBuf,
+    /// The daemon's executable, started as the twins' keeper (`[linux]
+    /// keep_twins`); none keeps the twins only as long as this process.
+    pub keeper: Option<PathBuf>,
 }
 
 /// Everything the control thread needs besides the service.
@@ -382,8 +385,13 @@ fn run_router(
     // workers start, so they forward on the kernel's state from the first packet.
     let linux = match &info.config.linux {
         Some(section) => {
-            let plane = LinuxPlane::start(section, info.config.fpm.as_ref(), &mut ctl)
-                .map_err(|e| anyhow!(e))?;
+            let plane = LinuxPlane::start(
+                section,
+                info.config.fpm.as_ref(),
+                &mut ctl,
+                control.opts.keeper.as_deref(),
+            )
+            .map_err(|e| anyhow!(e))?;
             eprintln!("dataplaned: linux: {plane}");
             Some(plane)
         }

@@ -4,7 +4,7 @@
 //! the resolution of operators' routes and labels ([`spec`]). The `dpctl`
 //! command language, protocol and output live in the `dpctl` crate (no DPDK),
 //! re-exported here as [`cli`], [`proto`] and [`render`].
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod api;
 pub mod config;

@@ -396,6 +396,111 @@ fn port_carrier_and_twin_admin_follow_the_link() {
     lab.stop_daemon();
 }
 
+/// The twins outlive the daemon. Killed with -9, it leaves its twins up with
+/// carrier, their addresses (the file's and one added with `ip addr`) and the
+/// kernel's routes through them; the next daemon attaches to the same twins,
+/// relearns the namespace (a route deleted and one added while none ran
+/// included) and forwards again; `dataplaned --remove-twins` deletes them.
+#[test]
+fn twins_and_kernel_routes_outlive_a_killed_daemon() {
+    let _serial = serial();
+    let mut lab = Lab::new(
+        "kt",
+        ["10.86.1.2/24", "10.86.2.2/24"],
+        Some(["10.86.1.1", "10.86.2.1"]),
+    );
+    let cp = lab.cp();
+    let config = two_port_router(&cp, 86, "");
+    lab.start_daemon(&config);
+    let (a, b) = (lab.ns("a"), lab.ns("b"));
+    ip(&b, "addr add 10.86.76.1/32 dev lo");
+    ip(&b, "addr add 10.86.77.1/32 dev lo");
+    ip(&b, "addr add 10.86.78.1/32 dev lo");
+    ip(&cp, "route add 10.86.76.0/24 via 10.86.2.2");
+    ip(&cp, "route add 10.86.77.0/24 via 10.86.2.2");
+    ip(&cp, "addr add 10.86.9.1/32 dev port0");
+    wait_for("the kernel's routes in the FIB", || {
+        route(&lab, "10.86.77.0/24").is_some() && route(&lab, "10.86.76.0/24").is_some()
+    });
+    assert!(ping(&a, "10.86.77.1", 2, "0.2").0 >= 1);
+    let keeper = lab.json("show linux")["keep_twins"].clone();
+    assert!(
+        keeper.as_str().unwrap().starts_with("keeper pid"),
+        "{keeper}"
+    );
+
+    lab.kill_daemon();
+    let killed = Instant::now();
+    let link = String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "link", "show", "port0"]).stdout)
+        .into_owned();
+    assert!(
+        link.contains(",UP") && !link.contains("NO-CARRIER"),
+        "{link}"
+    );
+    let addrs = String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "addr", "show", "port0"]).stdout)
+        .into_owned();
+    assert!(
+        addrs.contains("10.86.1.1/24") && addrs.contains("10.86.9.1/32"),
+        "{addrs}"
+    );
+    // What changes while no daemon runs is learned by the next one.
+    ip(&cp, "route del 10.86.76.0/24");
+    ip(&cp, "route add 10.86.78.0/24 via 10.86.2.2");
+    let routes = linux_routes(&cp);
+    assert!(
+        routes.iter().any(|r| r.starts_with("10.86.77.0/24")),
+        "{routes:?}"
+    );
+
+    lab.start_daemon(&config);
+    let mut forwarding = None;
+    wait_for("forwarding again on the kernel's route", || {
+        let up = ping(&a, "10.86.77.1", 1, "0.2").0 == 1;
+        if up {
+            forwarding = Some(killed.elapsed());
+        }
+        up
+    });
+    let show = lab.json("show linux");
+    for t in show["twins"].as_array().unwrap() {
+        assert_eq!(t["reattached"], true, "{show}");
+    }
+    assert_eq!(show["keep_twins"], "running keeper", "{show}");
+    assert!(route(&lab, "10.86.78.0/24").is_some());
+    assert!(route(&lab, "10.86.76.0/24").is_none());
+    assert!(addresses(&lab, "port0").contains(&"10.86.9.1/32".to_string()));
+    assert!(ping(&a, "10.86.78.1", 2, "0.2").0 >= 1);
+    eprintln!(
+        "forwarding again {:?} after SIGKILL (restart included)",
+        forwarding.unwrap()
+    );
+    lab.stop_daemon();
+    // Stopped, the twins stay; --remove-twins deletes them.
+    assert!(
+        sh(&["ip", "-n", &cp, "link", "show", "port0"])
+            .status
+            .success()
+    );
+    let cfg_path = lab.dir.join("dataplaned.toml");
+    let out = sh(&[
+        env!("CARGO_BIN_EXE_dataplaned"),
+        "--config",
+        cfg_path.to_str().unwrap(),
+        "--remove-twins",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for("the twins deleted", || {
+        !sh(&["ip", "-n", &cp, "link", "show", "port0"])
+            .status
+            .success()
+    });
+    let _ = b;
+}
+
 /// A BIRD started in namespace `ns` with `conf`, stopped by PID on drop.
 struct Bird {
     child: std::process::Child,

@@ -17,8 +17,13 @@ use ctl::daemon::{RunOptions, run};
 #[command(name = "dataplaned", version, about)]
 struct Args {
     /// Configuration file (TOML).
-    #[arg(short, long, value_name = "FILE")]
-    config: PathBuf,
+    #[arg(
+        short,
+        long,
+        value_name = "FILE",
+        required_unless_present = "keep_twins"
+    )]
+    config: Option<PathBuf>,
     /// Check the configuration and exit.
     #[arg(long)]
     check: bool,
@@ -34,15 +39,41 @@ struct Args {
     /// Control socket for dpctl (default: `[control] socket`, else /run/dataplaned.sock).
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// Delete the Linux twins of the configuration's `[linux]` namespace, which
+    /// otherwise outlive the daemon, and exit (once no daemon runs on them).
+    #[arg(long, conflicts_with = "check")]
+    remove_twins: bool,
+    /// (internal) Run as the twins' keeper of namespace NETNS.
+    #[arg(long, hide = true, value_name = "NETNS", requires = "netns_ino")]
+    keep_twins: Option<String>,
+    /// (internal) The keeper's namespace inode.
+    #[arg(long, hide = true)]
+    netns_ino: Option<u64>,
+    /// (internal) The twins the keeper holds.
+    #[arg(hide = true, requires = "keep_twins")]
+    twins: Vec<String>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let path = args.config.display().to_string();
-    let result = Config::load(&args.config)
+    if let (Some(netns), Some(ino)) = (&args.keep_twins, args.netns_ino) {
+        return match ctl::linux::keeper::run(netns, ino, &args.twins) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::FAILURE,
+        };
+    }
+    let Some(config) = args.config.clone() else {
+        eprintln!("dataplaned: error: --config is required");
+        return ExitCode::FAILURE;
+    };
+    let path = config.display().to_string();
+    let result = Config::load(&config)
         .and_then(|c| c.plan(&path).map(|p| (c, p)))
         .map_err(anyhow::Error::from)
-        .and_then(|(config, plan)| {
+        .and_then(|(cfg, plan)| {
+            if args.remove_twins {
+                return remove_twins(&cfg);
+            }
             if args.check {
                 println!(
                     "dataplaned: {path}: ok ({} ports, {} workers)",
@@ -58,10 +89,11 @@ fn main() -> ExitCode {
                     .duration
                     .filter(|d| d.is_finite() && *d > 0.0)
                     .map(Duration::from_secs_f64),
-                config_path: Some(args.config.clone()),
+                config_path: Some(config.clone()),
                 socket: args.socket.clone().unwrap_or_else(|| plan.socket.clone()),
+                keeper: std::env::current_exe().ok(),
             };
-            run(&config, &plan, &opts)
+            run(&cfg, &plan, &opts)
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -70,4 +102,21 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--remove-twins`: the keeper of the `[linux]` namespace lets go of the twins.
+fn remove_twins(config: &Config) -> anyhow::Result<()> {
+    let Some(linux) = &config.linux else {
+        anyhow::bail!("no [linux] section: there are no twins");
+    };
+    let netns = &linux.netns;
+    if ctl::linux::keeper::release(netns)? {
+        println!(
+            "dataplaned: the twins in netns {netns} are let go of \
+             (deleted now, or when the daemon using them stops)"
+        );
+    } else {
+        println!("dataplaned: no twins kept in netns {netns}");
+    }
+    Ok(())
 }

@@ -20,6 +20,7 @@
 pub mod change;
 pub mod decode;
 pub mod fpm;
+pub mod keeper;
 pub mod learner;
 pub mod netns;
 pub mod nl;
@@ -50,6 +51,7 @@ use self::nl::NlSocket;
 /// punt_other_pps = 2000
 /// netlink_rcvbuf = 67108864
 /// tables = { 254 = 0 }           # Linux table -> FIB table (main is 0)
+/// keep_twins = true              # twins outlive the daemon (see [`keeper`])
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,6 +78,15 @@ pub struct LinuxSection {
     /// the FIB table of the same number (main, 254, to 0) when it exists.
     #[serde(default)]
     pub tables: BTreeMap<String, u32>,
+    /// The twins, their addresses and the kernel's routes through them outlive
+    /// the daemon (held by a [`keeper`] process), so that a restart leaves the
+    /// control namespace and its routing daemons undisturbed.
+    #[serde(default = "default_true")]
+    pub keep_twins: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_netns() -> String {
@@ -205,6 +216,9 @@ pub struct Twin {
     pub carrier: bool,
     /// The admin state last given to the port (a port twin's follows it).
     pub admin: bool,
+    /// The TAP existed (a kept twin of an earlier daemon) and was attached to.
+    pub reattached: bool,
+    carrier_synced: bool,
     dev: SyncDevice,
 }
 
@@ -260,6 +274,8 @@ pub struct LinuxPlane {
     /// Ports whose twin went up or down since the last call (see
     /// [`LinuxPlane::take_admin_changes`]).
     admin_changes: Vec<(u16, bool)>,
+    /// Who keeps the twins beyond this process.
+    keeper: String,
 }
 
 impl std::fmt::Debug for LinuxPlane {
@@ -280,8 +296,16 @@ impl std::fmt::Display for LinuxPlane {
             if self.created_netns { " (created)" } else { "" }
         )?;
         for t in &self.twins {
-            write!(f, " {}={}(ifindex {})", t.iface, t.name, t.kernel_ifindex)?;
+            write!(
+                f,
+                " {}={}(ifindex {}{})",
+                t.iface,
+                t.name,
+                t.kernel_ifindex,
+                if t.reattached { ", kept" } else { "" }
+            )?;
         }
+        write!(f, ", twins kept by {}", self.keeper)?;
         let s = self.learner.stats();
         write!(
             f,
@@ -295,10 +319,17 @@ impl LinuxPlane {
     /// Opens (or creates) the namespace, makes a twin of each interface the
     /// section names, gives the twins the interfaces' addresses (Linux holds them
     /// from now on), opens the netlink sockets and learns the namespace's state.
+    ///
+    /// A twin that exists already (kept by the [`keeper`] of an earlier daemon)
+    /// is attached to as it is: its admin state, MTU, addresses and routes are
+    /// Linux's. With `keeper_exe` (the daemon's executable) and `keep_twins`, the
+    /// twins are then handed to the namespace's keeper so that they outlive
+    /// this process.
     pub fn start(
         section: &LinuxSection,
         fpm: Option<&fpm::FpmSection>,
         ctl: &mut RouterControl,
+        keeper_exe: Option<&std::path::Path>,
     ) -> Result<LinuxPlane, LinuxError> {
         section.check()?;
         let ns_err = |source| LinuxError::Namespace {
@@ -333,7 +364,7 @@ impl LinuxPlane {
         }
         let rcvbuf = section.netlink_rcvbuf;
         type Made = (
-            Vec<(SyncDevice, u32)>,
+            Vec<(SyncDevice, u32, bool)>,
             NlSocket,
             NlSocket,
             Option<std::net::TcpListener>,
@@ -343,18 +374,30 @@ impl LinuxPlane {
                 let mut devs = Vec::new();
                 for i in &wanted {
                     let name = section.names.get(&i.name).unwrap_or(&i.name);
-                    let dev = DeviceBuilder::new()
+                    // Multi-queue, so that a keeper can hold a queue of its own.
+                    let b = DeviceBuilder::new()
                         .name(name)
                         .layer(Layer::L2)
-                        .mac_addr(i.mac)
-                        .mtu(i.mtu)
-                        .tx_queue_len(TAP_QUEUE_LEN)
-                        .enable(i.up)
-                        .build_sync()
-                        .map_err(|e| io::Error::other(format!("TAP {name}: {e}")))?;
+                        .multi_queue(true)
+                        .mac_addr(i.mac);
+                    let exists = keeper::interface_exists(name);
+                    let dev = if exists {
+                        b.build_sync().map_err(|e| {
+                            io::Error::other(format!(
+                                "{name} exists and is not a twin to attach to ({e}); \
+                                 delete it or name the twin otherwise ([linux] names)"
+                            ))
+                        })?
+                    } else {
+                        b.mtu(i.mtu)
+                            .tx_queue_len(TAP_QUEUE_LEN)
+                            .enable(i.up)
+                            .build_sync()
+                            .map_err(|e| io::Error::other(format!("TAP {name}: {e}")))?
+                    };
                     dev.set_nonblocking(true)?;
                     let ix = dev.if_index()?;
-                    devs.push((dev, ix));
+                    devs.push((dev, ix, exists));
                 }
                 let events = NlSocket::open(true, rcvbuf)?;
                 let dump = NlSocket::open(false, 0)?;
@@ -372,7 +415,7 @@ impl LinuxPlane {
         let (devs, events, mut dump, listener) = made.map_err(ns_err)?;
         let mut twins = Vec::new();
         let mut by_port = BTreeMap::new();
-        for (i, (dev, kernel_ifindex)) in wanted.iter().zip(devs) {
+        for (i, (dev, kernel_ifindex, reattached)) in wanted.iter().zip(devs) {
             by_port.insert((i.port, i.vlan), twins.len());
             twins.push(Twin {
                 ifindex: i.ifindex,
@@ -384,6 +427,8 @@ impl LinuxPlane {
                 counters: TwinCounters::default(),
                 carrier: true,
                 admin: i.up,
+                reattached,
+                carrier_synced: false,
                 dev,
             });
         }
@@ -414,6 +459,22 @@ impl LinuxPlane {
         let mut learner = Learner::new(events, dump, map, section.table_map()?);
         learner.resync(ctl, "start");
         ctl.set_punt_to_host(true);
+        let keeper = match keeper_exe {
+            Some(exe) if section.keep_twins => {
+                let names: Vec<String> = twins.iter().map(|t| t.name.clone()).collect();
+                match keeper::netns_ino(&section.netns)
+                    .and_then(|ino| keeper::hold(&section.netns, ino, &names, exe))
+                {
+                    Ok(keeper::Held::Asked) => "running keeper".to_string(),
+                    Ok(keeper::Held::Started(pid)) => format!("keeper pid {pid}"),
+                    Err(e) => {
+                        eprintln!("dataplaned: linux: the twins end with this process: {e}");
+                        format!("none ({e})")
+                    }
+                }
+            }
+            _ => "none".to_string(),
+        };
         Ok(LinuxPlane {
             netns,
             created_netns,
@@ -425,6 +486,7 @@ impl LinuxPlane {
             counters: PumpCounters::default(),
             frame: vec![0; 1 << 16],
             admin_changes: Vec::new(),
+            keeper,
         })
     }
 
@@ -588,8 +650,12 @@ impl LinuxPlane {
     pub fn sync_carrier(&mut self, link_up: impl Fn(u16) -> Option<bool>) {
         for t in &mut self.twins {
             let up = link_up(t.port).unwrap_or(true);
-            if up != t.carrier && self.learner.set_carrier(t.kernel_ifindex, up).is_ok() {
+            // (a kept twin's carrier is whatever its last daemon left)
+            if (up != t.carrier || !t.carrier_synced)
+                && self.learner.set_carrier(t.kernel_ifindex, up).is_ok()
+            {
                 t.carrier = up;
+                t.carrier_synced = true;
             }
         }
     }
@@ -630,6 +696,7 @@ impl LinuxPlane {
                     "carrier": t.carrier,
                     "policed": policed_by_class(t.ifindex),
                     "admin": t.admin,
+                    "reattached": t.reattached,
                     "punt_pkts": c.punt_pkts,
                     "punt_bytes": c.punt_bytes,
                     "punt_errors": c.punt_errors,
@@ -650,6 +717,7 @@ impl LinuxPlane {
         json!({
             "netns": self.netns.name(),
             "netns_created": self.created_netns,
+            "keep_twins": self.keeper,
             "twins": twins,
             "punted": punted,
             "punt_no_twin": self.counters.no_twin,

@@ -134,6 +134,13 @@ impl Lab {
         self.daemon = Some(child);
     }
 
+    /// Kills the daemon with SIGKILL and reaps it.
+    pub fn kill_daemon(&mut self) {
+        let mut child = self.daemon.take().expect("daemon running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
     pub fn stop_daemon(&mut self) -> String {
         let mut child = self.daemon.take().expect("daemon running");
         ok(&["kill", "-INT", &child.id().to_string()]);
