@@ -578,6 +578,18 @@ protocol ospf v2 {
 }
 "#;
 
+/// What the OSPF test prints when it fails.
+fn ospf_logs(lab: &Lab, cp: &str) -> String {
+    format!(
+        "--- show linux\n{}\n--- routes\n{}\n--- kernel\n{}\n--- cp bird\n{}\n--- peer bird\n{}",
+        lab.dpctl("show linux").1,
+        lab.dpctl("route show").1,
+        String::from_utf8_lossy(&sh(&["ip", "-n", cp, "route"]).stdout),
+        std::fs::read_to_string(lab.dir.join("cp.log")).unwrap_or_default(),
+        std::fs::read_to_string(lab.dir.join("peer.log")).unwrap_or_default()
+    )
+}
+
 /// Waits up to `secs` for `f`, else fails with `logs`.
 fn wait_long(what: &str, secs: u64, logs: &dyn Fn() -> String, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
@@ -615,7 +627,7 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
     ip(&b, &format!("addr add 10.78.3.2/24 dev {c1}"));
     ip(&b, &format!("link set {c1} up"));
     ip(&b, "addr add 198.18.5.1/24 dev lo");
-    lab.start_daemon(&format!(
+    let config = format!(
         "[forwarding]\nmode = \"router\"\n\
          [[interface]]\nname = \"port0\"\naddresses = [\"10.78.1.1/24\"]\n\
          [[interface]]\nname = \"port1\"\naddresses = [\"10.78.2.1/24\"]\n\
@@ -623,7 +635,8 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
          [[port]]\nname = \"port2\"\ndevice = \"net_af_packet_{t}c,iface={c0}\"\n\
          [linux]\nnetns = \"{cp}\"\n",
         t = lab.tag
-    ));
+    );
+    lab.start_daemon(&config);
     let peer = Bird::start(
         &lab,
         &b,
@@ -632,16 +645,7 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
         &[],
     );
     let bird = Bird::start(&lab, &cp, "cp", BIRD_CP, &[]);
-    let logs = || {
-        format!(
-            "--- show linux\n{}\n--- routes\n{}\n--- kernel\n{}\n--- cp bird\n{}\n--- peer bird\n{}",
-            lab.dpctl("show linux").1,
-            lab.dpctl("route show").1,
-            String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "route"]).stdout),
-            std::fs::read_to_string(lab.dir.join("cp.log")).unwrap_or_default(),
-            std::fs::read_to_string(lab.dir.join("peer.log")).unwrap_or_default()
-        )
-    };
+    let logs = || ospf_logs(&lab, &cp);
     // OSPF comes up over the twins (hellos punted and injected) and BIRD's route
     // reaches the dataplane through the kernel.
     wait_long("OSPF route in the dataplane", 30, &logs, || {
@@ -749,6 +753,27 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
         String::from_utf8_lossy(&o.stdout).contains("Full")
     });
     assert_eq!(route(&lab, "198.18.5.0/24").unwrap()["source"], "kernel");
+    // dataplaned killed with -9 and started again under 10 ms pings: its twins
+    // stay (kept), so BIRD's routes stay in the kernel and OSPF over the twins
+    // never notices; forwarding resumes once the new daemon has dumped them.
+    let pinger = {
+        let a = a.clone();
+        std::thread::spawn(move || ping(&a, "198.18.5.1", 400, "0.01"))
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    lab.kill_daemon();
+    lab.start_daemon(&config);
+    let logs = || ospf_logs(&lab, &cp);
+    let (got, out) = pinger.join().unwrap();
+    let lost = 400 - got;
+    eprintln!("dataplaned killed and restarted: {lost} of 400 pings at 10 ms lost");
+    assert!(lost <= 200, "{out}\n{}", logs());
+    assert!(
+        birdc(&cp, &lab.dir.join("cp.ctl"), "show ospf neighbors").contains("Full"),
+        "{}",
+        logs()
+    );
+    assert!(ping(&a, "198.18.5.1", 3, "0.2").0 >= 2, "{}", logs());
     drop(bird);
     drop(peer);
     lab.stop_daemon();
