@@ -1593,7 +1593,7 @@ impl Service for RouterApi<'_> {
             // Carrier first: a twin knows of a cut link within a millisecond.
             let ports = self.ports;
             l.sync_carrier(|id| ports.link_up(id));
-            l.pump(self.ctl, self.pool);
+            l.pump(self.ctl);
             for (port, up) in l.take_admin_changes() {
                 let res = self.ports.set_link(port, up);
                 l.admin_done(res);

@@ -383,7 +383,7 @@ fn run_router(
     apply(&plan.routing, &infos, &mut ctl).map_err(|e| anyhow!(e))?;
     // The Linux control plane: twins and the first netlink dump before the
     // workers start, so they forward on the kernel's state from the first packet.
-    let linux = match &info.config.linux {
+    let mut linux = match &info.config.linux {
         Some(section) => {
             let plane = LinuxPlane::start(
                 section,
@@ -447,10 +447,17 @@ fn run_router(
         .with_inject(ctl.workers()[w].inject.clone())
         .with_pool(pool.clone())
         .with_punt_rates(punt_rates);
+        if let Some(l) = &linux {
+            worker = worker.with_punt_signal(l.punt_signal());
+        }
         jobs.push(Box::new(move || {
             worker.run();
             0
         }));
+    }
+    if let Some(l) = &mut linux {
+        l.start_punt_path(&ctl, pool.clone())
+            .context("[linux] punt path thread")?;
     }
     let launched = launch_all(eal, jobs, &worker_stop)?;
     eprintln!(

@@ -779,6 +779,57 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
     lab.stop_daemon();
 }
 
+/// A UDP echo in one namespace and a prober in another (`tests/tools/udpecho.py`).
+struct UdpEcho {
+    server: std::process::Child,
+    prober: std::process::Child,
+}
+
+impl UdpEcho {
+    /// Echo on port 7 in `server_ns`; from `client_ns` a datagram to `dst`
+    /// every `interval_ms`.
+    fn start(server_ns: &str, client_ns: &str, dst: &str, interval_ms: u32) -> UdpEcho {
+        let tool = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/tools/udpecho.py");
+        let spawn = |ns: &str, args: &[&str]| {
+            let mut c = std::process::Command::new("ip")
+                .args(["netns", "exec", ns, "python3", tool])
+                .args(args)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            std::io::BufRead::read_line(
+                &mut std::io::BufReader::new(c.stdout.as_mut().unwrap()),
+                &mut line,
+            )
+            .unwrap();
+            assert_eq!(line.trim(), "ready");
+            c
+        };
+        let server = spawn(server_ns, &["serve", "7"]);
+        let prober = spawn(client_ns, &["probe", dst, "7", &interval_ms.to_string()]);
+        UdpEcho { server, prober }
+    }
+
+    /// Stops the prober: its counts and round trips.
+    fn finish(mut self) -> Value {
+        ok(&["kill", "-TERM", &self.prober.id().to_string()]);
+        let mut out = String::new();
+        std::io::Read::read_to_string(self.prober.stdout.as_mut().unwrap(), &mut out).unwrap();
+        let _ = self.prober.wait();
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{out}: {e}"))
+    }
+}
+
+impl Drop for UdpEcho {
+    fn drop(&mut self) {
+        for c in [&mut self.server, &mut self.prober] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Kernel-learned routes in the dataplane, as `prefix` strings.
 fn kernel_routes(lab: &Lab) -> std::collections::BTreeSet<String> {
     lab.json("route show")["routes"]
@@ -860,6 +911,9 @@ fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
         std::fs::write(&f, s).unwrap();
         ok(&["ip", "-n", &cp, "-batch", f.to_str().unwrap()]);
     };
+    // UDP round trips through the punt path (an echo in the control namespace)
+    // all along: bulk work on the control thread must not hold them.
+    let echo = UdpEcho::start(&cp, &a, "10.79.1.1", 5);
     let t0 = Instant::now();
     batch("add");
     let want = linux_routes(&cp);
@@ -874,6 +928,12 @@ fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
         "add burst in the dataplane after {:.2} s",
         t0.elapsed().as_secs_f64()
     );
+    let t1 = Instant::now();
+    lab.json("linux resync");
+    let resync = t1.elapsed();
+    let t1 = Instant::now();
+    lab.json("route show");
+    let show_all = t1.elapsed();
     batch("del");
     let want = linux_routes(&cp);
     assert_eq!(want.len(), 1);
@@ -894,6 +954,13 @@ fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
             .contains("ENOBUFS"),
         "{show}"
     );
+    let rtt = echo.finish();
+    eprintln!(
+        "punt round trips through a 100k add, resync ({resync:?}), route show ({show_all:?}) \
+         and delete: {rtt}"
+    );
+    assert_eq!(rtt["lost"], 0, "{rtt}");
+    assert!(rtt["max_ms"].as_f64().unwrap() < 150.0, "{rtt}");
     let out = pinger.wait_with_output().unwrap();
     let out = String::from_utf8_lossy(&out.stdout);
     assert!(

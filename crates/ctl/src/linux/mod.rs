@@ -24,6 +24,7 @@ pub mod keeper;
 pub mod learner;
 pub mod netns;
 pub mod nl;
+pub mod punt;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -34,11 +35,14 @@ use serde_json::{Value, json};
 use tun_rs::{DeviceBuilder, Layer, SyncDevice};
 
 use dataplane::dpdk::Mempool;
-use dataplane::router::{PuntRates, PuntReason, RouterControl};
+use std::sync::Arc;
+
+use dataplane::router::{PuntRates, PuntReason, PuntSignal, RouterControl};
 
 use self::learner::Learner;
 use self::netns::Netns;
 use self::nl::NlSocket;
+use self::punt::{PathStats, PathTwin, PuntPath, TwinStats};
 
 /// `[linux]`: run with a Linux control plane.
 ///
@@ -210,8 +214,8 @@ pub struct Twin {
     pub port: u16,
     /// VLAN of a sub-interface.
     pub vlan: Option<u16>,
-    /// Counters.
-    pub counters: TwinCounters,
+    /// Counters (the punt path's).
+    pub counters: Arc<TwinStats>,
     /// The carrier as last set (it follows the port's link).
     pub carrier: bool,
     /// The admin state last given to the port (a port twin's follows it).
@@ -219,7 +223,7 @@ pub struct Twin {
     /// The TAP existed (a kept twin of an earlier daemon) and was attached to.
     pub reattached: bool,
     carrier_synced: bool,
-    dev: SyncDevice,
+    dev: Arc<SyncDevice>,
 }
 
 impl std::fmt::Debug for Twin {
@@ -233,19 +237,12 @@ impl std::fmt::Debug for Twin {
     }
 }
 
-/// Frames moved per twin and per worker queue in one pump call.
-const PUMP_BUDGET: usize = 1024;
-
-/// Frames a twin queues towards the control thread between two pump calls.
+/// Frames a twin queues towards the punt path.
 const TAP_QUEUE_LEN: u32 = 4096;
 
-/// Punt counters by reason and the pump's own.
+/// The control thread's own counters of the Linux side.
 #[derive(Debug, Default, Clone)]
 pub struct PumpCounters {
-    /// Punts taken from the workers, by [`PuntReason`].
-    pub punted: [u64; PuntReason::COUNT],
-    /// Punts for an interface without a twin (freed).
-    pub no_twin: u64,
     /// IPv6 next hops the kernel was asked to resolve.
     pub resolve6: u64,
     /// Of those, requests the kernel refused.
@@ -264,13 +261,16 @@ pub struct LinuxPlane {
     created_netns: bool,
     section: LinuxSection,
     twins: Vec<Twin>,
-    /// (port, vlan) -> index in `twins`.
-    by_port: BTreeMap<(u16, Option<u16>), usize>,
     learner: Learner,
     /// zebra's FPM connection (`[fpm]`).
     fpm: Option<fpm::FpmServer>,
     counters: PumpCounters,
-    frame: Vec<u8>,
+    /// Wakes the punt path (workers raise it).
+    signal: Arc<PuntSignal>,
+    /// The punt path's counters.
+    path_stats: Arc<PathStats>,
+    /// The punt path, once the workers exist.
+    path: Option<PuntPath>,
     /// Ports whose twin went up or down since the last call (see
     /// [`LinuxPlane::take_admin_changes`]).
     admin_changes: Vec<(u16, bool)>,
@@ -414,9 +414,7 @@ impl LinuxPlane {
             .map_err(ns_err)?;
         let (devs, events, mut dump, listener) = made.map_err(ns_err)?;
         let mut twins = Vec::new();
-        let mut by_port = BTreeMap::new();
         for (i, (dev, kernel_ifindex, reattached)) in wanted.iter().zip(devs) {
-            by_port.insert((i.port, i.vlan), twins.len());
             twins.push(Twin {
                 ifindex: i.ifindex,
                 iface: i.name.clone(),
@@ -424,12 +422,12 @@ impl LinuxPlane {
                 kernel_ifindex,
                 port: i.port,
                 vlan: i.vlan,
-                counters: TwinCounters::default(),
+                counters: Arc::default(),
                 carrier: true,
                 admin: i.up,
                 reattached,
                 carrier_synced: false,
-                dev,
+                dev: Arc::new(dev),
             });
         }
         // Linux holds the interfaces' addresses from now on: the file's go to the
@@ -480,11 +478,12 @@ impl LinuxPlane {
             created_netns,
             section: section.clone(),
             twins,
-            by_port,
             learner,
             fpm,
             counters: PumpCounters::default(),
-            frame: vec![0; 1 << 16],
+            signal: Arc::new(PuntSignal::new().map_err(ns_err)?),
+            path_stats: Arc::default(),
+            path: None,
             admin_changes: Vec::new(),
             keeper,
         })
@@ -500,13 +499,43 @@ impl LinuxPlane {
         self.twins.iter().find(|t| t.ifindex == ifindex)
     }
 
-    /// Moves punts from the workers to the twins and the twins' frames to the
-    /// workers (through `pool`), then applies what netlink said.
-    pub fn pump(&mut self, ctl: &mut RouterControl, pool: Option<&Mempool>) {
-        self.punt(ctl);
-        if let Some(pool) = pool {
-            self.inject(ctl, pool);
-        }
+    /// What the workers raise after queueing punts
+    /// ([`dataplane::router::RouterWorker::with_punt_signal`]).
+    pub fn punt_signal(&self) -> Arc<PuntSignal> {
+        self.signal.clone()
+    }
+
+    /// Starts the punt path (its own thread) over the workers `ctl` has,
+    /// injecting in mbufs of `pool`.
+    pub fn start_punt_path(&mut self, ctl: &RouterControl, pool: Arc<Mempool>) -> io::Result<()> {
+        let twins = self
+            .twins
+            .iter()
+            .map(|t| PathTwin {
+                dev: t.dev.clone(),
+                port: t.port,
+                vlan: t.vlan,
+                stats: t.counters.clone(),
+            })
+            .collect();
+        let queues = ctl
+            .workers()
+            .iter()
+            .map(|h| (h.punts.clone(), h.inject.clone()))
+            .collect();
+        self.path = Some(PuntPath::start(
+            twins,
+            queues,
+            pool,
+            self.signal.clone(),
+            self.path_stats.clone(),
+        )?);
+        Ok(())
+    }
+
+    /// Applies what netlink and FPM said, and what the twins' admin states and
+    /// the workers' unresolved IPv6 next hops ask for.
+    pub fn pump(&mut self, ctl: &mut RouterControl) {
         self.learner.poll(ctl);
         // `ip link set TWIN down|up` of a port's own twin takes the port down
         // or up, so the neighbour sees the link go as with a plain Linux box.
@@ -546,87 +575,6 @@ impl LinuxPlane {
     /// `show fpm`.
     pub fn show_fpm(&self, ctl: &RouterControl) -> Option<Value> {
         self.fpm.as_ref().map(|f| f.show(ctl))
-    }
-
-    fn punt(&mut self, ctl: &RouterControl) {
-        for h in ctl.workers() {
-            for _ in 0..PUMP_BUDGET * 4 {
-                let Some((reason, m)) = h.punts.pop() else {
-                    break;
-                };
-                self.counters.punted[reason as usize] += 1;
-                let data = m.data();
-                let tagged = data.len() >= 18 && data[12..14] == [0x81, 0x00];
-                let vlan = tagged.then(|| u16::from_be_bytes([data[14], data[15]]) & 0x0fff);
-                let Some(&k) = self.by_port.get(&(m.port(), vlan)) else {
-                    self.counters.no_twin += 1;
-                    continue;
-                };
-                let t = &mut self.twins[k];
-                let res = if tagged {
-                    // The twin is the sub-interface: the frame goes up untagged.
-                    let n = data.len() - 4;
-                    self.frame[..12].copy_from_slice(&data[..12]);
-                    self.frame[12..n].copy_from_slice(&data[16..]);
-                    t.dev.send(&self.frame[..n])
-                } else {
-                    t.dev.send(data)
-                };
-                match res {
-                    Ok(n) => {
-                        t.counters.punt_pkts += 1;
-                        t.counters.punt_bytes += n as u64;
-                    }
-                    Err(_) => t.counters.punt_errors += 1,
-                }
-            }
-        }
-    }
-
-    fn inject(&mut self, ctl: &RouterControl, pool: &Mempool) {
-        let workers = ctl.workers();
-        if workers.is_empty() {
-            return;
-        }
-        for (k, t) in self.twins.iter_mut().enumerate() {
-            // One worker per twin keeps each twin's frames in order.
-            let q = &workers[k % workers.len()].inject;
-            for _ in 0..PUMP_BUDGET {
-                let n = match t.dev.recv(&mut self.frame[4..]) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(_) => {
-                        t.counters.inject_drops += 1;
-                        break;
-                    }
-                };
-                if n < 14 {
-                    t.counters.inject_drops += 1;
-                    continue;
-                }
-                let frame = match t.vlan {
-                    Some(v) => {
-                        // Make room for the 802.1Q tag after the MACs.
-                        self.frame.copy_within(4..16, 0);
-                        self.frame[12..14].copy_from_slice(&[0x81, 0x00]);
-                        self.frame[14..16].copy_from_slice(&v.to_be_bytes());
-                        &self.frame[..n + 4]
-                    }
-                    None => &self.frame[4..4 + n],
-                };
-                let len = frame.len();
-                let sent = pool.alloc_with(frame).is_some_and(|mut m| {
-                    m.set_port(t.port);
-                    q.push((t.port, m)).is_ok()
-                });
-                if sent {
-                    t.counters.inject_pkts += 1;
-                    t.counters.inject_bytes += len as u64;
-                } else {
-                    t.counters.inject_drops += 1;
-                }
-            }
-        }
     }
 
     /// The ports to set up or down since the last call: (port, up).
@@ -687,7 +635,7 @@ impl LinuxPlane {
             .twins
             .iter()
             .map(|t| {
-                let c = t.counters;
+                let c = t.counters.get();
                 json!({
                     "interface": t.iface,
                     "ifindex": t.ifindex,
@@ -707,8 +655,12 @@ impl LinuxPlane {
             })
             .collect();
         let mut punted = serde_json::Map::new();
+        let path = &self.path_stats;
         for r in PuntReason::ALL {
-            punted.insert(r.name().into(), json!(self.counters.punted[r as usize]));
+            punted.insert(
+                r.name().into(),
+                json!(path.punted[r as usize].load(std::sync::atomic::Ordering::Relaxed)),
+            );
         }
         let stats = ctl.worker_stats();
         let policed = |d: dataplane::router::DropReason| -> u64 {
@@ -720,7 +672,8 @@ impl LinuxPlane {
             "keep_twins": self.keeper,
             "twins": twins,
             "punted": punted,
-            "punt_no_twin": self.counters.no_twin,
+            "punt_no_twin": path.no_twin.load(std::sync::atomic::Ordering::Relaxed),
+            "punt_wakeups": path.wakeups.load(std::sync::atomic::Ordering::Relaxed),
             "resolve6": self.counters.resolve6,
             "resolve6_errors": self.counters.resolve6_errors,
             "port_admin": self.counters.port_admin,

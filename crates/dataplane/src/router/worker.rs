@@ -24,6 +24,66 @@ pub type PuntQueue = ArrayQueue<(PuntReason, Mbuf)>;
 /// Packets the control thread sends through a worker: (DPDK port, frame).
 pub type InjectQueue = ArrayQueue<(u16, Mbuf)>;
 
+/// Wakes the thread that takes the punt queues when it sleeps: a worker that
+/// queued punts in a vector sends one byte on a datagram socket the thread
+/// polls, and only when the thread said it was going to sleep, so a busy punt
+/// path costs the workers no system call.
+#[derive(Debug)]
+pub struct PuntSignal {
+    sleeping: AtomicBool,
+    tx: std::os::unix::net::UnixDatagram,
+    rx: std::os::unix::net::UnixDatagram,
+}
+
+impl PuntSignal {
+    /// A signal (a nonblocking socket pair).
+    pub fn new() -> std::io::Result<PuntSignal> {
+        let (tx, rx) = std::os::unix::net::UnixDatagram::pair()?;
+        tx.set_nonblocking(true)?;
+        rx.set_nonblocking(true)?;
+        Ok(PuntSignal {
+            sleeping: AtomicBool::new(false),
+            tx,
+            rx,
+        })
+    }
+
+    /// Wakes the punt thread if it sleeps (workers, after queueing punts).
+    #[inline]
+    pub fn notify(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::Relaxed) && self.sleeping.swap(false, Ordering::SeqCst) {
+            // (a full socket already holds a wakeup)
+            let _ = self.tx.send(&[1]);
+        }
+    }
+
+    /// Wakes the punt thread whether it sleeps or not (to stop it).
+    pub fn notify_always(&self) {
+        let _ = self.tx.send(&[1]);
+    }
+
+    /// The punt thread is about to sleep: look at the queues once more after
+    /// this, then poll [`PuntSignal::fd`].
+    pub fn sleep(&self) {
+        self.sleeping.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+    }
+
+    /// The punt thread is awake: clears the signal.
+    pub fn awake(&self) {
+        self.sleeping.store(false, Ordering::SeqCst);
+        let mut b = [0u8; 16];
+        while self.rx.recv(&mut b).is_ok() {}
+    }
+
+    /// What the punt thread polls.
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.rx.as_fd()
+    }
+}
+
 /// Punts a worker lets through per second, per class (see
 /// [`PuntReason::is_control`]): routing protocols, ARP and ND have a budget of
 /// their own, so a flood of other traffic to the router cannot starve them.
@@ -96,6 +156,8 @@ pub struct RouterWorker {
     sflow: Option<SflowHook>,
     /// Packets the control thread gives this worker to send.
     inject: Option<Arc<InjectQueue>>,
+    /// Wakes whoever takes the punts.
+    punt_signal: Option<Arc<PuntSignal>>,
     /// The core's counters, kept here so the loop never touches the Arc's refcount.
     stats: Arc<WorkerStats>,
     /// Buffers for the packets the core held while their next hop resolved.
@@ -136,8 +198,15 @@ impl RouterWorker {
             idle,
             sflow: None,
             inject: None,
+            punt_signal: None,
             pool: None,
         }
+    }
+
+    /// Wakes the punt thread through `s` after queueing punts.
+    pub fn with_punt_signal(mut self, s: Arc<PuntSignal>) -> RouterWorker {
+        self.punt_signal = Some(s);
+        self
     }
 
     /// Sends what the control thread puts in `q` (ARP probes), a few packets per
@@ -258,6 +327,7 @@ impl RouterWorker {
         let tx_queue = self.tx_queue;
         let punts = &self.punts;
         let policer = &mut self.policer;
+        let mut punted = false;
         b.drain_each(|i, m| match out[i] {
             Out::Tx(port) if usize::from(port) < ports => {
                 let t = &mut tx[usize::from(port)];
@@ -280,6 +350,8 @@ impl RouterWorker {
                     }
                 } else if punts.push((r, m)).is_err() {
                     stats.drops[DropReason::PuntQueueFull as usize].inc();
+                } else {
+                    punted = true;
                 }
             }
             Out::Tx(_) => {
@@ -289,6 +361,9 @@ impl RouterWorker {
             // (counted where it was dropped)
             Out::Drop => drop(m),
         });
+        if let (true, Some(s)) = (punted, &self.punt_signal) {
+            s.notify();
+        }
         for (port, t) in tx.iter_mut().enumerate() {
             if !t.is_empty() {
                 flush(

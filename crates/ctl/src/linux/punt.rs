@@ -1,0 +1,271 @@
+//! The punt path: a thread of its own that moves the workers' punts to the twins
+//! and the twins' frames to the workers, so that nothing the control thread
+//! does (a dump of a full table, a zebra walk, a reload, a large `show`) delays
+//! a routing protocol's packet.
+//!
+//! It sleeps in `poll` on the twins and on the workers' [`PuntSignal`], which a
+//! worker raises after queueing punts only when this thread said it sleeps; a
+//! bounded timeout covers a wakeup lost in between. Its counters are atomics the
+//! control thread reads for `show linux`.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use tun_rs::SyncDevice;
+
+use dataplane::dpdk::Mempool;
+use dataplane::router::{InjectQueue, PuntQueue, PuntReason, PuntSignal};
+
+use super::TwinCounters;
+
+/// Frames moved per twin and per worker queue before the next look around.
+const BUDGET: usize = 256;
+
+/// The longest sleep (a lost wakeup costs at most this), ms.
+const SLEEP_MS: u16 = 10;
+
+/// Punt/inject counters of one twin, shared with the control thread.
+#[derive(Debug, Default)]
+pub struct TwinStats {
+    punt_pkts: AtomicU64,
+    punt_bytes: AtomicU64,
+    punt_errors: AtomicU64,
+    inject_pkts: AtomicU64,
+    inject_bytes: AtomicU64,
+    inject_drops: AtomicU64,
+}
+
+fn add(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+impl TwinStats {
+    /// The counters now.
+    pub fn get(&self) -> TwinCounters {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        TwinCounters {
+            punt_pkts: g(&self.punt_pkts),
+            punt_bytes: g(&self.punt_bytes),
+            punt_errors: g(&self.punt_errors),
+            inject_pkts: g(&self.inject_pkts),
+            inject_bytes: g(&self.inject_bytes),
+            inject_drops: g(&self.inject_drops),
+        }
+    }
+}
+
+/// The path's own counters.
+#[derive(Debug, Default)]
+pub struct PathStats {
+    /// Punts taken from the workers, by [`PuntReason`].
+    pub punted: [AtomicU64; PuntReason::COUNT],
+    /// Punts for an interface without a twin (freed).
+    pub no_twin: AtomicU64,
+    /// Times the thread woke from `poll`.
+    pub wakeups: AtomicU64,
+}
+
+/// One twin as the path sees it.
+pub struct PathTwin {
+    /// The TAP (the control thread keeps a handle for its own use).
+    pub dev: Arc<SyncDevice>,
+    /// DPDK port of the interface.
+    pub port: u16,
+    /// VLAN of a sub-interface.
+    pub vlan: Option<u16>,
+    /// Its counters.
+    pub stats: Arc<TwinStats>,
+}
+
+/// A running punt path; stops and joins on drop.
+pub struct PuntPath {
+    stop: Arc<AtomicBool>,
+    signal: Arc<PuntSignal>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for PuntPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PuntPath").finish_non_exhaustive()
+    }
+}
+
+impl PuntPath {
+    /// Starts the thread over `twins`, the workers' (punt, inject) queues and
+    /// `pool` (for injected frames), woken through `signal`.
+    pub fn start(
+        twins: Vec<PathTwin>,
+        queues: Vec<(Arc<PuntQueue>, Arc<InjectQueue>)>,
+        pool: Arc<Mempool>,
+        signal: Arc<PuntSignal>,
+        stats: Arc<PathStats>,
+    ) -> io::Result<PuntPath> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut run = Run {
+            by_port: twins
+                .iter()
+                .enumerate()
+                .map(|(k, t)| ((t.port, t.vlan), k))
+                .collect(),
+            twins,
+            queues,
+            pool,
+            signal: signal.clone(),
+            stats,
+            stop: stop.clone(),
+            frame: vec![0; 1 << 16],
+        };
+        let thread = std::thread::Builder::new()
+            .name("punt".into())
+            .spawn(move || run.run())?;
+        Ok(PuntPath {
+            stop,
+            signal,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for PuntPath {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.signal.notify_always();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Run {
+    twins: Vec<PathTwin>,
+    /// (port, vlan) -> index in `twins`.
+    by_port: BTreeMap<(u16, Option<u16>), usize>,
+    queues: Vec<(Arc<PuntQueue>, Arc<InjectQueue>)>,
+    pool: Arc<Mempool>,
+    signal: Arc<PuntSignal>,
+    stats: Arc<PathStats>,
+    stop: Arc<AtomicBool>,
+    frame: Vec<u8>,
+}
+
+impl Run {
+    fn run(&mut self) {
+        while !self.stop.load(Ordering::Relaxed) {
+            if self.punt() + self.inject() > 0 {
+                continue;
+            }
+            self.signal.sleep();
+            // (a punt queued before the worker saw us asleep)
+            if self.queues.iter().any(|(p, _)| !p.is_empty()) {
+                self.signal.awake();
+                continue;
+            }
+            let mut fds: Vec<nix::poll::PollFd<'_>> = self
+                .twins
+                .iter()
+                .map(|t| nix::poll::PollFd::new(t.dev.as_fd(), nix::poll::PollFlags::POLLIN))
+                .collect();
+            fds.push(nix::poll::PollFd::new(
+                self.signal.fd(),
+                nix::poll::PollFlags::POLLIN,
+            ));
+            let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(SLEEP_MS));
+            drop(fds);
+            self.signal.awake();
+            add(&self.stats.wakeups, 1);
+        }
+    }
+
+    /// Workers' punts to the twins; returns how many were taken.
+    fn punt(&mut self) -> usize {
+        let mut moved = 0;
+        for (q, _) in &self.queues {
+            for _ in 0..BUDGET {
+                let Some((reason, m)) = q.pop() else {
+                    break;
+                };
+                moved += 1;
+                add(&self.stats.punted[reason as usize], 1);
+                let data = m.data();
+                let tagged = data.len() >= 18 && data[12..14] == [0x81, 0x00];
+                let vlan = tagged.then(|| u16::from_be_bytes([data[14], data[15]]) & 0x0fff);
+                let Some(&k) = self.by_port.get(&(m.port(), vlan)) else {
+                    add(&self.stats.no_twin, 1);
+                    continue;
+                };
+                let t = &self.twins[k];
+                let res = if tagged {
+                    // The twin is the sub-interface: the frame goes up untagged.
+                    let n = data.len() - 4;
+                    self.frame[..12].copy_from_slice(&data[..12]);
+                    self.frame[12..n].copy_from_slice(&data[16..]);
+                    t.dev.send(&self.frame[..n])
+                } else {
+                    t.dev.send(data)
+                };
+                match res {
+                    Ok(n) => {
+                        add(&t.stats.punt_pkts, 1);
+                        add(&t.stats.punt_bytes, n as u64);
+                    }
+                    Err(_) => add(&t.stats.punt_errors, 1),
+                }
+            }
+        }
+        moved
+    }
+
+    /// The twins' frames to the workers; returns how many were read.
+    fn inject(&mut self) -> usize {
+        let n_queues = self.queues.len();
+        if n_queues == 0 {
+            return 0;
+        }
+        let mut moved = 0;
+        for (k, t) in self.twins.iter().enumerate() {
+            // One worker per twin keeps each twin's frames in order.
+            let q = &self.queues[k % n_queues].1;
+            for _ in 0..BUDGET {
+                let n = match t.dev.recv(&mut self.frame[4..]) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        add(&t.stats.inject_drops, 1);
+                        break;
+                    }
+                };
+                moved += 1;
+                if n < 14 {
+                    add(&t.stats.inject_drops, 1);
+                    continue;
+                }
+                let frame = match t.vlan {
+                    Some(v) => {
+                        // Make room for the 802.1Q tag after the MACs.
+                        self.frame.copy_within(4..16, 0);
+                        self.frame[12..14].copy_from_slice(&[0x81, 0x00]);
+                        self.frame[14..16].copy_from_slice(&v.to_be_bytes());
+                        &self.frame[..n + 4]
+                    }
+                    None => &self.frame[4..4 + n],
+                };
+                let len = frame.len();
+                let sent = self.pool.alloc_with(frame).is_some_and(|mut m| {
+                    m.set_port(t.port);
+                    q.push((t.port, m)).is_ok()
+                });
+                if sent {
+                    add(&t.stats.inject_pkts, 1);
+                    add(&t.stats.inject_bytes, len as u64);
+                } else {
+                    add(&t.stats.inject_drops, 1);
+                }
+            }
+        }
+        moved
+    }
+}
