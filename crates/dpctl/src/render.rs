@@ -415,7 +415,12 @@ fn linux(d: &Value) -> String {
         return "no Linux control plane ([linux] is not configured)\n".into();
     }
     let mut o = String::new();
-    let _ = writeln!(o, "netns {}", s(&d["netns"]));
+    let _ = writeln!(
+        o,
+        "netns {}, twins kept by {}",
+        s(&d["netns"]),
+        s(&d["keep_twins"])
+    );
     let _ = writeln!(
         o,
         "{:<14} {:<14} {:>7} {:>12} {:>8} {:>12} {:>8}",
