@@ -1,13 +1,14 @@
 //! The Linux control plane: TAP twins of the router's interfaces in the namespace
-//! where BIRD/FRR run, the punt/inject pump between them and the workers, and the
+//! where BIRD/FRR run, the punt path between them and the workers, and the
 //! netlink learner that turns that namespace's links, addresses, neighbours and
 //! routes into the router's.
 //!
-//! The control thread owns all of it. Workers hand punted packets over their
-//! lock-free punt queues; [`LinuxPlane::pump`] writes each to the twin of the
-//! interface it arrived on (VLAN tag removed for a sub-interface) and reads what
-//! the kernel sends on the twins into the workers' inject queues (tag added).
-//! Workers never make a system call.
+//! The control thread owns the learner, FPM and the twins' state. Workers hand
+//! punted packets over their lock-free punt queues to the [`punt`] thread, which
+//! writes each to the twin of the interface it arrived on (VLAN tag removed for
+//! a sub-interface) and reads what the kernel sends on the twins into the
+//! workers' inject queues (tag added). The twins outlive the daemon through
+//! their [`keeper`].
 //!
 //! ARP is split so that a peer gets one answer per request: the dataplane answers
 //! requests for the router's addresses itself and never punts them; replies
@@ -657,10 +658,7 @@ impl LinuxPlane {
         let mut punted = serde_json::Map::new();
         let path = &self.path_stats;
         for r in PuntReason::ALL {
-            punted.insert(
-                r.name().into(),
-                json!(path.punted[r as usize].load(std::sync::atomic::Ordering::Relaxed)),
-            );
+            punted.insert(r.name().into(), json!(path.punted[r as usize].get()));
         }
         let stats = ctl.worker_stats();
         let policed = |d: dataplane::router::DropReason| -> u64 {
@@ -672,8 +670,8 @@ impl LinuxPlane {
             "keep_twins": self.keeper,
             "twins": twins,
             "punted": punted,
-            "punt_no_twin": path.no_twin.load(std::sync::atomic::Ordering::Relaxed),
-            "punt_wakeups": path.wakeups.load(std::sync::atomic::Ordering::Relaxed),
+            "punt_no_twin": path.no_twin.get(),
+            "punt_wakeups": path.wakeups.get(),
             "resolve6": self.counters.resolve6,
             "resolve6_errors": self.counters.resolve6_errors,
             "port_admin": self.counters.port_admin,

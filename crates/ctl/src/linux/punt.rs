@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::AsFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 use tun_rs::SyncDevice;
 
+use dataplane::counters::Counter;
 use dataplane::dpdk::Mempool;
 use dataplane::router::{InjectQueue, PuntQueue, PuntReason, PuntSignal};
 
@@ -28,50 +29,46 @@ const BUDGET: usize = 256;
 /// The longest sleep (a lost wakeup costs at most this), ms.
 const SLEEP_MS: u16 = 10;
 
-/// Punt/inject counters of one twin, shared with the control thread.
+/// Punt/inject counters of one twin: the punt thread writes them, the
+/// control thread reads them.
 #[derive(Debug, Default)]
 pub struct TwinStats {
-    punt_pkts: AtomicU64,
-    punt_bytes: AtomicU64,
-    punt_errors: AtomicU64,
-    inject_pkts: AtomicU64,
-    inject_bytes: AtomicU64,
-    inject_drops: AtomicU64,
-}
-
-fn add(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Ordering::Relaxed);
+    punt_pkts: Counter,
+    punt_bytes: Counter,
+    punt_errors: Counter,
+    inject_pkts: Counter,
+    inject_bytes: Counter,
+    inject_drops: Counter,
 }
 
 impl TwinStats {
     /// The counters now.
     pub fn get(&self) -> TwinCounters {
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         TwinCounters {
-            punt_pkts: g(&self.punt_pkts),
-            punt_bytes: g(&self.punt_bytes),
-            punt_errors: g(&self.punt_errors),
-            inject_pkts: g(&self.inject_pkts),
-            inject_bytes: g(&self.inject_bytes),
-            inject_drops: g(&self.inject_drops),
+            punt_pkts: self.punt_pkts.get(),
+            punt_bytes: self.punt_bytes.get(),
+            punt_errors: self.punt_errors.get(),
+            inject_pkts: self.inject_pkts.get(),
+            inject_bytes: self.inject_bytes.get(),
+            inject_drops: self.inject_drops.get(),
         }
     }
 }
 
-/// The path's own counters.
+/// The path's own counters (written by the punt thread only).
 #[derive(Debug, Default)]
 pub struct PathStats {
     /// Punts taken from the workers, by [`PuntReason`].
-    pub punted: [AtomicU64; PuntReason::COUNT],
+    pub punted: [Counter; PuntReason::COUNT],
     /// Punts for an interface without a twin (freed).
-    pub no_twin: AtomicU64,
+    pub no_twin: Counter,
     /// Times the thread woke from `poll`.
-    pub wakeups: AtomicU64,
+    pub wakeups: Counter,
 }
 
 /// One twin as the path sees it.
 pub struct PathTwin {
-    /// The TAP (the control thread keeps a handle for its own use).
+    /// The TAP (shared with the control thread's [`super::Twin`]).
     pub dev: Arc<SyncDevice>,
     /// DPDK port of the interface.
     pub port: u16,
@@ -176,7 +173,7 @@ impl Run {
             let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(SLEEP_MS));
             drop(fds);
             self.signal.awake();
-            add(&self.stats.wakeups, 1);
+            self.stats.wakeups.inc();
         }
     }
 
@@ -189,12 +186,12 @@ impl Run {
                     break;
                 };
                 moved += 1;
-                add(&self.stats.punted[reason as usize], 1);
+                self.stats.punted[reason as usize].inc();
                 let data = m.data();
                 let tagged = data.len() >= 18 && data[12..14] == [0x81, 0x00];
                 let vlan = tagged.then(|| u16::from_be_bytes([data[14], data[15]]) & 0x0fff);
                 let Some(&k) = self.by_port.get(&(m.port(), vlan)) else {
-                    add(&self.stats.no_twin, 1);
+                    self.stats.no_twin.inc();
                     continue;
                 };
                 let t = &self.twins[k];
@@ -209,10 +206,10 @@ impl Run {
                 };
                 match res {
                     Ok(n) => {
-                        add(&t.stats.punt_pkts, 1);
-                        add(&t.stats.punt_bytes, n as u64);
+                        t.stats.punt_pkts.inc();
+                        t.stats.punt_bytes.add(n as u64);
                     }
-                    Err(_) => add(&t.stats.punt_errors, 1),
+                    Err(_) => t.stats.punt_errors.inc(),
                 }
             }
         }
@@ -234,13 +231,13 @@ impl Run {
                     Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(_) => {
-                        add(&t.stats.inject_drops, 1);
+                        t.stats.inject_drops.inc();
                         break;
                     }
                 };
                 moved += 1;
                 if n < 14 {
-                    add(&t.stats.inject_drops, 1);
+                    t.stats.inject_drops.inc();
                     continue;
                 }
                 let frame = match t.vlan {
@@ -259,10 +256,10 @@ impl Run {
                     q.push((t.port, m)).is_ok()
                 });
                 if sent {
-                    add(&t.stats.inject_pkts, 1);
-                    add(&t.stats.inject_bytes, len as u64);
+                    t.stats.inject_pkts.inc();
+                    t.stats.inject_bytes.add(len as u64);
                 } else {
-                    add(&t.stats.inject_drops, 1);
+                    t.stats.inject_drops.inc();
                 }
             }
         }

@@ -695,12 +695,12 @@ impl Bucket {
     }
 }
 
-/// Label stack depth at the start of `b` (1 + entries before bottom of stack).
 /// The slot of `ip` among the recently asked addresses.
 fn arp_slot(ip: u32) -> usize {
     (ip.wrapping_mul(0x9e37_79b9) >> 28) as usize
 }
 
+/// Label stack depth at the start of `b` (1 + entries before bottom of stack).
 pub(super) fn mpls_depth(b: &[u8]) -> usize {
     let mut d = 0;
     while d * 4 + 4 <= b.len() && d < mpls::MAX_STACK_DEPTH {
