@@ -7,6 +7,7 @@
 //! here, and every `show` subtracts it.
 
 use std::net::Ipv4Addr;
+use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,6 +27,7 @@ use crate::cli::{self, Command, RouteFilter};
 use crate::config::Config;
 use crate::decode;
 use crate::linux::LinuxPlane;
+use crate::linux::nl::NlSocket;
 use crate::routing::{self, PortInfo, Routing};
 use crate::server::Service;
 use crate::sflow_agent;
@@ -271,6 +273,9 @@ pub struct RouterApi<'a> {
     linux: Option<LinuxPlane>,
     /// Where injected frames get their mbufs.
     pool: Option<&'a Mempool>,
+    /// Link changes in the daemon's namespace (an af_packet or af_xdp port's
+    /// interface losing carrier): with Linux, the twins' carrier follows at once.
+    link_watch: Option<NlSocket>,
 }
 
 /// The mbuf pool and worker queue that carry the control thread's ARP probes.
@@ -313,6 +318,7 @@ impl<'a> RouterApi<'a> {
             aged_at: Instant::now(),
             linux: None,
             pool: None,
+            link_watch: None,
         };
         api.baseline = api.zero_baseline();
         api
@@ -324,6 +330,8 @@ impl<'a> RouterApi<'a> {
     /// MTU and admin state.
     pub fn with_linux(mut self, plane: LinuxPlane) -> Self {
         self.linux = Some(plane);
+        // Without it carrier still follows, on the 20 ms tick.
+        self.link_watch = NlSocket::link_events().ok();
         self
     }
 
@@ -1588,21 +1596,37 @@ impl Service for RouterApi<'_> {
         }
     }
 
-    fn io(&mut self) {
-        if let Some(l) = &mut self.linux {
-            // Carrier first: a twin knows of a cut link within a millisecond.
-            let ports = self.ports;
-            l.sync_carrier(|id| ports.link_up(id));
-            l.pump(self.ctl);
-            for (port, up) in l.take_admin_changes() {
-                let res = self.ports.set_link(port, up);
-                l.admin_done(res);
-            }
+    fn io(&mut self) -> bool {
+        let Some(l) = &mut self.linux else {
+            return false;
+        };
+        if let Some(w) = &mut self.link_watch {
+            w.drain();
         }
+        // Carrier first: a twin knows of a cut link as soon as its port does.
+        let ports = self.ports;
+        l.sync_carrier(|id| ports.link_up(id));
+        let left = l.pump(self.ctl);
+        for (port, up) in l.take_admin_changes() {
+            let res = self.ports.set_link(port, up);
+            l.admin_done(res);
+        }
+        left
     }
 
     fn wants_io(&self) -> bool {
         self.linux.is_some()
+    }
+
+    fn io_fds(&self) -> Vec<(BorrowedFd<'_>, u64)> {
+        let mut v = self
+            .linux
+            .as_ref()
+            .map_or_else(Vec::new, LinuxPlane::io_fds);
+        if let Some(w) = &self.link_watch {
+            v.push((w.fd(), u64::MAX));
+        }
+        v
     }
 
     fn handle(&mut self, args: &[String]) -> Result<Value, String> {

@@ -4,12 +4,16 @@
 //! 20 ms control tick, the periodic counters report and SIGHUP (reload).
 
 use std::io::Write;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
 
 use dataplane::dpdk::{Eal, Mempool, Port, tsc_hz};
@@ -222,8 +226,9 @@ fn launch_all(
 
 /// The control thread while the workers run, on the EAL main lcore: a
 /// current-thread tokio runtime that serves the control socket, calls
-/// `svc.tick()` every 20 ms, prints the periodic report, reloads on SIGHUP, and
-/// returns on SIGINT/SIGTERM or after the duration.
+/// `svc.tick()` every 20 ms, `svc.io()` when one of its sockets is readable (and
+/// on the tick), prints the periodic report, reloads on SIGHUP, and returns on
+/// SIGINT/SIGTERM or after the duration.
 fn control_loop(
     c: &mut Control<'_>,
     counters: &Counters,
@@ -245,12 +250,40 @@ fn control_loop(
         let mut tick = tokio::time::interval(Duration::from_millis(20));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let io = svc.wants_io();
-        let mut io_tick = tokio::time::interval(Duration::from_millis(1));
-        io_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let watch = if io {
+            Some(
+                IoWatch::new()
+                    .context("creating the control thread's epoll")?
+                    .register()?,
+            )
+        } else {
+            None
+        };
+        let mut io_more = false;
         loop {
+            if let Some(w) = &watch {
+                w.get_ref().sync(&svc.io_fds());
+            }
             tokio::select! {
-                _ = io_tick.tick(), if io => svc.io(),
+                r = async {
+                    match &watch {
+                        Some(w) => w.readable().await,
+                        None => std::future::pending().await,
+                    }
+                }, if !io_more => {
+                    if let Ok(mut g) = r {
+                        // Everything readable now is read below; what comes
+                        // after raises the readiness again.
+                        g.clear_ready();
+                    }
+                    io_more = svc.io();
+                }
+                _ = tokio::task::yield_now(), if io_more => io_more = svc.io(),
                 _ = tick.tick() => {
+                    if io {
+                        // Work due by time: quiet periods ended, holds expired.
+                        io_more = svc.io();
+                    }
                     svc.tick();
                     if stop.load(Ordering::Relaxed) {
                         break;
@@ -284,6 +317,69 @@ fn control_loop(
         acceptor.abort();
         Ok(t_start.elapsed())
     })
+}
+
+/// An epoll set of the service's I/O descriptors, itself watched by the
+/// runtime: one readiness for any number of sockets, with no fixed-interval
+/// polling.
+#[derive(Debug)]
+struct IoWatch {
+    epoll: Epoll,
+    /// What is registered: descriptor number -> token.
+    registered: std::cell::RefCell<std::collections::HashMap<RawFd, u64>>,
+}
+
+impl IoWatch {
+    fn new() -> nix::Result<IoWatch> {
+        Ok(IoWatch {
+            epoll: Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?,
+            registered: Default::default(),
+        })
+    }
+
+    /// Registers the descriptors not registered yet (or replaced: same number,
+    /// new token). A closed descriptor leaves the epoll set by itself.
+    fn sync(&self, fds: &[(BorrowedFd<'_>, u64)]) {
+        let mut reg = self.registered.borrow_mut();
+        if fds.len() == reg.len()
+            && fds
+                .iter()
+                .all(|(fd, t)| reg.get(&fd.as_raw_fd()) == Some(t))
+        {
+            return;
+        }
+        let mut now = std::collections::HashMap::new();
+        for (fd, token) in fds {
+            let raw = fd.as_raw_fd();
+            if reg.get(&raw) != Some(token) {
+                let ev = EpollEvent::new(EpollFlags::EPOLLIN, *token);
+                if self.epoll.add(fd, ev).is_err() {
+                    let _ = self
+                        .epoll
+                        .modify(fd, &mut EpollEvent::new(EpollFlags::EPOLLIN, *token));
+                }
+            }
+            now.insert(raw, *token);
+        }
+        *reg = now;
+    }
+}
+
+impl IoWatch {
+    /// Hands the epoll set to the runtime's reactor.
+    #[allow(unsafe_code)]
+    fn register(self) -> std::io::Result<AsyncFd<IoWatch>> {
+        // SAFETY: the epoll descriptor is owned by the `IoWatch` (an `OwnedFd`
+        // never replaced), so it stays open and the same for as long as the
+        // `AsyncFd` holds it.
+        unsafe { AsyncFd::register_with_interest(self, Interest::READABLE) }.map_err(Into::into)
+    }
+}
+
+impl AsRawFd for IoWatch {
+    fn as_raw_fd(&self) -> RawFd {
+        self.epoll.0.as_raw_fd()
+    }
 }
 
 fn stop_workers(eal: &Eal, worker_stop: &AtomicBool, launched: Vec<u32>) -> bool {

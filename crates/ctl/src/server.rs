@@ -6,6 +6,7 @@
 //! the router and runs requests one at a time, so requests never interleave and the
 //! workers see each change as one update.
 
+use std::os::fd::BorrowedFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -19,12 +20,22 @@ use crate::proto::{MAX_REQUEST, Probe, Request, Response, probe};
 pub trait Service {
     /// Periodic control work (every 20 ms): neighbour events, punted packets.
     fn tick(&mut self) {}
-    /// Packet and netlink I/O of the control plane, every millisecond while
-    /// [`Service::wants_io`].
-    fn io(&mut self) {}
+    /// Netlink and FPM I/O of the control plane while [`Service::wants_io`]:
+    /// called when one of [`Service::io_fds`] is readable, and on every tick
+    /// for work that is due by time. Returns whether it stopped with work left
+    /// (a read budget ran out): it is then called again at once.
+    fn io(&mut self) -> bool {
+        false
+    }
     /// Whether [`Service::io`] has work (a Linux control plane runs).
     fn wants_io(&self) -> bool {
         false
+    }
+    /// The descriptors whose readability means [`Service::io`] has work, each
+    /// with a token that changes when the descriptor is replaced (a new
+    /// connection may reuse a closed one's number).
+    fn io_fds(&self) -> Vec<(BorrowedFd<'_>, u64)> {
+        Vec::new()
     }
     /// Runs one request (the words of a `dpctl` command); `Err` is the message for
     /// the client. A request that fails has changed nothing.

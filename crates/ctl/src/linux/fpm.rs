@@ -22,6 +22,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -129,7 +130,7 @@ fn default_restart_s() -> u64 {
 /// FPM frame header bytes.
 pub const HEADER: usize = 4;
 /// Bytes read from the connection per poll at most.
-const READ_BUDGET: usize = 4 << 20;
+const READ_BUDGET: usize = 1 << 20;
 
 /// Why a connection was reset.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -240,13 +241,14 @@ impl FpmServer {
         })
     }
 
-    /// Accepts, reads and applies what arrived; ends walks and holds that are due.
-    pub fn poll(&mut self, ctl: &mut RouterControl) {
+    /// Accepts, reads and applies what arrived; ends walks and holds that are
+    /// due. Returns whether bytes are left to read (the budget ran out).
+    pub fn poll(&mut self, ctl: &mut RouterControl) -> bool {
         let now = Instant::now();
         while let Ok((s, peer)) = self.listener.accept() {
             self.accept(s, peer, now);
         }
-        self.read(ctl, now);
+        let left = self.read(ctl, now);
         if let Some(last) = self.walking {
             if now.duration_since(last) >= Duration::from_millis(self.section.quiet_ms)
                 && now >= self.sweep_after
@@ -267,6 +269,16 @@ impl FpmServer {
                 self.stats.last_sweep = Some((now, swept, "hold time expired"));
             }
         }
+        left
+    }
+
+    /// The descriptors to watch, with a token that changes with the connection.
+    pub fn fds(&self) -> Vec<(BorrowedFd<'_>, u64)> {
+        let mut v = vec![(self.listener.as_fd(), 1)];
+        if let Some(c) = &self.conn {
+            v.push((c.stream.as_fd(), 2 + self.stats.connects));
+        }
+        v
     }
 
     /// Takes a new connection, or closes it: a peer not allowed, or a slot
@@ -328,9 +340,9 @@ impl FpmServer {
         self.lost_at = Some(now);
     }
 
-    fn read(&mut self, ctl: &mut RouterControl, now: Instant) {
+    fn read(&mut self, ctl: &mut RouterControl, now: Instant) -> bool {
         let Some(Conn { stream: s, .. }) = &mut self.conn else {
-            return;
+            return false;
         };
         let mut chunk = [0u8; 64 * 1024];
         let mut got = 0;
@@ -393,9 +405,11 @@ impl FpmServer {
             closed = Some(e.to_string());
             self.stats.resets += 1;
         }
+        let left = got >= READ_BUDGET && closed.is_none();
         if let Some(why) = closed {
             self.lose(why, now);
         }
+        left
     }
 
     /// The section it runs with.

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
+use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use fib::{Ipv4Prefix, Path, RouteKind, TableId, Via};
@@ -150,9 +151,11 @@ impl Learner {
 
     /// Reads what is waiting on the event socket and applies it as one batch.
     /// When events were lost it drops what follows until the burst is over
-    /// (no overflow for [`RESYNC_QUIET`]) and then resyncs once.
-    pub fn poll(&mut self, ctl: &mut RouterControl) {
+    /// (no overflow for [`RESYNC_QUIET`]) and then resyncs once. Returns whether
+    /// datagrams are left (the budget of one call ran out).
+    pub fn poll(&mut self, ctl: &mut RouterControl) -> bool {
         let mut msgs = Vec::new();
+        let mut left = true;
         for _ in 0..POLL_DATAGRAMS {
             match self.events.recv() {
                 Ok(Some(buf)) => {
@@ -160,7 +163,10 @@ impl Learner {
                         msgs.extend(decode::messages(buf));
                     }
                 }
-                Ok(None) => break,
+                Ok(None) => {
+                    left = false;
+                    break;
+                }
                 Err(e) => {
                     let why = if e.raw_os_error() == Some(libc::ENOBUFS) {
                         "ENOBUFS: netlink events were lost".to_string()
@@ -179,7 +185,7 @@ impl Learner {
                 self.pending = None;
                 self.resync(ctl, &reason);
             }
-            return;
+            return left;
         }
         if !msgs.is_empty() {
             self.view.apply_batch(ctl, msgs);
@@ -188,6 +194,12 @@ impl Learner {
         if let Some(why) = self.view.refresh.take() {
             self.pending = Some((why, Instant::now()));
         }
+        left
+    }
+
+    /// The event socket's descriptor.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.events.fd()
     }
 
     /// Dumps the namespace and makes the router hold exactly its state: what the

@@ -29,7 +29,7 @@ pub mod punt;
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -535,9 +535,10 @@ impl LinuxPlane {
     }
 
     /// Applies what netlink and FPM said, and what the twins' admin states and
-    /// the workers' unresolved IPv6 next hops ask for.
-    pub fn pump(&mut self, ctl: &mut RouterControl) {
-        self.learner.poll(ctl);
+    /// the workers' unresolved IPv6 next hops ask for. Returns whether input is
+    /// left (a read budget ran out).
+    pub fn pump(&mut self, ctl: &mut RouterControl) -> bool {
+        let mut left = self.learner.poll(ctl);
         // `ip link set TWIN down|up` of a port's own twin takes the port down
         // or up, so the neighbour sees the link go as with a plain Linux box.
         for t in &mut self.twins {
@@ -561,7 +562,7 @@ impl LinuxPlane {
             }
         }
         if let Some(f) = &mut self.fpm {
-            f.poll(ctl);
+            left |= f.poll(ctl);
             // With `kernel_routes = false`, FPM alone brings routes while zebra is
             // there; when it is gone for good the kernel's come back.
             if !f.section().kernel_routes
@@ -571,6 +572,17 @@ impl LinuxPlane {
                 self.learner.resync(ctl, "FPM gone: kernel routes back");
             }
         }
+        left
+    }
+
+    /// The sockets [`LinuxPlane::pump`] reads: netlink events, the FPM
+    /// listener and connection (see [`crate::server::Service::io_fds`]).
+    pub fn io_fds(&self) -> Vec<(BorrowedFd<'_>, u64)> {
+        let mut v = vec![(self.learner.fd(), 0)];
+        if let Some(f) = &self.fpm {
+            v.extend(f.fds());
+        }
+        v
     }
 
     /// `show fpm`.

@@ -3,7 +3,7 @@
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use netlink_packet_core::{
     NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkHeader,
@@ -79,6 +79,39 @@ impl NlSocket {
             seq: 0,
             buf: Vec::with_capacity(RECV_BUF),
         })
+    }
+
+    /// A non-blocking socket in the calling thread's namespace that hears of
+    /// link changes only (carrier, admin state).
+    pub fn link_events() -> io::Result<NlSocket> {
+        let mut sock = Socket::new(NETLINK_ROUTE)?;
+        sock.bind_auto()?;
+        sock.add_membership(1)?; // RTNLGRP_LINK
+        sock.set_non_blocking(true)?;
+        Ok(NlSocket {
+            sock,
+            seq: 0,
+            buf: Vec::with_capacity(RECV_BUF),
+        })
+    }
+
+    /// Reads and drops whatever is waiting; whether anything was.
+    pub fn drain(&mut self) -> bool {
+        let mut any = false;
+        loop {
+            match self.recv() {
+                Ok(Some(_)) => any = true,
+                Ok(None) => return any,
+                // Lost events: something changed.
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => any = true,
+                Err(_) => return any,
+            }
+        }
+    }
+
+    /// The socket's descriptor.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
     }
 
     /// The receive buffer the kernel granted, bytes.
