@@ -14,7 +14,14 @@ the kernel), and the script measures:
   - the table deleted again (ip -batch) and the lag of the withdrawal;
   - punt and inject through the twin: a host floods UDP to the router's address
     for 3 s (punted to the twin; policer raised out of the way), then the
-    control-plane namespace floods UDP to the host (injected): packets/s.
+    control-plane namespace floods UDP to the host (injected): packets/s;
+  - punt round trips (tests/tools/udpecho.py: the host sends a UDP datagram
+    every 2 ms to an echo server in the control-plane namespace, through the
+    twin): p50/p99/max and lost, idle and during each bulk operation (the load,
+    a resync, a full `dpctl --json route show`, a reload, an FPM walk of the
+    table from a local zebra stand-in, the withdrawal); beside them, in the same
+    run, plain Linux: the same prober across a veth to a namespace's kernel,
+    idle and while that namespace loads the table.
 
     scripts/bench-linux.py [--routes N]
 
@@ -34,6 +41,74 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RIB = os.environ.get("RIB_V4", os.path.join(ROOT, "..", "shared", "data", "rib-v4-2014-05-13.txt.gz"))
 BIN = os.path.join(ROOT, "target", "release")
 NS, HOST = "dpbl-cp", "dpbl-host"
+# Plain Linux: a prober and a kernel router a veth apart.
+PLAIN_A, PLAIN_B = "dpbl-pa", "dpbl-pb"
+ECHO = os.path.join(ROOT, "tests", "tools", "udpecho.py")
+FPM_PORT = 2620
+
+
+class Echo:
+    """udpecho.py: a server in `server_ns`, a prober in `client_ns` to `dst`."""
+
+    def __init__(self, server_ns, client_ns, dst, interval_ms=2):
+        self.server = subprocess.Popen(["ip", "netns", "exec", server_ns, "python3", ECHO, "serve", "7"],
+                                       stdout=subprocess.PIPE, text=True)
+        self.server.stdout.readline()
+        self.client_ns, self.dst, self.interval = client_ns, dst, interval_ms
+
+    def during(self, action):
+        """Round trips while `action()` runs (at least 1 s of them)."""
+        p = subprocess.Popen(["ip", "netns", "exec", self.client_ns, "python3", ECHO, "probe",
+                              self.dst, "7", str(self.interval)], stdout=subprocess.PIPE, text=True)
+        p.stdout.readline()
+        t0 = time.time()
+        out = action()
+        time.sleep(max(0.0, 1.0 - (time.time() - t0)))
+        p.terminate()
+        stats = json.loads(p.stdout.readline())
+        p.wait()
+        return out, stats
+
+    def close(self):
+        self.server.terminate()
+        self.server.wait()
+
+
+def rtt(stats):
+    return (f"{stats['p50_ms']:.2f} / {stats['p99_ms']:.2f} / {stats['max_ms']:.1f} ms",
+            f"{stats['lost']} of {stats['sent']} lost")
+
+
+def fpm_walk(prefixes, oif):
+    """zebra's FPM frames for `prefixes` via 10.250.0.2 dev `oif` (RTM_NEWROUTE,
+    table main, proto bgp, metric 20), as one byte string."""
+    import ipaddress
+    import struct
+    out = bytearray()
+    gw = ipaddress.IPv4Address("10.250.0.2").packed
+    for p in prefixes:
+        net = ipaddress.IPv4Network(p, strict=False)
+        attrs = (struct.pack("=HH4s", 8, 1, net.network_address.packed)  # RTA_DST
+                 + struct.pack("=HH4s", 8, 5, gw)                        # RTA_GATEWAY
+                 + struct.pack("=HHI", 8, 4, oif)                        # RTA_OIF
+                 + struct.pack("=HHI", 8, 6, 20))                        # RTA_PRIORITY
+        rtm = struct.pack("=BBBBBBBBI", 2, net.prefixlen, 0, 0, 254, 186, 0, 1, 0)
+        body = rtm + attrs
+        nl = struct.pack("=IHHII", 16 + len(body), 24, 0x401 | 0x100, 0, 0) + body
+        out += struct.pack("!BBH", 1, 1, 4 + len(nl)) + nl
+    return bytes(out)
+
+
+FPM_SEND = """
+import socket, sys
+data = sys.stdin.buffer.read()
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(data)
+print("sent", flush=True)
+sys.stdin.close()
+import time
+time.sleep(float(sys.argv[2]))
+"""
 
 
 def sh(*args, check=True):
@@ -103,6 +178,18 @@ def main():
     sh("ip", "-n", HOST, "addr", "add", "10.250.0.2/24", "dev", "dpbl1")
     sh("ip", "-n", HOST, "link", "set", "dpbl1", "up")
     sh("ip", "netns", "exec", HOST, "ethtool", "-K", "dpbl1", "tx", "off", check=False)
+    for ns in (PLAIN_A, PLAIN_B):
+        sh("ip", "netns", "del", ns, check=False)
+        sh("ip", "netns", "add", ns)
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+    sh("ip", "-n", PLAIN_A, "link", "add", "dpblp0", "type", "veth", "peer", "name", "dpblp1", "netns", PLAIN_B)
+    sh("ip", "-n", PLAIN_A, "addr", "add", "10.251.0.2/24", "dev", "dpblp0")
+    sh("ip", "-n", PLAIN_B, "addr", "add", "10.251.0.1/24", "dev", "dpblp1")
+    sh("ip", "-n", PLAIN_A, "link", "set", "dpblp0", "up")
+    sh("ip", "-n", PLAIN_B, "link", "set", "dpblp1", "up")
+    with open(os.path.join(tmp, "plain.batch"), "w") as f:
+        for p in prefixes:
+            f.write(f"route add {p} via 10.251.0.2 proto bird\n")
     cfg = os.path.join(tmp, "d.toml")
     with open(cfg, "w") as f:
         f.write(
@@ -111,10 +198,12 @@ def main():
             '[forwarding]\nmode = "router"\n'
             '[[interface]]\nname = "port0"\naddresses = ["10.250.0.1/24"]\n'
             f'[linux]\nnetns = "{NS}"\npunt_other_pps = 10000000\n'
+            f'[fpm]\nport = {FPM_PORT}\nkernel_routes = true\n'
         )
     d = subprocess.Popen([os.path.join(BIN, "dataplaned"), "-c", cfg, "--socket", sock],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     rows = []
+    echos = []
     try:
         for line in d.stderr:
             if "forwarding" in line:
@@ -124,10 +213,23 @@ def main():
         time.sleep(0.5)
         empty = rss(d.pid)
         n = len(prefixes)
-        t0 = time.time()
-        sh("ip", "-n", NS, "-batch", os.path.join(tmp, "add.batch"))
-        t_kernel = time.time()
-        t_dp = wait_routes(sock, n)
+        dp = Echo(NS, HOST, "10.250.0.1")
+        plain = Echo(PLAIN_B, PLAIN_A, "10.251.0.1")
+        echos += [dp, plain]
+        lat = []  # (what, dataplane stats, plain Linux stats or None)
+        _, a = dp.during(lambda: time.sleep(3))
+        _, b = plain.during(lambda: time.sleep(3))
+        lat.append(("idle", a, b))
+
+        def load():
+            t0 = time.time()
+            sh("ip", "-n", NS, "-batch", os.path.join(tmp, "add.batch"))
+            t_kernel = time.time()
+            return t0, t_kernel, wait_routes(sock, n)
+
+        (t0, t_kernel, t_dp), a = dp.during(load)
+        _, b = plain.during(lambda: sh("ip", "-n", PLAIN_B, "-batch", os.path.join(tmp, "plain.batch")))
+        lat.append(("the table loaded into the kernel", a, b))
         rows.append(("kernel load (`ip -batch`)", f"{t_kernel - t0:.2f} s", f"{n / (t_kernel - t0):,.0f} routes/s"))
         rows.append(("dataplane FIB complete after the kernel", f"{t_dp - t_kernel:.2f} s",
                      f"lag; {n / (t_dp - t0):,.0f} routes/s end to end"))
@@ -135,15 +237,51 @@ def main():
         full = rss(d.pid)
         rows.append(("resident memory per route (RIB + FIB + learner)", f"{(full - empty) / n:.0f} B",
                      f"{empty / 2**20:.0f} MiB empty, {full / 2**20:.0f} MiB with the table"))
-        m = dpctl(sock, "linux", "resync")["message"]
+        m, a = dp.during(lambda: dpctl(sock, "linux", "resync")["message"])
+        lat.append(("`dpctl linux resync`", a, None))
         ms = dpctl(sock, "show", "linux")["netlink"]["last_resync"]["ms"]
         rows.append(("`dpctl linux resync` of the full table", f"{ms / 1000:.2f} s", m))
+        shown, a = dp.during(lambda: len(dpctl(sock, "route", "show")["routes"]))
+        lat.append((f"`dpctl --json route show` ({shown:,} routes)", a, None))
+        _, a = dp.during(lambda: dpctl(sock, "reload"))
+        lat.append(("`dpctl reload`", a, None))
+        oif = json.loads(sh("ip", "-n", NS, "-j", "link", "show", "port0").stdout)[0]["ifindex"]
+        frames = fpm_walk(prefixes, oif)
+
+        def walk():
+            t0 = time.time()
+            snd = subprocess.Popen(["ip", "netns", "exec", NS, "python3", "-c", FPM_SEND, str(FPM_PORT), "1"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=False)
+            snd.stdin.write(frames)
+            snd.stdin.close()
+            snd.stdout.readline()
+            deadline = time.time() + 120
+            while dpctl(sock, "show", "fpm")["routes"] < n and time.time() < deadline:
+                time.sleep(0.01)
+            t = time.time() - t0
+            snd.wait()
+            return t
+
+        t_walk, a = dp.during(walk)
+        lat.append(("an FPM walk of the table", a, None))
+        rows.append(("FPM walk of the full table (a local sender, zebra's frames)", f"{t_walk:.2f} s",
+                     f"{n / t_walk:,.0f} routes/s into the FIB"))
         t0 = time.time()
-        sh("ip", "-n", NS, "-batch", os.path.join(tmp, "del.batch"))
-        t_kernel = time.time()
-        t_dp = wait_routes(sock, 0)
+
+        def withdraw():
+            sh("ip", "-n", NS, "-batch", os.path.join(tmp, "del.batch"))
+            return time.time(), wait_routes(sock, 0)
+
+        (t_kernel, t_dp), a = dp.during(withdraw)
+        lat.append(("the table withdrawn from the kernel", a, None))
         rows.append(("withdrawal: kernel", f"{t_kernel - t0:.2f} s", ""))
         rows.append(("withdrawal: dataplane after the kernel", f"{t_dp - t_kernel:.2f} s", "lag"))
+        for what, a, b in lat:
+            v, note = rtt(a)
+            if b is not None:
+                pv, pnote = rtt(b)
+                note += f"; plain Linux {pv}, {pnote}"
+            rows.append((f"punt round trip p50 / p99 / max: {what}", v, note))
         for what, ns, dst, key in (("punt", HOST, "10.250.0.1", "punt_pkts"),
                                    ("inject", NS, "10.250.0.2", "inject_pkts")):
             before = dpctl(sock, "show", "linux")["twins"][0][key]
@@ -155,11 +293,15 @@ def main():
         nl = dpctl(sock, "show", "linux")["netlink"]
         rows.append(("netlink", f"{nl['messages']:,} msgs", f"{nl['batches']} batches, {nl['resyncs']} resyncs, {nl['overflows']} overflows"))
     finally:
+        for e in echos:
+            e.close()
         d.terminate()
         d.wait()
         sh("ip", "link", "del", "dpbl0", check=False)
         sh("ip", "netns", "del", HOST, check=False)
         sh("ip", "netns", "del", NS, check=False)
+        for ns in (PLAIN_A, PLAIN_B):
+            sh("ip", "netns", "del", ns, check=False)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     commit = sh("git", "-C", ROOT, "rev-parse", "--short", "HEAD", check=False).stdout.strip()
     out = [f"# bench-linux: {len(prefixes):,} prefixes, {time.strftime('%Y-%m-%d')}, commit {commit}, {cpu}", "",

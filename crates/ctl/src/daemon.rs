@@ -552,7 +552,8 @@ fn run_router(
         }));
     }
     if let Some(l) = &mut linux {
-        l.start_punt_path(&ctl, pool.clone())
+        let cpus: Vec<usize> = plan.eal.worker_cpus.iter().map(|&c| c.into()).collect();
+        l.start_punt_path(&ctl, pool.clone(), &cpus)
             .context("[linux] punt path thread")?;
     }
     let launched = launch_all(eal, jobs, &worker_stop)?;

@@ -870,11 +870,17 @@ fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
     let cp = lab.cp();
     let (a, b) = (lab.ns("a"), lab.ns("b"));
     // A receive buffer far too small for a burst: events are lost (ENOBUFS).
-    lab.start_daemon(&two_port_router(&cp, 79, "netlink_rcvbuf = 4096\n"));
+    lab.start_daemon(&two_port_router(
+        &cp,
+        79,
+        "netlink_rcvbuf = 4096\ntables = { 100 = 0 }\n",
+    ));
     ip(&b, "addr add 198.18.7.1/32 dev lo");
     ip(&cp, "route add 198.18.7.0/24 via 10.79.2.2");
-    wait_for("the stable route", || {
-        route(&lab, "198.18.7.0/24").is_some()
+    // A mapped table besides main: resyncs dump it too (table by table).
+    ip(&cp, "route add 198.18.9.0/24 via 10.79.2.2 table 100");
+    wait_for("the stable routes", || {
+        route(&lab, "198.18.7.0/24").is_some() && route(&lab, "198.18.9.0/24").is_some()
     });
     assert!(ping(&a, "198.18.7.1", 2, "0.2").0 >= 1);
     // Pings to the stable prefix while 100,000 routes come and go.
@@ -916,8 +922,9 @@ fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
     let echo = UdpEcho::start(&cp, &a, "10.79.1.1", 5);
     let t0 = Instant::now();
     batch("add");
-    let want = linux_routes(&cp);
+    let mut want = linux_routes(&cp);
     assert_eq!(want.len(), 100_001);
+    want.insert("198.18.9.0/24".into());
     wait_long(
         "100,001 kernel routes",
         30,
@@ -935,8 +942,9 @@ fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
     lab.json("route show");
     let show_all = t1.elapsed();
     batch("del");
-    let want = linux_routes(&cp);
+    let mut want = linux_routes(&cp);
     assert_eq!(want.len(), 1);
+    want.insert("198.18.9.0/24".into());
     wait_long(
         "back to 1 kernel route",
         30,
@@ -960,7 +968,8 @@ fn lost_netlink_events_resync_to_exactly_the_kernels_table() {
          and delete: {rtt}"
     );
     assert_eq!(rtt["lost"], 0, "{rtt}");
-    assert!(rtt["max_ms"].as_f64().unwrap() < 150.0, "{rtt}");
+    // (measured: max 6-12 ms, p99 about 4 ms in a debug build)
+    assert!(rtt["max_ms"].as_f64().unwrap() < 60.0, "{rtt}");
     let out = pinger.wait_with_output().unwrap();
     let out = String::from_utf8_lossy(&out.stdout);
     assert!(

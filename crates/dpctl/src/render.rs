@@ -447,6 +447,12 @@ fn linux(d: &Value) -> String {
     let _ = writeln!(o, "punted: {}", punted.join(", "));
     let _ = writeln!(
         o,
+        "punt thread: scheduling {}, {} wakeups",
+        s(&d["punt_scheduling"]),
+        n(&d["punt_wakeups"])
+    );
+    let _ = writeln!(
+        o,
         "ipv6 next hops resolved by the kernel: {} asked, {} refused",
         n(&d["resolve6"]),
         n(&d["resolve6_errors"])

@@ -216,7 +216,8 @@ impl Learner {
                 Err(_) => break,
             }
         }
-        let msgs = match self.dump.dump_all() {
+        let tables = self.view.kernel_tables(ctl);
+        let msgs = match self.dump.dump_all(&tables) {
             Ok(m) => m,
             Err(e) => {
                 self.view.stats.last_error = Some(format!("netlink dump: {e}"));
@@ -681,6 +682,17 @@ impl KernelView {
                 let _ = ctl.route_add_from(self.source, t, p, RouteKind::Paths(rest));
             }
         }
+    }
+
+    /// The Linux tables whose routes are imported: main, the mapped ones, and
+    /// those with the number of a FIB table.
+    pub fn kernel_tables(&self, ctl: &RouterControl) -> Vec<u32> {
+        let mut t: BTreeSet<u32> = self.tables.keys().copied().collect();
+        t.insert(254);
+        t.extend(ctl.fib().tables().filter(|&id| id != 0));
+        t.into_iter()
+            .filter(|&k| self.fib_table(ctl, k).is_some())
+            .collect()
     }
 
     /// The FIB table of Linux table `t`.

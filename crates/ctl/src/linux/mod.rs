@@ -26,6 +26,7 @@ pub mod learner;
 pub mod netns;
 pub mod nl;
 pub mod punt;
+pub mod sched;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -57,6 +58,7 @@ use self::punt::{PathStats, PathTwin, PuntPath, TwinStats};
 /// netlink_rcvbuf = 67108864
 /// tables = { 254 = 0 }           # Linux table -> FIB table (main is 0)
 /// keep_twins = true              # twins outlive the daemon (see [`keeper`])
+/// punt_priority = 1              # SCHED_FIFO priority of the punt thread (0: none)
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -88,6 +90,16 @@ pub struct LinuxSection {
     /// control namespace and its routing daemons undisturbed.
     #[serde(default = "default_true")]
     pub keep_twins: bool,
+    /// Real-time (SCHED_FIFO) priority of the punt thread, 1-99; 0 runs it as
+    /// an ordinary thread. Like the kernel's softirq for a plain Linux router,
+    /// it then runs ahead of the control thread's bulk work and of the routing
+    /// daemons; the punt policers bound what it can be made to do.
+    #[serde(default = "default_punt_priority")]
+    pub punt_priority: i32,
+}
+
+fn default_punt_priority() -> i32 {
+    1
 }
 
 fn default_true() -> bool {
@@ -131,6 +143,11 @@ impl LinuxSection {
     /// Checks what can be checked without the router: names and numbers.
     pub fn check(&self) -> Result<(), LinuxError> {
         self.table_map()?;
+        if !(0..=99).contains(&self.punt_priority) {
+            return Err(LinuxError::Config(
+                "punt_priority must be 0 (none) to 99".into(),
+            ));
+        }
         if self.punt_control_pps == 0 || self.punt_other_pps == 0 {
             return Err(LinuxError::Config(
                 "punt_control_pps and punt_other_pps must be at least 1".into(),
@@ -507,8 +524,14 @@ impl LinuxPlane {
     }
 
     /// Starts the punt path (its own thread) over the workers `ctl` has,
-    /// injecting in mbufs of `pool`.
-    pub fn start_punt_path(&mut self, ctl: &RouterControl, pool: Arc<Mempool>) -> io::Result<()> {
+    /// injecting in mbufs of `pool`, on CPUs that avoid `worker_cpus` where
+    /// the machine has others ([`sched::punt_cpus`]).
+    pub fn start_punt_path(
+        &mut self,
+        ctl: &RouterControl,
+        pool: Arc<Mempool>,
+        worker_cpus: &[usize],
+    ) -> io::Result<()> {
         let twins = self
             .twins
             .iter()
@@ -530,6 +553,8 @@ impl LinuxPlane {
             pool,
             self.signal.clone(),
             self.path_stats.clone(),
+            (self.section.punt_priority > 0).then_some(self.section.punt_priority),
+            sched::punt_cpus(&sched::online_cpus(), worker_cpus),
         )?);
         Ok(())
     }
@@ -684,6 +709,7 @@ impl LinuxPlane {
             "punted": punted,
             "punt_no_twin": path.no_twin.get(),
             "punt_wakeups": path.wakeups.get(),
+            "punt_scheduling": path.scheduling.get(),
             "resolve6": self.counters.resolve6,
             "resolve6_errors": self.counters.resolve6_errors,
             "port_admin": self.counters.port_admin,

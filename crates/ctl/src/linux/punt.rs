@@ -64,6 +64,8 @@ pub struct PathStats {
     pub no_twin: Counter,
     /// Times the thread woke from `poll`.
     pub wakeups: Counter,
+    /// How the thread is scheduled ("fifo 1", or why it is not).
+    pub scheduling: std::sync::OnceLock<String>,
 }
 
 /// One twin as the path sees it.
@@ -93,13 +95,17 @@ impl std::fmt::Debug for PuntPath {
 
 impl PuntPath {
     /// Starts the thread over `twins`, the workers' (punt, inject) queues and
-    /// `pool` (for injected frames), woken through `signal`.
+    /// `pool` (for injected frames), woken through `signal`; in the real-time
+    /// FIFO class at `priority` if given (so that no ordinary thread on its CPU,
+    /// the control thread's bulk work included, delays a punt), on `cpus`.
     pub fn start(
         twins: Vec<PathTwin>,
         queues: Vec<(Arc<PuntQueue>, Arc<InjectQueue>)>,
         pool: Arc<Mempool>,
         signal: Arc<PuntSignal>,
         stats: Arc<PathStats>,
+        priority: Option<i32>,
+        cpus: Vec<usize>,
     ) -> io::Result<PuntPath> {
         let stop = Arc::new(AtomicBool::new(false));
         let mut run = Run {
@@ -115,6 +121,8 @@ impl PuntPath {
             stats,
             stop: stop.clone(),
             frame: vec![0; 1 << 16],
+            priority,
+            cpus,
         };
         let thread = std::thread::Builder::new()
             .name("punt".into())
@@ -147,10 +155,26 @@ struct Run {
     stats: Arc<PathStats>,
     stop: Arc<AtomicBool>,
     frame: Vec<u8>,
+    /// Real-time FIFO priority to run at, if any.
+    priority: Option<i32>,
+    /// CPUs it may run on.
+    cpus: Vec<usize>,
 }
 
 impl Run {
     fn run(&mut self) {
+        let mut sched = match self.priority {
+            Some(p) => match super::sched::fifo_current_thread(p) {
+                Ok(()) => format!("fifo {p}"),
+                Err(e) => format!("other (fifo {p} refused: {e})"),
+            },
+            None => "other".to_string(),
+        };
+        match super::sched::set_cpus(&self.cpus) {
+            Ok(()) => sched += &format!(" on cpus {:?}", self.cpus),
+            Err(e) => sched += &format!(" (cpus {:?} refused: {e})", self.cpus),
+        }
+        let _ = self.stats.scheduling.set(sched);
         while !self.stop.load(Ordering::Relaxed) {
             if self.punt() + self.inject() > 0 {
                 continue;
