@@ -23,7 +23,7 @@ the kernel), and the script measures:
     run, plain Linux: the same prober across a veth to a namespace's kernel,
     idle and while that namespace loads the table.
 
-    scripts/bench-linux.py [--routes N]
+    scripts/bench-linux.py [--routes N] [--worker-sleep-us US]
 
 Needs root, hugepages (scripts/setup.sh) and a release build (make build).
 Writes the table to target/bench-linux.md.
@@ -155,6 +155,8 @@ def wait_routes(sock, want, timeout=120):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--routes", type=int, default=0, help="first N prefixes only (default: all)")
+    ap.add_argument("--worker-sleep-us", type=int, default=None,
+                    help="[workers] idle_max_sleep_us (default: the daemon's; 0 for a polling core)")
     args = ap.parse_args()
     prefixes = []
     with gzip.open(RIB, "rt") as f:
@@ -194,6 +196,8 @@ def main():
     with open(cfg, "w") as f:
         f.write(
             '[eal]\nmemory_mb = 256\n[mempool]\nmbufs = 4095\n[workers]\ncpus = [1]\n'
+            + (f'idle_max_sleep_us = {args.worker_sleep_us}\n' if args.worker_sleep_us is not None else '')
+            +
             '[[port]]\nname = "port0"\ndevice = "net_af_packet0,iface=dpbl0"\n'
             '[forwarding]\nmode = "router"\n'
             '[[interface]]\nname = "port0"\naddresses = ["10.250.0.1/24"]\n'

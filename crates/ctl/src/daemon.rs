@@ -541,6 +541,7 @@ fn run_router(
             agent.add_worker(w as u32).context("[sflow] worker")?,
         ))
         .with_inject(ctl.workers()[w].inject.clone())
+        .with_wake(ctl.workers()[w].wake.clone())
         .with_pool(pool.clone())
         .with_punt_rates(punt_rates);
         if let Some(l) = &linux {

@@ -545,7 +545,7 @@ impl LinuxPlane {
         let queues = ctl
             .workers()
             .iter()
-            .map(|h| (h.punts.clone(), h.inject.clone()))
+            .map(|h| (h.punts.clone(), h.inject.clone(), h.wake.clone()))
             .collect();
         self.path = Some(PuntPath::start(
             twins,
@@ -710,6 +710,7 @@ impl LinuxPlane {
             "punt_no_twin": path.no_twin.get(),
             "punt_wakeups": path.wakeups.get(),
             "punt_scheduling": path.scheduling.get(),
+            "worker_wakes": ctl.workers().iter().map(|h| h.wake.wakes()).sum::<u64>(),
             "resolve6": self.counters.resolve6,
             "resolve6_errors": self.counters.resolve6_errors,
             "port_admin": self.counters.port_admin,

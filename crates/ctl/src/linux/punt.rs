@@ -19,7 +19,7 @@ use tun_rs::SyncDevice;
 
 use dataplane::counters::Counter;
 use dataplane::dpdk::Mempool;
-use dataplane::router::{InjectQueue, PuntQueue, PuntReason, PuntSignal};
+use dataplane::router::{InjectQueue, PuntQueue, PuntReason, PuntSignal, WorkerWake};
 
 use super::TwinCounters;
 
@@ -94,13 +94,13 @@ impl std::fmt::Debug for PuntPath {
 }
 
 impl PuntPath {
-    /// Starts the thread over `twins`, the workers' (punt, inject) queues and
+    /// Starts the thread over `twins`, the workers' (punt, inject, wake) queues and
     /// `pool` (for injected frames), woken through `signal`; in the real-time
     /// FIFO class at `priority` if given (so that no ordinary thread on its CPU,
     /// the control thread's bulk work included, delays a punt), on `cpus`.
     pub fn start(
         twins: Vec<PathTwin>,
-        queues: Vec<(Arc<PuntQueue>, Arc<InjectQueue>)>,
+        queues: Vec<(Arc<PuntQueue>, Arc<InjectQueue>, Arc<WorkerWake>)>,
         pool: Arc<Mempool>,
         signal: Arc<PuntSignal>,
         stats: Arc<PathStats>,
@@ -149,7 +149,7 @@ struct Run {
     twins: Vec<PathTwin>,
     /// (port, vlan) -> index in `twins`.
     by_port: BTreeMap<(u16, Option<u16>), usize>,
-    queues: Vec<(Arc<PuntQueue>, Arc<InjectQueue>)>,
+    queues: Vec<(Arc<PuntQueue>, Arc<InjectQueue>, Arc<WorkerWake>)>,
     pool: Arc<Mempool>,
     signal: Arc<PuntSignal>,
     stats: Arc<PathStats>,
@@ -181,7 +181,7 @@ impl Run {
             }
             self.signal.sleep();
             // (a punt queued before the worker saw us asleep)
-            if self.queues.iter().any(|(p, _)| !p.is_empty()) {
+            if self.queues.iter().any(|(p, _, _)| !p.is_empty()) {
                 self.signal.awake();
                 continue;
             }
@@ -204,7 +204,7 @@ impl Run {
     /// Workers' punts to the twins; returns how many were taken.
     fn punt(&mut self) -> usize {
         let mut moved = 0;
-        for (q, _) in &self.queues {
+        for (q, _, _) in &self.queues {
             for _ in 0..BUDGET {
                 let Some((reason, m)) = q.pop() else {
                     break;
@@ -249,7 +249,8 @@ impl Run {
         let mut moved = 0;
         for (k, t) in self.twins.iter().enumerate() {
             // One worker per twin keeps each twin's frames in order.
-            let q = &self.queues[k % n_queues].1;
+            let (_, q, wake) = &self.queues[k % n_queues];
+            let before = moved;
             for _ in 0..BUDGET {
                 let n = match t.dev.recv(&mut self.frame[4..]) {
                     Ok(n) => n,
@@ -285,6 +286,10 @@ impl Run {
                 } else {
                     t.stats.inject_drops.inc();
                 }
+            }
+            if moved > before {
+                // A worker in its idle sleep sends them now, not when it wakes.
+                wake.wake();
             }
         }
         moved

@@ -20,7 +20,7 @@ use super::core::{Core, CoreConfig, Event, Tables};
 use super::iface::{IfTable, Interface};
 use super::neigh::{ArpProbe, Learned, NeighborAging, Step, arp_probe};
 use super::stats::{MAX_IFACES, TraceRecord, WorkerStats};
-use super::worker::{InjectQueue, PuntQueue};
+use super::worker::{InjectQueue, PuntQueue, WorkerWake};
 
 /// Depth of each worker's event queue (neighbours learned from ARP).
 const EVENT_QUEUE: usize = 1024;
@@ -150,6 +150,8 @@ pub struct WorkerHandle {
     pub punts: Arc<PuntQueue>,
     /// Packets the control thread gives it to send (ARP probes).
     pub inject: Arc<InjectQueue>,
+    /// Wakes it from an idle sleep after pushing to `inject`.
+    pub wake: Arc<WorkerWake>,
 }
 
 /// The router's control state.
@@ -269,6 +271,7 @@ impl RouterControl {
             events,
             punts: punts.clone(),
             inject: Arc::new(ArrayQueue::new(INJECT_QUEUE)),
+            wake: Arc::new(WorkerWake::default()),
         });
         (core, punts)
     }

@@ -19,4 +19,4 @@ pub use reasons::{Discard, DropReason, PuntClass, PuntReason};
 pub use stats::{
     IfaceCounters, MAX_IFACES, Stage, StageCounters, TRACE_BYTES, TraceRecord, WorkerStats,
 };
-pub use worker::{InjectQueue, PuntQueue, PuntRates, PuntSignal, RouterWorker};
+pub use worker::{InjectQueue, PuntQueue, PuntRates, PuntSignal, RouterWorker, WorkerWake};

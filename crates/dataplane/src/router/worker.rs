@@ -84,6 +84,48 @@ impl PuntSignal {
     }
 }
 
+/// What wakes a worker from its idle sleep when the punt thread or the
+/// control thread gives it frames to inject: a worker that sleeps says so
+/// first, and only then does a producer unpark it (no cost while it polls).
+#[derive(Debug, Default)]
+pub struct WorkerWake {
+    sleeping: AtomicBool,
+    thread: std::sync::OnceLock<std::thread::Thread>,
+    /// Times a producer woke the worker.
+    wakes: crate::counters::Counter,
+}
+
+impl WorkerWake {
+    /// Sleeps the calling worker up to `d`, unless `work()` (checked after it
+    /// said it sleeps) finds something to do.
+    fn sleep(&self, d: Duration, work: impl Fn() -> bool) {
+        let _ = self.thread.set(std::thread::current());
+        self.sleeping.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if !work() {
+            std::thread::park_timeout(d);
+        }
+        self.sleeping.store(false, Ordering::Relaxed);
+    }
+
+    /// Wakes the worker if it sleeps (after pushing to its inject queue).
+    #[inline]
+    pub fn wake(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::Relaxed) && self.sleeping.swap(false, Ordering::SeqCst) {
+            if let Some(t) = self.thread.get() {
+                self.wakes.inc();
+                t.unpark();
+            }
+        }
+    }
+
+    /// Times a producer woke the worker.
+    pub fn wakes(&self) -> u64 {
+        self.wakes.get()
+    }
+}
+
 /// Punts a worker lets through per second, per class (see
 /// [`PuntReason::is_control`]): routing protocols, ARP and ND have a budget of
 /// their own, so a flood of other traffic to the router cannot starve them.
@@ -158,6 +200,8 @@ pub struct RouterWorker {
     inject: Option<Arc<InjectQueue>>,
     /// Wakes whoever takes the punts.
     punt_signal: Option<Arc<PuntSignal>>,
+    /// Ends its idle sleeps when frames are given to inject.
+    wake: Option<Arc<WorkerWake>>,
     /// The core's counters, kept here so the loop never touches the Arc's refcount.
     stats: Arc<WorkerStats>,
     /// Buffers for the packets the core held while their next hop resolved.
@@ -199,6 +243,7 @@ impl RouterWorker {
             sflow: None,
             inject: None,
             punt_signal: None,
+            wake: None,
             pool: None,
         }
     }
@@ -213,6 +258,13 @@ impl RouterWorker {
     /// loop, on this worker's tx queues.
     pub fn with_inject(mut self, q: Arc<InjectQueue>) -> RouterWorker {
         self.inject = Some(q);
+        self
+    }
+
+    /// Idle sleeps end early when a producer of the inject queue calls
+    /// [`WorkerWake::wake`].
+    pub fn with_wake(mut self, w: Arc<WorkerWake>) -> RouterWorker {
+        self.wake = Some(w);
         self
     }
 
@@ -420,7 +472,14 @@ impl RouterWorker {
             } else {
                 empty += 1;
                 if self.idle.max_sleep_us > 0 && empty >= self.idle.spin_loops {
-                    std::thread::sleep(Duration::from_micros(u64::from(sleep_us)));
+                    let d = Duration::from_micros(u64::from(sleep_us));
+                    match &self.wake {
+                        Some(w) => {
+                            let q = self.inject.as_deref();
+                            w.sleep(d, || q.is_some_and(|q| !q.is_empty()));
+                        }
+                        None => std::thread::sleep(d),
+                    }
                     stats.idle_sleeps.inc();
                     sleep_us = (sleep_us * 2).min(self.idle.max_sleep_us);
                 }
