@@ -542,6 +542,7 @@ fn run_router(
         ))
         .with_inject(ctl.workers()[w].inject.clone())
         .with_wake(ctl.workers()[w].wake.clone())
+        .with_sessions(ctl.sessions())
         .with_pool(pool.clone())
         .with_punt_rates(punt_rates);
         if let Some(l) = &linux {

@@ -1592,3 +1592,91 @@ fn frr_static_lsps_over_fpm_become_label_entries() {
     drop(zebra);
     lab.stop_daemon();
 }
+
+/// `tests/tools/tcpsession.py MODE ARGS` in namespace `ns`; waits for "ready"
+/// where the mode prints it.
+fn tcpsession(ns: &str, args: &[&str], ready: bool) -> std::process::Child {
+    let tool = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/tools/tcpsession.py"
+    );
+    let mut c = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "python3", tool])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    if ready {
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(c.stdout.as_mut().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line.trim(), "ready");
+    }
+    c
+}
+
+/// The output of a finished child.
+fn child_output(c: std::process::Child) -> String {
+    let out = c.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn sessions_the_namespace_holds_outlast_a_flood_of_strangers() {
+    let _serial = serial();
+    let mut lab = Lab::new(
+        "ss",
+        ["10.81.1.2/24", "10.81.2.2/24"],
+        Some(["10.81.1.1", "10.81.2.1"]),
+    );
+    let cp = lab.cp();
+    let a = lab.ns("a");
+    // A small budget: 500 TCP punts/s per interface for connections nobody
+    // knows, as many for the sessions the namespace holds.
+    lab.start_daemon(&two_port_router(&cp, 81, "punt_control_pps = 2000\n"));
+    let mut server = tcpsession(&cp, &["serve", "179"], true);
+    wait_for("the listener in show linux", || {
+        lab.json("show linux")["sessions"]["tcp_listen"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|p| p == 179))
+    });
+    let client = tcpsession(&a, &["client", "10.81.1.1", "179", "4", "10"], true);
+    wait_for("the connection in show linux", || {
+        lab.json("show linux")["sessions"]["tcp_connections"]
+            .as_u64()
+            .is_some_and(|n| n >= 1)
+    });
+    // From the same host and port: segments of connections that do not exist,
+    // SYNs to 179 and to 646 (nothing listens there), as fast as it can.
+    let flood = tcpsession(&a, &["flood", "10.81.1.1", "179", "3"], false);
+    let flooded: u64 = child_output(flood).trim().parse().unwrap_or(0);
+    let rtt: Value = serde_json::from_str(child_output(client).trim()).unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let errors = lab.json("show errors");
+    let policed = |class: &str| -> u64 {
+        errors["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "policed" && e["class"] == class)
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum()
+    };
+    eprintln!(
+        "{flooded} flood segments; session round trips {rtt}; policed tcp {} syn {} other {} session {}",
+        policed("tcp"),
+        policed("syn"),
+        policed("other"),
+        policed("session")
+    );
+    assert!(policed("tcp") > 0, "the flood was policed: {errors}");
+    assert_eq!(policed("session"), 0, "{errors}");
+    assert_eq!(rtt["echoed"], rtt["sent"], "{rtt}");
+    // A policed segment costs a retransmission (200 ms at least).
+    assert!(rtt["max_ms"].as_f64().unwrap() < 150.0, "{rtt}");
+    lab.stop_daemon();
+}

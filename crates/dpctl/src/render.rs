@@ -452,6 +452,21 @@ fn linux(d: &Value) -> String {
         n(&d["punt_wakeups"]),
         n(&d["worker_wakes"])
     );
+    let ss = &d["sessions"];
+    let list = |v: &Value| {
+        arr(v)
+            .iter()
+            .map(|x| x.to_string().trim_matches('"').to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let _ = writeln!(
+        o,
+        "sessions (favoured by the policer): tcp listening [{}], {} connections, bfd peers [{}]",
+        list(&ss["tcp_listen"]),
+        n(&ss["tcp_connections"]),
+        list(&ss["bfd_peers"])
+    );
     let _ = writeln!(
         o,
         "ipv6 next hops resolved by the kernel: {} asked, {} refused",

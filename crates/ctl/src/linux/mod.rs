@@ -20,6 +20,7 @@
 
 pub mod change;
 pub mod decode;
+pub mod diag;
 pub mod fpm;
 pub mod keeper;
 pub mod learner;
@@ -28,9 +29,13 @@ pub mod nl;
 pub mod punt;
 pub mod sched;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
+use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, BorrowedFd};
+use std::time::{Duration, Instant};
+
+use crossbeam_queue::ArrayQueue;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -39,7 +44,7 @@ use tun_rs::{DeviceBuilder, Layer, SyncDevice};
 use dataplane::dpdk::Mempool;
 use std::sync::Arc;
 
-use dataplane::router::{PuntRates, PuntReason, PuntSignal, RouterControl};
+use dataplane::router::{PuntRates, PuntReason, PuntSignal, RouterControl, Sessions};
 
 use self::learner::Learner;
 use self::netns::Netns;
@@ -294,6 +299,78 @@ pub struct LinuxPlane {
     admin_changes: Vec<(u16, bool)>,
     /// Who keeps the twins beyond this process.
     keeper: String,
+    /// The namespace's sessions, for the workers' punt policers.
+    sessions: SessionWatch,
+}
+
+/// How often the namespace's sockets are read again.
+const SESSIONS_EVERY: Duration = Duration::from_secs(1);
+/// How long a BFD peer the twins stopped sending to stays known.
+const BFD_PEER_AGE: Duration = Duration::from_secs(30);
+
+/// The namespace's sessions as last read: sock_diag's TCP sockets and the
+/// peers the twins send BFD to (from the punt thread).
+struct SessionWatch {
+    diag: Option<diag::SockDiag>,
+    bfd_seen: Arc<ArrayQueue<Ipv4Addr>>,
+    bfd_peers: HashMap<Ipv4Addr, Instant>,
+    at: Option<Instant>,
+    last: Option<(diag::TcpSockets, Vec<Ipv4Addr>)>,
+    publications: u64,
+    last_error: Option<String>,
+}
+
+impl SessionWatch {
+    /// Reads the sockets again when due, and publishes what changed.
+    fn poll(&mut self, ctl: &RouterControl) {
+        let now = Instant::now();
+        while let Some(p) = self.bfd_seen.pop() {
+            self.bfd_peers.insert(p, now);
+        }
+        if self
+            .at
+            .is_some_and(|t| now.duration_since(t) < SESSIONS_EVERY)
+        {
+            return;
+        }
+        self.at = Some(now);
+        self.bfd_peers
+            .retain(|_, t| now.duration_since(*t) < BFD_PEER_AGE);
+        let Some(d) = &mut self.diag else {
+            return;
+        };
+        let tcp = match d.tcp() {
+            Ok(t) => t,
+            Err(e) => {
+                self.last_error = Some(format!("sock_diag: {e}"));
+                return;
+            }
+        };
+        let mut peers: Vec<Ipv4Addr> = self.bfd_peers.keys().copied().collect();
+        peers.sort_unstable();
+        let snap = (tcp, peers);
+        if self.last.as_ref() != Some(&snap) {
+            ctl.set_sessions(Sessions::new(
+                snap.0.listen.iter().copied(),
+                snap.0.conns.iter().copied(),
+                snap.1.iter().copied(),
+            ));
+            self.publications += 1;
+            self.last = Some(snap);
+        }
+    }
+
+    fn show(&self) -> Value {
+        let (tcp, peers) = self.last.clone().unwrap_or_default();
+        json!({
+            "sock_diag": self.diag.is_some(),
+            "tcp_listen": tcp.listen,
+            "tcp_connections": tcp.conns.len(),
+            "bfd_peers": peers.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            "publications": self.publications,
+            "last_error": self.last_error,
+        })
+    }
 }
 
 impl std::fmt::Debug for LinuxPlane {
@@ -386,6 +463,7 @@ impl LinuxPlane {
             NlSocket,
             NlSocket,
             Option<std::net::TcpListener>,
+            Option<diag::SockDiag>,
         );
         let made: io::Result<Made> = netns
             .run(|| {
@@ -427,10 +505,12 @@ impl LinuxPlane {
                     ),
                     None => None,
                 };
-                Ok((devs, events, dump, listener))
+                // (without sock_diag the policer knows no sessions)
+                let diag = diag::SockDiag::open().ok();
+                Ok((devs, events, dump, listener, diag))
             })
             .map_err(ns_err)?;
-        let (devs, events, mut dump, listener) = made.map_err(ns_err)?;
+        let (devs, events, mut dump, listener, diag) = made.map_err(ns_err)?;
         let mut twins = Vec::new();
         for (i, (dev, kernel_ifindex, reattached)) in wanted.iter().zip(devs) {
             twins.push(Twin {
@@ -504,6 +584,15 @@ impl LinuxPlane {
             path: None,
             admin_changes: Vec::new(),
             keeper,
+            sessions: SessionWatch {
+                diag,
+                bfd_seen: Arc::new(ArrayQueue::new(256)),
+                bfd_peers: HashMap::new(),
+                at: None,
+                last: None,
+                publications: 0,
+                last_error: None,
+            },
         })
     }
 
@@ -553,8 +642,11 @@ impl LinuxPlane {
             pool,
             self.signal.clone(),
             self.path_stats.clone(),
-            (self.section.punt_priority > 0).then_some(self.section.punt_priority),
-            sched::punt_cpus(&sched::online_cpus(), worker_cpus),
+            punt::Scheduling {
+                priority: (self.section.punt_priority > 0).then_some(self.section.punt_priority),
+                cpus: sched::punt_cpus(&sched::online_cpus(), worker_cpus),
+            },
+            self.sessions.bfd_seen.clone(),
         )?);
         Ok(())
     }
@@ -564,6 +656,7 @@ impl LinuxPlane {
     /// left (a read budget ran out).
     pub fn pump(&mut self, ctl: &mut RouterControl) -> bool {
         let mut left = self.learner.poll(ctl);
+        self.sessions.poll(ctl);
         // `ip link set TWIN down|up` of a port's own twin takes the port down
         // or up, so the neighbour sees the link go as with a plain Linux box.
         for t in &mut self.twins {
@@ -711,6 +804,7 @@ impl LinuxPlane {
             "punt_wakeups": path.wakeups.get(),
             "punt_scheduling": path.scheduling.get(),
             "worker_wakes": ctl.workers().iter().map(|h| h.wake.wakes()).sum::<u64>(),
+            "sessions": self.sessions.show(),
             "resolve6": self.counters.resolve6,
             "resolve6_errors": self.counters.resolve6_errors,
             "port_admin": self.counters.port_admin,

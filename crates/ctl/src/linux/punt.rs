@@ -10,10 +10,13 @@
 
 use std::collections::BTreeMap;
 use std::io;
+use std::net::Ipv4Addr;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+
+use crossbeam_queue::ArrayQueue;
 
 use tun_rs::SyncDevice;
 
@@ -96,17 +99,20 @@ impl std::fmt::Debug for PuntPath {
 impl PuntPath {
     /// Starts the thread over `twins`, the workers' (punt, inject, wake) queues and
     /// `pool` (for injected frames), woken through `signal`; in the real-time
-    /// FIFO class at `priority` if given (so that no ordinary thread on its CPU,
-    /// the control thread's bulk work included, delays a punt), on `cpus`.
+    /// FIFO class at `sched.priority` if given (so that no ordinary thread on
+    /// its CPU, the control thread's bulk work included, delays a punt), on
+    /// `sched.cpus`;
+    /// the peers the twins send BFD to go to `bfd_seen`.
     pub fn start(
         twins: Vec<PathTwin>,
         queues: Vec<(Arc<PuntQueue>, Arc<InjectQueue>, Arc<WorkerWake>)>,
         pool: Arc<Mempool>,
         signal: Arc<PuntSignal>,
         stats: Arc<PathStats>,
-        priority: Option<i32>,
-        cpus: Vec<usize>,
+        sched: Scheduling,
+        bfd_seen: Arc<ArrayQueue<Ipv4Addr>>,
     ) -> io::Result<PuntPath> {
+        let Scheduling { priority, cpus } = sched;
         let stop = Arc::new(AtomicBool::new(false));
         let mut run = Run {
             by_port: twins
@@ -123,6 +129,7 @@ impl PuntPath {
             frame: vec![0; 1 << 16],
             priority,
             cpus,
+            bfd_seen,
         };
         let thread = std::thread::Builder::new()
             .name("punt".into())
@@ -159,6 +166,33 @@ struct Run {
     priority: Option<i32>,
     /// CPUs it may run on.
     cpus: Vec<usize>,
+    /// Peers the twins sent BFD to.
+    bfd_seen: Arc<ArrayQueue<Ipv4Addr>>,
+}
+
+/// How the punt thread is scheduled.
+#[derive(Debug, Clone, Default)]
+pub struct Scheduling {
+    /// Real-time FIFO priority, if any.
+    pub priority: Option<i32>,
+    /// CPUs it may run on.
+    pub cpus: Vec<usize>,
+}
+
+/// The destination of an IPv4 BFD control packet a twin sends.
+fn bfd_peer(frame: &[u8]) -> Option<Ipv4Addr> {
+    let l3 = match frame.get(12..14)? {
+        [0x81, 0x00] => 18,
+        _ => 14,
+    };
+    if frame.get(l3 - 2..l3)? != [0x08, 0x00] {
+        return None;
+    }
+    let ip = frame.get(l3..l3 + 20)?;
+    let hl = usize::from(ip[0] & 0x0f) * 4;
+    let dport = frame.get(l3 + hl + 2..l3 + hl + 4)?;
+    (ip[9] == 17 && matches!(u16::from_be_bytes([dport[0], dport[1]]), 3784 | 4784))
+        .then(|| Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]))
 }
 
 impl Run {
@@ -275,6 +309,10 @@ impl Run {
                     }
                     None => &self.frame[4..4 + n],
                 };
+                if let Some(peer) = bfd_peer(frame) {
+                    // (full: the control thread is behind; it hears again)
+                    let _ = self.bfd_seen.push(peer);
+                }
                 let len = frame.len();
                 let sent = self.pool.alloc_with(frame).is_some_and(|mut m| {
                     m.set_port(t.port);
@@ -293,5 +331,27 @@ impl Run {
             }
         }
         moved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bfd_destinations_are_read_from_what_a_twin_sends() {
+        let mut f = vec![0u8; 14 + 20 + 8];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[14 + 9] = 17;
+        f[14 + 16..14 + 20].copy_from_slice(&[10, 0, 0, 2]);
+        f[34 + 2..34 + 4].copy_from_slice(&3784u16.to_be_bytes());
+        assert_eq!(bfd_peer(&f), Some(Ipv4Addr::new(10, 0, 0, 2)));
+        f[34 + 2..34 + 4].copy_from_slice(&53u16.to_be_bytes());
+        assert_eq!(bfd_peer(&f), None);
+        // Truncated, or not IPv4: nothing, no panic.
+        assert_eq!(bfd_peer(&f[..30]), None);
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        assert_eq!(bfd_peer(&f), None);
     }
 }

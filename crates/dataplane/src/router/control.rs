@@ -19,6 +19,7 @@ use fib::{FibError, Ipv4Prefix, RouteKind, TableId};
 use super::core::{Core, CoreConfig, Event, Tables};
 use super::iface::{IfTable, Interface};
 use super::neigh::{ArpProbe, Learned, NeighborAging, Step, arp_probe};
+use super::sessions::Sessions;
 use super::stats::{MAX_IFACES, TraceRecord, WorkerStats};
 use super::worker::{InjectQueue, PuntQueue, WorkerWake};
 
@@ -162,6 +163,8 @@ pub struct RouterControl {
     iface_list: BTreeMap<u32, Interface>,
     router_id: Option<Ipv4Addr>,
     workers: Vec<WorkerHandle>,
+    /// The control namespace's sessions, for the workers' punt policers.
+    sessions: Arc<ArcSwap<Sessions>>,
     neighbors: BTreeMap<(u32, Ipv4Addr), [u8; 6]>,
     /// Neighbours given by configuration or `dpctl` (they never age).
     statics: BTreeSet<(u32, Ipv4Addr)>,
@@ -232,6 +235,7 @@ impl RouterControl {
             iface_list: BTreeMap::new(),
             router_id: None,
             workers: Vec::new(),
+            sessions: Arc::new(ArcSwap::from_pointee(Sessions::default())),
             neighbors: BTreeMap::new(),
             statics: BTreeSet::new(),
             learned: BTreeMap::new(),
@@ -279,6 +283,17 @@ impl RouterControl {
     /// The workers' handles.
     pub fn workers(&self) -> &[WorkerHandle] {
         &self.workers
+    }
+
+    /// The sessions snapshot the workers police with
+    /// ([`super::RouterWorker::with_sessions`]).
+    pub fn sessions(&self) -> Arc<ArcSwap<Sessions>> {
+        self.sessions.clone()
+    }
+
+    /// Publishes a new sessions snapshot.
+    pub fn set_sessions(&self, s: Sessions) {
+        self.sessions.store(Arc::new(s));
     }
 
     /// The workers' counters.

@@ -8,6 +8,7 @@ mod iface;
 mod neigh;
 mod reasons;
 pub mod report;
+mod sessions;
 mod stats;
 mod worker;
 
@@ -16,6 +17,7 @@ pub use core::{Core, CoreConfig, Event, HOLD_BYTES, HOLD_PACKETS, Out, SflowHook
 pub use iface::{IfTable, Interface};
 pub use neigh::{ArpProbe, NeighborAging};
 pub use reasons::{Discard, DropReason, PuntClass, PuntReason};
+pub use sessions::Sessions;
 pub use stats::{
     IfaceCounters, MAX_IFACES, Stage, StageCounters, TRACE_BYTES, TraceRecord, WorkerStats,
 };

@@ -266,11 +266,14 @@ pub enum PuntClass {
     /// Everything else for the router (ICMP, UDP/TCP to its addresses, other
     /// IPv6, MPLS OAM).
     Other,
+    /// Packets of sessions the control namespace has: TCP connections it
+    /// holds, BFD with peers it talks to (see [`super::Sessions`]).
+    Session,
 }
 
 impl PuntClass {
     /// Every class.
-    pub const ALL: [PuntClass; 7] = [
+    pub const ALL: [PuntClass; 8] = [
         PuntClass::Hello,
         PuntClass::Tcp,
         PuntClass::Syn,
@@ -278,6 +281,7 @@ impl PuntClass {
         PuntClass::Arp,
         PuntClass::Ip6Control,
         PuntClass::Other,
+        PuntClass::Session,
     ];
     /// Number of classes.
     pub const COUNT: usize = Self::ALL.len();
@@ -292,6 +296,7 @@ impl PuntClass {
             PuntClass::Arp => "arp",
             PuntClass::Ip6Control => "ip6_control",
             PuntClass::Other => "other",
+            PuntClass::Session => "session",
         }
     }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use crossbeam_queue::ArrayQueue;
 
 use crate::dpdk::{BURST, Burst, Mbuf, Mempool, tsc};
@@ -12,6 +13,7 @@ use crate::xconnect::IdlePolicy;
 
 use super::core::{Bucket, Core, Out, SflowHook};
 use super::reasons::{DropReason, PuntClass, PuntReason};
+use super::sessions::Sessions;
 use super::stats::{MAX_IFACES, Stage, WorkerStats};
 
 /// Packets asked of one queue per rx call (see `xconnect`): the vector still fills
@@ -202,6 +204,8 @@ pub struct RouterWorker {
     punt_signal: Option<Arc<PuntSignal>>,
     /// Ends its idle sleeps when frames are given to inject.
     wake: Option<Arc<WorkerWake>>,
+    /// The control namespace's sessions, for the policer.
+    sessions: Option<Arc<ArcSwap<Sessions>>>,
     /// The core's counters, kept here so the loop never touches the Arc's refcount.
     stats: Arc<WorkerStats>,
     /// Buffers for the packets the core held while their next hop resolved.
@@ -244,6 +248,7 @@ impl RouterWorker {
             inject: None,
             punt_signal: None,
             wake: None,
+            sessions: None,
             pool: None,
         }
     }
@@ -258,6 +263,13 @@ impl RouterWorker {
     /// loop, on this worker's tx queues.
     pub fn with_inject(mut self, q: Arc<InjectQueue>) -> RouterWorker {
         self.inject = Some(q);
+        self
+    }
+
+    /// Polices routing-protocol punts knowing the control namespace's
+    /// sessions (its own class for them; TCP nobody listens for is `other`).
+    pub fn with_sessions(mut self, s: Arc<ArcSwap<Sessions>>) -> RouterWorker {
+        self.sessions = Some(s);
         self
     }
 
@@ -379,6 +391,7 @@ impl RouterWorker {
         let tx_queue = self.tx_queue;
         let punts = &self.punts;
         let policer = &mut self.policer;
+        let sessions = self.sessions.as_deref();
         let mut punted = false;
         b.drain_each(|i, m| match out[i] {
             Out::Tx(port) if usize::from(port) < ports => {
@@ -389,7 +402,10 @@ impl RouterWorker {
                 let _ = t.push(m);
             }
             Out::Punt(r, rx_if) => {
-                let class = PuntClass::of(r, m.data());
+                let mut class = PuntClass::of(r, m.data());
+                if let (PuntReason::Routing, Some(s)) = (r, sessions) {
+                    class = s.load().classify(m.data(), class);
+                }
                 if !policer.take(rx_if, class, t2) {
                     let policed = if r.is_control() {
                         DropReason::PuntPolicedControl
