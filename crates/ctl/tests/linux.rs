@@ -1680,3 +1680,138 @@ fn sessions_the_namespace_holds_outlast_a_flood_of_strangers() {
     assert!(rtt["max_ms"].as_f64().unwrap() < 150.0, "{rtt}");
     lab.stop_daemon();
 }
+
+const BIRD_BFD: &str = r#"
+log "LOG" all;
+router id RID;
+timeformat protocol iso long ms;
+protocol device { scan time 10; }
+protocol bfd {
+  interface "*" { interval 50 ms; multiplier 3; };
+  neighbor PEER;
+}
+"#;
+
+/// `State Since` of the BFD session with `peer`, from `birdc show bfd sessions`.
+fn bfd_session(ns: &str, sock: &std::path::Path, peer: &str) -> Option<(String, String)> {
+    let out = birdc(ns, sock, "show bfd sessions");
+    let line = out.lines().find(|l| l.starts_with(peer))?;
+    let w: Vec<&str> = line.split_whitespace().collect();
+    // address, interface, state, since (date and time), interval, timeout
+    Some((w.get(2)?.to_string(), w.get(3..5)?.join(" ")))
+}
+
+#[test]
+fn bfd_holds_through_a_full_table_resync_walk_and_reload() {
+    const ROUTES: u32 = 512_621;
+    let _serial = serial();
+    let mut lab = Lab::new(
+        "bf",
+        ["10.82.1.2/24", "10.82.2.2/24"],
+        Some(["10.82.1.1", "10.82.2.1"]),
+    );
+    let cp = lab.cp();
+    let b = lab.ns("b");
+    lab.start_daemon(&two_port_router(&cp, 82, "[fpm]\nport = 2682\n"));
+    let conf = |rid: &str, peer: &str| BIRD_BFD.replace("RID", rid).replace("PEER", peer);
+    let _r1 = Bird::start(&lab, &cp, "r1", &conf("10.82.2.1", "10.82.2.2"), &[]);
+    let _r2 = Bird::start(&lab, &b, "r2", &conf("10.82.2.2", "10.82.2.1"), &[]);
+    let sock = lab.dir.join("r1.ctl");
+    let logs = || birdc(&cp, &sock, "show bfd sessions");
+    wait_long("BFD up", 30, &logs, || {
+        bfd_session(&cp, &sock, "10.82.2.2").is_some_and(|(s, _)| s == "Up")
+    });
+    // BIRD shows its monotonic change time as wall-clock time: it moves by a
+    // millisecond from one `show` to the next; a flap moves it by far more.
+    let secs = |t: &str| -> f64 {
+        t.rsplit(' ')
+            .next()
+            .unwrap_or("")
+            .split(':')
+            .fold(0.0, |acc, x| {
+                acc * 60.0 + x.parse::<f64>().unwrap_or(f64::NAN)
+            })
+    };
+    let same = |a: &str, b: &str| (secs(a) - secs(b)).abs() < 0.02;
+    // Up and settled: the same state change seen for 2 s.
+    let mut since = bfd_session(&cp, &sock, "10.82.2.2").unwrap().1;
+    let mut stable = Instant::now();
+    wait_long("BFD settled", 30, &logs, || {
+        let now = bfd_session(&cp, &sock, "10.82.2.2")
+            .map(|(_, s)| s)
+            .unwrap_or_default();
+        if !same(&now, &since) {
+            since = now;
+            stable = Instant::now();
+        }
+        stable.elapsed() >= Duration::from_secs(2)
+    });
+    // A full-size table in the namespace's kernel.
+    let mut s = String::new();
+    for i in 0..ROUTES {
+        let a = std::net::Ipv4Addr::from((100u32 << 24 | 64 << 16) + i);
+        let _ =
+            std::fmt::Write::write_fmt(&mut s, format_args!("route add {a}/32 via 10.82.2.2\n"));
+    }
+    let f = lab.dir.join("add.batch");
+    std::fs::write(&f, s).unwrap();
+    ok(&["ip", "-n", &cp, "-batch", f.to_str().unwrap()]);
+    let kernel = || {
+        lab.json("show linux")["kernel_routes"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    wait_long("the table learned", 120, &logs, || {
+        kernel() >= u64::from(ROUTES)
+    });
+    let t0 = Instant::now();
+    for _ in 0..3 {
+        lab.json("linux resync");
+    }
+    let resyncs = t0.elapsed();
+    let t0 = Instant::now();
+    lab.json("reload");
+    let reload = t0.elapsed();
+    // zebra's walk of the same table over FPM.
+    let oif =
+        String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "-j", "link", "show", "port1"]).stdout)
+            .into_owned();
+    let oif = serde_json::from_str::<Value>(&oif).unwrap()[0]["ifindex"].to_string();
+    let tool = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/tools/fpmsend.py");
+    let n = ROUTES.to_string();
+    let t0 = Instant::now();
+    let mut walk = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &cp,
+            "python3",
+            tool,
+            "2682",
+            &n,
+            "10.82.2.2",
+            &oif,
+            "60",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_long("the FPM walk applied", 120, &logs, || {
+        lab.json("show fpm")["routes"].as_u64().unwrap_or(0) >= u64::from(ROUTES)
+    });
+    let walked = t0.elapsed();
+    let _ = walk.kill();
+    let _ = walk.wait();
+    let after = bfd_session(&cp, &sock, "10.82.2.2");
+    eprintln!(
+        "3 resyncs {resyncs:?}, reload {reload:?}, FPM walk {walked:?}; BFD since {since}, now {after:?}; {}",
+        lab.json("show linux")["punt_scheduling"]
+    );
+    let (state, now) = after.clone().unwrap_or_default();
+    assert!(
+        state == "Up" && same(&now, &since),
+        "the BFD session went down: since {since}, now {after:?}\n{}",
+        logs()
+    );
+    lab.stop_daemon();
+}
