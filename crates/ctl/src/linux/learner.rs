@@ -231,6 +231,7 @@ impl Learner {
             v.apply_batch(ctl, msgs);
             v.sweep(ctl)
         });
+        super::heap::trim();
         // The dump holds what those events did.
         v.refresh = None;
         v.stats.resyncs += 1;

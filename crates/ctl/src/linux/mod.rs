@@ -22,6 +22,7 @@ pub mod change;
 pub mod decode;
 pub mod diag;
 pub mod fpm;
+pub mod heap;
 pub mod keeper;
 pub mod learner;
 pub mod netns;
