@@ -700,6 +700,75 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
         logs()
     );
     assert!(route(&lab, "198.18.5.0/24").is_some_and(|r| r["paths"][0]["interface"] == "port1"));
+    // Every other class from the same host, 2 s each: ICMP, SYNs and stray
+    // segments to 179, OSPF junk, ARP requests. Each is policed on port0;
+    // nothing the neighbour sends on port1 is ever dropped, and transit
+    // between the two hosts keeps going.
+    let flood_tool = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/tools/flood.py");
+    let host_if = format!("dp{}a1", lab.tag);
+    let pinger = {
+        let a = a.clone();
+        std::thread::spawn(move || ping(&a, "198.18.5.1", 400, "0.025"))
+    };
+    for kind in ["icmp", "syn", "ospf", "arp"] {
+        let o = sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &a,
+            "python3",
+            flood_tool,
+            kind,
+            "10.78.1.1",
+            &host_if,
+            "2",
+        ]);
+        eprintln!(
+            "flood {kind}: {} packets in 2 s",
+            String::from_utf8_lossy(&o.stdout).trim()
+        );
+    }
+    let (got, _) = pinger.join().unwrap();
+    let errors = lab.json("show errors");
+    let policed_on = |iface: &str| -> u64 {
+        errors["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "policed" && e["interface"] == iface)
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum()
+    };
+    // Drops other than policing: none (the workers had room for everything).
+    let other_drops: Vec<&Value> = errors["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["type"] == "drop"
+                && !e["reason"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("punt_policed")
+        })
+        .collect();
+    eprintln!(
+        "floods: policed on port0 {}, on port1 {}; transit {got}/400; other drops {other_drops:?}; port0 {}",
+        policed_on("port0"),
+        policed_on("port1"),
+        lab.json("show interfaces port0")["interfaces"][0]["counters"]
+    );
+    assert!(policed_on("port0") > 0, "{errors}");
+    assert_eq!(policed_on("port1"), 0, "{errors}");
+    assert!(
+        birdc(&cp, &lab.dir.join("cp.ctl"), "show ospf neighbors").contains("Full"),
+        "{}",
+        logs()
+    );
+    assert!(other_drops.is_empty(), "{errors}");
+    // (the flooding host drops some of its own pings' answers: the router
+    // answers its ICMP and ARP at line rate, as Linux does)
+    assert!(got >= 360, "transit during the floods: {got}/400\n{errors}");
     // The better link fails silently for OSPF (the peer's address goes): after the
     // dead interval the route moves to the other link.
     ip(&b, &format!("addr del 10.78.2.2/24 dev {uplink}"));
