@@ -581,8 +581,11 @@ protocol ospf v2 {
 /// What the OSPF test prints when it fails.
 fn ospf_logs(lab: &Lab, cp: &str) -> String {
     format!(
-        "--- show linux\n{}\n--- routes\n{}\n--- kernel\n{}\n--- cp bird\n{}\n--- peer bird\n{}",
+        "--- show linux\n{}\n--- ospf\n{}{}--- links\n{}--- routes\n{}\n--- kernel\n{}\n--- cp bird\n{}\n--- peer bird\n{}",
         lab.dpctl("show linux").1,
+        birdc(cp, &lab.dir.join("cp.ctl"), "show ospf neighbors"),
+        birdc(cp, &lab.dir.join("cp.ctl"), "show ospf interface"),
+        String::from_utf8_lossy(&sh(&["ip", "-n", cp, "-br", "link"]).stdout),
         lab.dpctl("route show").1,
         String::from_utf8_lossy(&sh(&["ip", "-n", cp, "route"]).stdout),
         std::fs::read_to_string(lab.dir.join("cp.log")).unwrap_or_default(),
@@ -769,6 +772,39 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
     // (the flooding host drops some of its own pings' answers: the router
     // answers its ICMP and ARP at line rate, as Linux does)
     assert!(got >= 360, "transit during the floods: {got}/400\n{errors}");
+    // Carrier loss: the peer's end of port1 goes down. The port's link, the
+    // twin's carrier, BIRD's reroute and then the FIB follow; the FIB is at
+    // most 0.1 s behind the control namespace's kernel.
+    let kernel_route = |ns: &str, prefix: &str| {
+        String::from_utf8_lossy(&sh(&["ip", "-n", ns, "route", "show", prefix]).stdout).into_owned()
+    };
+    let via_port1 =
+        || route(&lab, "198.18.5.0/24").is_some_and(|r| r["paths"][0]["interface"] == "port1");
+    let t0 = Instant::now();
+    ip(&b, &format!("link set {uplink} down"));
+    let (mut t_kernel, mut t_fib) = (None, None);
+    while (t_kernel.is_none() || t_fib.is_none()) && t0.elapsed() < Duration::from_secs(10) {
+        if t_kernel.is_none() && kernel_route(&cp, "198.18.5.0/24").contains("port2") {
+            t_kernel = Some(t0.elapsed());
+        }
+        if t_fib.is_none()
+            && route(&lab, "198.18.5.0/24").is_some_and(|r| r["paths"][0]["interface"] == "port2")
+        {
+            t_fib = Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    eprintln!(
+        "carrier loss: the namespace's kernel rerouted after {t_kernel:?}, the FIB after {t_fib:?}"
+    );
+    let (Some(tk), Some(tf)) = (t_kernel, t_fib) else {
+        panic!("no reroute on carrier loss\n{}", logs());
+    };
+    assert!(tf <= tk + Duration::from_millis(100), "{tk:?} {tf:?}");
+    // (BIRD's OSPF runs its SPF on a 1 s tick)
+    assert!(tf < Duration::from_secs(2), "{tf:?}\n{}", logs());
+    ip(&b, &format!("link set {uplink} up"));
+    wait_long("back over port1 after carrier", 20, &logs, via_port1);
     // The better link fails silently for OSPF (the peer's address goes): after the
     // dead interval the route moves to the other link.
     ip(&b, &format!("addr del 10.78.2.2/24 dev {uplink}"));
