@@ -172,18 +172,10 @@ fn rss() -> u64 {
     kb * 1024
 }
 
-/// Hands freed heap memory back to the kernel (glibc), so VmRSS counts what is held.
-/// (The one other `unsafe` of the benches: libc has no safe wrapper for it.)
-#[allow(unsafe_code)]
+/// Hands freed heap memory back to the kernel (glibc), so VmRSS counts what is
+/// held: what the daemon does after a resync.
 fn trim() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        unsafe extern "C" {
-            fn malloc_trim(pad: usize) -> i32;
-        }
-        // SAFETY: glibc's malloc_trim takes any pad and only releases free memory.
-        unsafe { malloc_trim(0) };
-    }
+    ctl::linux::heap::trim();
 }
 
 /// FPM: the same messages as zebra would send them, one frame per datagram, over

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A TCP session, and a flood of segments that belong to none (stdlib only).
+"""A TCP connection, and a flood of segments that belong to none (stdlib only).
 
   tcpsession.py serve PORT                echo every byte back, any number of
                                           connections (until killed)

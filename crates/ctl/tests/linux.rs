@@ -1772,14 +1772,14 @@ fn sessions_the_namespace_holds_outlast_a_flood_of_strangers() {
             .sum()
     };
     eprintln!(
-        "{flooded} flood segments; session round trips {rtt}; policed tcp {} syn {} other {} session {}",
+        "{flooded} flood segments; connection round trips {rtt}; policed tcp {} syn {} other {} established {}",
         policed("tcp"),
         policed("syn"),
         policed("other"),
-        policed("session")
+        policed("established")
     );
     assert!(policed("tcp") > 0, "the flood was policed: {errors}");
-    assert_eq!(policed("session"), 0, "{errors}");
+    assert_eq!(policed("established"), 0, "{errors}");
     assert_eq!(rtt["echoed"], rtt["sent"], "{rtt}");
     // A policed segment costs a retransmission (200 ms at least).
     assert!(rtt["max_ms"].as_f64().unwrap() < 150.0, "{rtt}");
@@ -1797,7 +1797,7 @@ protocol bfd {
 }
 "#;
 
-/// `State Since` of the BFD session with `peer`, from `birdc show bfd sessions`.
+/// `State Since` of BFD with `peer`, from `birdc show bfd sessions`.
 fn bfd_session(ns: &str, sock: &std::path::Path, peer: &str) -> Option<(String, String)> {
     let out = birdc(ns, sock, "show bfd sessions");
     let line = out.lines().find(|l| l.starts_with(peer))?;
@@ -1915,7 +1915,7 @@ fn bfd_holds_through_a_full_table_resync_walk_and_reload() {
     let (state, now) = after.clone().unwrap_or_default();
     assert!(
         state == "Up" && same(&now, &since),
-        "the BFD session went down: since {since}, now {after:?}\n{}",
+        "BFD went down: since {since}, now {after:?}\n{}",
         logs()
     );
     lab.stop_daemon();

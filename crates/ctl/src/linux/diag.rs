@@ -187,7 +187,7 @@ mod tests {
         let mut local = mapped;
         local[12..].copy_from_slice(&[10, 0, 0, 1]);
         b.extend(msg(10, 1, 179, 40001, &local, &mapped));
-        // A real IPv6 connection is not an IPv4 session.
+        // A real IPv6 connection is not an IPv4 one.
         b.extend(msg(10, 1, 179, 40002, &[0x20; 16], &[0x20; 16]));
         let mut done = vec![0u8; 20];
         done[0] = 20;

@@ -60,19 +60,26 @@ impl NlSocket {
     /// joins the learner's groups, is non-blocking and gets a receive buffer of
     /// `rcvbuf` bytes (forced past `rmem_max`).
     pub fn open(events: bool, rcvbuf: usize) -> io::Result<NlSocket> {
-        let mut sock = Socket::new(NETLINK_ROUTE)?;
-        sock.bind_auto()?;
-        if events {
-            for g in GROUPS {
-                sock.add_membership(g)?;
-            }
-            sock.set_non_blocking(true)?;
-        }
+        let sock = NlSocket::joined(if events { &GROUPS } else { &[] })?;
         if rcvbuf > 0 {
             let v = usize::try_from(libc::c_int::MAX).map_or(rcvbuf, |m| rcvbuf.min(m));
-            if setsockopt(&sock, sockopt::RcvBufForce, &v).is_err() {
-                sock.set_rx_buf_sz(rcvbuf)?;
+            if setsockopt(&sock.sock, sockopt::RcvBufForce, &v).is_err() {
+                sock.sock.set_rx_buf_sz(rcvbuf)?;
             }
+        }
+        Ok(sock)
+    }
+
+    /// A socket bound in the calling thread's namespace; with `groups` it
+    /// joins them and is non-blocking.
+    fn joined(groups: &[u32]) -> io::Result<NlSocket> {
+        let mut sock = Socket::new(NETLINK_ROUTE)?;
+        sock.bind_auto()?;
+        for &g in groups {
+            sock.add_membership(g)?;
+        }
+        if !groups.is_empty() {
+            sock.set_non_blocking(true)?;
         }
         Ok(NlSocket {
             sock,
@@ -84,15 +91,7 @@ impl NlSocket {
     /// A non-blocking socket in the calling thread's namespace that hears of
     /// link changes only (carrier, admin state).
     pub fn link_events() -> io::Result<NlSocket> {
-        let mut sock = Socket::new(NETLINK_ROUTE)?;
-        sock.bind_auto()?;
-        sock.add_membership(1)?; // RTNLGRP_LINK
-        sock.set_non_blocking(true)?;
-        Ok(NlSocket {
-            sock,
-            seq: 0,
-            buf: Vec::with_capacity(RECV_BUF),
-        })
+        NlSocket::joined(&[1]) // RTNLGRP_LINK
     }
 
     /// Reads and drops whatever is waiting; whether anything was.

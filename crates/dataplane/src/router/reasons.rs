@@ -266,9 +266,9 @@ pub enum PuntClass {
     /// Everything else for the router (ICMP, UDP/TCP to its addresses, other
     /// IPv6, MPLS OAM).
     Other,
-    /// Packets of sessions the control namespace has: TCP connections it
-    /// holds, BFD with peers it talks to (see [`super::Sessions`]).
-    Session,
+    /// Packets of what the control namespace already runs: TCP connections
+    /// it holds, BFD from peers it talks to (see [`super::Sessions`]).
+    Established,
 }
 
 impl PuntClass {
@@ -281,7 +281,7 @@ impl PuntClass {
         PuntClass::Arp,
         PuntClass::Ip6Control,
         PuntClass::Other,
-        PuntClass::Session,
+        PuntClass::Established,
     ];
     /// Number of classes.
     pub const COUNT: usize = Self::ALL.len();
@@ -296,7 +296,7 @@ impl PuntClass {
             PuntClass::Arp => "arp",
             PuntClass::Ip6Control => "ip6_control",
             PuntClass::Other => "other",
-            PuntClass::Session => "session",
+            PuntClass::Established => "established",
         }
     }
 

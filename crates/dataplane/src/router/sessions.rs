@@ -4,8 +4,8 @@
 //! thread (from sock_diag and from what the twins send) as one snapshot the
 //! workers read on punts only.
 //!
-//! A punt that belongs to a session the namespace has goes to a class of its
-//! own ([`PuntClass::Session`]), with its own budget: a flood of new
+//! A punt that belongs to what the namespace already runs goes to a class of its
+//! own ([`PuntClass::Established`]), with its own budget: a flood of new
 //! connections, of segments for connections that do not exist or of BFD from
 //! strangers cannot crowd out the sessions the routing daemons already run.
 //! TCP to a port nothing listens on, that belongs to no connection, is not a
@@ -23,7 +23,7 @@ pub struct Sessions {
     known: bool,
     /// TCP ports with a listening socket, a bit per port.
     tcp_listen: Vec<u64>,
-    /// Session keys ([`Sessions::tcp_key`], [`Sessions::bfd_key`]), sorted.
+    /// Keys ([`Sessions::tcp_key`], [`Sessions::bfd_key`]), sorted.
     keys: Vec<u64>,
 }
 
@@ -58,12 +58,12 @@ impl Sessions {
         }
     }
 
-    /// Number of session keys.
+    /// Number of keys.
     pub fn len(&self) -> usize {
         self.keys.len()
     }
 
-    /// Whether it holds no session.
+    /// Whether it holds no key.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
@@ -130,14 +130,14 @@ impl Sessions {
                 // RFC 5881: single-hop BFD arrives with TTL 255.
                 let single_hop = is_bfd_port(dport) && dport != 4784;
                 if self.has(Sessions::bfd_key(src)) && (!single_hop || ip[8] == 255) {
-                    PuntClass::Session
+                    PuntClass::Established
                 } else {
                     generic
                 }
             }
             _ => {
                 if self.has(Sessions::tcp_key((dst, dport), (src, sport))) {
-                    PuntClass::Session
+                    PuntClass::Established
                 } else if self.listening(dport) {
                     generic
                 } else {
@@ -188,7 +188,7 @@ mod tests {
     fn sessions_the_namespace_has_get_their_own_class() {
         let s = snapshot();
         let seg = tcp([10, 0, 0, 2], [10, 0, 0, 1], 40000, 179, 0x10);
-        assert_eq!(s.classify(&seg, PuntClass::Tcp), PuntClass::Session);
+        assert_eq!(s.classify(&seg, PuntClass::Tcp), PuntClass::Established);
         // Another source port: a connection that does not exist.
         let other = tcp([10, 0, 0, 2], [10, 0, 0, 1], 40001, 179, 0x10);
         assert_eq!(s.classify(&other, PuntClass::Tcp), PuntClass::Tcp);
@@ -196,7 +196,7 @@ mod tests {
         assert_eq!(s.classify(&syn, PuntClass::Syn), PuntClass::Syn);
         assert_eq!(
             s.classify(&bfd([10, 0, 0, 2], 255), PuntClass::Bfd),
-            PuntClass::Session
+            PuntClass::Established
         );
         // Not single hop, or a stranger.
         assert_eq!(

@@ -101,7 +101,9 @@ impl WorkerWake {
     /// Sleeps the calling worker up to `d`, unless `work()` (checked after it
     /// said it sleeps) finds something to do.
     fn sleep(&self, d: Duration, work: impl Fn() -> bool) {
-        let _ = self.thread.set(std::thread::current());
+        if self.thread.get().is_none() {
+            let _ = self.thread.set(std::thread::current());
+        }
         self.sleeping.store(true, Ordering::SeqCst);
         std::sync::atomic::fence(Ordering::SeqCst);
         if !work() {
@@ -392,6 +394,8 @@ impl RouterWorker {
         let punts = &self.punts;
         let policer = &mut self.policer;
         let sessions = self.sessions.as_deref();
+        // Loaded at the vector's first routing punt, if it has one.
+        let mut snapshot = None;
         let mut punted = false;
         b.drain_each(|i, m| match out[i] {
             Out::Tx(port) if usize::from(port) < ports => {
@@ -404,7 +408,9 @@ impl RouterWorker {
             Out::Punt(r, rx_if) => {
                 let mut class = PuntClass::of(r, m.data());
                 if let (PuntReason::Routing, Some(s)) = (r, sessions) {
-                    class = s.load().classify(m.data(), class);
+                    class = snapshot
+                        .get_or_insert_with(|| s.load())
+                        .classify(m.data(), class);
                 }
                 if !policer.take(rx_if, class, t2) {
                     let policed = if r.is_control() {
