@@ -671,7 +671,9 @@ impl<'a> RouterApi<'a> {
                     ));
                 }
                 if paths.is_empty() {
-                    self.ctl.label_del(label, eos).map_err(|e| e.to_string())?;
+                    self.ctl
+                        .label_del_from(owner, label, eos)
+                        .map_err(|e| e.to_string())?;
                     return Ok(Value::Null);
                 }
                 // Remove only the named paths; all must exist before anything changes.
@@ -714,7 +716,9 @@ impl<'a> RouterApi<'a> {
                     }
                 }
                 if remaining.is_empty() {
-                    self.ctl.label_del(label, eos).map_err(|e| e.to_string())?;
+                    self.ctl
+                        .label_del_from(owner, label, eos)
+                        .map_err(|e| e.to_string())?;
                 } else {
                     self.ctl
                         .label_add_from(

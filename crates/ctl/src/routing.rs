@@ -739,7 +739,7 @@ pub fn reload(
         )
     };
     for ((label, eos), _) in old_lb.iter().filter(|(k, _)| !new_lb.contains_key(k)) {
-        if ctl.label_source(*label, *eos) == Some(RouteSource::Config) {
+        if ctl.label_of(RouteSource::Config, *label, *eos).is_some() {
             ctl.label_del(*label, *eos)
                 .map_err(|e| fail(format!("label {label}"), e.to_string()))?;
         }
@@ -870,8 +870,8 @@ pub fn reload(
             continue;
         }
         // The file changes the entry: a dpctl change of it is replaced.
-        if ctl.label_source(*label, *eos) == Some(RouteSource::Dpctl) {
-            let _ = ctl.label_del(*label, *eos);
+        if ctl.label_of(RouteSource::Dpctl, *label, *eos).is_some() {
+            let _ = ctl.label_del_from(RouteSource::Dpctl, *label, *eos);
         }
         spec::install_label(ctl, RouteSource::Config, *label, *eos, s)
             .map_err(|e| fail(format!("label {label} {}", eos_word(*eos)), e.into()))?;

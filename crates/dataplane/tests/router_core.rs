@@ -2243,6 +2243,79 @@ fn the_preferred_source_forwards_and_withdrawing_it_reveals_the_next() {
 }
 
 #[test]
+fn label_entries_of_less_preferred_sources_wait_and_are_revealed() {
+    use dataplane::router::RouteSource as S;
+    let mut ctl = router();
+    let mut core = core(&mut ctl);
+    let (adj2, adj3) = (
+        ctl.adjacency(3, a("10.3.0.2")).unwrap(),
+        ctl.adjacency(4, a("10.4.0.2")).unwrap(),
+    );
+    let ip = host_ip(1, [198, 18], 64, 64);
+    let out = |core: &mut Core| {
+        let r = run(core, &[from_host_mpls(&[(120, 64)], &ip)], 0);
+        (r[0].0, r[0].1[14..17].to_vec())
+    };
+    ctl.label_add_from(S::Fpm, 120, true, LabelAction::swap(adj2, &[220]))
+        .unwrap();
+    ctl.label_add_from(S::Dpctl, 120, true, LabelAction::swap(adj3, &[330]))
+        .unwrap();
+    // Less preferred than dpctl: accepted, and waits.
+    ctl.label_add_from(S::Kernel, 120, true, LabelAction::swap(adj2, &[440]))
+        .unwrap();
+    assert_eq!(ctl.label_source(120, true), Some(S::Dpctl));
+    let label = |l: u32| vec![(l >> 12) as u8, (l >> 4) as u8, ((l << 4) as u8) | 1];
+    assert_eq!(out(&mut core), (Out::Tx(3), label(330)));
+    ctl.label_del_from(S::Dpctl, 120, true).unwrap();
+    assert_eq!(ctl.label_source(120, true), Some(S::Fpm));
+    assert_eq!(out(&mut core), (Out::Tx(2), label(220)));
+    ctl.label_del_from(S::Fpm, 120, true).unwrap();
+    assert_eq!(out(&mut core), (Out::Tx(2), label(440)));
+    ctl.label_del_from(S::Kernel, 120, true).unwrap();
+    assert!(ctl.labels().get(120, true).is_none());
+    assert!(ctl.label_del_from(S::Kernel, 120, true).is_err());
+    // A waiting entry is checked as an installed one: refused, nothing stays.
+    ctl.label_add_from(S::Dpctl, 121, true, LabelAction::swap(adj3, &[500]))
+        .unwrap();
+    let bad = LabelAction::swap(adj2, &[1 << 20]);
+    assert!(ctl.label_add_from(S::Kernel, 121, true, bad).is_err());
+    assert!(ctl.label_of(S::Kernel, 121, true).is_none());
+    ctl.label_del_from(S::Dpctl, 121, true).unwrap();
+    assert!(ctl.labels().get(121, true).is_none());
+}
+
+#[test]
+fn host_routes_of_neighbours_and_connected_routes_come_back_when_what_hid_them_goes() {
+    use dataplane::router::RouteSource as S;
+    let mut ctl = router();
+    let via = |gw: &str| RouteKind::Paths(vec![Path::gateway(a(gw))]);
+    // The neighbour 10.3.0.2 on ifindex 3 has its host route.
+    let host = pfx("10.3.0.2/32");
+    let own = RouteKind::Paths(vec![Path::gateway_on(a("10.3.0.2"), 3)]);
+    assert_eq!(ctl.route_kind(0, host), Some(&own));
+    ctl.route_add_from(S::Kernel, 0, host, via("10.4.0.2"))
+        .unwrap();
+    assert_eq!(ctl.route_source(0, host), Some(S::Kernel));
+    ctl.route_del_from(S::Kernel, 0, host).unwrap();
+    assert_eq!(ctl.route_kind(0, host), Some(&own));
+    ctl.del_neighbor(3, a("10.3.0.2")).unwrap();
+    assert_eq!(ctl.route_kind(0, host), None);
+    // A source's route for a connected subnet forwards while the interface is
+    // down, and the connected route is back when it is up.
+    let net = pfx("10.3.0.0/24");
+    ctl.route_add_from(S::Kernel, 0, net, via("10.4.0.2"))
+        .unwrap();
+    assert_eq!(ctl.route_source(0, net), None);
+    ctl.set_up(3, false).unwrap();
+    assert_eq!(ctl.route_source(0, net), Some(S::Kernel));
+    ctl.set_up(3, true).unwrap();
+    assert_eq!(
+        ctl.route_kind(0, net),
+        Some(&RouteKind::Connected { ifindex: 3 })
+    );
+}
+
+#[test]
 fn the_route_preference_can_put_the_kernel_first() {
     use dataplane::router::RouteSource as S;
     let mut ctl = router();

@@ -455,6 +455,14 @@ impl LabelTable {
         Ok(())
     }
 
+    /// Whether [`LabelTable::add`] would take the entry (short of running out
+    /// of slots): for entries kept aside until they are installed.
+    pub fn check(label: u32, eos: bool, action: &LabelAction) -> Result<(), ConfigError> {
+        validate_in_label(label)?;
+        validate_action(eos, action)?;
+        encode(action).map(|_| ())
+    }
+
     /// Adds or replaces the entry for (`label`, `eos`). `label` must be 16..2^20;
     /// the action is validated ([`validate_action`]). Readers switch from the old
     /// action to the new one atomically.

@@ -940,8 +940,8 @@ impl KernelView {
         }
         if self.labels.remove(&label) {
             for eos in [true, false] {
-                if ctl.label_source(label, eos) == Some(self.source) {
-                    let _ = ctl.label_del(label, eos);
+                if ctl.label_of(self.source, label, eos).is_some() {
+                    let _ = ctl.label_del_from(self.source, label, eos);
                 }
             }
         }

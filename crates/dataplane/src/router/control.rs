@@ -140,6 +140,55 @@ impl RouteSource {
     }
 }
 
+impl rib::Source for RouteSource {
+    const COUNT: usize = 4;
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Who holds a route candidate in the RIB. An interface address's routes
+/// (local /32, connected subnet while the interface is up) always win; a
+/// resolved neighbour's host route always loses; the sources rank between, in
+/// the configured order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Address,
+    Dpctl,
+    Config,
+    Fpm,
+    Kernel,
+    Neighbor,
+}
+
+impl rib::Source for Origin {
+    const COUNT: usize = 6;
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl Origin {
+    const fn of(s: RouteSource) -> Origin {
+        match s {
+            RouteSource::Dpctl => Origin::Dpctl,
+            RouteSource::Config => Origin::Config,
+            RouteSource::Fpm => Origin::Fpm,
+            RouteSource::Kernel => Origin::Kernel,
+        }
+    }
+
+    const fn source(self) -> Option<RouteSource> {
+        match self {
+            Origin::Dpctl => Some(RouteSource::Dpctl),
+            Origin::Config => Some(RouteSource::Config),
+            Origin::Fpm => Some(RouteSource::Fpm),
+            Origin::Kernel => Some(RouteSource::Kernel),
+            Origin::Address | Origin::Neighbor => None,
+        }
+    }
+}
+
 /// The control thread's view of one worker.
 #[derive(Debug, Clone)]
 pub struct WorkerHandle {
@@ -172,18 +221,13 @@ pub struct RouterControl {
     learned: BTreeMap<(u32, Ipv4Addr), Learned>,
     /// Probes sent and neighbours forgotten by aging, since start.
     aging_counts: (u64, u64),
-    /// The source of each label entry.
-    label_owner: BTreeMap<(u32, bool), RouteSource>,
-    /// Adjacencies each label entry holds (see [`RouterControl::label_add`]).
-    label_holds: BTreeMap<(u32, bool), Vec<(u32, IpAddr)>>,
+    /// Each source's label entries; the winners are in `labels`.
+    label_rib: rib::Rib<(u32, bool), RouteSource, mpls::LabelAction>,
+    /// Adjacencies each source's label entry holds, winning or waiting (see
+    /// [`RouterControl::label_add`]).
+    label_holds: BTreeMap<(u32, bool, RouteSource), Vec<(u32, IpAddr)>>,
     /// Adjacencies [`RouterControl::adjacency`] created and no label entry took yet.
     loose_holds: BTreeMap<(u32, IpAddr), u32>,
-    /// Host routes installed for learned neighbours: (table, address) → ifindex.
-    host_routes: BTreeMap<(TableId, Ipv4Addr), u32>,
-    /// The routes of addresses (local, connected) and neighbours (host /32s) as
-    /// given to the FIB, for `show`: (table, prefix) → kind. A source's route
-    /// that forwards is its best candidate in `candidates` (not held twice).
-    routes: BTreeMap<(TableId, Ipv4Prefix), RouteKind>,
     /// Whether the workers punt what a host stack needs (see [`IfTable::punt_to_host`]).
     punt_to_host: bool,
     /// Set inside [`RouterControl::batch`]: the interface table is published once,
@@ -191,11 +235,9 @@ pub struct RouterControl {
     batching: bool,
     /// The interface table changed during the batch.
     dirty: std::cell::Cell<bool>,
-    /// The routes each source holds, per prefix (the installed one is the first
-    /// source's, unless an address or a neighbour owns the prefix).
-    candidates: BTreeMap<(TableId, Ipv4Prefix), Candidates>,
-    /// Each source's rank (0 = most preferred), by `RouteSource as usize`.
-    rank: [u8; 4],
+    /// Every route candidate: addresses', sources', neighbours'. The FIB holds
+    /// each prefix's winner.
+    rib: rib::Rib<(TableId, Ipv4Prefix), Origin, Arc<RouteKind>>,
     /// The distinct route kinds the candidates hold, each once: a full table
     /// shares a few next-hop sets among all its prefixes.
     kinds: fib::FastSet<Arc<RouteKind>>,
@@ -240,18 +282,15 @@ impl RouterControl {
             statics: BTreeSet::new(),
             learned: BTreeMap::new(),
             aging_counts: (0, 0),
+            label_rib: rib::Rib::new(),
             label_holds: BTreeMap::new(),
             loose_holds: BTreeMap::new(),
-            host_routes: BTreeMap::new(),
-            label_owner: BTreeMap::new(),
-            routes: BTreeMap::new(),
             punt_to_host: false,
             batching: false,
             dirty: std::cell::Cell::new(false),
-            candidates: BTreeMap::new(),
+            rib: rib::Rib::new(),
             kinds: fib::FastSet::default(),
             last_kind: None,
-            rank: [0, 1, 2, 3],
             neighbors6: BTreeMap::new(),
             kernel_neighbors: BTreeSet::new(),
             unresolved6: BTreeSet::new(),
@@ -494,12 +533,16 @@ impl RouterControl {
             .filter_map(|&(a, l)| Ipv4Prefix::new_truncated(a, l).ok())
             .collect();
         for net in nets {
-            let connected = RouteKind::Connected { ifindex };
             if up {
-                let _ = self.fib_route_add(table, net, connected);
-            } else if self.routes.get(&(table, net)) == Some(&connected) {
-                let _ = self.fib_route_del(table, net);
-                self.reveal(table, net);
+                let _ = self.offer(
+                    Origin::Address,
+                    ifindex,
+                    table,
+                    net,
+                    RouteKind::Connected { ifindex },
+                );
+            } else {
+                let _ = self.withdraw(Origin::Address, ifindex, table, net);
             }
         }
         self.publish();
@@ -542,11 +585,12 @@ impl RouterControl {
         let up = i.up;
         let host = Ipv4Prefix::new(addr, 32)?;
         let net = Ipv4Prefix::new_truncated(addr, len)?;
-        self.fib_route_add(table, host, RouteKind::Local)?;
+        self.offer(Origin::Address, ifindex, table, host, RouteKind::Local)?;
         if len < 32 && up {
-            if let Err(e) = self.fib_route_add(table, net, RouteKind::Connected { ifindex }) {
-                let _ = self.fib_route_del(table, host);
-                return Err(e.into());
+            let connected = RouteKind::Connected { ifindex };
+            if let Err(e) = self.offer(Origin::Address, ifindex, table, net, connected) {
+                let _ = self.withdraw(Origin::Address, ifindex, table, host);
+                return Err(e);
             }
         }
         if let Some(i) = self.iface_list.get_mut(&ifindex) {
@@ -574,19 +618,12 @@ impl RouterControl {
         let shared = i.addrs.iter().any(|&(a, l)| {
             (a, l) != (addr, len) && l < 32 && Ipv4Prefix::new_truncated(a, l).ok() == Some(net)
         });
-        let _ = self.fib_route_del(table, host);
-        if len < 32
-            && !shared
-            && self.routes.get(&(table, net)) == Some(&RouteKind::Connected { ifindex })
-        {
-            let _ = self.fib_route_del(table, net);
-        }
         if let Some(i) = self.iface_list.get_mut(&ifindex) {
             i.addrs.retain(|&x| x != (addr, len));
         }
-        self.reveal(table, host);
-        if len < 32 {
-            self.reveal(table, net);
+        let _ = self.withdraw(Origin::Address, ifindex, table, host);
+        if len < 32 && !shared {
+            let _ = self.withdraw(Origin::Address, ifindex, table, net);
         }
         self.publish();
         Ok(())
@@ -750,15 +787,11 @@ impl RouterControl {
         let id = self.fib.neighbor_set(ifindex, IpAddr::V4(ip), Some(mac))?;
         self.neighbors.insert((ifindex, ip), mac);
         if on_link {
+            // A host route, so traffic to it stops gleaning; any other route
+            // for the /32 wins over it.
             let host = Ipv4Prefix::new(ip, 32)?;
-            if self.fib.route(table, host).is_none() {
-                self.fib_route_add(
-                    table,
-                    host,
-                    RouteKind::Paths(vec![fib::Path::gateway_on(ip, ifindex)]),
-                )?;
-                self.host_routes.insert((table, ip), ifindex);
-            }
+            let kind = RouteKind::Paths(vec![fib::Path::gateway_on(ip, ifindex)]);
+            self.offer(Origin::Neighbor, ifindex, table, host, kind)?;
         }
         Ok(id)
     }
@@ -766,10 +799,7 @@ impl RouterControl {
     /// Forgets a neighbour's MAC (and the host route it brought).
     pub fn del_neighbor(&mut self, ifindex: u32, ip: Ipv4Addr) -> Result<(), RouterError> {
         let table = self.iface(ifindex)?.table;
-        if self.host_routes.get(&(table, ip)) == Some(&ifindex) {
-            let _ = self.fib_route_del(table, Ipv4Prefix::new(ip, 32)?);
-            self.host_routes.remove(&(table, ip));
-        }
+        let _ = self.withdraw(Origin::Neighbor, ifindex, table, Ipv4Prefix::new(ip, 32)?);
         self.fib.neighbor_del(ifindex, IpAddr::V4(ip))?;
         self.neighbors.remove(&(ifindex, ip));
         self.statics.remove(&(ifindex, ip));
@@ -871,35 +901,37 @@ impl RouterControl {
     /// Orders the sources, most preferred first; every source once. Only before
     /// any source's route or label entry exists (at start).
     pub fn set_route_preference(&mut self, order: &[RouteSource]) -> Result<(), RouterError> {
-        let mut rank = [u8::MAX; 4];
-        for (i, &s) in order.iter().enumerate() {
-            if rank[s as usize] != u8::MAX {
+        let mut seen = [false; 4];
+        for &s in order {
+            if std::mem::replace(&mut seen[s as usize], true) {
                 return Err(RouterError::Preference(format!(
                     "{} is named twice",
                     s.name()
                 )));
             }
-            rank[s as usize] = i as u8;
         }
-        if let Some(s) = RouteSource::ALL
-            .iter()
-            .find(|s| rank[**s as usize] == u8::MAX)
-        {
+        if let Some(s) = RouteSource::ALL.iter().find(|s| !seen[**s as usize]) {
             return Err(RouterError::Preference(format!("{} is missing", s.name())));
         }
-        if !self.candidates.is_empty() || !self.label_owner.is_empty() {
-            return Err(RouterError::Preference(
-                "routes or labels exist already: set it at start".into(),
-            ));
+        let late =
+            || RouterError::Preference("routes or labels exist already: set it at start".into());
+        let before = self.route_preference();
+        self.label_rib.set_ranking(order).map_err(|_| late())?;
+        let mut origins = vec![Origin::Address];
+        origins.extend(order.iter().map(|&s| Origin::of(s)));
+        origins.push(Origin::Neighbor);
+        if self.rib.set_ranking(&origins).is_err() {
+            // Sources without label entries moved: they move back.
+            let _ = self.label_rib.set_ranking(&before);
+            return Err(late());
         }
-        self.rank = rank;
         Ok(())
     }
 
     /// The sources, most preferred first.
     pub fn route_preference(&self) -> [RouteSource; 4] {
         let mut v = RouteSource::ALL;
-        v.sort_by_key(|s| self.rank[*s as usize]);
+        v.sort_by_key(|s| self.label_rib.rank(*s));
         v
     }
 
@@ -933,53 +965,80 @@ impl RouterControl {
         if !self.fib.tables().any(|t| t == table) {
             return Err(RouterError::Fib(FibError::UnknownTable(table)));
         }
-        let owned = self.address_owns(table, prefix);
-        let rank = self.rank;
-        // One walk of the candidates: the FIB, the interface routes and the host
-        // routes are other fields. `Some(id)`: installed in the FIB.
-        let (res, old) = match self.candidates.entry((table, prefix)) {
-            std::collections::btree_map::Entry::Vacant(v) => {
-                let res = if owned {
-                    Ok(None)
-                } else {
-                    self.fib.route_add(table, prefix, kind.clone()).map(Some)
-                };
-                if res.is_ok() {
-                    v.insert(Candidates::One(
-                        source,
-                        intern(&mut self.kinds, &mut self.last_kind, kind),
-                    ));
-                }
-                (res, None)
-            }
-            std::collections::btree_map::Entry::Occupied(mut o) => {
-                let res = if !owned && rank[o.get().best().0 as usize] >= rank[source as usize] {
-                    self.fib.route_add(table, prefix, kind.clone()).map(Some)
-                } else {
-                    Ok(None)
-                };
-                let old = match res {
-                    Ok(_) => o.get_mut().insert(
-                        source,
-                        intern(&mut self.kinds, &mut self.last_kind, kind),
-                        &rank,
-                    ),
-                    Err(_) => None,
-                };
-                (res, old)
-            }
+        self.offer(Origin::of(source), 0, table, prefix, kind)
+    }
+
+    /// Offers `origin`'s candidate for `prefix` to the RIB (with `metric`, which
+    /// tells apart an origin's candidates for one prefix: the ifindex of an
+    /// address or a neighbour). The FIB gets it first if it is to win; refused
+    /// there, nothing changes. Returns the FIB's result id (0 while it waits).
+    fn offer(
+        &mut self,
+        origin: Origin,
+        metric: u32,
+        table: TableId,
+        prefix: Ipv4Prefix,
+        kind: RouteKind,
+    ) -> Result<u32, RouterError> {
+        // The sources' kinds are shared (a full table has few); an address's
+        // or a neighbour's is its own.
+        let kind = match origin.source() {
+            Some(_) => intern(&mut self.kinds, &mut self.last_kind, kind),
+            None => Arc::new(kind),
         };
-        self.release(old);
-        let Some(id) = res? else {
-            return Ok(0);
-        };
-        // The prefix is the source's now: its route is read from the candidate,
-        // and forgetting a neighbour later keeps it.
-        self.routes.remove(&(table, prefix));
-        if prefix.prefix_len() == 32 {
-            self.host_routes.remove(&(table, prefix.addr()));
+        let keep = kind.clone();
+        let fib = &mut self.fib;
+        let mut id = 0;
+        let r = self
+            .rib
+            .insert_with((table, prefix), origin, metric, kind, |k| {
+                fib.route_add(table, prefix, (**k).clone()).map(|i| id = i)
+            });
+        match r {
+            Ok(ins) => {
+                drop(keep);
+                self.release(ins.replaced);
+                Ok(id)
+            }
+            Err(e) => {
+                self.release(Some(keep));
+                Err(e.into())
+            }
         }
-        Ok(id)
+    }
+
+    /// Withdraws `origin`'s candidate for `prefix`; the FIB gets what it reveals.
+    /// `Ok(false)`: there was none. An error: the revealed candidate cannot
+    /// forward (nothing does for the prefix until it changes).
+    fn withdraw(
+        &mut self,
+        origin: Origin,
+        metric: u32,
+        table: TableId,
+        prefix: Ipv4Prefix,
+    ) -> Result<bool, RouterError> {
+        let Some(r) = self.rib.remove(&(table, prefix), origin, metric) else {
+            return Ok(false);
+        };
+        self.release(Some(r.value));
+        if r.was_winner {
+            match self
+                .rib
+                .winner(&(table, prefix))
+                .map(|w| (**w.value).clone())
+            {
+                Some(kind) => {
+                    if let Err(e) = self.fib.route_add(table, prefix, kind) {
+                        let _ = self.fib.route_del(table, prefix);
+                        return Err(e.into());
+                    }
+                }
+                None => {
+                    let _ = self.fib.route_del(table, prefix);
+                }
+            }
+        }
+        Ok(true)
     }
 
     /// How many distinct route kinds the sources' routes share.
@@ -1001,7 +1060,7 @@ impl RouterControl {
         }
     }
 
-    /// Deletes `source`'s route for `prefix`; the next source's route, if any,
+    /// Deletes `source`'s route for `prefix`; the next candidate, if any,
     /// takes its place.
     pub fn route_del_from(
         &mut self,
@@ -1009,50 +1068,17 @@ impl RouterControl {
         table: TableId,
         prefix: Ipv4Prefix,
     ) -> Result<(), RouterError> {
-        let Some(c) = self.candidates.get_mut(&(table, prefix)) else {
-            return Err(RouterError::Fib(FibError::NoSuchRoute(prefix, table)));
-        };
-        let was_best = c.best().0 == source;
-        if c.get(source).is_none() {
-            return Err(RouterError::Fib(FibError::NoSuchRoute(prefix, table)));
-        }
-        let (gone, left) = c.remove(source);
-        let next = if left {
-            Some(c.best().1.clone())
+        if self.withdraw(Origin::of(source), 0, table, prefix)? {
+            Ok(())
         } else {
-            self.candidates.remove(&(table, prefix));
-            None
-        };
-        self.release(gone);
-        if !was_best || self.address_owns(table, prefix) {
-            return Ok(());
+            Err(RouterError::Fib(FibError::NoSuchRoute(prefix, table)))
         }
-        match next {
-            Some(kind) => {
-                if let Err(e) = self.fib_route_add_source(table, prefix, kind) {
-                    // The next source's route cannot forward (its interface went):
-                    // nothing forwards for the prefix until it changes.
-                    let _ = self.fib_route_del(table, prefix);
-                    return Err(e.into());
-                }
-            }
-            None => {
-                let _ = self.fib_route_del(table, prefix);
-            }
-        }
-        if prefix.prefix_len() == 32 {
-            self.host_routes.remove(&(table, prefix.addr()));
-        }
-        Ok(())
     }
 
     /// The source of the route that forwards for exactly `prefix`, if a source's
     /// route does (not an address's or a neighbour's).
     pub fn route_source(&self, table: TableId, prefix: Ipv4Prefix) -> Option<RouteSource> {
-        if self.address_owns(table, prefix) {
-            return None;
-        }
-        self.candidates.get(&(table, prefix)).map(|c| c.best().0)
+        self.rib.winner(&(table, prefix))?.source.source()
     }
 
     /// `source`'s route for exactly `prefix`, forwarding or waiting.
@@ -1062,7 +1088,9 @@ impl RouterControl {
         table: TableId,
         prefix: Ipv4Prefix,
     ) -> Option<&RouteKind> {
-        self.candidates.get(&(table, prefix))?.get(source)
+        self.rib
+            .get(&(table, prefix), Origin::of(source), 0)
+            .map(|k| &**k)
     }
 
     /// Every route `source` holds: (table, prefix, kind).
@@ -1070,99 +1098,25 @@ impl RouterControl {
         &self,
         source: RouteSource,
     ) -> impl Iterator<Item = (TableId, Ipv4Prefix, &RouteKind)> + '_ {
-        self.candidates
-            .iter()
-            .filter_map(move |(&(t, p), c)| c.get(source).map(|k| (t, p, k)))
-    }
-
-    /// Whether an interface address owns `prefix` (its local /32 or connected subnet).
-    fn address_owns(&self, table: TableId, prefix: Ipv4Prefix) -> bool {
-        self.iface_list
-            .values()
-            .filter(|i| i.table == table)
-            .any(|i| {
-                i.addrs.iter().any(|&(a, l)| {
-                    (prefix.prefix_len() == 32 && prefix.addr() == a)
-                        || (i.up && l < 32 && Ipv4Prefix::new_truncated(a, l).ok() == Some(prefix))
-                })
-            })
-    }
-
-    /// After an address went: the sources' routes for its prefixes forward again.
-    fn reveal(&mut self, table: TableId, prefix: Ipv4Prefix) {
-        if self.address_owns(table, prefix) {
-            return;
-        }
-        if let Some(kind) = self
-            .candidates
-            .get(&(table, prefix))
-            .map(|c| c.best().1.clone())
-        {
-            let _ = self.fib_route_add_source(table, prefix, kind);
-        }
+        self.rib
+            .of_source(Origin::of(source))
+            .map(|(&(t, p), _, k)| (t, p, &**k))
     }
 
     /// Every route that forwards, by table then prefix, with what it does
     /// (addresses' local and connected routes and neighbours' host routes
     /// included).
     pub fn routes(&self) -> impl Iterator<Item = (TableId, Ipv4Prefix, &RouteKind)> + '_ {
-        let mut own = self.routes.iter().peekable();
-        let mut src = self
-            .candidates
-            .iter()
-            .filter(|(k, _)| !self.routes.contains_key(k) && self.fib.route(k.0, k.1).is_some())
-            .peekable();
-        std::iter::from_fn(move || {
-            let take_own = match (own.peek(), src.peek()) {
-                (Some(a), Some(b)) => a.0 <= b.0,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => return None,
-            };
-            if take_own {
-                own.next().map(|(&(t, p), k)| (t, p, k))
-            } else {
-                src.next().map(|(&(t, p), c)| (t, p, c.best().1))
-            }
-        })
+        self.rib
+            .winners()
+            .filter(|(k, _)| self.fib.route(k.0, k.1).is_some())
+            .map(|(&(t, p), w)| (t, p, &**w.value))
     }
 
     /// What the route for exactly `prefix` in `table` does, if one forwards.
     pub fn route_kind(&self, table: TableId, prefix: Ipv4Prefix) -> Option<&RouteKind> {
-        self.routes.get(&(table, prefix)).or_else(|| {
-            self.fib.route(table, prefix)?;
-            Some(self.candidates.get(&(table, prefix))?.best().1)
-        })
-    }
-
-    fn fib_route_add(
-        &mut self,
-        table: TableId,
-        prefix: Ipv4Prefix,
-        kind: RouteKind,
-    ) -> Result<u32, FibError> {
-        let id = self.fib.route_add(table, prefix, kind.clone())?;
-        self.routes.insert((table, prefix), kind);
-        Ok(id)
-    }
-
-    /// Installs a source's route (its best candidate): the FIB holds it, the
-    /// candidate is what `show` reads.
-    fn fib_route_add_source(
-        &mut self,
-        table: TableId,
-        prefix: Ipv4Prefix,
-        kind: RouteKind,
-    ) -> Result<u32, FibError> {
-        let id = self.fib.route_add(table, prefix, kind)?;
-        self.routes.remove(&(table, prefix));
-        Ok(id)
-    }
-
-    fn fib_route_del(&mut self, table: TableId, prefix: Ipv4Prefix) -> Result<(), FibError> {
-        self.fib.route_del(table, prefix)?;
-        self.routes.remove(&(table, prefix));
-        Ok(())
+        self.fib.route(table, prefix)?;
+        Some(&**self.rib.winner(&(table, prefix))?.value)
     }
 
     /// Creates an IPv4 table.
@@ -1182,16 +1136,17 @@ impl RouterControl {
                 i.name, i.name
             )));
         }
-        let routes = self.candidates.keys().chain(self.routes.keys());
-        if let Some((_, p)) = routes.into_iter().find(|(t, _)| *t == table) {
+        if let Some(((_, p), _)) = self.rib.winners().find(|(k, _)| k.0 == table) {
             return Err(RouterError::TableInUse(format!(
                 "table {table}: route {p} is in it (delete its routes first)"
             )));
         }
-        let looked_up = self.labels.iter().find(
-            |(_, _, a)| matches!(a, mpls::LabelAction::Ip4Lookup { table: t, .. } if *t == table),
-        );
-        if let Some((l, _, _)) = looked_up {
+        let looked_up = RouteSource::ALL.into_iter().find_map(|s| {
+            self.label_rib.of_source(s).find(|(_, _, a)| {
+                matches!(a, mpls::LabelAction::Ip4Lookup { table: t, .. } if *t == table)
+            })
+        });
+        if let Some(((l, _), _, _)) = looked_up {
             return Err(RouterError::TableInUse(format!(
                 "table {table}: label {l} looks up in it"
             )));
@@ -1238,37 +1193,13 @@ impl RouterControl {
         self.label_add_from(RouteSource::Config, label, eos, action)
     }
 
-    /// Adds or replaces `source`'s label entry. One source holds an entry at a
-    /// time: a less preferred source's entry is replaced, a more preferred one's
-    /// is kept and the change refused ([`RouterError::LabelOwned`]).
+    /// Adds or replaces `source`'s label entry. Each source may hold one per
+    /// label and eos; the most preferred source's forwards, the others wait to
+    /// be revealed. Every entry, waiting or not, holds the adjacencies it names.
+    /// A refused entry changes nothing.
     pub fn label_add_from(
         &mut self,
         source: RouteSource,
-        label: u32,
-        eos: bool,
-        action: mpls::LabelAction,
-    ) -> Result<(), RouterError> {
-        if let Some(&owner) = self.label_owner.get(&(label, eos)) {
-            if self.rank[owner as usize] < self.rank[source as usize] {
-                return Err(RouterError::LabelOwned {
-                    label,
-                    eos: if eos { "eos" } else { "non-eos" },
-                    owner: owner.name(),
-                });
-            }
-        }
-        self.label_install(label, eos, action)?;
-        self.label_owner.insert((label, eos), source);
-        Ok(())
-    }
-
-    /// The source that holds a label entry.
-    pub fn label_source(&self, label: u32, eos: bool) -> Option<RouteSource> {
-        self.label_owner.get(&(label, eos)).copied()
-    }
-
-    fn label_install(
-        &mut self,
         label: u32,
         eos: bool,
         action: mpls::LabelAction,
@@ -1278,25 +1209,80 @@ impl RouterControl {
                 return Err(RouterError::Fib(FibError::UnknownTable(*table)));
             }
         }
+        mpls::LabelTable::check(label, eos, &action)?;
         let held = self.hold_adjacencies(&action)?;
-        if let Err(e) = self.labels.add(label, eos, action) {
+        let labels = &mut self.labels;
+        let r = self
+            .label_rib
+            .insert_with((label, eos), source, 0, action, |a| {
+                labels.add(label, eos, a.clone())
+            });
+        if let Err(e) = r {
             self.release_adjacencies(held);
             return Err(e.into());
         }
-        if let Some(old) = self.label_holds.insert((label, eos), held) {
+        if let Some(old) = self.label_holds.insert((label, eos, source), held) {
             self.release_adjacencies(old);
         }
         Ok(())
     }
 
-    /// Deletes a label entry (and lets go of the adjacencies it held).
+    /// The source whose label entry forwards.
+    pub fn label_source(&self, label: u32, eos: bool) -> Option<RouteSource> {
+        self.label_rib.winner(&(label, eos)).map(|w| w.source)
+    }
+
+    /// `source`'s label entry, forwarding or waiting.
+    pub fn label_of(
+        &self,
+        source: RouteSource,
+        label: u32,
+        eos: bool,
+    ) -> Option<&mpls::LabelAction> {
+        self.label_rib.get(&(label, eos), source, 0)
+    }
+
+    /// Deletes the configuration file's label entry (see
+    /// [`RouterControl::label_del_from`]).
     pub fn label_del(&mut self, label: u32, eos: bool) -> Result<mpls::LabelAction, RouterError> {
-        let action = self.labels.remove(label, eos)?;
-        self.label_owner.remove(&(label, eos));
-        if let Some(old) = self.label_holds.remove(&(label, eos)) {
+        self.label_del_from(RouteSource::Config, label, eos)
+    }
+
+    /// Deletes `source`'s label entry and lets go of the adjacencies it held;
+    /// the next source's entry, if any, takes its place.
+    pub fn label_del_from(
+        &mut self,
+        source: RouteSource,
+        label: u32,
+        eos: bool,
+    ) -> Result<mpls::LabelAction, RouterError> {
+        let gone =
+            self.label_rib
+                .remove(&(label, eos), source, 0)
+                .ok_or(RouterError::NoSuchLabel(
+                    label,
+                    if eos { "eos" } else { "non-eos" },
+                ))?;
+        if gone.was_winner {
+            match self
+                .label_rib
+                .winner(&(label, eos))
+                .map(|w| w.value.clone())
+            {
+                Some(next) => {
+                    if self.labels.add(label, eos, next).is_err() {
+                        let _ = self.labels.remove(label, eos);
+                    }
+                }
+                None => {
+                    let _ = self.labels.remove(label, eos);
+                }
+            }
+        }
+        if let Some(old) = self.label_holds.remove(&(label, eos, source)) {
             self.release_adjacencies(old);
         }
-        Ok(action)
+        Ok(gone.value)
     }
 
     /// Traces the next `n` packets of every worker (a budget per worker).
@@ -1396,78 +1382,4 @@ fn intern(
     };
     *last = Some(k.clone());
     k
-}
-
-/// Each source's route for one prefix, most preferred first. Nearly every prefix
-/// has one source: that case is held inline, with the route's kind shared.
-#[derive(Debug, Clone)]
-enum Candidates {
-    One(RouteSource, Arc<RouteKind>),
-    /// Two or more, sorted by source. Boxed: the enum stays two words, the size
-    /// of the common case.
-    #[allow(clippy::box_collection)]
-    Many(Box<Vec<(RouteSource, Arc<RouteKind>)>>),
-}
-
-impl Candidates {
-    /// The most preferred.
-    fn best(&self) -> (RouteSource, &RouteKind) {
-        match self {
-            Candidates::One(s, k) => (*s, k),
-            Candidates::Many(v) => (v[0].0, &v[0].1),
-        }
-    }
-
-    fn get(&self, source: RouteSource) -> Option<&RouteKind> {
-        match self {
-            Candidates::One(s, k) => (*s == source).then_some(&**k),
-            Candidates::Many(v) => v.iter().find(|e| e.0 == source).map(|e| &*e.1),
-        }
-    }
-
-    /// Adds or replaces `source`'s route (sources ordered by `rank`); returns the
-    /// kind it replaced.
-    fn insert(
-        &mut self,
-        source: RouteSource,
-        kind: Arc<RouteKind>,
-        rank: &[u8; 4],
-    ) -> Option<Arc<RouteKind>> {
-        match self {
-            Candidates::One(s, k) if *s == source => Some(std::mem::replace(k, kind)),
-            Candidates::One(..) => {
-                let old = std::mem::replace(self, Candidates::Many(Box::default()));
-                if let (Candidates::One(s, k), Candidates::Many(v)) = (old, &mut *self) {
-                    v.push((s, k));
-                    v.push((source, kind));
-                    v.sort_by_key(|e| rank[e.0 as usize]);
-                }
-                None
-            }
-            Candidates::Many(v) => match v.iter_mut().find(|e| e.0 == source) {
-                Some(e) => Some(std::mem::replace(&mut e.1, kind)),
-                None => {
-                    v.push((source, kind));
-                    v.sort_by_key(|e| rank[e.0 as usize]);
-                    None
-                }
-            },
-        }
-    }
-
-    /// Removes `source`'s route: the kind it held, and whether any is left.
-    fn remove(&mut self, source: RouteSource) -> (Option<Arc<RouteKind>>, bool) {
-        match self {
-            Candidates::One(s, k) if *s == source => (Some(k.clone()), false),
-            Candidates::One(..) => (None, true),
-            Candidates::Many(v) => {
-                let gone = v.iter().position(|e| e.0 == source).map(|i| v.remove(i).1);
-                if v.len() == 1 {
-                    let (s, k) = v.remove(0);
-                    *self = Candidates::One(s, k);
-                }
-                (gone, true)
-            }
-        }
-    }
 }
