@@ -416,6 +416,28 @@ impl<K: Ord + Clone, S: Source, V> Rib<K, S, V> {
             })
     }
 
+    /// Makes `source`'s candidate for `key` with `metric` stale again during a
+    /// refresh: [`Rib::sweep`] gives it unless it is offered again first.
+    /// False when the source is not marking or has no such candidate.
+    pub fn set_stale(&mut self, key: &K, source: S, metric: u32) -> bool {
+        let s = source.index();
+        if !self.marking[s] {
+            return false;
+        }
+        let stale = self.epoch[s].wrapping_sub(1);
+        let Some(slot) = self.map.get_mut(key) else {
+            return false;
+        };
+        let Some(i) = slot.find(source, metric) else {
+            return false;
+        };
+        match slot {
+            Slot::One(c) => c.epoch = stale,
+            Slot::Many(v) => v[i].epoch = stale,
+        }
+        true
+    }
+
     /// Ends a refresh of `source`: the candidates it did not offer since
     /// [`Rib::mark`], as (key, metric). They are still in the RIB: remove each
     /// ([`Rib::remove`]) and publish what it reveals.

@@ -30,12 +30,18 @@ enum Op {
     Remove(u8, Src, u32),
     Mark(Src),
     Sweep(Src),
+    /// Makes a candidate stale again while its source marks.
+    Stale(u8, Src, u32),
 }
 
 impl Op {
     fn source(&self) -> Src {
         match *self {
-            Op::Insert(_, s, ..) | Op::Remove(_, s, _) | Op::Mark(s) | Op::Sweep(s) => s,
+            Op::Insert(_, s, ..)
+            | Op::Remove(_, s, _)
+            | Op::Mark(s)
+            | Op::Sweep(s)
+            | Op::Stale(_, s, _) => s,
         }
     }
 }
@@ -47,7 +53,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(k, s, m, v, r)| Op::Insert(k, s, m, v, r)),
         3 => (0u8..12, src.clone(), 0u32..3).prop_map(|(k, s, m)| Op::Remove(k, s, m)),
         1 => src.clone().prop_map(Op::Mark),
-        1 => src.prop_map(Op::Sweep),
+        1 => src.clone().prop_map(Op::Sweep),
+        1 => (0u8..12, src, 0u32..3).prop_map(|(k, s, m)| Op::Stale(k, s, m)),
     ]
 }
 
@@ -137,6 +144,17 @@ fn apply(rib: &mut Rib<u8, Src, u16>, fib: &mut Fib, model: &mut Model, op: &Op)
                 if r.was_winner {
                     unpublish(rib, fib, k);
                 }
+            }
+        }
+        Op::Stale(k, s, m) => {
+            let there = model.cands.contains_key(&(k, s.index(), m));
+            let r = rib.set_stale(&k, s, m);
+            match model.marking.get_mut(&s.index()) {
+                Some(fresh) => {
+                    assert_eq!(r, there);
+                    fresh.remove(&(k, m));
+                }
+                None => assert!(!r),
             }
         }
         Op::Mark(s) => {

@@ -246,7 +246,7 @@ impl FpmServer {
     pub fn poll(&mut self, ctl: &mut RouterControl) -> bool {
         let now = Instant::now();
         while let Ok((s, peer)) = self.listener.accept() {
-            self.accept(s, peer, now);
+            self.accept(ctl, s, peer, now);
         }
         let left = self.read(ctl, now);
         if let Some(last) = self.walking {
@@ -264,7 +264,7 @@ impl FpmServer {
                 self.lost_at = None;
                 self.walking = None;
                 let v = &mut self.view;
-                v.begin_refresh();
+                v.begin_refresh(ctl);
                 let swept = ctl.batch(|ctl| v.sweep(ctl));
                 self.stats.last_sweep = Some((now, swept, "hold time expired"));
             }
@@ -283,7 +283,7 @@ impl FpmServer {
 
     /// Takes a new connection, or closes it: a peer not allowed, or a slot
     /// held by a connection that is not idle.
-    fn accept(&mut self, s: TcpStream, peer: SocketAddr, now: Instant) {
+    fn accept(&mut self, ctl: &mut RouterControl, s: TcpStream, peer: SocketAddr, now: Instant) {
         let ip = peer.ip().to_canonical();
         if !self
             .section
@@ -326,7 +326,7 @@ impl FpmServer {
         };
         self.sweep_after = now + grace;
         // The walk that follows refreshes what is still true.
-        self.view.begin_refresh();
+        self.view.begin_refresh(ctl);
         self.walking = Some(now);
     }
 

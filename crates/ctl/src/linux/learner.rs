@@ -83,16 +83,8 @@ pub struct KernelView {
     tables: BTreeMap<u32, u32>,
     /// Nexthop objects by id.
     nexthops: BTreeMap<u32, NexthopObject>,
-    /// Routes that use a nexthop object: (table, prefix) -> id.
-    nh_users: BTreeMap<(TableId, Ipv4Prefix), u32>,
-    /// The metric of the kernel route that forwards for a prefix, where it is not
-    /// `usual_metric` (a routing daemon gives all its routes one metric: the map
-    /// stays small).
-    metrics: fib::FastMap<(TableId, Ipv4Prefix), u32>,
-    /// The metric of the first route learned.
-    usual_metric: Option<u32>,
-    /// Kernel routes behind a better one for the same prefix, by metric.
-    alts: BTreeMap<(TableId, Ipv4Prefix), BTreeMap<u32, RouteKind>>,
+    /// Routes that use a nexthop object: (table, prefix, metric) -> id.
+    nh_users: BTreeMap<(TableId, Ipv4Prefix, u32), u32>,
     /// Label entries learned (label), for the sweep.
     labels: BTreeSet<u32>,
     /// Set while a resync marks what the dump holds.
@@ -107,10 +99,10 @@ pub struct KernelView {
     stats: LearnerStats,
 }
 
-/// What a dump refreshed.
+/// What a dump refreshed (routes: the RIB marks them).
 #[derive(Debug, Default)]
 struct Mark {
-    routes: fib::FastSet<(TableId, Ipv4Prefix)>,
+    loopbacks: BTreeSet<Ipv4Addr>,
     neighbors: BTreeSet<(u32, IpAddr)>,
     addrs: BTreeSet<(u32, Ipv4Addr, u8)>,
     labels: BTreeSet<u32>,
@@ -227,7 +219,7 @@ impl Learner {
         };
         let v = &mut self.view;
         let swept = ctl.batch(|ctl| {
-            v.begin_refresh();
+            v.begin_refresh(ctl);
             v.apply_batch(ctl, msgs);
             v.sweep(ctl)
         });
@@ -271,9 +263,6 @@ impl KernelView {
             tables,
             nexthops: BTreeMap::new(),
             nh_users: BTreeMap::new(),
-            metrics: fib::FastMap::default(),
-            usual_metric: None,
-            alts: BTreeMap::new(),
             labels: BTreeSet::new(),
             mark: None,
             loopbacks: BTreeSet::new(),
@@ -297,14 +286,15 @@ impl KernelView {
         self.import_routes = on;
         if !on {
             let src = self.source;
-            let mine: Vec<_> = ctl.routes_of(src).map(|(t, p, _)| (t, p)).collect();
+            let mine: Vec<_> = ctl
+                .routes_of_metric(src)
+                .map(|(t, p, m, _)| (t, p, m))
+                .collect();
             ctl.batch(|ctl| {
-                for (t, p) in mine {
-                    let _ = ctl.route_del_from(src, t, p);
+                for (t, p, m) in mine {
+                    let _ = ctl.route_del_metric(src, t, p, m);
                 }
             });
-            self.metrics.clear();
-            self.alts.clear();
             self.nh_users.clear();
         }
         true
@@ -312,11 +302,9 @@ impl KernelView {
 
     /// Starts a full refresh: what is applied until [`KernelView::sweep`] is
     /// marked as present.
-    pub fn begin_refresh(&mut self) {
+    pub fn begin_refresh(&mut self, ctl: &mut RouterControl) {
         self.mark = Some(Mark::default());
-        // The dump says again which route of a prefix is best.
-        self.metrics.clear();
-        self.alts.clear();
+        ctl.route_mark(self.source);
     }
 
     /// Ends a refresh: removes the kernel-learned entries it did not mark.
@@ -328,15 +316,8 @@ impl KernelView {
 
     fn sweep_unmarked(&mut self, ctl: &mut RouterControl, mark: &Mark) -> u64 {
         let mut swept = 0;
-        let stale: Vec<_> = ctl
-            .routes_of(self.source)
-            .map(|(t, p, _)| (t, p))
-            .filter(|k| !mark.routes.contains(k))
-            .collect();
-        for (t, p) in stale {
-            let _ = ctl.route_del_from(self.source, t, p);
-            self.nh_users.remove(&(t, p));
-            self.metrics.remove(&(t, p));
+        for key in ctl.route_sweep(self.source) {
+            self.nh_users.remove(&key);
             swept += 1;
         }
         // Neighbours and addresses come from the kernel only (FPM carries routes).
@@ -354,7 +335,7 @@ impl KernelView {
             .loopbacks
             .iter()
             .copied()
-            .filter(|&a| Ipv4Prefix::new(a, 32).is_ok_and(|p| !mark.routes.contains(&(0, p))))
+            .filter(|a| !mark.loopbacks.contains(a))
             .collect();
         for a in gone {
             self.loopback(ctl, false, a);
@@ -439,17 +420,12 @@ impl KernelView {
     /// Whether a delete of `key` waits for the refresh's sweep: FPM's deletes
     /// while zebra walks after a connect (see [`super::fpm`]). The route is
     /// unmarked: the sweep removes it unless it is announced again first.
-    fn deferred(&mut self, key: (TableId, Ipv4Prefix)) -> bool {
-        if self.source != RouteSource::Fpm {
+    fn deferred(&mut self, ctl: &mut RouterControl, key: (TableId, Ipv4Prefix, u32)) -> bool {
+        if self.source != RouteSource::Fpm || self.mark.is_none() {
             return false;
         }
-        match &mut self.mark {
-            Some(m) => {
-                m.routes.remove(&key);
-                true
-            }
-            None => false,
-        }
+        ctl.route_unmark(self.source, key.0, key.1, key.2);
+        true
     }
 
     /// Applies one change.
@@ -573,9 +549,9 @@ impl KernelView {
                     })
                     .map(|(k, n)| (*k, *n))
                     .collect();
-                for ((t, p), n) in users {
+                for ((t, p, m), n) in users {
                     let kind = self.resolve(&Target::NexthopId(n));
-                    self.install(ctl, t, p, kind);
+                    self.install(ctl, (t, p, m), kind);
                 }
             }
         }
@@ -585,20 +561,18 @@ impl KernelView {
     /// locally), and its router id unless the file set one: ICMP errors and ARP
     /// of unnumbered interfaces come from it.
     fn loopback(&mut self, ctl: &mut RouterControl, add: bool, addr: Ipv4Addr) {
-        let Ok(host) = Ipv4Prefix::new(addr, 32) else {
-            return;
-        };
         if add {
             if let Some(m) = &mut self.mark {
-                m.routes.insert((0, host));
+                m.loopbacks.insert(addr);
             }
-            self.loopbacks.insert(addr);
-            if let Err(e) = ctl.route_add_from(self.source, 0, host, RouteKind::Local) {
-                self.refused(format!("loopback {addr}: {e}"));
+            if self.loopbacks.insert(addr) {
+                if let Err(e) = ctl.set_local(0, addr, true) {
+                    self.loopbacks.remove(&addr);
+                    self.refused(format!("loopback {addr}: {e}"));
+                }
             }
-        } else {
-            self.loopbacks.remove(&addr);
-            let _ = ctl.route_del_from(self.source, 0, host);
+        } else if self.loopbacks.remove(&addr) {
+            let _ = ctl.set_local(0, addr, false);
         }
         let current = ctl.router_id();
         if current.is_none() || current == self.router_id {
@@ -649,38 +623,27 @@ impl KernelView {
     /// is left).
     fn purge_interface(&mut self, ctl: &mut RouterControl, r: u32) {
         let hit: Vec<_> = ctl
-            .routes_of(self.source)
-            .filter_map(|(t, p, k)| match k {
+            .routes_of_metric(self.source)
+            .filter_map(|(t, p, m, k)| match k {
                 RouteKind::Paths(ps) if ps.iter().any(|x| x.ifindex == Some(r)) => {
                     let rest: Vec<Path> = ps
                         .iter()
                         .filter(|x| x.ifindex != Some(r))
                         .cloned()
                         .collect();
-                    Some((t, p, rest))
+                    Some(((t, p, m), rest))
                 }
-                RouteKind::Connected { ifindex } if *ifindex == r => Some((t, p, Vec::new())),
+                RouteKind::Connected { ifindex } if *ifindex == r => Some(((t, p, m), Vec::new())),
                 _ => None,
             })
             .collect();
-        let on_r = |k: &RouteKind| match k {
-            RouteKind::Paths(ps) => ps.iter().all(|x| x.ifindex == Some(r)),
-            RouteKind::Connected { ifindex } => *ifindex == r,
-            _ => false,
-        };
-        self.alts.retain(|_, a| {
-            a.retain(|_, k| !on_r(k));
-            !a.is_empty()
-        });
-        for (t, p, rest) in hit {
+        for (key, rest) in hit {
             if rest.is_empty() {
-                self.metrics.remove(&(t, p));
-                self.nh_users.remove(&(t, p));
-                if !self.promote(ctl, (t, p)) {
-                    let _ = ctl.route_del_from(self.source, t, p);
-                }
+                self.nh_users.remove(&key);
+                let _ = ctl.route_del_metric(self.source, key.0, key.1, key.2);
             } else {
-                let _ = ctl.route_add_from(self.source, t, p, RouteKind::Paths(rest));
+                let _ =
+                    ctl.route_add_metric(self.source, key.0, key.1, key.2, RouteKind::Paths(rest));
             }
         }
     }
@@ -720,36 +683,16 @@ impl KernelView {
         let Some(t) = self.fib_table(ctl, table) else {
             return self.ignore("table not mapped");
         };
-        let key = (t, prefix);
+        // The kernel holds a route per prefix and metric, and forwards with the
+        // lowest; zebra sends one route per prefix, replaced whatever its metric.
+        let metric = if self.source == RouteSource::Fpm {
+            0
+        } else {
+            metric
+        };
+        let key = (t, prefix, metric);
         match route {
             Some(target) => {
-                // The first sighting of a prefix in a refresh replaces what was
-                // installed before it, whatever its metric was.
-                let first = self.mark.as_mut().is_some_and(|m| m.routes.insert(key));
-                // A route with the usual metric where no other metric is known
-                // replaces what is there (if anything, with the same metric): the
-                // RIB is not asked, the common case of a full table.
-                let installed = if first {
-                    None
-                } else if self.metrics.contains_key(&key)
-                    || self.usual_metric.is_some_and(|u| u != metric)
-                {
-                    self.installed_metric(ctl, key)
-                } else {
-                    None
-                };
-                if installed.is_some_and(|m| metric > m) {
-                    // A backup behind a better route: kept, forwarding when that goes.
-                    if let Some(kind) = self.resolve(&target) {
-                        self.alts.entry(key).or_default().insert(metric, kind);
-                    }
-                    return;
-                }
-                if let Some(m) = installed.filter(|&m| metric < m) {
-                    if let Some(k) = ctl.route_of(self.source, t, prefix) {
-                        self.alts.entry(key).or_default().insert(m, k.clone());
-                    }
-                }
                 match target {
                     Target::NexthopId(id) => {
                         self.nh_users.insert(key, id);
@@ -758,60 +701,17 @@ impl KernelView {
                         self.nh_users.remove(&key);
                     }
                 }
-                self.set_metric(key, metric);
                 let kind = self.resolve(&target);
-                self.install(ctl, t, prefix, kind);
+                self.install(ctl, key, kind);
             }
-            None if self.deferred(key) => self.ignore("delete during a walk left to its sweep"),
-            None if self.installed_metric(ctl, key) == Some(metric) => {
-                self.nh_users.remove(&key);
-                self.metrics.remove(&key);
-                if !self.promote(ctl, key) && ctl.route_of(self.source, t, prefix).is_some() {
-                    let _ = ctl.route_del_from(self.source, t, prefix);
-                }
+            None if self.deferred(ctl, key) => {
+                self.ignore("delete during a walk left to its sweep")
             }
             None => {
-                if let Some(a) = self.alts.get_mut(&key) {
-                    a.remove(&metric);
-                    if a.is_empty() {
-                        self.alts.remove(&key);
-                    }
-                }
+                self.nh_users.remove(&key);
+                let _ = ctl.route_del_metric(self.source, t, prefix, metric);
             }
         }
-    }
-
-    /// The metric of the kernel route that forwards for `key`, if one does.
-    fn installed_metric(&self, ctl: &RouterControl, key: (TableId, Ipv4Prefix)) -> Option<u32> {
-        self.metrics.get(&key).copied().or_else(|| {
-            ctl.route_of(self.source, key.0, key.1)?;
-            self.usual_metric
-        })
-    }
-
-    fn set_metric(&mut self, key: (TableId, Ipv4Prefix), metric: u32) {
-        if *self.usual_metric.get_or_insert(metric) == metric {
-            self.metrics.remove(&key);
-        } else {
-            self.metrics.insert(key, metric);
-        }
-    }
-
-    /// Installs the best backup of `key` (after the route in front of it went).
-    /// False when there is none.
-    fn promote(&mut self, ctl: &mut RouterControl, key: (TableId, Ipv4Prefix)) -> bool {
-        let Some(a) = self.alts.get_mut(&key) else {
-            return false;
-        };
-        let Some((metric, kind)) = a.pop_first() else {
-            return false;
-        };
-        if a.is_empty() {
-            self.alts.remove(&key);
-        }
-        self.set_metric(key, metric);
-        self.install(ctl, key.0, key.1, Some(kind));
-        true
     }
 
     /// Installs (or, when nothing of it can forward here, withdraws) the kernel's
@@ -819,20 +719,22 @@ impl KernelView {
     fn install(
         &mut self,
         ctl: &mut RouterControl,
-        t: TableId,
-        prefix: Ipv4Prefix,
+        (t, prefix, metric): (TableId, Ipv4Prefix, u32),
         kind: Option<RouteKind>,
     ) {
         match kind {
             Some(kind) => {
-                if let Err(e) = ctl.route_add_from(self.source, t, prefix, kind) {
+                if let Err(e) = ctl.route_add_metric(self.source, t, prefix, metric, kind) {
                     self.refused(format!("route {prefix} table {t}: {e}"));
                 }
             }
             None => {
                 self.ignore("route not over a twin");
-                if ctl.route_of(self.source, t, prefix).is_some() {
-                    let _ = ctl.route_del_from(self.source, t, prefix);
+                if ctl
+                    .route_of_metric(self.source, t, prefix, metric)
+                    .is_some()
+                {
+                    let _ = ctl.route_del_metric(self.source, t, prefix, metric);
                 }
             }
         }
@@ -1193,7 +1095,7 @@ mod tests {
         assert_eq!(ctl.routes_of(RouteSource::Kernel).count(), 0);
         assert_eq!(v.stats().ignored["route import off"], 1);
         assert!(v.set_route_import(&mut ctl, true));
-        v.begin_refresh();
+        v.begin_refresh(&mut ctl);
         v.apply(&mut ctl, r());
         v.sweep(&mut ctl);
         assert_eq!(ctl.routes_of(RouteSource::Kernel).count(), 1);
@@ -1450,7 +1352,7 @@ mod tests {
             },
         );
         // A dump with one of the routes and the interfaces' addresses.
-        v.begin_refresh();
+        v.begin_refresh(&mut ctl);
         v.apply_batch(
             &mut ctl,
             vec![
@@ -1583,7 +1485,7 @@ mod props {
             for c in cs {
                 v.apply(&mut ctl, c);
             }
-            v.begin_refresh();
+            v.begin_refresh(&mut ctl);
             v.sweep(&mut ctl);
             prop_assert_eq!(ctl.routes_of(RouteSource::Kernel).count(), 0);
             prop_assert!(ctl.neighbors().keys().all(|&(i, a)| !ctl.is_kernel_neighbor(i, a)));

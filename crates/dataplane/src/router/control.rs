@@ -962,10 +962,99 @@ impl RouterControl {
         prefix: Ipv4Prefix,
         kind: RouteKind,
     ) -> Result<u32, RouterError> {
+        self.route_add_metric(source, table, prefix, 0, kind)
+    }
+
+    /// Adds or replaces `source`'s route for `prefix` with `metric`: a source
+    /// may hold several for one prefix (as the kernel does), and the lowest
+    /// metric of the most preferred source forwards (see
+    /// [`RouterControl::route_add_from`]).
+    pub fn route_add_metric(
+        &mut self,
+        source: RouteSource,
+        table: TableId,
+        prefix: Ipv4Prefix,
+        metric: u32,
+        kind: RouteKind,
+    ) -> Result<u32, RouterError> {
         if !self.fib.tables().any(|t| t == table) {
             return Err(RouterError::Fib(FibError::UnknownTable(table)));
         }
-        self.offer(Origin::of(source), 0, table, prefix, kind)
+        self.offer(Origin::of(source), metric, table, prefix, kind)
+    }
+
+    /// Deletes `source`'s route for `prefix` with `metric`.
+    pub fn route_del_metric(
+        &mut self,
+        source: RouteSource,
+        table: TableId,
+        prefix: Ipv4Prefix,
+        metric: u32,
+    ) -> Result<(), RouterError> {
+        if self.withdraw(Origin::of(source), metric, table, prefix)? {
+            Ok(())
+        } else {
+            Err(RouterError::Fib(FibError::NoSuchRoute(prefix, table)))
+        }
+    }
+
+    /// Starts a refresh of `source`'s routes: those it does not add again
+    /// before [`RouterControl::route_sweep`] go then.
+    pub fn route_mark(&mut self, source: RouteSource) {
+        self.rib.mark(Origin::of(source));
+    }
+
+    /// During a refresh, leaves `source`'s route for `prefix` with `metric` to
+    /// the sweep (unless it is added again first). False when there is none or
+    /// no refresh runs.
+    pub fn route_unmark(
+        &mut self,
+        source: RouteSource,
+        table: TableId,
+        prefix: Ipv4Prefix,
+        metric: u32,
+    ) -> bool {
+        self.rib
+            .set_stale(&(table, prefix), Origin::of(source), metric)
+    }
+
+    /// Whether a refresh of `source`'s routes runs.
+    pub fn route_marking(&self, source: RouteSource) -> bool {
+        self.rib.is_marking(Origin::of(source))
+    }
+
+    /// Ends a refresh of `source`'s routes: deletes those not added since
+    /// [`RouterControl::route_mark`]. Returns them (table, prefix, metric).
+    pub fn route_sweep(&mut self, source: RouteSource) -> Vec<(TableId, Ipv4Prefix, u32)> {
+        let stale = self.rib.sweep(Origin::of(source));
+        let mut gone = Vec::with_capacity(stale.len());
+        for ((t, p), m) in stale {
+            let _ = self.withdraw(Origin::of(source), m, t, p);
+            gone.push((t, p, m));
+        }
+        gone
+    }
+
+    /// Adds (`on`) or removes an address of the router's own that is on no
+    /// interface (a loopback's): its local /32 in `table`, which wins over every
+    /// source's route for it, as the kernel's local table does.
+    pub fn set_local(
+        &mut self,
+        table: TableId,
+        addr: Ipv4Addr,
+        on: bool,
+    ) -> Result<(), RouterError> {
+        check_addr(addr, 32)?;
+        let host = Ipv4Prefix::new(addr, 32)?;
+        if on {
+            if !self.fib.tables().any(|t| t == table) {
+                return Err(RouterError::Fib(FibError::UnknownTable(table)));
+            }
+            self.offer(Origin::Address, 0, table, host, RouteKind::Local)?;
+        } else {
+            self.withdraw(Origin::Address, 0, table, host)?;
+        }
+        Ok(())
     }
 
     /// Offers `origin`'s candidate for `prefix` to the RIB (with `metric`, which
@@ -1081,7 +1170,31 @@ impl RouterControl {
         self.rib.winner(&(table, prefix))?.source.source()
     }
 
-    /// `source`'s route for exactly `prefix`, forwarding or waiting.
+    /// `source`'s route for exactly `prefix` with `metric`, forwarding or waiting.
+    pub fn route_of_metric(
+        &self,
+        source: RouteSource,
+        table: TableId,
+        prefix: Ipv4Prefix,
+        metric: u32,
+    ) -> Option<&RouteKind> {
+        self.rib
+            .get(&(table, prefix), Origin::of(source), metric)
+            .map(|k| &**k)
+    }
+
+    /// Every route `source` holds, with its metric: (table, prefix, metric, kind).
+    pub fn routes_of_metric(
+        &self,
+        source: RouteSource,
+    ) -> impl Iterator<Item = (TableId, Ipv4Prefix, u32, &RouteKind)> + '_ {
+        self.rib
+            .of_source(Origin::of(source))
+            .map(|(&(t, p), m, k)| (t, p, m, &**k))
+    }
+
+    /// `source`'s route for exactly `prefix`, forwarding or waiting (its lowest
+    /// metric's).
     pub fn route_of(
         &self,
         source: RouteSource,
@@ -1089,8 +1202,8 @@ impl RouterControl {
         prefix: Ipv4Prefix,
     ) -> Option<&RouteKind> {
         self.rib
-            .get(&(table, prefix), Origin::of(source), 0)
-            .map(|k| &**k)
+            .best_of(&(table, prefix), Origin::of(source))
+            .map(|c| &**c.value)
     }
 
     /// Every route `source` holds: (table, prefix, kind).
