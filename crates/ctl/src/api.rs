@@ -856,9 +856,13 @@ impl<'a> RouterApi<'a> {
                         ));
                     }
                 }
-                self.ctl
-                    .del_neighbor(ix, ip)
-                    .map_err(|e| format!("neighbor {ip} on {interface}: {e}"))?;
+                // A configured entry goes and reveals what the host stack or
+                // ARP knows; otherwise the neighbour is forgotten.
+                if !self.ctl.del_static_neighbor(ix, ip) {
+                    self.ctl
+                        .del_neighbor(ix, ip)
+                        .map_err(|e| format!("neighbor {ip} on {interface}: {e}"))?;
+                }
                 Ok(Value::Null)
             }
             Command::NeighborShow => {

@@ -754,10 +754,7 @@ pub fn reload(
     }
     for ((ifname, ip), _) in old_nb.iter().filter(|(k, _)| !new_nb.contains_key(k)) {
         if let Ok(ix) = spec::ifindex(ctl, ifname) {
-            if ctl.neighbors().contains_key(&(ix, *ip)) {
-                ctl.del_neighbor(ix, *ip)
-                    .map_err(|e| fail(format!("neighbor {ip}"), e.to_string()))?;
-            }
+            ctl.del_static_neighbor(ix, *ip);
         }
         sum.neighbors.removed += 1;
     }

@@ -2316,6 +2316,32 @@ fn host_routes_of_neighbours_and_connected_routes_come_back_when_what_hid_them_g
 }
 
 #[test]
+fn a_configured_neighbour_hides_the_host_stacks_and_arps_until_it_goes() {
+    let mut ctl = router();
+    let (ip, k, arp) = (a("10.3.0.9"), [2, 0, 0, 0, 9, 1], [2, 0, 0, 0, 9, 2]);
+    let mac = |ctl: &RouterControl| ctl.neighbors().get(&(3, ip)).copied();
+    ctl.set_neighbor(3, ip, mac_n(7)).unwrap();
+    ctl.set_kernel_neighbor(3, ip, k).unwrap();
+    assert_eq!(mac(&ctl), Some(mac_n(7)));
+    assert!(ctl.is_static_neighbor(3, ip) && ctl.is_kernel_neighbor(3, ip));
+    // The configured MAC goes: the host stack's takes its place.
+    assert!(ctl.del_static_neighbor(3, ip));
+    assert_eq!(mac(&ctl), Some(k));
+    assert!(ctl.route_kind(0, pfx("10.3.0.9/32")).is_some());
+    // The host stack forgets it: nothing is left, nor its host route.
+    ctl.del_kernel_neighbor(3, ip).unwrap();
+    assert_eq!(mac(&ctl), None);
+    assert!(ctl.route_kind(0, pfx("10.3.0.9/32")).is_none());
+    // ARP's entry ages; a configured one replaces it for good.
+    ctl.learn_neighbor(3, ip, arp).unwrap();
+    assert_eq!(mac(&ctl), Some(arp));
+    ctl.set_neighbor(3, ip, mac_n(7)).unwrap();
+    assert!(!ctl.del_static_neighbor(3, a("10.3.0.10")));
+    assert!(ctl.del_static_neighbor(3, ip));
+    assert_eq!(mac(&ctl), None);
+}
+
+#[test]
 fn the_route_preference_can_put_the_kernel_first() {
     use dataplane::router::RouteSource as S;
     let mut ctl = router();

@@ -168,6 +168,22 @@ impl rib::Source for Origin {
     }
 }
 
+/// Who gave a neighbour's MAC, most preferred first: the operator (`dpctl`,
+/// the file), the host stack (netlink), ARP heard by the workers (aging).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NeighborOrigin {
+    Static,
+    Kernel,
+    Arp,
+}
+
+impl rib::Source for NeighborOrigin {
+    const COUNT: usize = 3;
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 impl Origin {
     const fn of(s: RouteSource) -> Origin {
         match s {
@@ -215,8 +231,10 @@ pub struct RouterControl {
     /// The control namespace's sessions, for the workers' punt policers.
     sessions: Arc<ArcSwap<Sessions>>,
     neighbors: BTreeMap<(u32, Ipv4Addr), [u8; 6]>,
-    /// Neighbours given by configuration or `dpctl` (they never age).
-    statics: BTreeSet<(u32, Ipv4Addr)>,
+    /// Every neighbour's candidate MACs: configured (`dpctl`, the file) first,
+    /// then the host stack's (netlink), then what the workers heard in ARP.
+    /// `neighbors` holds the winners.
+    neighbor_rib: rib::Rib<(u32, Ipv4Addr), NeighborOrigin, [u8; 6]>,
     /// Neighbours the workers learned from ARP, with their aging state.
     learned: BTreeMap<(u32, Ipv4Addr), Learned>,
     /// Probes sent and neighbours forgotten by aging, since start.
@@ -246,8 +264,6 @@ pub struct RouterControl {
     last_kind: Option<Arc<RouteKind>>,
     /// IPv6 neighbours (next hops of IPv4 routes, RFC 5549): (ifindex, address) → MAC.
     neighbors6: BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]>,
-    /// Neighbours the host stack resolved (netlink): they do not age here.
-    kernel_neighbors: BTreeSet<(u32, Ipv4Addr)>,
     /// IPv6 next hops packets wait for (see [`RouterControl::take_unresolved6`]).
     unresolved6: BTreeSet<(u32, std::net::Ipv6Addr)>,
 }
@@ -279,7 +295,7 @@ impl RouterControl {
             workers: Vec::new(),
             sessions: Arc::new(ArcSwap::from_pointee(Sessions::default())),
             neighbors: BTreeMap::new(),
-            statics: BTreeSet::new(),
+            neighbor_rib: rib::Rib::new(),
             learned: BTreeMap::new(),
             aging_counts: (0, 0),
             label_rib: rib::Rib::new(),
@@ -292,7 +308,6 @@ impl RouterControl {
             kinds: fib::FastSet::default(),
             last_kind: None,
             neighbors6: BTreeMap::new(),
-            kernel_neighbors: BTreeSet::new(),
             unresolved6: BTreeSet::new(),
         }
     }
@@ -660,56 +675,92 @@ impl RouterControl {
         mac: [u8; 6],
         configured: bool,
     ) -> Result<u32, RouterError> {
-        let id = self.install_neighbor(ifindex, ip, mac)?;
         if configured {
-            self.statics.insert((ifindex, ip));
-            self.learned.remove(&(ifindex, ip));
+            let id = self.offer_neighbor(NeighborOrigin::Static, ifindex, ip, mac)?;
+            // The operator's entry replaces the one ARP taught.
+            self.withdraw_neighbor(NeighborOrigin::Arp, ifindex, ip);
+            Ok(id)
         } else {
-            self.statics.remove(&(ifindex, ip));
+            let id = self.offer_neighbor(NeighborOrigin::Arp, ifindex, ip, mac)?;
             self.learned
                 .insert((ifindex, ip), Learned::heard_at(Instant::now()));
+            Ok(id)
         }
-        Ok(id)
+    }
+
+    /// Offers `origin`'s MAC for a neighbour; installs it if it wins. Returns
+    /// the adjacency id (the winner's). Refused: nothing changes.
+    fn offer_neighbor(
+        &mut self,
+        origin: NeighborOrigin,
+        ifindex: u32,
+        ip: Ipv4Addr,
+        mac: [u8; 6],
+    ) -> Result<u32, RouterError> {
+        self.iface(ifindex)?;
+        let key = (ifindex, ip);
+        let wins = self
+            .neighbor_rib
+            .winner(&key)
+            .is_none_or(|w| self.neighbor_rib.rank(w.source) >= self.neighbor_rib.rank(origin));
+        if wins && self.neighbors.get(&key) != Some(&mac) {
+            self.install_neighbor(ifindex, ip, mac)?;
+        }
+        self.neighbor_rib.insert(key, origin, 0, mac);
+        self.fib
+            .adjacency_id(ifindex, IpAddr::V4(ip))
+            .ok_or(RouterError::UnknownInterface(ifindex))
+    }
+
+    /// Withdraws `origin`'s MAC for a neighbour: the next origin's is
+    /// installed, or the neighbour is forgotten (with its host route).
+    fn withdraw_neighbor(&mut self, origin: NeighborOrigin, ifindex: u32, ip: Ipv4Addr) {
+        let key = (ifindex, ip);
+        if origin == NeighborOrigin::Arp {
+            self.learned.remove(&key);
+        }
+        let Some(gone) = self.neighbor_rib.remove(&key, origin, 0) else {
+            return;
+        };
+        if !gone.was_winner {
+            return;
+        }
+        match self.neighbor_rib.winner(&key).map(|w| *w.value) {
+            Some(mac) => {
+                if self.install_neighbor(ifindex, ip, mac).is_err() {
+                    self.uninstall_neighbor(ifindex, ip);
+                }
+            }
+            None => self.uninstall_neighbor(ifindex, ip),
+        }
     }
 
     /// Installs a neighbour the host stack resolved (netlink): it does not age
-    /// here (the kernel ages it and says when it goes).
+    /// here (the kernel ages it and says when it goes). A configured entry
+    /// wins over it.
     pub fn set_kernel_neighbor(
         &mut self,
         ifindex: u32,
         ip: Ipv4Addr,
         mac: [u8; 6],
     ) -> Result<u32, RouterError> {
-        if self.statics.contains(&(ifindex, ip)) {
-            // Configured entries win over learned ones.
-            return self
-                .fib
-                .adjacency_id(ifindex, IpAddr::V4(ip))
-                .ok_or(RouterError::UnknownInterface(ifindex));
-        }
-        let id = if self.neighbors.get(&(ifindex, ip)) == Some(&mac) {
-            self.fib
-                .adjacency_id(ifindex, IpAddr::V4(ip))
-                .ok_or(RouterError::UnknownInterface(ifindex))?
-        } else {
-            self.install_neighbor(ifindex, ip, mac)?
-        };
-        self.learned.remove(&(ifindex, ip));
-        self.kernel_neighbors.insert((ifindex, ip));
+        let id = self.offer_neighbor(NeighborOrigin::Kernel, ifindex, ip, mac)?;
+        // The host stack's entry replaces the one ARP taught here.
+        self.withdraw_neighbor(NeighborOrigin::Arp, ifindex, ip);
         Ok(id)
     }
 
-    /// Forgets a neighbour the host stack forgot, unless it was configured.
+    /// Forgets the host stack's entry for a neighbour (a configured one stays).
     pub fn del_kernel_neighbor(&mut self, ifindex: u32, ip: Ipv4Addr) -> Result<(), RouterError> {
-        if !self.kernel_neighbors.remove(&(ifindex, ip)) || self.statics.contains(&(ifindex, ip)) {
-            return Ok(());
-        }
-        self.del_neighbor(ifindex, ip)
+        self.withdraw_neighbor(NeighborOrigin::Kernel, ifindex, ip);
+        Ok(())
     }
 
     /// Whether the host stack resolved this neighbour (netlink).
     pub fn is_kernel_neighbor(&self, ifindex: u32, ip: Ipv4Addr) -> bool {
-        self.kernel_neighbors.contains(&(ifindex, ip))
+        self.neighbor_rib
+            .get(&(ifindex, ip), NeighborOrigin::Kernel, 0)
+            .is_some()
     }
 
     /// Sets an IPv6 neighbour's MAC (the next hop of IPv4 routes via IPv6, RFC
@@ -760,7 +811,9 @@ impl RouterControl {
 
     /// Whether a neighbour was configured (it does not age) rather than learned.
     pub fn is_static_neighbor(&self, ifindex: u32, ip: Ipv4Addr) -> bool {
-        self.statics.contains(&(ifindex, ip))
+        self.neighbor_rib
+            .get(&(ifindex, ip), NeighborOrigin::Static, 0)
+            .is_some()
     }
 
     /// Probes sent and neighbours forgotten by aging since start.
@@ -796,16 +849,40 @@ impl RouterControl {
         Ok(id)
     }
 
-    /// Forgets a neighbour's MAC (and the host route it brought).
+    /// Forgets a neighbour's MAC, whoever gave it (and the host route it
+    /// brought).
     pub fn del_neighbor(&mut self, ifindex: u32, ip: Ipv4Addr) -> Result<(), RouterError> {
         let table = self.iface(ifindex)?.table;
         let _ = self.withdraw(Origin::Neighbor, ifindex, table, Ipv4Prefix::new(ip, 32)?);
         self.fib.neighbor_del(ifindex, IpAddr::V4(ip))?;
         self.neighbors.remove(&(ifindex, ip));
-        self.statics.remove(&(ifindex, ip));
+        for o in [
+            NeighborOrigin::Static,
+            NeighborOrigin::Kernel,
+            NeighborOrigin::Arp,
+        ] {
+            self.neighbor_rib.remove(&(ifindex, ip), o, 0);
+        }
         self.learned.remove(&(ifindex, ip));
-        self.kernel_neighbors.remove(&(ifindex, ip));
         Ok(())
+    }
+
+    /// Forgets the configured MAC of a neighbour: the host stack's or ARP's,
+    /// if any, takes its place. False when none was configured.
+    pub fn del_static_neighbor(&mut self, ifindex: u32, ip: Ipv4Addr) -> bool {
+        let had = self.is_static_neighbor(ifindex, ip);
+        self.withdraw_neighbor(NeighborOrigin::Static, ifindex, ip);
+        had
+    }
+
+    /// Forgets an installed neighbour no origin gives any more.
+    fn uninstall_neighbor(&mut self, ifindex: u32, ip: Ipv4Addr) {
+        let table = self.iface_list.get(&ifindex).map(|i| i.table);
+        if let (Some(table), Ok(host)) = (table, Ipv4Prefix::new(ip, 32)) {
+            let _ = self.withdraw(Origin::Neighbor, ifindex, table, host);
+        }
+        let _ = self.fib.neighbor_del(ifindex, IpAddr::V4(ip));
+        self.neighbors.remove(&(ifindex, ip));
     }
 
     /// Ages the neighbours learned from ARP (see [`NeighborAging`]) as of `now`:
@@ -834,10 +911,12 @@ impl RouterControl {
             }
         }
         for (ifindex, ip) in forget {
-            if self.del_neighbor(ifindex, ip).is_ok() {
-                self.aging_counts.1 += 1;
-            }
-            self.learned.remove(&(ifindex, ip));
+            let taught = self
+                .neighbor_rib
+                .get(&(ifindex, ip), NeighborOrigin::Arp, 0)
+                .is_some();
+            self.withdraw_neighbor(NeighborOrigin::Arp, ifindex, ip);
+            self.aging_counts.1 += u64::from(taught);
         }
         self.aging_counts.0 += probes.len() as u64;
         probes
@@ -1448,11 +1527,15 @@ impl RouterControl {
                 n += 1;
                 match ev {
                     Event::Neighbor { ifindex, ip, mac } => {
-                        let ok = self.neighbors.get(&(ifindex, ip)) == Some(&mac)
-                            || self.install_neighbor(ifindex, ip, mac).is_ok();
-                        if ok
-                            && !self.statics.contains(&(ifindex, ip))
-                            && !self.kernel_neighbors.contains(&(ifindex, ip))
+                        // What the operator or the host stack gave wins over ARP.
+                        let owned = self
+                            .neighbor_rib
+                            .candidates(&(ifindex, ip))
+                            .any(|c| c.source != NeighborOrigin::Arp);
+                        if !owned
+                            && self
+                                .offer_neighbor(NeighborOrigin::Arp, ifindex, ip, mac)
+                                .is_ok()
                         {
                             self.learned.insert((ifindex, ip), Learned::heard_at(now));
                         }
