@@ -2425,3 +2425,78 @@ fn an_unnumbered_interface_speaks_arp_for_the_loopback() {
     assert_eq!(&res[0].1[..6], &peer);
     assert_eq!(&res[0].1[12..16], &[0x81, 0, 0x01, 0x2c]);
 }
+
+/// One operation on the RIB from outside: a source's route, an address, the
+/// interface's admin state.
+#[derive(Debug, Clone)]
+enum RibOp {
+    Add(usize, usize, usize),
+    Del(usize, usize),
+    Addr(bool),
+    Up(bool),
+}
+
+fn rib_op() -> impl Strategy<Value = RibOp> {
+    prop_oneof![
+        5 => (0..4usize, 0..4usize, 0..2usize).prop_map(|(s, p, g)| RibOp::Add(s, p, g)),
+        3 => (0..4usize, 0..4usize).prop_map(|(s, p)| RibOp::Del(s, p)),
+        1 => any::<bool>().prop_map(RibOp::Addr),
+        1 => any::<bool>().prop_map(RibOp::Up),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Whatever the sources, addresses and admin state do, the FIB forwards
+    /// with what a model recomputed from scratch picks: the address's routes,
+    /// else the most preferred source's.
+    #[test]
+    fn the_fib_holds_the_winner_a_model_recomputes(ops in prop::collection::vec(rib_op(), 0..60)) {
+        use dataplane::router::RouteSource as S;
+        let mut ctl = router();
+        let prefixes = [pfx("10.9.0.0/24"), pfx("10.9.0.1/32"), pfx("198.18.0.0/24"), pfx("10.9.0.0/16")];
+        let gws = ["10.2.0.2", "10.3.0.2"];
+        let via = |g: usize| RouteKind::Paths(vec![Path::gateway(a(gws[g]))]);
+        // Each source's route per prefix, the address, the admin state.
+        let mut model: std::collections::BTreeMap<(usize, usize), usize> = Default::default();
+        let (mut addr, mut up) = (false, true);
+        for op in &ops {
+            match *op {
+                RibOp::Add(s, p, g) => {
+                    ctl.route_add_from(S::ALL[s], 0, prefixes[p], via(g)).unwrap();
+                    model.insert((p, s), g);
+                }
+                RibOp::Del(s, p) => {
+                    let r = ctl.route_del_from(S::ALL[s], 0, prefixes[p]);
+                    prop_assert_eq!(r.is_ok(), model.remove(&(p, s)).is_some());
+                }
+                RibOp::Addr(on) if on != addr => {
+                    if on {
+                        ctl.add_address(5, a("10.9.0.1"), 24).unwrap();
+                    } else {
+                        ctl.del_address(5, a("10.9.0.1"), 24).unwrap();
+                    }
+                    addr = on;
+                }
+                RibOp::Addr(_) => {}
+                RibOp::Up(u) => {
+                    ctl.set_up(5, u).unwrap();
+                    up = u;
+                }
+            }
+            for (i, &p) in prefixes.iter().enumerate() {
+                let want = match i {
+                    1 if addr => Some(RouteKind::Local),
+                    0 if addr && up => Some(RouteKind::Connected { ifindex: 5 }),
+                    _ => (0..4).find_map(|s| model.get(&(i, s))).map(|&g| via(g)),
+                };
+                prop_assert_eq!(ctl.route_kind(0, p).cloned(), want.clone(), "{} after {:?}", p, op);
+                prop_assert_eq!(ctl.fib().route(0, p).is_some(), want.is_some());
+                let src = (0..4).find(|&s| model.contains_key(&(i, s)));
+                let shadowed = (i == 1 && addr) || (i == 0 && addr && up);
+                prop_assert_eq!(ctl.route_source(0, p), src.filter(|_| !shadowed).map(|s| S::ALL[s]));
+            }
+        }
+    }
+}
