@@ -12,6 +12,10 @@ the kernel), and the script measures:
   - `dpctl linux resync` of the full table (dump + mark-and-sweep), ms;
   - the daemon's resident memory with the table minus without, bytes per route;
   - the table deleted again (ip -batch) and the lag of the withdrawal;
+  - a BGP-like storm from BIRD: a static protocol of the first --storm prefixes
+    (default 100,000) exported to the kernel, enabled then disabled; the kernel
+    is done when BIRD counts every route exported (the kernel acknowledged it)
+    or none, the dataplane when its FIB holds them all or none (lag both ways);
   - punt and inject through the twin: a host floods UDP to the router's address
     for 3 s (punted to the twin; policer raised out of the way), then the
     control-plane namespace floods UDP to the host (injected): packets/s;
@@ -23,7 +27,7 @@ the kernel), and the script measures:
     run, plain Linux: the same prober across a veth to a namespace's kernel,
     idle and while that namespace loads the table.
 
-    scripts/bench-linux.py [--routes N] [--worker-sleep-us US]
+    scripts/bench-linux.py [--routes N] [--worker-sleep-us US] [--storm N]
 
 Needs root, hugepages (scripts/setup.sh) and a release build (make build).
 Writes the table to target/bench-linux.md.
@@ -35,6 +39,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -143,6 +148,55 @@ def flood(ns, dst, secs):
     return int(o.stdout.strip() or 0)
 
 
+def bird_storm(ns, tmp, prefixes, sock):
+    """BIRD exports len(prefixes) static routes to the kernel, then withdraws
+    them: (kernel s, dataplane lag s) for the announce and the withdrawal."""
+    conf, ctl = os.path.join(tmp, "bird.conf"), os.path.join(tmp, "bird.ctl")
+    with open(conf, "w") as f:
+        f.write("router id 10.250.0.1;\nprotocol device { scan time 60; }\n"
+                "protocol kernel { ipv4 { import none; export all; }; scan time 60; }\n"
+                "protocol static storm {\n  disabled yes;\n  ipv4;\n")
+        for p in prefixes:
+            f.write(f"  route {p} via 10.250.0.2;\n")
+        f.write("}\n")
+    bird = subprocess.Popen(["ip", "netns", "exec", ns, "bird", "-f", "-c", conf, "-s", ctl,
+                             "-P", os.path.join(tmp, "bird.pid")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = []
+    try:
+        deadline = time.time() + 30
+        while sh("birdc", "-s", ctl, "show", "status", check=False).returncode != 0:
+            if time.time() > deadline:
+                sys.exit("bench-linux: BIRD did not start")
+            time.sleep(0.1)
+        for verb, want in (("enable", len(prefixes)), ("disable", 0)):
+            # BIRD's kernel protocol counts a route exported once the kernel
+            # acknowledged it: that count is the kernel's progress.
+            done = {}
+
+            def kernel():
+                while True:
+                    o = sh("birdc", "-s", ctl, "show", "protocols", "all", "kernel1").stdout
+                    n = next((int(l.split()[3]) for l in o.splitlines() if "Routes:" in l), -1)
+                    if n == want:
+                        done["t"] = time.time()
+                        return
+                    time.sleep(0.005)
+
+            th = threading.Thread(target=kernel)
+            t0 = time.time()
+            sh("birdc", "-s", ctl, verb, "storm")
+            th.start()
+            t_dp = wait_routes(sock, want)
+            th.join(120)
+            t_kernel = done["t"]
+            out.append((t_kernel - t0, t_dp - t_kernel))
+    finally:
+        bird.terminate()
+        bird.wait()
+    return out
+
+
 def wait_routes(sock, want, timeout=120):
     t0 = time.time()
     while time.time() - t0 < timeout:
@@ -155,6 +209,7 @@ def wait_routes(sock, want, timeout=120):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--routes", type=int, default=0, help="first N prefixes only (default: all)")
+    ap.add_argument("--storm", type=int, default=100_000, help="routes in BIRD's storm (0: none)")
     ap.add_argument("--worker-sleep-us", type=int, default=None,
                     help="[workers] idle_max_sleep_us (default: the daemon's; 0 for a polling core)")
     args = ap.parse_args()
@@ -280,6 +335,13 @@ def main():
         lat.append(("the table withdrawn from the kernel", a, None))
         rows.append(("withdrawal: kernel", f"{t_kernel - t0:.2f} s", ""))
         rows.append(("withdrawal: dataplane after the kernel", f"{t_dp - t_kernel:.2f} s", "lag"))
+        if args.storm:
+            storm = prefixes[: args.storm]
+            (ka, la), (kw, lw) = bird_storm(NS, tmp, storm, sock)
+            rows.append((f"BIRD storm of {len(storm):,} routes, announced: kernel / dataplane lag",
+                         f"{ka:.2f} s / {la:.3f} s", f"{len(storm) / ka:,.0f} routes/s in the kernel"))
+            rows.append((f"BIRD storm of {len(storm):,} routes, withdrawn: kernel / dataplane lag",
+                         f"{kw:.2f} s / {lw:.3f} s", f"{len(storm) / kw:,.0f} routes/s in the kernel"))
         for what, a, b in lat:
             v, note = rtt(a)
             if b is not None:
