@@ -27,7 +27,7 @@ the kernel), and the script measures:
     run, plain Linux: the same prober across a veth to a namespace's kernel,
     idle and while that namespace loads the table.
 
-    scripts/bench-linux.py [--routes N] [--worker-sleep-us US] [--storm N]
+    scripts/bench-linux.py [--routes N] [--worker-sleep-us US] [--storm N] [--repeat N]
 
 Needs root, hugepages (scripts/setup.sh) and a release build (make build).
 Writes the table to target/bench-linux.md.
@@ -209,6 +209,8 @@ def wait_routes(sock, want, timeout=120):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--routes", type=int, default=0, help="first N prefixes only (default: all)")
+    ap.add_argument("--repeat", type=int, default=0,
+                    help="then N full resyncs and N zebra reconnect walks: resident memory across them")
     ap.add_argument("--storm", type=int, default=100_000, help="routes in BIRD's storm (0: none)")
     ap.add_argument("--worker-sleep-us", type=int, default=None,
                     help="[workers] idle_max_sleep_us (default: the daemon's; 0 for a polling core)")
@@ -257,7 +259,7 @@ def main():
             '[forwarding]\nmode = "router"\n'
             '[[interface]]\nname = "port0"\naddresses = ["10.250.0.1/24"]\n'
             f'[linux]\nnetns = "{NS}"\npunt_other_pps = 10000000\n'
-            f'[fpm]\nport = {FPM_PORT}\nkernel_routes = true\n'
+            f'[fpm]\nport = {FPM_PORT}\nkernel_routes = true\nhold_s = 3600\nrestart_s = 0\n'
         )
     d = subprocess.Popen([os.path.join(BIN, "dataplaned"), "-c", cfg, "--socket", sock],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -325,6 +327,40 @@ def main():
         lat.append(("an FPM walk of the table", a, None))
         rows.append(("FPM walk of the full table (a local sender, zebra's frames)", f"{t_walk:.2f} s",
                      f"{n / t_walk:,.0f} routes/s into the FIB"))
+        if args.repeat:
+            def flat(what, after):
+                # From after the first (the heap's steady state) to the last.
+                r0, r1 = after[0], after[-1]
+                rows.append((f"resident memory across {len(after)} {what}",
+                             f"{r0 / 2**20:.1f} -> {r1 / 2**20:.1f} MiB",
+                             f"{100 * (r1 - r0) / r0:+.1f} % from the first to the last; "
+                             f"max {max(after) / 2**20:.1f} MiB"))
+
+            after = []
+            for _ in range(args.repeat):
+                dpctl(sock, "linux", "resync")
+                after.append(rss(d.pid))
+            flat("full resyncs", after)
+            after = []
+            for _ in range(args.repeat):
+                c0 = dpctl(sock, "show", "fpm")["connects"]
+                snd = subprocess.Popen(["ip", "netns", "exec", NS, "python3", "-c", FPM_SEND, str(FPM_PORT),
+                                        "60"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=False)
+                snd.stdin.write(frames)
+                snd.stdin.close()
+                snd.stdout.readline()
+                deadline = time.time() + 60
+                while time.time() < deadline:
+                    f = dpctl(sock, "show", "fpm")
+                    if f["connects"] == c0 + 1 and not f["walking"]:
+                        break
+                    time.sleep(0.01)
+                else:
+                    sys.exit("bench-linux: a reconnect walk was not swept")
+                after.append(rss(d.pid))
+                snd.kill()
+                snd.wait()
+            flat("zebra reconnect walks", after)
         t0 = time.time()
 
         def withdraw():

@@ -144,7 +144,8 @@ fn dataplane_table(lab: &Lab) -> Table {
     t
 }
 
-/// One random `ip` command for the control namespace (`n`: the lab's number).
+/// One random `ip` command for the control namespace (`n`: the lab's number),
+/// or `carrier a|b down|up` for the host end of a port's veth.
 fn step(rng: &mut Rng, n: u8) -> String {
     let ports = ["port0", "port1"];
     let gws = [
@@ -167,11 +168,18 @@ fn step(rng: &mut Rng, n: u8) -> String {
     let metric = ["", " metric 10", " metric 20"][rng.below(3)];
     let p = rng.pick(&prefixes);
     let op = ["add", "replace"][rng.below(2)];
-    match rng.below(20) {
+    match rng.below(21) {
         0 => format!(
             "link set {} {}",
             rng.pick(&ports),
             ["down", "up", "up", "up"][rng.below(4)]
+        ),
+        // The host end of a port's veth: the port, and so its twin, loses or
+        // regains carrier.
+        20 => format!(
+            "carrier {} {}",
+            ["a", "b"][rng.below(2)],
+            ["down", "up", "up"][rng.below(3)]
         ),
         1 | 2 => {
             let (dev, addrs) = if rng.below(2) == 0 {
@@ -278,9 +286,19 @@ fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
     let mut applied = 0;
     for i in 0..steps {
         let cmd = step(&mut rng, n);
-        let mut args = vec!["ip", "-n", &cp];
-        args.extend(cmd.split_whitespace());
-        let took = sh(&args).status.success();
+        let took = match cmd.split_whitespace().collect::<Vec<_>>()[..] {
+            ["carrier", side, state] => {
+                let (ns, veth) = (lab.ns(side), format!("dp{}{side}1", lab.tag));
+                sh(&["ip", "-n", &ns, "link", "set", &veth, state])
+                    .status
+                    .success()
+            }
+            _ => {
+                let mut args = vec!["ip", "-n", &cp];
+                args.extend(cmd.split_whitespace());
+                sh(&args).status.success()
+            }
+        };
         applied += usize::from(took);
         history.push(format!(
             "{i}: ip {cmd}{}",
