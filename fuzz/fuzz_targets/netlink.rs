@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
     // Kernel ifindexes 2 and 3 are the twins of ports 0 and 1.
     let mut view = KernelView::new(HashMap::from([(2, 1), (3, 2)]), BTreeMap::new());
     view.apply_batch(ctl, msgs);
-    view.begin_refresh();
+    view.begin_refresh(ctl);
     ctl.batch(|ctl| view.sweep(ctl));
     assert_eq!(ctl.routes_of(RouteSource::Kernel).count(), 0);
     assert!(
