@@ -37,7 +37,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::ops::RangeBounds;
 
 /// Who offers candidates. Sources are numbered `0..COUNT`.
 pub trait Source: Copy + Eq + fmt::Debug {
@@ -146,6 +145,18 @@ impl<S: Source, V> Slot<S, V> {
             .iter()
             .position(|c| c.source == source && c.metric == metric)
     }
+
+    /// Where `source`'s candidate with `metric` is, and whether offering it
+    /// (again) makes it the winner.
+    fn offer(&self, rank: &[u8], source: S, metric: u32) -> (Option<usize>, bool) {
+        let at = self.find(source, metric);
+        let best = self.best();
+        let pref = (rank[source.index()], metric);
+        (
+            at,
+            at == Some(0) || pref < (rank[best.source.index()], best.metric),
+        )
+    }
 }
 
 /// Candidates per key from ranked sources; see the crate docs.
@@ -211,16 +222,6 @@ impl<K: Ord + Clone, S: Source, V> Rib<K, S, V> {
         (self.rank[source.index()], metric)
     }
 
-    /// Keys with at least one candidate.
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    /// Whether no key has a candidate.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
     /// How many candidates `source` offers.
     pub fn count(&self, source: S) -> usize {
         self.count[source.index()]
@@ -229,6 +230,14 @@ impl<K: Ord + Clone, S: Source, V> Rib<K, S, V> {
     /// The candidate that wins for `key`.
     pub fn winner(&self, key: &K) -> Option<Candidate<'_, S, V>> {
         self.map.get(key).map(|s| view(s.best()))
+    }
+
+    /// Whether `source`'s candidate for `key` with `metric`, offered now, would
+    /// win (what [`Rib::insert_with`] publishes).
+    pub fn would_win(&self, key: &K, source: S, metric: u32) -> bool {
+        self.map
+            .get(key)
+            .is_none_or(|s| s.offer(&self.rank, source, metric).1)
     }
 
     /// Every candidate for `key`, the winner first.
@@ -263,14 +272,6 @@ impl<K: Ord + Clone, S: Source, V> Rib<K, S, V> {
     /// Every key's winner, in key order.
     pub fn winners(&self) -> impl Iterator<Item = (&K, Candidate<'_, S, V>)> + '_ {
         self.map.iter().map(|(k, s)| (k, view(s.best())))
-    }
-
-    /// The winners of the keys in `range`, in key order.
-    pub fn winners_in<R: RangeBounds<K>>(
-        &self,
-        range: R,
-    ) -> impl Iterator<Item = (&K, Candidate<'_, S, V>)> + '_ {
-        self.map.range(range).map(|(k, s)| (k, view(s.best())))
     }
 
     /// Every candidate `source` offers: (key, metric, value), in key order.
@@ -315,9 +316,7 @@ impl<K: Ord + Clone, S: Source, V> Rib<K, S, V> {
             }
             std::collections::btree_map::Entry::Occupied(mut o) => {
                 let slot = o.get_mut();
-                let at = slot.find(source, metric);
-                let best = slot.best();
-                let won = at == Some(0) || pref < (rank[best.source.index()], best.metric);
+                let (at, won) = slot.offer(rank, source, metric);
                 if won {
                     publish(&cand.value)?;
                 }
@@ -398,22 +397,6 @@ impl<K: Ord + Clone, S: Source, V> Rib<K, S, V> {
                 }
             }
         }
-    }
-
-    /// Whether `source` is between [`Rib::mark`] and [`Rib::sweep`].
-    pub fn is_marking(&self, source: S) -> bool {
-        self.marking[source.index()]
-    }
-
-    /// Whether `source`'s candidate for `key` with `metric` was offered since
-    /// the source was marked (true when it is not marking).
-    pub fn is_fresh(&self, key: &K, source: S, metric: u32) -> bool {
-        let s = source.index();
-        !self.marking[s]
-            || self.map.get(key).is_some_and(|slot| {
-                slot.find(source, metric)
-                    .is_some_and(|i| slot.as_slice()[i].epoch == self.epoch[s])
-            })
     }
 
     /// Makes `source`'s candidate for `key` with `metric` stale again during a

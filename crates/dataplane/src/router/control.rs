@@ -699,10 +699,7 @@ impl RouterControl {
     ) -> Result<u32, RouterError> {
         self.iface(ifindex)?;
         let key = (ifindex, ip);
-        let wins = self
-            .neighbor_rib
-            .winner(&key)
-            .is_none_or(|w| self.neighbor_rib.rank(w.source) >= self.neighbor_rib.rank(origin));
+        let wins = self.neighbor_rib.would_win(&key, origin, 0);
         if wins && self.neighbors.get(&key) != Some(&mac) {
             self.install_neighbor(ifindex, ip, mac)?;
         }
@@ -1095,11 +1092,6 @@ impl RouterControl {
     ) -> bool {
         self.rib
             .set_stale(&(table, prefix), Origin::of(source), metric)
-    }
-
-    /// Whether a refresh of `source`'s routes runs.
-    pub fn route_marking(&self, source: RouteSource) -> bool {
-        self.rib.is_marking(Origin::of(source))
     }
 
     /// Ends a refresh of `source`'s routes: deletes those not added since
