@@ -593,6 +593,25 @@ fn ospf_logs(lab: &Lab, cp: &str) -> String {
     )
 }
 
+/// How long after `t0` each condition first held (polled every 5 ms, for at
+/// most `limit`).
+fn first_times<const N: usize>(
+    t0: Instant,
+    limit: Duration,
+    mut conds: [&mut dyn FnMut() -> bool; N],
+) -> [Option<Duration>; N] {
+    let mut at = [None; N];
+    while at.iter().any(Option::is_none) && t0.elapsed() < limit {
+        for (t, c) in at.iter_mut().zip(conds.iter_mut()) {
+            if t.is_none() && c() {
+                *t = Some(t0.elapsed());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    at
+}
+
 /// Waits up to `secs` for `f`, else fails with `logs`.
 fn wait_long(what: &str, secs: u64, logs: &dyn Fn() -> String, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
@@ -780,20 +799,16 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
     };
     let via_port1 =
         || route(&lab, "198.18.5.0/24").is_some_and(|r| r["paths"][0]["interface"] == "port1");
+    let mut kernel_via_port2 = || kernel_route(&cp, "198.18.5.0/24").contains("port2");
+    let mut fib_via_port2 =
+        || route(&lab, "198.18.5.0/24").is_some_and(|r| r["paths"][0]["interface"] == "port2");
     let t0 = Instant::now();
     ip(&b, &format!("link set {uplink} down"));
-    let (mut t_kernel, mut t_fib) = (None, None);
-    while (t_kernel.is_none() || t_fib.is_none()) && t0.elapsed() < Duration::from_secs(10) {
-        if t_kernel.is_none() && kernel_route(&cp, "198.18.5.0/24").contains("port2") {
-            t_kernel = Some(t0.elapsed());
-        }
-        if t_fib.is_none()
-            && route(&lab, "198.18.5.0/24").is_some_and(|r| r["paths"][0]["interface"] == "port2")
-        {
-            t_fib = Some(t0.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let [t_kernel, t_fib] = first_times(
+        t0,
+        Duration::from_secs(10),
+        [&mut kernel_via_port2, &mut fib_via_port2],
+    );
     eprintln!(
         "carrier loss: the namespace's kernel rerouted after {t_kernel:?}, the FIB after {t_fib:?}"
     );
@@ -825,26 +840,14 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
         lsas().iter().all(|l| l.is_some_and(|(_, age)| age >= 6))
     });
     let seqs = lsas().map(|l| l.map_or(0, |(seq, _)| seq));
-    let peer_via_c1 = || kernel_route(&b, "10.78.1.0/24").contains(&c1);
+    let mut peer_via_c1 = || kernel_route(&b, "10.78.1.0/24").contains(&c1);
     let t0 = Instant::now();
     ip(&cp, "link set port1 down");
-    let (mut t_peer, mut t_kernel, mut t_fib) = (None, None, None);
-    while (t_peer.is_none() || t_kernel.is_none() || t_fib.is_none())
-        && t0.elapsed() < Duration::from_secs(10)
-    {
-        if t_peer.is_none() && peer_via_c1() {
-            t_peer = Some(t0.elapsed());
-        }
-        if t_kernel.is_none() && kernel_route(&cp, "198.18.5.0/24").contains("port2") {
-            t_kernel = Some(t0.elapsed());
-        }
-        if t_fib.is_none()
-            && route(&lab, "198.18.5.0/24").is_some_and(|r| r["paths"][0]["interface"] == "port2")
-        {
-            t_fib = Some(t0.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let [t_peer, t_kernel, t_fib] = first_times(
+        t0,
+        Duration::from_secs(10),
+        [&mut peer_via_c1, &mut kernel_via_port2, &mut fib_via_port2],
+    );
     eprintln!(
         "admin down: the peer rerouted after {t_peer:?}, the namespace's kernel after \
          {t_kernel:?}, the FIB after {t_fib:?}"

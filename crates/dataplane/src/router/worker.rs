@@ -26,13 +26,40 @@ pub type PuntQueue = ArrayQueue<(PuntReason, Mbuf)>;
 /// Packets the control thread sends through a worker: (DPDK port, frame).
 pub type InjectQueue = ArrayQueue<(u16, Mbuf)>;
 
+/// A thread's "I am going to sleep" flag, and the one who wakes it: the
+/// sleeper sets it before it looks for work a last time, a producer clears it
+/// after publishing work and wakes the thread only if it did the clearing, so
+/// a thread that polls costs its producers a load and no more.
+#[derive(Debug, Default)]
+struct Drowsy(AtomicBool);
+
+impl Drowsy {
+    /// The thread is about to sleep: it looks for work once more after this.
+    fn sleep(&self) {
+        self.0.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+    }
+
+    /// The thread is awake again.
+    fn awake(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+
+    /// After publishing work: whether the caller must wake the thread.
+    #[inline]
+    fn take(&self) -> bool {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.0.load(Ordering::Relaxed) && self.0.swap(false, Ordering::SeqCst)
+    }
+}
+
 /// Wakes the thread that takes the punt queues when it sleeps: a worker that
 /// queued punts in a vector sends one byte on a datagram socket the thread
 /// polls, and only when the thread said it was going to sleep, so a busy punt
 /// path costs the workers no system call.
 #[derive(Debug)]
 pub struct PuntSignal {
-    sleeping: AtomicBool,
+    sleeping: Drowsy,
     tx: std::os::unix::net::UnixDatagram,
     rx: std::os::unix::net::UnixDatagram,
 }
@@ -44,7 +71,7 @@ impl PuntSignal {
         tx.set_nonblocking(true)?;
         rx.set_nonblocking(true)?;
         Ok(PuntSignal {
-            sleeping: AtomicBool::new(false),
+            sleeping: Drowsy::default(),
             tx,
             rx,
         })
@@ -53,8 +80,7 @@ impl PuntSignal {
     /// Wakes the punt thread if it sleeps (workers, after queueing punts).
     #[inline]
     pub fn notify(&self) {
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::Relaxed) && self.sleeping.swap(false, Ordering::SeqCst) {
+        if self.sleeping.take() {
             // (a full socket already holds a wakeup)
             let _ = self.tx.send(&[1]);
         }
@@ -68,13 +94,12 @@ impl PuntSignal {
     /// The punt thread is about to sleep: look at the queues once more after
     /// this, then poll [`PuntSignal::fd`].
     pub fn sleep(&self) {
-        self.sleeping.store(true, Ordering::SeqCst);
-        std::sync::atomic::fence(Ordering::SeqCst);
+        self.sleeping.sleep();
     }
 
     /// The punt thread is awake: clears the signal.
     pub fn awake(&self) {
-        self.sleeping.store(false, Ordering::SeqCst);
+        self.sleeping.awake();
         let mut b = [0u8; 16];
         while self.rx.recv(&mut b).is_ok() {}
     }
@@ -91,7 +116,7 @@ impl PuntSignal {
 /// first, and only then does a producer unpark it (no cost while it polls).
 #[derive(Debug, Default)]
 pub struct WorkerWake {
-    sleeping: AtomicBool,
+    sleeping: Drowsy,
     thread: std::sync::OnceLock<std::thread::Thread>,
     /// Times a producer woke the worker.
     wakes: crate::counters::Counter,
@@ -104,19 +129,17 @@ impl WorkerWake {
         if self.thread.get().is_none() {
             let _ = self.thread.set(std::thread::current());
         }
-        self.sleeping.store(true, Ordering::SeqCst);
-        std::sync::atomic::fence(Ordering::SeqCst);
+        self.sleeping.sleep();
         if !work() {
             std::thread::park_timeout(d);
         }
-        self.sleeping.store(false, Ordering::Relaxed);
+        self.sleeping.awake();
     }
 
     /// Wakes the worker if it sleeps (after pushing to its inject queue).
     #[inline]
     pub fn wake(&self) {
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::Relaxed) && self.sleeping.swap(false, Ordering::SeqCst) {
+        if self.sleeping.take() {
             if let Some(t) = self.thread.get() {
                 self.wakes.inc();
                 t.unpark();
