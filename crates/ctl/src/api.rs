@@ -775,7 +775,7 @@ impl<'a> RouterApi<'a> {
                 Ok(Value::Null)
             }
             Command::RouterId(id) => {
-                self.ctl.set_router_id(id);
+                self.ctl.set_router_id_from(RouteSource::Dpctl, id);
                 Ok(Value::Null)
             }
             Command::LinuxResync => {
@@ -930,6 +930,7 @@ impl<'a> RouterApi<'a> {
             Command::ShowVersion => {
                 let mut v = self.info.version("router");
                 v["router_id"] = json!(self.ctl.router_id().map(|a| a.to_string()));
+                v["router_id_source"] = json!(self.ctl.router_id_source().map(|s| s.name()));
                 Ok(v)
             }
             Command::TraceAdd(n) => {

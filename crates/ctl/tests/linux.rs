@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// One daemon at a time: each runs workers, BIRD and bursts of netlink on a
 /// 2-core machine.
@@ -421,6 +421,24 @@ fn twins_and_kernel_routes_outlive_a_killed_daemon() {
     ip(&cp, "addr add 10.86.9.1/32 dev port0");
     wait_for("the kernel's routes in the FIB", || {
         route(&lab, "10.86.77.0/24").is_some() && route(&lab, "10.86.76.0/24").is_some()
+    });
+    // The router id: the namespace's lowest loopback unless dpctl gives one;
+    // withdrawing dpctl's reveals it again.
+    let rid = || {
+        let v = lab.json("show version");
+        (v["router_id"].clone(), v["router_id_source"].clone())
+    };
+    ip(&cp, "addr add 10.86.99.2/32 dev lo");
+    ip(&cp, "addr add 10.86.99.1/32 dev lo");
+    wait_for("the loopback as router id", || {
+        rid() == (json!("10.86.99.1"), json!("kernel"))
+    });
+    assert_eq!(lab.dpctl("router-id 192.0.2.86").0, 0);
+    assert_eq!(rid(), (json!("192.0.2.86"), json!("dpctl")));
+    ip(&cp, "addr del 10.86.99.1/32 dev lo");
+    assert_eq!(lab.dpctl("router-id none").0, 0);
+    wait_for("the next loopback as router id", || {
+        rid() == (json!("10.86.99.2"), json!("kernel"))
     });
     assert!(ping(&a, "10.86.77.1", 2, "0.2").0 >= 1);
     let keeper = lab.json("show linux")["keep_twins"].clone();

@@ -2375,6 +2375,32 @@ fn the_route_preference_can_put_the_kernel_first() {
 }
 
 #[test]
+fn the_router_id_is_the_preferred_sources_and_withdrawing_it_reveals_the_next() {
+    use dataplane::router::RouteSource as S;
+    let mut ctl = router();
+    assert_eq!(ctl.router_id(), None);
+    ctl.set_router_id_from(S::Kernel, Some(a("10.255.0.9")));
+    assert_eq!(ctl.router_id(), Some(a("10.255.0.9")));
+    ctl.set_router_id(Some(a("192.0.2.1")));
+    assert_eq!(ctl.router_id(), Some(a("192.0.2.1")));
+    assert_eq!(ctl.router_id_source(), Some(S::Config));
+    // A lower loopback from the kernel changes only the waiting candidate.
+    ctl.set_router_id_from(S::Kernel, Some(a("10.255.0.1")));
+    assert_eq!(ctl.router_id(), Some(a("192.0.2.1")));
+    ctl.set_router_id_from(S::Dpctl, Some(a("198.51.100.1")));
+    assert_eq!(ctl.router_id_source(), Some(S::Dpctl));
+    assert_eq!(ctl.ifaces().router_id, Some(a("198.51.100.1")));
+    ctl.set_router_id_from(S::Dpctl, None);
+    assert_eq!(ctl.router_id(), Some(a("192.0.2.1")));
+    ctl.set_router_id(None);
+    assert_eq!(ctl.router_id(), Some(a("10.255.0.1")));
+    assert_eq!(ctl.ifaces().router_id, Some(a("10.255.0.1")));
+    ctl.set_router_id_from(S::Kernel, None);
+    assert_eq!((ctl.router_id(), ctl.router_id_source()), (None, None));
+    assert_eq!(ctl.ifaces().router_id, None);
+}
+
+#[test]
 fn an_unnumbered_interface_speaks_arp_for_the_loopback() {
     let mut ctl = router();
     ctl.set_router_id(Some(a("192.0.2.1")));

@@ -50,7 +50,7 @@ show sflow
 show linux                                             (TAP twins, punts, netlink learner)
 show fpm                                               (zebra's FPM connection)
 linux resync                                          (dump the namespace, apply it with mark-and-sweep)
-router-id A.B.C.D|none                                (source of ICMP errors and ARP on unnumbered interfaces)
+router-id A.B.C.D|none                                (ICMP/ARP source of unnumbered interfaces; none: the file's or lo's again)
 sflow enable INTERFACE [rate N] [direction rx|tx|both]   (default rate 1000, rx)
 sflow disable INTERFACE
 sflow collector add|del IP[:PORT]                     (port 6343 when omitted)
@@ -201,7 +201,8 @@ pub enum Command {
     Reload,
     /// `linux resync`.
     LinuxResync,
-    /// `router-id A.B.C.D|none`: the loopback address unnumbered interfaces use.
+    /// `router-id A.B.C.D|none`: the loopback address unnumbered interfaces
+    /// use; `none` withdraws dpctl's, revealing the file's or the learner's.
     RouterId(Option<Ipv4Addr>),
     /// `interface table INTERFACE N`.
     InterfaceTable {

@@ -91,8 +91,6 @@ pub struct KernelView {
     mark: Option<Mark>,
     /// The router's addresses on the namespace's `lo` (/32s).
     loopbacks: BTreeSet<Ipv4Addr>,
-    /// The router id this learner set (from `loopbacks`), if it set one.
-    router_id: Option<Ipv4Addr>,
     /// An event after which the kernel changed routes without telling (a link
     /// down or up, an address gone or added): the routes are read again.
     refresh: Option<String>,
@@ -266,7 +264,6 @@ impl KernelView {
             labels: BTreeSet::new(),
             mark: None,
             loopbacks: BTreeSet::new(),
-            router_id: None,
             refresh: None,
             stats: LearnerStats::default(),
         }
@@ -574,12 +571,8 @@ impl KernelView {
         } else if self.loopbacks.remove(&addr) {
             let _ = ctl.set_local(0, addr, false);
         }
-        let current = ctl.router_id();
-        if current.is_none() || current == self.router_id {
-            let next = self.loopbacks.iter().next().copied();
-            self.router_id = next;
-            ctl.set_router_id(next);
-        }
+        let lowest = self.loopbacks.iter().next().copied();
+        ctl.set_router_id_from(self.source, lowest);
     }
 
     fn link(&mut self, ctl: &mut RouterControl, l: &Link) {

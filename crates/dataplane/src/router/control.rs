@@ -226,6 +226,8 @@ pub struct RouterControl {
     labels: mpls::LabelTable,
     ifaces: Arc<ArcSwap<IfTable>>,
     iface_list: BTreeMap<u32, Interface>,
+    /// The router id each source gives (one key); the winner is `router_id`.
+    router_ids: rib::Rib<(), RouteSource, Ipv4Addr>,
     router_id: Option<Ipv4Addr>,
     workers: Vec<WorkerHandle>,
     /// The control namespace's sessions, for the workers' punt policers.
@@ -291,6 +293,7 @@ impl RouterControl {
             labels: mpls::LabelTable::new(),
             ifaces: Arc::new(ArcSwap::from_pointee(IfTable::default())),
             iface_list: BTreeMap::new(),
+            router_ids: rib::Rib::new(),
             router_id: None,
             workers: Vec::new(),
             sessions: Arc::new(ArcSwap::from_pointee(Sessions::default())),
@@ -424,16 +427,41 @@ impl RouterControl {
             .ok_or(RouterError::UnknownInterface(ifindex))
     }
 
-    /// The router id (see [`RouterControl::set_router_id`]).
+    /// The router id: the most preferred source's (see
+    /// [`RouterControl::set_router_id_from`]).
     pub fn router_id(&self) -> Option<Ipv4Addr> {
         self.router_id
     }
 
-    /// Sets the router id: the ICMP source and ARP sender of unnumbered
-    /// interfaces (the loopback's address).
+    /// The source whose router id is in use.
+    pub fn router_id_source(&self) -> Option<RouteSource> {
+        self.router_ids.winner(&()).map(|w| w.source)
+    }
+
+    /// Sets the configuration file's router id (see
+    /// [`RouterControl::set_router_id_from`]).
     pub fn set_router_id(&mut self, id: Option<Ipv4Addr>) {
-        self.router_id = id;
-        self.publish();
+        self.set_router_id_from(RouteSource::Config, id);
+    }
+
+    /// Sets (`Some`) or withdraws (`None`) `source`'s router id: the ICMP
+    /// source and ARP sender of unnumbered interfaces (the loopback's
+    /// address). The most preferred source's id is used; withdrawing it
+    /// reveals the next source's.
+    pub fn set_router_id_from(&mut self, source: RouteSource, id: Option<Ipv4Addr>) {
+        match id {
+            Some(id) => {
+                self.router_ids.insert((), source, 0, id);
+            }
+            None => {
+                self.router_ids.remove(&(), source, 0);
+            }
+        }
+        let winner = self.router_ids.winner(&()).map(|w| *w.value);
+        if winner != self.router_id {
+            self.router_id = winner;
+            self.publish();
+        }
     }
 
     /// Adds an interface (its addresses included).
@@ -993,12 +1021,17 @@ impl RouterControl {
             || RouterError::Preference("routes or labels exist already: set it at start".into());
         let before = self.route_preference();
         self.label_rib.set_ranking(order).map_err(|_| late())?;
+        if self.router_ids.set_ranking(order).is_err() {
+            let _ = self.label_rib.set_ranking(&before);
+            return Err(late());
+        }
         let mut origins = vec![Origin::Address];
         origins.extend(order.iter().map(|&s| Origin::of(s)));
         origins.push(Origin::Neighbor);
         if self.rib.set_ranking(&origins).is_err() {
             // Sources without label entries moved: they move back.
             let _ = self.label_rib.set_ranking(&before);
+            let _ = self.router_ids.set_ranking(&before);
             return Err(late());
         }
         Ok(())
