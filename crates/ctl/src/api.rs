@@ -6,6 +6,7 @@
 //! Counters are written by the workers only; `clear counters` records a baseline
 //! here, and every `show` subtracts it.
 
+use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
@@ -990,7 +991,23 @@ impl<'a> RouterApi<'a> {
             sflow_agent::agent_config(new.sflow.as_ref(), &known, router_id)
                 .map_err(|e| format!("reload: {e}; nothing was applied"))?;
         }
-        let sum = routing::reload(&self.routing, &routing, &self.port_infos, self.ctl)
+        let twinned: HashMap<String, String> = self
+            .ctl
+            .ifaces()
+            .iter()
+            .filter_map(|i| {
+                let l = self.linux.as_ref()?;
+                let t = l.twin_of(i.ifindex)?;
+                let how = format!(
+                    "ip -n {} addr add ADDRESS/LEN dev {}",
+                    l.section().netns,
+                    t.name
+                );
+                Some((i.name.clone(), how))
+            })
+            .collect();
+        let owns = |name: &str| twinned.get(name).cloned();
+        let sum = routing::reload(&self.routing, &routing, &self.port_infos, self.ctl, &owns)
             .map_err(|e| format!("reload: {e}"))?;
         self.routing = routing;
         let mut message = format!("reload: {sum}");
@@ -1227,36 +1244,48 @@ impl<'a> RouterApi<'a> {
             }
         };
         if !add {
-            if !i.addrs.contains(&(addr, len)) {
+            let mut gone = false;
+            for src in RouteSource::ALL.into_iter().filter(|s| !s.is_learned()) {
+                if self.ctl.address_of(src, ix, addr) == Some(len) {
+                    self.ctl
+                        .del_address_from(src, ix, addr, len)
+                        .map_err(|e| e.to_string())?;
+                    gone = true;
+                }
+            }
+            if !gone {
                 return Err(format!(
                     "{addr}/{len} is not an address of {name} (its addresses: {})",
                     list(i)
                 ));
             }
-            self.ctl
-                .del_address(ix, addr, len)
-                .map_err(|e| e.to_string())?;
             return Ok(Value::Null);
         }
-        if let Some(o) = ift.iter().find(|o| o.table == i.table && o.has_addr(addr)) {
+        if let Some(o) = ift.iter().find(|o| {
+            o.table == i.table
+                && o.has_addr(addr)
+                && (o.ifindex != ix || o.addrs.contains(&(addr, len)))
+        }) {
             return Err(format!("{addr} is already an address of {}", o.name));
         }
-        let host = Ipv4Prefix::new(addr, 32).map_err(|e| e.to_string())?;
-        let net = Ipv4Prefix::new_truncated(addr, len).map_err(|e| e.to_string())?;
-        for p in [Some(host), (len < 32).then_some(net)]
-            .into_iter()
-            .flatten()
-        {
-            if let Some(k) = self.ctl.route_kind(i.table, p) {
-                return Err(format!(
-                    "route {p} exists in table {} ({}); an address needs that prefix for itself: delete the route first",
-                    i.table,
-                    self.kind_text(k)
-                ));
+        if !i.has_addr(addr) {
+            let host = Ipv4Prefix::new(addr, 32).map_err(|e| e.to_string())?;
+            let net = Ipv4Prefix::new_truncated(addr, len).map_err(|e| e.to_string())?;
+            for p in [Some(host), (len < 32).then_some(net)]
+                .into_iter()
+                .flatten()
+            {
+                if let Some(k) = self.ctl.route_kind(i.table, p) {
+                    return Err(format!(
+                        "route {p} exists in table {} ({}); an address needs that prefix for itself: delete the route first",
+                        i.table,
+                        self.kind_text(k)
+                    ));
+                }
             }
         }
         self.ctl
-            .add_address(ix, addr, len)
+            .add_address_from(RouteSource::Dpctl, ix, addr, len)
             .map_err(|e| e.to_string())?;
         Ok(Value::Null)
     }
@@ -1391,17 +1420,7 @@ impl<'a> RouterApi<'a> {
             .map(|(k, m)| (k.1, *m, self.ctl.is_static_neighbor(ix, k.1)))
             .collect();
         if let Err(e) = self.ctl.del_interface(ix) {
-            // Put back what went before the refusal.
-            for &(a, l) in &i.addrs {
-                if self
-                    .ctl
-                    .ifaces()
-                    .get(ix)
-                    .is_some_and(|x| !x.addrs.contains(&(a, l)))
-                {
-                    let _ = self.ctl.add_address(ix, a, l);
-                }
-            }
+            // Put back what went before the refusal (the addresses are back).
             for (ip, mac, configured) in nbrs {
                 let _ = if configured {
                     self.ctl.set_neighbor(ix, ip, mac)

@@ -711,11 +711,14 @@ fn diff(
 /// found before the running router is touched; what needs a restart (moving an
 /// interface to another table, removing a table, `icmp_rate_pps`) is refused, and
 /// nothing is applied.
+/// `linux_owns` names the interfaces whose addresses, MTU and up/down Linux
+/// holds (twins): a change to those is refused before anything is applied.
 pub fn reload(
     old: &Routing,
     new: &Routing,
     ports: &[PortInfo],
     ctl: &mut RouterControl,
+    linux_owns: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ReloadSummary, String> {
     let Diff {
         old_if,
@@ -729,6 +732,16 @@ pub fn reload(
         sub_del,
         sub_add,
     } = diff(old, new, ports, ctl).map_err(|e| format!("{e}; nothing was applied"))?;
+    for (name, w) in &new_if {
+        let (Some(o), Some(how)) = (old_if.get(name), linux_owns(name)) else {
+            continue;
+        };
+        if (&o.addrs, o.mtu, o.up) != (&w.addrs, w.mtu, w.up) {
+            return Err(format!(
+                "[[interface]] {name}: Linux holds its addresses, MTU and up/down (its twin); change them there, e.g. `{how}`; nothing was applied"
+            ));
+        }
+    }
 
     // 3. Apply: what goes away first (it may hold references to what goes next),
     //    then what stays or comes.
@@ -774,24 +787,13 @@ pub fn reload(
         let ix =
             spec::ifindex(ctl, name).map_err(|e| fail(format!("interface {name}"), e.into()))?;
         for &(a, l) in o.addrs.iter().filter(|x| !w.addrs.contains(x)) {
-            if ctl
-                .ifaces()
-                .get(ix)
-                .is_some_and(|i| i.addrs.contains(&(a, l)))
-            {
+            if ctl.address_of(RouteSource::Config, ix, a) == Some(l) {
                 ctl.del_address(ix, a, l)
                     .map_err(|e| fail(format!("address {a}/{l}"), e.to_string()))?;
             }
             sum.addresses.removed += 1;
         }
         for &(a, l) in w.addrs.iter().filter(|x| !o.addrs.contains(x)) {
-            if ctl
-                .ifaces()
-                .get(ix)
-                .is_some_and(|i| i.addrs.contains(&(a, l)))
-            {
-                continue; // added with dpctl already
-            }
             ctl.add_address(ix, a, l)
                 .map_err(|e| fail(format!("address {a}/{l}"), e.to_string()))?;
             sum.addresses.added += 1;
@@ -1004,7 +1006,7 @@ lookup_table = 0
         );
         let mut live = RouterControl::new();
         apply(&a, &ports(), &mut live).unwrap();
-        let sum = reload(&a, &b, &ports(), &mut live).unwrap();
+        let sum = reload(&a, &b, &ports(), &mut live, &|_| None).unwrap();
         assert_eq!(
             sum.routes,
             Changes {
@@ -1030,13 +1032,15 @@ lookup_table = 0
         };
         assert_eq!(labels(&live), labels(&fresh));
         // And back.
-        let sum = reload(&b, &a, &ports(), &mut live).unwrap();
+        let sum = reload(&b, &a, &ports(), &mut live, &|_| None).unwrap();
         assert_eq!(sum.interfaces.removed, 1, "{sum}");
         let mut fresh = RouterControl::new();
         apply(&a, &ports(), &mut fresh).unwrap();
         assert_eq!(routes(&live), routes(&fresh));
         assert_eq!(
-            reload(&a, &a, &ports(), &mut live).unwrap().to_string(),
+            reload(&a, &a, &ports(), &mut live, &|_| None)
+                .unwrap()
+                .to_string(),
             "no changes"
         );
     }
@@ -1085,7 +1089,7 @@ lookup_table = 0
             ),
         ] {
             let b = routing(extra);
-            let e = reload(&a, &b, &ports(), &mut live).unwrap_err();
+            let e = reload(&a, &b, &ports(), &mut live, &|_| None).unwrap_err();
             assert!(e.contains(want), "{extra}: {e}");
             assert_eq!(routes(&live), before, "{extra}");
         }

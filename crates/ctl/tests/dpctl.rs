@@ -777,6 +777,21 @@ fn reload_applies_the_file_as_a_diff() {
     );
     // Reloading the same file changes nothing; SIGHUP does the same as dpctl reload.
     assert_eq!(d.ok("reload").trim(), "reload: no changes");
+    // An address both dpctl and the file give stays while either does.
+    d.ok("interface address add port1 10.55.0.1/24");
+    let both = new.replace(
+        "\"192.168.11.10/31\"]",
+        "\"192.168.11.10/31\", \"10.55.0.1/24\"]",
+    );
+    assert_ne!(both, new);
+    std::fs::write(&d.cfg, &both).unwrap();
+    d.ok("reload");
+    std::fs::write(&d.cfg, &new).unwrap();
+    d.ok("reload");
+    let connected = "10.55.0.0/24".to_string();
+    assert!(routes(&d).contains(&connected), "dpctl's address is kept");
+    d.ok("interface address del port1 10.55.0.1/24");
+    assert!(!routes(&d).contains(&connected));
     std::fs::write(&d.cfg, &text).unwrap();
     let _ = Command::new("kill")
         .args(["-HUP", &d.pid().to_string()])

@@ -2375,6 +2375,51 @@ fn the_route_preference_can_put_the_kernel_first() {
 }
 
 #[test]
+fn an_address_is_the_preferred_sources_and_withdrawing_it_reveals_the_next() {
+    use dataplane::router::RouteSource as S;
+    let mut ctl = router();
+    let addrs = |ctl: &RouterControl| ctl.iface(1).unwrap().addrs.clone();
+    let connected = RouteKind::Connected { ifindex: 1 };
+    // port0 has the file's 10.1.0.1/24; dpctl gives the same address as a /16.
+    ctl.add_address_from(S::Dpctl, 1, a("10.1.0.1"), 16)
+        .unwrap();
+    assert_eq!(addrs(&ctl), vec![(a("10.1.0.1"), 16)]);
+    assert_eq!(ctl.route_kind(0, pfx("10.1.0.0/16")), Some(&connected));
+    assert_eq!(ctl.route_kind(0, pfx("10.1.0.0/24")), None);
+    // The file letting go of it changes nothing; taking it back neither.
+    ctl.del_address(1, a("10.1.0.1"), 24).unwrap();
+    assert_eq!(addrs(&ctl), vec![(a("10.1.0.1"), 16)]);
+    ctl.add_address(1, a("10.1.0.1"), 24).unwrap();
+    assert_eq!(addrs(&ctl), vec![(a("10.1.0.1"), 16)]);
+    // dpctl's goes: the file's /24 is back, with its connected route.
+    ctl.del_address_from(S::Dpctl, 1, a("10.1.0.1"), 16)
+        .unwrap();
+    assert_eq!(addrs(&ctl), vec![(a("10.1.0.1"), 24)]);
+    assert_eq!(ctl.route_kind(0, pfx("10.1.0.0/24")), Some(&connected));
+    assert_eq!(ctl.route_kind(0, pfx("10.1.0.0/16")), None);
+    // A source deletes only its own.
+    assert!(
+        ctl.del_address_from(S::Kernel, 1, a("10.1.0.1"), 24)
+            .is_err()
+    );
+    ctl.add_address_from(S::Kernel, 1, a("10.1.0.1"), 24)
+        .unwrap();
+    ctl.del_address(1, a("10.1.0.1"), 24).unwrap();
+    assert_eq!(addrs(&ctl), vec![(a("10.1.0.1"), 24)]);
+    assert_eq!(ctl.addresses_of(S::Kernel), vec![(1, a("10.1.0.1"), 24)]);
+    // Refused, nothing is kept.
+    assert!(ctl.add_address_from(S::Dpctl, 1, a("0.0.0.0"), 8).is_err());
+    assert!(ctl.addresses_of(S::Dpctl).is_empty());
+    // An interface that goes takes every source's candidates with it.
+    ctl.add_address_from(S::Dpctl, 3, a("10.3.9.1"), 24)
+        .unwrap();
+    ctl.del_interface(3).unwrap();
+    assert!(ctl.addresses_of(S::Dpctl).is_empty());
+    assert!(!ctl.addresses_of(S::Config).iter().any(|k| k.0 == 3));
+    assert_eq!(ctl.route_kind(0, pfx("10.3.9.0/24")), None);
+}
+
+#[test]
 fn the_router_id_is_the_preferred_sources_and_withdrawing_it_reveals_the_next() {
     use dataplane::router::RouteSource as S;
     let mut ctl = router();

@@ -366,14 +366,12 @@ impl KernelView {
             swept += 1;
         }
         let stale: Vec<_> = ctl
-            .ifaces()
-            .iter()
-            .filter(|i| twins.contains(&i.ifindex))
-            .flat_map(|i| i.addrs.iter().map(move |&(a, l)| (i.ifindex, a, l)))
-            .filter(|k| !mark.addrs.contains(k))
+            .addresses_of(self.source)
+            .into_iter()
+            .filter(|k| twins.contains(&k.0) && !mark.addrs.contains(k))
             .collect();
         for (ix, a, l) in stale {
-            let _ = ctl.del_address(ix, a, l);
+            let _ = ctl.del_address_from(self.source, ix, a, l);
             swept += 1;
         }
         swept
@@ -471,14 +469,15 @@ impl KernelView {
                 if let Some(m) = &mut self.mark {
                     m.addrs.insert((r, addr, len));
                 }
-                let has = ctl
-                    .ifaces()
-                    .iter()
-                    .any(|i| i.ifindex == r && i.addrs.contains(&(addr, len)));
-                let res = match (add, has) {
-                    (true, false) => ctl.add_address(r, addr, len),
-                    (false, true) => ctl.del_address(r, addr, len),
-                    _ => return,
+                let res = match (add, ctl.address_of(self.source, r, addr)) {
+                    (true, Some(l)) if l == len => return,
+                    (true, Some(l)) => {
+                        return self
+                            .refused(format!("address {addr}/{len}: {addr}/{l} is there already"));
+                    }
+                    (true, None) => ctl.add_address_from(self.source, r, addr, len),
+                    (false, Some(l)) if l == len => ctl.del_address_from(self.source, r, addr, len),
+                    (false, _) => return,
                 };
                 if let Err(e) = res {
                     self.refused(format!("address {addr}/{len}: {e}"));
@@ -886,9 +885,13 @@ mod tests_support {
                 mtu: 1500,
                 up: true,
                 table: 0,
-                addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+                addrs: Vec::new(),
             })
             .unwrap();
+            // Linux holds the twins' addresses.
+            let ip = Ipv4Addr::new(10, p + 1, 0, 1);
+            ctl.add_address_from(RouteSource::Kernel, u32::from(p) + 1, ip, 24)
+                .unwrap();
         }
         let view = KernelView::new(HashMap::from([(11, 1), (12, 2)]), BTreeMap::new());
         (ctl, view)

@@ -45,7 +45,7 @@ use tun_rs::{DeviceBuilder, Layer, SyncDevice};
 use dataplane::dpdk::Mempool;
 use std::sync::Arc;
 
-use dataplane::router::{PuntRates, PuntReason, PuntSignal, RouterControl, Sessions};
+use dataplane::router::{PuntRates, PuntReason, PuntSignal, RouteSource, RouterControl, Sessions};
 
 use self::learner::Learner;
 use self::netns::Netns;
@@ -555,6 +555,14 @@ impl LinuxPlane {
         };
         let mut learner = Learner::new(events, dump, map, section.table_map()?);
         learner.resync(ctl, "start");
+        // The file's addresses are the twins' now: the kernel's copies hold them.
+        for t in &twins {
+            for (ix, a, l) in ctl.addresses_of(RouteSource::Config) {
+                if ix == t.ifindex {
+                    let _ = ctl.del_address_from(RouteSource::Config, ix, a, l);
+                }
+            }
+        }
         ctl.set_punt_to_host(true);
         let keeper = match keeper_exe {
             Some(exe) if section.keep_twins => {

@@ -226,6 +226,9 @@ pub struct RouterControl {
     labels: mpls::LabelTable,
     ifaces: Arc<ArcSwap<IfTable>>,
     iface_list: BTreeMap<u32, Interface>,
+    /// Each source's interface addresses (prefix length per interface and
+    /// address); the winners are the interfaces' `addrs`.
+    addr_rib: rib::Rib<(u32, Ipv4Addr), RouteSource, u8>,
     /// The router id each source gives (one key); the winner is `router_id`.
     router_ids: rib::Rib<(), RouteSource, Ipv4Addr>,
     router_id: Option<Ipv4Addr>,
@@ -293,6 +296,7 @@ impl RouterControl {
             labels: mpls::LabelTable::new(),
             ifaces: Arc::new(ArcSwap::from_pointee(IfTable::default())),
             iface_list: BTreeMap::new(),
+            addr_rib: rib::Rib::new(),
             router_ids: rib::Rib::new(),
             router_id: None,
             workers: Vec::new(),
@@ -511,7 +515,7 @@ impl RouterControl {
         iface.addrs.clear();
         self.iface_list.insert(ifindex, iface);
         for (a, l) in addrs {
-            if let Err(e) = self.add_address(ifindex, a, l) {
+            if let Err(e) = self.add_address_from(RouteSource::Config, ifindex, a, l) {
                 // Undo: nothing of this interface stays.
                 let _ = self.del_interface(ifindex);
                 return Err(e);
@@ -524,9 +528,22 @@ impl RouterControl {
     /// Removes an interface and its addresses; refused while routes or neighbours
     /// use it.
     pub fn del_interface(&mut self, ifindex: u32) -> Result<(), RouterError> {
+        self.iface(ifindex)?;
+        let mut held = Vec::new();
+        for src in RouteSource::ALL {
+            held.extend(
+                self.addr_rib
+                    .of_source(src)
+                    .filter(|(k, _, _)| k.0 == ifindex)
+                    .map(|(k, _, &l)| (src, k.1, l)),
+            );
+        }
         let addrs = self.iface(ifindex)?.addrs.clone();
         for (a, l) in addrs {
-            self.del_address(ifindex, a, l)?;
+            self.uninstall_address(ifindex, a, l)?;
+        }
+        for &(src, a, _) in &held {
+            self.addr_rib.remove(&(ifindex, a), src, 0);
         }
         self.forget_neighbors(ifindex);
         let nbrs6: Vec<_> = self
@@ -538,7 +555,13 @@ impl RouterControl {
         for ip in nbrs6 {
             let _ = self.del_neighbor6(ifindex, ip);
         }
-        self.fib.interface_del(ifindex)?;
+        if let Err(e) = self.fib.interface_del(ifindex) {
+            // Still used by routes: its addresses come back.
+            for (src, a, l) in held {
+                let _ = self.add_address_from(src, ifindex, a, l);
+            }
+            return Err(e.into());
+        }
         self.iface_list.remove(&ifindex);
         self.publish();
         Ok(())
@@ -611,9 +634,111 @@ impl RouterControl {
         Ok(())
     }
 
-    /// Adds an address: a local /32 route and, for shorter prefixes, the connected
-    /// route of the subnet while the interface is up.
+    /// Adds the configuration file's address (see
+    /// [`RouterControl::add_address_from`]).
     pub fn add_address(
+        &mut self,
+        ifindex: u32,
+        addr: Ipv4Addr,
+        len: u8,
+    ) -> Result<(), RouterError> {
+        self.add_address_from(RouteSource::Config, ifindex, addr, len)
+    }
+
+    /// Removes the configuration file's address (see
+    /// [`RouterControl::del_address_from`]).
+    pub fn del_address(
+        &mut self,
+        ifindex: u32,
+        addr: Ipv4Addr,
+        len: u8,
+    ) -> Result<(), RouterError> {
+        self.del_address_from(RouteSource::Config, ifindex, addr, len)
+    }
+
+    /// Adds or replaces `source`'s address `addr/len` on an interface. The most
+    /// preferred source's prefix length for `addr` is installed: a local /32
+    /// route and, for shorter prefixes, the connected route of the subnet while
+    /// the interface is up. A less preferred source's waits; refused, nothing
+    /// changes.
+    pub fn add_address_from(
+        &mut self,
+        source: RouteSource,
+        ifindex: u32,
+        addr: Ipv4Addr,
+        len: u8,
+    ) -> Result<(), RouterError> {
+        check_addr(addr, len)?;
+        self.iface(ifindex)?;
+        let key = (ifindex, addr);
+        let old = self.addr_rib.winner(&key).map(|w| *w.value);
+        if self.addr_rib.would_win(&key, source, 0) && old != Some(len) {
+            if let Some(l) = old {
+                self.uninstall_address(ifindex, addr, l)?;
+            }
+            if let Err(e) = self.install_address(ifindex, addr, len) {
+                if let Some(l) = old {
+                    let _ = self.install_address(ifindex, addr, l);
+                }
+                return Err(e);
+            }
+        }
+        self.addr_rib.insert(key, source, 0, len);
+        Ok(())
+    }
+
+    /// Removes `source`'s address `addr/len`; the next source's, if any, takes
+    /// its place.
+    pub fn del_address_from(
+        &mut self,
+        source: RouteSource,
+        ifindex: u32,
+        addr: Ipv4Addr,
+        len: u8,
+    ) -> Result<(), RouterError> {
+        let name = self.iface(ifindex)?.name.clone();
+        let key = (ifindex, addr);
+        if self.addr_rib.get(&key, source, 0) != Some(&len) {
+            return Err(RouterError::NoSuchAddress(addr, len, name));
+        }
+        let Some(gone) = self.addr_rib.remove(&key, source, 0) else {
+            return Err(RouterError::NoSuchAddress(addr, len, name));
+        };
+        if !gone.was_winner {
+            return Ok(());
+        }
+        let next = self.addr_rib.winner(&key).map(|w| *w.value);
+        if next != Some(len) {
+            self.uninstall_address(ifindex, addr, len)?;
+            if let Some(l) = next {
+                if let Err(e) = self.install_address(ifindex, addr, l) {
+                    // It cannot forward: it goes.
+                    for src in RouteSource::ALL {
+                        self.addr_rib.remove(&key, src, 0);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `source`'s prefix length for `addr` on an interface, installed or waiting.
+    pub fn address_of(&self, source: RouteSource, ifindex: u32, addr: Ipv4Addr) -> Option<u8> {
+        self.addr_rib.get(&(ifindex, addr), source, 0).copied()
+    }
+
+    /// Every address `source` gives: (ifindex, address, prefix length).
+    pub fn addresses_of(&self, source: RouteSource) -> Vec<(u32, Ipv4Addr, u8)> {
+        self.addr_rib
+            .of_source(source)
+            .map(|(k, _, &l)| (k.0, k.1, l))
+            .collect()
+    }
+
+    /// Installs an address: a local /32 route and, for shorter prefixes, the connected
+    /// route of the subnet while the interface is up.
+    fn install_address(
         &mut self,
         ifindex: u32,
         addr: Ipv4Addr,
@@ -643,8 +768,8 @@ impl RouterControl {
         Ok(())
     }
 
-    /// Removes an address and its routes.
-    pub fn del_address(
+    /// Removes an installed address and its routes.
+    fn uninstall_address(
         &mut self,
         ifindex: u32,
         addr: Ipv4Addr,
