@@ -169,6 +169,9 @@ impl XconnectWorker {
         let mut sleep_us = 1u32;
         let mut start = 0usize;
         let (mut loops, mut busy_loops, mut busy_cycles, mut sleeps) = (0u64, 0u64, 0u64, 0u64);
+        if self.idle.max_sleep_us > 0 {
+            crate::dpdk::precise_sleeps();
+        }
         while !self.stop.load(Ordering::Relaxed) {
             let t0 = tsc();
             let got = self.poll_once(start, &mut burst);

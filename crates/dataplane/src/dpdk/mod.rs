@@ -16,7 +16,7 @@ pub mod peers;
 mod port;
 mod ring;
 
-pub use eal::{Eal, EalConfig, MemoryMode, prefetch0, prefetchw, tsc, tsc_hz};
+pub use eal::{Eal, EalConfig, MemoryMode, precise_sleeps, prefetch0, prefetchw, tsc, tsc_hz};
 pub use error::DpdkError;
 pub use mbuf::{BURST, Burst, Mbuf};
 pub use mempool::Mempool;

@@ -506,6 +506,9 @@ impl RouterWorker {
         let mut sleep_us = 1u32;
         let mut start = 0usize;
         let stats = self.stats.clone();
+        if self.idle.max_sleep_us > 0 {
+            crate::dpdk::precise_sleeps();
+        }
         while !self.stop.load(Ordering::Relaxed) {
             let got = self.poll_once(start, &mut rx, &mut tx, &mut out);
             stats.loops.inc();
