@@ -6,7 +6,7 @@ setup:
 	scripts/setup.sh
 
 build: setup
-	cargo build --release -p ctl
+	cargo build --release -p ctl -p dpctl
 
 lab: build
 	scripts/lab.sh
@@ -27,6 +27,7 @@ fuzz: setup
 # the full table churning under traffic for SOAK_SECONDS (default 600), then ORACLE_STEPS
 # (default 5000) random kernel events checked against the kernel; release mode
 soak: setup
+	cargo build --release -p dpctl
 	CHURN_SECS=$${SOAK_SECONDS:-600} cargo test --release -p ctl --test churn -- --nocapture
 	ORACLE_STEPS=$${ORACLE_STEPS:-5000} cargo test --release -p ctl --test oracle -- --nocapture
 

@@ -77,7 +77,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 [ "$(id -u)" -eq 0 ] || { echo "lab-frr: run as root (network namespaces)"; exit 1; }
-[ -x "$BIN" ] || { echo "lab-frr: $BIN missing: run 'cargo build --release -p ctl' (make lab-frr does)"; exit 1; }
+[ -x "$BIN" ] || { echo "lab-frr: $BIN missing: run 'cargo build --release -p ctl -p dpctl' (make lab-frr does)"; exit 1; }
 [ -x /usr/lib/frr/ldpd ] || { echo "lab-frr: FRR missing: run scripts/setup.sh"; exit 1; }
 del_namespaces   # leftovers of an interrupted run
 vty() { local r=$1; shift; in_ns "$r-cp" vtysh --vty_socket "$WORK/$r" "$@"; }

@@ -32,7 +32,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 [ "$(id -u)" -eq 0 ] || { echo "lab: run as root (network namespaces)"; exit 1; }
-[ -x "$BIN" ] || { echo "lab: $BIN missing: run 'cargo build --release -p ctl' (make lab does)"; exit 1; }
+[ -x "$BIN" ] || { echo "lab: $BIN missing: run 'cargo build --release -p ctl -p dpctl' (make lab does)"; exit 1; }
 teardown_net   # leftovers of an interrupted run
 
 echo "== topology: ${P}-host-a <-> dataplaned (xconnect) <-> ${P}-host-b"

@@ -54,7 +54,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 [ "$(id -u)" -eq 0 ] || { echo "lab: run as root (network namespaces)"; exit 1; }
-[ -x "$BIN" ] || { echo "lab: $BIN missing: run 'cargo build --release -p ctl' (make lab does)"; exit 1; }
+[ -x "$BIN" ] || { echo "lab: $BIN missing: run 'cargo build --release -p ctl -p dpctl' (make lab does)"; exit 1; }
 teardown   # leftovers of an interrupted run
 
 say "== topology: host-a - r3 - r2 - r1 - r0 - host-b (namespaces $P-*)"

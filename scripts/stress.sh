@@ -10,6 +10,7 @@ runs=${RUNS:-20}
 dir=${STRESS_DIR:-$(mktemp -d /tmp/dp-stress.XXXXXX)}
 mkdir -p "$dir"
 export CARGO_TERM_COLOR=never
+cargo build -p dpctl -q 2>&1 | tail -n 3
 cargo test -p ctl --no-run -q 2>&1 | tail -n 3
 failed=0
 summary=()

@@ -9,5 +9,12 @@ export CARGO_TERM_COLOR=never
 echo "== cargo fmt";    cargo fmt --all --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test";   cargo test --workspace --no-fail-fast
+echo "== dpctl alone, without DPDK or libclang"
+if cargo tree -p dpctl -e normal,build --prefix none | grep -E '^(dpdk-sys|bindgen|clang-sys) '; then
+    echo "dpctl must not depend on DPDK"; exit 1
+fi
+PKG_CONFIG_LIBDIR=/nonexistent LIBCLANG_PATH=/nonexistent \
+    cargo build -q -p dpctl --target-dir target/dpctl-alone
+target/dpctl-alone/debug/dpctl --help >/dev/null
 echo "== benches build"; cargo test --workspace --benches --no-run
 echo "== fuzz, briefly"; scripts/fuzz.sh "${FUZZ_SECONDS:-20}"

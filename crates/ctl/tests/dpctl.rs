@@ -17,7 +17,6 @@ mod common;
 
 use common::spawn_dataplaned;
 
-const DPCTL: &str = env!("CARGO_BIN_EXE_dpctl");
 const DATAPLANED: &str = env!("CARGO_BIN_EXE_dataplaned");
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
@@ -180,7 +179,7 @@ impl Drop for Daemon {
 }
 
 fn dpctl_at(sock: &Path, args: &str) -> (i32, String, String) {
-    let o = Command::new(DPCTL)
+    let o = Command::new(common::dpctl_bin())
         .arg("--socket")
         .arg(sock)
         .args(args.split_whitespace())

@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+mod common;
+
 /// Runs `scripts/NAME` quietly with this build's binaries; it must pass every one
 /// of its `passes` checks.
 fn run_lab(name: &str, passes: usize) {
@@ -11,7 +13,7 @@ fn run_lab(name: &str, passes: usize) {
     let out = Command::new("bash")
         .arg(&script)
         .env("BIN", env!("CARGO_BIN_EXE_dataplaned"))
-        .env("DPCTL", env!("CARGO_BIN_EXE_dpctl"))
+        .env("DPCTL", common::dpctl_bin())
         .env("LAB_QUIET", "1")
         .output()
         .unwrap_or_else(|e| panic!("run {script}: {e}"));

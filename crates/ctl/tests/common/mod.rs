@@ -13,6 +13,28 @@ pub struct Lab {
     pub dir: PathBuf,
 }
 
+/// The `dpctl` binary (crate `dpctl`): `$DPCTL`, else the one cargo built
+/// beside the test binaries (`cargo test --workspace`, or `cargo build -p
+/// dpctl` before `cargo test -p ctl`).
+pub fn dpctl_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("DPCTL") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<test> -> target/<profile>/dpctl
+    let p = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .map(|d| d.join("dpctl"))
+        .unwrap();
+    assert!(
+        p.exists(),
+        "{} is not built: run `cargo build -p dpctl` (or set DPCTL)",
+        p.display()
+    );
+    p
+}
+
 pub fn sh(args: &[&str]) -> std::process::Output {
     Command::new(args[0])
         .args(&args[1..])
@@ -107,7 +129,7 @@ impl Lab {
 
     /// dpctl against this lab's daemon: exit code, stdout, stderr.
     pub fn dpctl(&self, args: &str) -> (i32, String, String) {
-        let o = Command::new(env!("CARGO_BIN_EXE_dpctl"))
+        let o = Command::new(dpctl_bin())
             .arg("--socket")
             .arg(self.dir.join("ctl.sock"))
             .args(args.split_whitespace())

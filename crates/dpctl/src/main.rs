@@ -26,7 +26,7 @@ use dpctl::render::render;
 #[command(
     name = "dpctl",
     version,
-    about,
+    about = "Configure and inspect a running dataplaned.",
     after_help = format!("Commands:\n{}", indent(USAGE)),
 )]
 struct Args {
