@@ -1,12 +1,21 @@
 # Entry points. `make lab` and `make test` work on a fresh Debian bookworm machine as
 # root: both run scripts/setup.sh first (packages, hugepages).
-.PHONY: setup build lab lab-frr lab-xconnect test fuzz soak stress bench bench-io instructions clean
+.PHONY: setup build man lab lab-frr lab-xconnect test fuzz soak stress bench bench-io instructions clean
 
 setup:
 	scripts/setup.sh
 
 build: setup
 	cargo build --release -p ctl -p dpctl
+
+# man pages (section 8) and bash/zsh completions of both binaries, in target/man
+man: build
+	mkdir -p target/man
+	for b in dataplaned dpctl; do \
+	    target/release/$$b --man > target/man/$$b.8 && \
+	    target/release/$$b --completions bash > target/man/$$b.bash && \
+	    target/release/$$b --completions zsh > target/man/_$$b || exit 1; \
+	done
 
 lab: build
 	scripts/lab.sh

@@ -863,3 +863,26 @@ fn xconnect_serves_the_api_too() {
     );
     assert!(d.ok("reload").contains("no changes"));
 }
+
+#[test]
+fn dataplaned_has_a_man_page_and_completions() {
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_dataplaned"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let man = run(&["--man"]);
+    assert!(man.contains(".TH dataplaned 8"), "{man}");
+    for s in [".SH OPTIONS", ".SH SIGNALS", ".SH FILES", ".SH SEE ALSO"] {
+        assert!(man.contains(s), "{s} missing");
+    }
+    assert!(
+        man.contains("\\-\\-check") && !man.contains("keep\\-twins"),
+        "hidden options stay hidden"
+    );
+    assert!(run(&["--completions", "bash"]).contains("complete -F _dataplaned"));
+    assert!(run(&["--completions", "zsh"]).starts_with("#compdef dataplaned"));
+}

@@ -15,9 +15,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 use dpctl::cli::{self, USAGE};
+use dpctl::manual;
 use dpctl::proto::{Client, DEFAULT_SOCKET};
 use dpctl::render::render;
 
@@ -40,8 +41,18 @@ struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     timeout: f64,
     /// The command, e.g. `show run` or `route add 10.0.1.1/32 via 192.168.11.10 port0`.
-    #[arg(value_name = "COMMAND", required = true, num_args = 1..)]
+    #[arg(
+        value_name = "COMMAND",
+        required_unless_present_any = ["man", "completions"],
+        num_args = 1..
+    )]
     command: Vec<String>,
+    /// (packaging) Print the man page (roff) and exit.
+    #[arg(long, hide = true)]
+    man: bool,
+    /// (packaging) Print the completion script for SHELL and exit.
+    #[arg(long, hide = true, value_name = "SHELL")]
+    completions: Option<manual::Shell>,
 }
 
 fn indent(s: &str) -> String {
@@ -50,6 +61,27 @@ fn indent(s: &str) -> String {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.man || args.completions.is_some() {
+        let mut out = std::io::stdout().lock();
+        let sections = [
+            ("Commands", USAGE),
+            (
+                "Exit status",
+                "0 when dataplaned applied the command or answered the show;\n\
+                 1 with one `dpctl: error: ...` line on stderr otherwise.",
+            ),
+            ("See also", "dataplaned(8)"),
+        ];
+        let written = match args.completions {
+            Some(shell) => manual::completions(Args::command(), shell, &mut out),
+            None => manual::man(Args::command(), &sections, &mut out),
+        };
+        if let Err(e) = written {
+            eprintln!("dpctl: error: {e}");
+            return ExitCode::FAILURE;
+        }
+        return ExitCode::SUCCESS;
+    }
     if matches!(args.command.first().map(String::as_str), Some("help" | "?")) {
         print!("{}", indent(USAGE));
         return ExitCode::SUCCESS;

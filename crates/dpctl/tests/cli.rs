@@ -66,3 +66,74 @@ fn no_daemon_is_one_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn man_page_and_completions() {
+    let (code, man, _) = dpctl(&["--man"]);
+    assert_eq!(code, 0);
+    assert!(man.contains(".TH dpctl 8"), "{man}");
+    for section in [
+        "NAME",
+        "SYNOPSIS",
+        "OPTIONS",
+        "COMMANDS",
+        "EXIT STATUS",
+        "SEE ALSO",
+    ] {
+        assert!(
+            man.contains(&format!(".SH {section}\n")),
+            "{section} missing"
+        );
+    }
+    assert!(man.contains("route add PREFIX"), "the command list");
+    // Every roff line that starts with a control character is a request this
+    // page means (no text line begins with '.' or '\'' by accident).
+    let requests = [
+        ".ie", ".el", ".TH", ".SH", ".TP", ".RS", ".RE", ".nf", ".fi", ".PP", ".br",
+    ];
+    for l in man
+        .lines()
+        .filter(|l| l.starts_with('.') || l.starts_with('\''))
+    {
+        assert!(
+            requests.iter().any(|r| l.starts_with(r)),
+            "stray request: {l:?}"
+        );
+    }
+    let (code, bash, _) = dpctl(&["--completions", "bash"]);
+    assert_eq!(code, 0);
+    assert!(
+        bash.contains("complete -F _dpctl") && bash.contains("--socket"),
+        "{bash}"
+    );
+    let (code, zsh, _) = dpctl(&["--completions", "zsh"]);
+    assert_eq!(code, 0);
+    assert!(
+        zsh.starts_with("#compdef dpctl") && zsh.contains("--json"),
+        "{zsh}"
+    );
+    let (code, _, err) = dpctl(&["--completions", "fish"]);
+    assert_eq!(code, 2, "clap's usage error");
+    assert!(err.contains("fish"), "{err}");
+}
+
+#[test]
+fn a_failed_write_is_an_error_not_a_panic() {
+    for what in [&["--completions", "bash"][..], &["--man"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_dpctl"))
+            .args(what)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what:?}: {err}");
+        assert!(
+            err.starts_with("dpctl: error: ") && !err.contains("panicked"),
+            "{err}"
+        );
+    }
+}

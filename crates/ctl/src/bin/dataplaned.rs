@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
+use dpctl::manual;
 
 use ctl::config::Config;
 use ctl::daemon::{RunOptions, run};
@@ -21,7 +22,7 @@ struct Args {
         short,
         long,
         value_name = "FILE",
-        required_unless_present = "keep_twins"
+        required_unless_present_any = ["keep_twins", "man", "completions"]
     )]
     config: Option<PathBuf>,
     /// Check the configuration and exit.
@@ -52,10 +53,40 @@ struct Args {
     /// (internal) The twins the keeper holds.
     #[arg(hide = true, requires = "keep_twins")]
     twins: Vec<String>,
+    /// (packaging) Print the man page (roff) and exit.
+    #[arg(long, hide = true)]
+    man: bool,
+    /// (packaging) Print the completion script for SHELL and exit.
+    #[arg(long, hide = true, value_name = "SHELL")]
+    completions: Option<manual::Shell>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.man || args.completions.is_some() {
+        let mut out = std::io::stdout().lock();
+        let sections = [
+            (
+                "Signals",
+                "SIGHUP     re-read the configuration and apply the difference (dpctl reload)\n\
+                 SIGINT, SIGTERM  stop; the Linux twins stay (see --remove-twins)",
+            ),
+            (
+                "Files",
+                "/run/dataplaned.sock  the control socket dpctl talks to ([control] socket)",
+            ),
+            ("See also", "dpctl(8), bird(8), zebra(8)"),
+        ];
+        let written = match args.completions {
+            Some(shell) => manual::completions(Args::command(), shell, &mut out),
+            None => manual::man(Args::command(), &sections, &mut out),
+        };
+        if let Err(e) = written {
+            eprintln!("dataplaned: error: {e}");
+            return ExitCode::FAILURE;
+        }
+        return ExitCode::SUCCESS;
+    }
     if let (Some(netns), Some(ino)) = (&args.keep_twins, args.netns_ino) {
         return match ctl::linux::keeper::run(netns, ino, &args.twins) {
             Ok(()) => ExitCode::SUCCESS,
