@@ -98,6 +98,9 @@ pub struct Config {
     /// Label entries (router mode).
     #[serde(default, rename = "label")]
     pub labels: Vec<crate::routing::LabelSection>,
+    /// The daemon's log.
+    #[serde(default)]
+    pub log: crate::log::LogSection,
     /// The control socket.
     #[serde(default)]
     pub control: ControlSection,

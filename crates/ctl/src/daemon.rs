@@ -131,6 +131,7 @@ impl Counters {
 /// Runs the router until a signal (or `opts.duration`). `config` is the file as
 /// loaded (reload compares against it). Returns after a clean stop.
 pub fn run(config: &Config, plan: &Plan, opts: &RunOptions) -> Result<()> {
+    crate::log::init(&config.log).map_err(anyhow::Error::msg)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while stopping kills the process (exit code 1).
@@ -170,8 +171,8 @@ pub fn run(config: &Config, plan: &Plan, opts: &RunOptions) -> Result<()> {
     }
     for (p, pc) in ports.iter().zip(&plan.ports) {
         let m = p.mac();
-        eprintln!(
-            "dataplaned: {} = {} ({}) id {} mac {} queues {}/{}{}{}",
+        tracing::info!(
+            "{} = {} ({}) id {} mac {} queues {}/{}{}{}",
             p.name(),
             pc.device,
             p.driver(),
@@ -198,7 +199,7 @@ pub fn run(config: &Config, plan: &Plan, opts: &RunOptions) -> Result<()> {
     drop(ports);
     drop(pool);
     if let Err(e) = eal.cleanup() {
-        eprintln!("dataplaned: {e}");
+        tracing::error!("{e}");
     }
     result
 }
@@ -290,11 +291,11 @@ fn control_loop(
                     }
                     if hup.swap(false, Ordering::Relaxed) {
                         match svc.handle(&["reload".to_string()]) {
-                            Ok(v) => eprintln!(
-                                "dataplaned: SIGHUP: {}",
+                            Ok(v) => tracing::info!(
+                                "SIGHUP: {}",
                                 v["message"].as_str().unwrap_or("reloaded")
                             ),
-                            Err(e) => eprintln!("dataplaned: SIGHUP: {e}"),
+                            Err(e) => tracing::warn!("SIGHUP: {e}"),
                         }
                     }
                     if opts.duration.is_some_and(|d| t_start.elapsed() >= d) {
@@ -415,8 +416,8 @@ fn run_xconnect(
         }));
     }
     let launched = launch_all(eal, jobs, &worker_stop)?;
-    eprintln!(
-        "dataplaned: forwarding (xconnect) with {} worker(s) on lcores {:?}; control socket {}; SIGINT/SIGTERM stops",
+    tracing::info!(
+        "forwarding (xconnect) with {} worker(s) on lcores {:?}; control socket {}; SIGINT/SIGTERM stops",
         plan.workers,
         eal.worker_lcores(),
         control.socket.path().display()
@@ -488,7 +489,7 @@ fn run_router(
                 control.opts.keeper.as_deref(),
             )
             .map_err(|e| anyhow!(e))?;
-            eprintln!("dataplaned: linux: {plane}");
+            tracing::info!("linux: {plane}");
             Some(plane)
         }
         None => None,
@@ -559,8 +560,8 @@ fn run_router(
             .context("[linux] punt path thread")?;
     }
     let launched = launch_all(eal, jobs, &worker_stop)?;
-    eprintln!(
-        "dataplaned: forwarding (router) with {} worker(s) on lcores {:?}, {} interface(s), {} route(s), {} label(s); control socket {}; SIGINT/SIGTERM stops",
+    tracing::info!(
+        "forwarding (router) with {} worker(s) on lcores {:?}, {} interface(s), {} route(s), {} label(s); control socket {}; SIGINT/SIGTERM stops",
         plan.workers,
         eal.worker_lcores(),
         ctl.ifaces().iter().count(),

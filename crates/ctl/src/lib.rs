@@ -11,6 +11,7 @@ pub mod config;
 pub mod daemon;
 pub mod decode;
 pub mod linux;
+pub mod log;
 pub mod ports;
 pub mod routing;
 pub mod server;

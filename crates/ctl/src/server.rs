@@ -147,7 +147,7 @@ pub async fn accept_loop(listener: tokio::net::UnixListener, jobs: mpsc::Sender<
             }
             Err(e) => {
                 // Out of file descriptors and the like: wait instead of spinning.
-                eprintln!("dataplaned: control socket: accept: {e}");
+                tracing::warn!("control socket: accept: {e}");
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }
         }

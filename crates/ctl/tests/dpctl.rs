@@ -886,3 +886,42 @@ fn dataplaned_has_a_man_page_and_completions() {
     assert!(run(&["--completions", "bash"]).contains("complete -F _dataplaned"));
     assert!(run(&["--completions", "zsh"]).starts_with("#compdef dataplaned"));
 }
+
+#[test]
+fn the_log_is_json_when_asked_and_a_bad_level_is_refused() {
+    let d = Daemon::start(
+        "log",
+        "router",
+        "[log]\nformat = \"json\"\nlevel = \"debug\"\n",
+    );
+    // (the start-up lines went to the helper that waited for them)
+    let _ = Command::new("kill")
+        .args(["-HUP", &d.pid().to_string()])
+        .status();
+    let line = d.wait_log("SIGHUP");
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+    assert_eq!(v["level"], "INFO", "{v}");
+    assert_eq!(v["fields"]["message"], "SIGHUP: reload: no changes", "{v}");
+    let (_, dir) = Daemon::dir("badlog");
+    let cfg = dir.join("bad.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "{}[log]\nlevel = \"info,ctl=loud\"\n",
+            base_config("bl", "router")
+        ),
+    )
+    .unwrap();
+    let o = Command::new(DATAPLANED)
+        .args(["--check", "-c"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("[log] level") && err.contains("ctl=loud"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -105,6 +105,7 @@ fn main() -> ExitCode {
             if args.remove_twins {
                 return remove_twins(&cfg);
             }
+            ctl::log::filter(&cfg.log).map_err(anyhow::Error::msg)?;
             if args.check {
                 println!(
                     "dataplaned: {path}: ok ({} ports, {} workers)",

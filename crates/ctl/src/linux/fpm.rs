@@ -216,6 +216,8 @@ pub struct FpmServer {
     sweep_after: Instant,
     /// zebra went away then.
     lost_at: Option<Instant>,
+    /// Refused connections are logged at most this often.
+    log_limit: crate::log::RateLimit,
 }
 
 impl FpmServer {
@@ -235,6 +237,7 @@ impl FpmServer {
             buf: Vec::new(),
             view: KernelView::with_source(RouteSource::Fpm, twins, tables),
             stats: FpmStats::default(),
+            log_limit: crate::log::RateLimit::new(5, Duration::from_secs(10)),
             walking: None,
             sweep_after: Instant::now(),
             lost_at: None,
@@ -256,6 +259,7 @@ impl FpmServer {
                 self.walking = None;
                 let v = &mut self.view;
                 let swept = ctl.batch(|ctl| v.sweep(ctl));
+                tracing::info!("fpm: zebra's walk done, {swept} stale entries swept");
                 self.stats.last_sweep = Some((now, swept, "walk done"));
             }
         }
@@ -266,6 +270,7 @@ impl FpmServer {
                 let v = &mut self.view;
                 v.begin_refresh(ctl);
                 let swept = ctl.batch(|ctl| v.sweep(ctl));
+                tracing::info!("fpm: zebra's hold time expired, {swept} of its entries withdrawn");
                 self.stats.last_sweep = Some((now, swept, "hold time expired"));
             }
         }
@@ -292,15 +297,22 @@ impl FpmServer {
             .any(|a| a.to_canonical() == ip)
         {
             self.stats.refused_peer += 1;
-            self.stats.last_refused = Some(format!("{peer}: not an allowed peer"));
+            let why = format!("{peer}: not an allowed peer");
+            if self.log_limit.allow(now).is_some() {
+                tracing::warn!("fpm: connection refused: {why}");
+            }
+            self.stats.last_refused = Some(why);
             return;
         }
         let idle = Duration::from_secs(self.section.idle_s);
         if let Some(c) = &self.conn {
             if now.duration_since(c.heard) < idle {
                 self.stats.refused_busy += 1;
-                self.stats.last_refused =
-                    Some(format!("{peer}: {} is connected and not idle", c.peer));
+                let why = format!("{peer}: {} is connected and not idle", c.peer);
+                if self.log_limit.allow(now).is_some() {
+                    tracing::warn!("fpm: connection refused: {why}");
+                }
+                self.stats.last_refused = Some(why);
                 return;
             }
             self.stats.replaced += 1;
@@ -318,6 +330,7 @@ impl FpmServer {
         });
         self.buf.clear();
         self.stats.connects += 1;
+        tracing::info!("fpm: zebra connected from {peer}");
         // A zebra back while its routes are held: its daemons' routes come
         // after its walk (see `restart_s`).
         let grace = match self.lost_at.take() {
@@ -333,6 +346,10 @@ impl FpmServer {
     /// The connection is gone: its state stays, forwarding, until zebra is back
     /// or the hold ends; an unfinished walk is not swept.
     fn lose(&mut self, why: String, now: Instant) {
+        tracing::info!(
+            "fpm: zebra's connection ended ({why}); its routes are held {} s",
+            self.section.hold_s
+        );
         self.stats.last_reset = Some(why);
         self.conn = None;
         self.buf.clear();

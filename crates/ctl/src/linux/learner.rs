@@ -75,6 +75,8 @@ pub struct Learner {
 pub struct KernelView {
     /// Whose routes these are in the RIB.
     source: RouteSource,
+    /// Refused input is logged at most this often (it comes in floods).
+    log_limit: crate::log::RateLimit,
     /// Routes are taken (off: another source, FPM, has them).
     import_routes: bool,
     /// Twin kernel ifindex -> router ifindex.
@@ -164,6 +166,7 @@ impl Learner {
                         format!("netlink receive: {e}")
                     };
                     self.view.stats.overflows += 1;
+                    tracing::warn!("netlink: {why}; a resync follows");
                     self.pending = Some((why, Instant::now()));
                     msgs.clear();
                 }
@@ -178,7 +181,12 @@ impl Learner {
             return left;
         }
         if !msgs.is_empty() {
+            let (n, before) = (msgs.len(), ctl.route_count_of(self.view.source));
             self.view.apply_batch(ctl, msgs);
+            tracing::debug!(
+                "netlink: {n} messages applied; kernel routes {before} -> {}",
+                ctl.route_count_of(self.view.source)
+            );
         }
         // What the kernel did silently is read back once the events settle.
         if let Some(why) = self.view.refresh.take() {
@@ -210,6 +218,7 @@ impl Learner {
         let msgs = match self.dump.dump_all(&tables) {
             Ok(m) => m,
             Err(e) => {
+                tracing::warn!("netlink resync ({reason}): the dump failed: {e}");
                 self.view.stats.last_error = Some(format!("netlink dump: {e}"));
                 self.pending = Some((format!("netlink dump failed: {e}"), Instant::now()));
                 return;
@@ -225,7 +234,12 @@ impl Learner {
         // The dump holds what those events did.
         v.refresh = None;
         v.stats.resyncs += 1;
-        v.stats.last_resync = Some((reason.to_string(), t0.elapsed(), swept));
+        let took = t0.elapsed();
+        tracing::info!(
+            "netlink resync ({reason}): {:.1} ms, {swept} stale entries swept",
+            took.as_secs_f64() * 1e3
+        );
+        v.stats.last_resync = Some((reason.to_string(), took, swept));
     }
 
     /// See [`KernelView::set_route_import`].
@@ -266,6 +280,7 @@ impl KernelView {
             loopbacks: BTreeSet::new(),
             refresh: None,
             stats: LearnerStats::default(),
+            log_limit: crate::log::RateLimit::new(5, Duration::from_secs(10)),
         }
     }
 
@@ -409,6 +424,14 @@ impl KernelView {
 
     fn refused(&mut self, what: String) {
         self.stats.refused += 1;
+        if let Some(left_out) = self.log_limit.allow(Instant::now()) {
+            let more = if left_out > 0 {
+                format!(" ({left_out} more refused since the last one logged)")
+            } else {
+                String::new()
+            };
+            tracing::warn!("{}: refused {what}{more}", self.source.name());
+        }
         self.stats.last_error = Some(what);
     }
 

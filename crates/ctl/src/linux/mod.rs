@@ -573,7 +573,7 @@ impl LinuxPlane {
                     Ok(keeper::Held::Asked) => "running keeper".to_string(),
                     Ok(keeper::Held::Started(pid)) => format!("keeper pid {pid}"),
                     Err(e) => {
-                        eprintln!("dataplaned: linux: the twins end with this process: {e}");
+                        tracing::warn!("linux: the twins end with this process: {e}");
                         format!("none ({e})")
                     }
                 }
@@ -672,6 +672,12 @@ impl LinuxPlane {
             let up = ctl.iface(t.ifindex).map_or(t.admin, |i| i.up);
             if t.vlan.is_none() && up != t.admin {
                 t.admin = up;
+                let state = if up { "up" } else { "down" };
+                tracing::info!(
+                    "{}: twin {} set {state}: the port goes {state}",
+                    t.iface,
+                    t.name
+                );
                 self.admin_changes.push((t.port, up));
             }
         }
@@ -728,6 +734,7 @@ impl LinuxPlane {
             Ok(()) => self.counters.port_admin += 1,
             Err(e) => {
                 self.counters.port_admin_errors += 1;
+                tracing::warn!("linux: a twin's admin state did not reach its port: {e}");
                 self.counters.last_port_admin_error = Some(e);
             }
         }
@@ -742,6 +749,10 @@ impl LinuxPlane {
             if (up != t.carrier || !t.carrier_synced)
                 && self.learner.set_carrier(t.kernel_ifindex, up).is_ok()
             {
+                if up != t.carrier {
+                    let state = if up { "up" } else { "down" };
+                    tracing::info!("{}: link {state}: twin {} carrier {state}", t.iface, t.name);
+                }
                 t.carrier = up;
                 t.carrier_synced = true;
             }

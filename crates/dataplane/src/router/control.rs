@@ -1569,6 +1569,11 @@ impl RouterControl {
         Ok(())
     }
 
+    /// How many routes `source` gives, forwarding or waiting.
+    pub fn route_count_of(&self, source: RouteSource) -> usize {
+        self.rib.count(Origin::of(source))
+    }
+
     /// The source whose label entry forwards.
     pub fn label_source(&self, label: u32, eos: bool) -> Option<RouteSource> {
         self.label_rib.winner(&(label, eos)).map(|w| w.source)
