@@ -991,19 +991,14 @@ impl<'a> RouterApi<'a> {
             sflow_agent::agent_config(new.sflow.as_ref(), &known, router_id)
                 .map_err(|e| format!("reload: {e}; nothing was applied"))?;
         }
+        // (refusals made before the reload borrows the router)
         let twinned: HashMap<String, String> = self
             .ctl
             .ifaces()
             .iter()
             .filter_map(|i| {
-                let l = self.linux.as_ref()?;
-                let t = l.twin_of(i.ifindex)?;
-                let how = format!(
-                    "ip -n {} addr add ADDRESS/LEN dev {}",
-                    l.section().netns,
-                    t.name
-                );
-                Some((i.name.clone(), how))
+                let why = self.linux_owns(&i.name, "addresses").err()?;
+                Some((i.name.clone(), why))
             })
             .collect();
         let owns = |name: &str| twinned.get(name).cloned();

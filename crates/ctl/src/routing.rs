@@ -711,8 +711,8 @@ fn diff(
 /// found before the running router is touched; what needs a restart (moving an
 /// interface to another table, removing a table, `icmp_rate_pps`) is refused, and
 /// nothing is applied.
-/// `linux_owns` names the interfaces whose addresses, MTU and up/down Linux
-/// holds (twins): a change to those is refused before anything is applied.
+/// `linux_owns` gives, for an interface whose addresses, MTU and up/down Linux
+/// holds (a twin's), why a change is refused: it is, before anything is applied.
 pub fn reload(
     old: &Routing,
     new: &Routing,
@@ -733,12 +733,12 @@ pub fn reload(
         sub_add,
     } = diff(old, new, ports, ctl).map_err(|e| format!("{e}; nothing was applied"))?;
     for (name, w) in &new_if {
-        let (Some(o), Some(how)) = (old_if.get(name), linux_owns(name)) else {
+        let (Some(o), Some(why)) = (old_if.get(name), linux_owns(name)) else {
             continue;
         };
         if (&o.addrs, o.mtu, o.up) != (&w.addrs, w.mtu, w.up) {
             return Err(format!(
-                "[[interface]] {name}: Linux holds its addresses, MTU and up/down (its twin); change them there, e.g. `{how}`; nothing was applied"
+                "[[interface]] {name}: {why} (and its MTU and up/down); nothing was applied"
             ));
         }
     }

@@ -440,6 +440,18 @@ fn twins_and_kernel_routes_outlive_a_killed_daemon() {
     wait_for("the next loopback as router id", || {
         rid() == (json!("10.86.99.2"), json!("kernel"))
     });
+    // The file's address on a twin is Linux's: a reload that changes it is
+    // refused whole, and the address stays.
+    let file = lab.dir.join("dataplaned.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("10.86.1.1/24", "10.86.1.7/24")).unwrap();
+    let (code, _, err) = lab.dpctl("reload");
+    assert!(
+        code == 1 && err.contains("port0 has a Linux twin") && err.contains("nothing was applied"),
+        "{err}"
+    );
+    std::fs::write(&file, &text).unwrap();
+    assert!(route(&lab, "10.86.1.1/32").is_some());
     assert!(ping(&a, "10.86.77.1", 2, "0.2").0 >= 1);
     let keeper = lab.json("show linux")["keep_twins"].clone();
     assert!(

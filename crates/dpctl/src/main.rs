@@ -62,7 +62,6 @@ fn indent(s: &str) -> String {
 fn main() -> ExitCode {
     let args = Args::parse();
     if args.man || args.completions.is_some() {
-        let mut out = std::io::stdout().lock();
         let sections = [
             ("Commands", USAGE),
             (
@@ -72,11 +71,7 @@ fn main() -> ExitCode {
             ),
             ("See also", "dataplaned(8)"),
         ];
-        let written = match args.completions {
-            Some(shell) => manual::completions(Args::command(), shell, &mut out),
-            None => manual::man(Args::command(), &sections, &mut out),
-        };
-        if let Err(e) = written {
+        if let Err(e) = manual::print(Args::command(), args.completions, &sections) {
             eprintln!("dpctl: error: {e}");
             return ExitCode::FAILURE;
         }

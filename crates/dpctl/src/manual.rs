@@ -54,3 +54,17 @@ pub fn completions(mut cmd: clap::Command, shell: Shell, out: &mut dyn Write) ->
     clap_complete::generate(shell, &mut cmd, name, &mut buf);
     out.write_all(&buf)
 }
+
+/// What the hidden options print on stdout: `shell`'s completions if given,
+/// else the man page with `sections`.
+pub fn print(
+    cmd: clap::Command,
+    shell: Option<Shell>,
+    sections: &[(&str, &str)],
+) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    match shell {
+        Some(shell) => completions(cmd, shell, &mut out),
+        None => man(cmd, sections, &mut out),
+    }
+}

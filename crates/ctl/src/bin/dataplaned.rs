@@ -64,7 +64,6 @@ struct Args {
 fn main() -> ExitCode {
     let args = Args::parse();
     if args.man || args.completions.is_some() {
-        let mut out = std::io::stdout().lock();
         let sections = [
             (
                 "Signals",
@@ -77,11 +76,7 @@ fn main() -> ExitCode {
             ),
             ("See also", "dpctl(8), bird(8), zebra(8)"),
         ];
-        let written = match args.completions {
-            Some(shell) => manual::completions(Args::command(), shell, &mut out),
-            None => manual::man(Args::command(), &sections, &mut out),
-        };
-        if let Err(e) = written {
+        if let Err(e) = manual::print(Args::command(), args.completions, &sections) {
             eprintln!("dataplaned: error: {e}");
             return ExitCode::FAILURE;
         }

@@ -556,11 +556,9 @@ impl LinuxPlane {
         let mut learner = Learner::new(events, dump, map, section.table_map()?);
         learner.resync(ctl, "start");
         // The file's addresses are the twins' now: the kernel's copies hold them.
-        for t in &twins {
-            for (ix, a, l) in ctl.addresses_of(RouteSource::Config) {
-                if ix == t.ifindex {
-                    let _ = ctl.del_address_from(RouteSource::Config, ix, a, l);
-                }
+        for (ix, a, l) in ctl.addresses_of(RouteSource::Config) {
+            if twins.iter().any(|t| t.ifindex == ix) {
+                let _ = ctl.del_address_from(RouteSource::Config, ix, a, l);
             }
         }
         ctl.set_punt_to_host(true);

@@ -701,10 +701,11 @@ impl RouterControl {
         if self.addr_rib.get(&key, source, 0) != Some(&len) {
             return Err(RouterError::NoSuchAddress(addr, len, name));
         }
-        let Some(gone) = self.addr_rib.remove(&key, source, 0) else {
-            return Err(RouterError::NoSuchAddress(addr, len, name));
-        };
-        if !gone.was_winner {
+        if !self
+            .addr_rib
+            .remove(&key, source, 0)
+            .is_some_and(|g| g.was_winner)
+        {
             return Ok(());
         }
         let next = self.addr_rib.winner(&key).map(|w| *w.value);
