@@ -23,6 +23,8 @@ PACKAGES=(
     bird2 frr
     # l3fwd sources for the benchmark peer; instruction counts (make instructions)
     dpdk-doc make valgrind
+    # promtool checks the metrics exposition; make deb and its checks
+    prometheus dpkg-dev lintian
 )
 
 log() { printf 'setup: %s\n' "$*"; }

@@ -29,6 +29,7 @@ use crate::config::Config;
 use crate::decode;
 use crate::linux::LinuxPlane;
 use crate::linux::nl::NlSocket;
+use crate::metrics::Scrape;
 use crate::routing::{self, PortInfo, Routing};
 use crate::server::Service;
 use crate::sflow_agent;
@@ -51,6 +52,8 @@ pub struct DaemonInfo {
     pub tsc_hz: u64,
     /// When the daemon started forwarding.
     pub started: Instant,
+    /// Where Prometheus scrapes (`[metrics] listen`, the port as bound).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 impl DaemonInfo {
@@ -64,7 +67,24 @@ impl DaemonInfo {
             "socket": self.socket.display().to_string(),
             "workers": self.lcores.len(),
             "uptime_s": self.started.elapsed().as_secs_f64(),
+            "metrics": self.metrics.map(|a| format!("http://{a}/metrics")),
         })
+    }
+
+    /// The metrics every mode has: build info, start time, uptime.
+    fn metrics(&self, m: &mut Scrape, mode: &str) {
+        m.info(
+            "build",
+            "The daemon's version and forwarding mode.",
+            &[("version", env!("CARGO_PKG_VERSION")), ("mode", mode)],
+        );
+        m.gauge("workers", "Worker lcores.", &[], self.lcores.len() as f64);
+        m.gauge(
+            "uptime_seconds",
+            "Seconds since the daemon started forwarding.",
+            &[],
+            self.started.elapsed().as_secs_f64(),
+        );
     }
 
     /// Re-reads the file and refuses it when a section that needs a restart changed.
@@ -1656,6 +1676,273 @@ impl Service for RouterApi<'_> {
         let cmd = cli::parse(args).map_err(|e| e.to_string())?;
         self.run(cmd)
     }
+
+    fn metrics(&self, m: &mut Scrape) {
+        self.info.metrics(m, "router");
+        // The raw counters: `clear counters` never resets a Prometheus counter.
+        let snaps: Vec<WorkerSnap> = self
+            .ctl
+            .worker_stats()
+            .iter()
+            .map(|s| WorkerSnap::take(s))
+            .collect();
+        let ift = self.ctl.ifaces();
+        for i in ift.iter() {
+            let ix = i.ifindex as usize;
+            let sum = |k: usize| -> u64 {
+                snaps
+                    .iter()
+                    .filter_map(|s| s.ifaces.get(ix))
+                    .map(|c| c[k])
+                    .sum()
+            };
+            let l = [("interface", i.name.as_str())];
+            m.counter("interface_rx_packets", "Packets received.", &l, sum(0));
+            m.counter("interface_rx_bytes", "Bytes received.", &l, sum(1));
+            m.counter("interface_tx_packets", "Packets sent.", &l, sum(2));
+            m.counter("interface_tx_bytes", "Bytes sent.", &l, sum(3));
+            m.counter(
+                "interface_drops",
+                "Packets received and dropped.",
+                &l,
+                sum(4),
+            );
+            m.gauge(
+                "interface_up",
+                "Administrative state (1 up).",
+                &l,
+                f64::from(u8::from(i.up)),
+            );
+            m.gauge("interface_mtu", "IPv4 MTU in bytes.", &l, f64::from(i.mtu));
+            m.gauge(
+                "interface_addresses",
+                "IPv4 addresses.",
+                &l,
+                i.addrs.len() as f64,
+            );
+            if i.vlan.is_none() {
+                if let Some((link, ps)) = self.ports.port_state(i.port) {
+                    m.gauge(
+                        "interface_link",
+                        "Carrier of the port (1 up).",
+                        &l,
+                        f64::from(u8::from(link)),
+                    );
+                    m.counter(
+                        "port_rx_missed",
+                        "Packets the NIC dropped for want of room (imissed).",
+                        &l,
+                        ps.rx_missed,
+                    );
+                    m.counter(
+                        "port_rx_errors",
+                        "Erroneous packets received (ierrors).",
+                        &l,
+                        ps.rx_errors,
+                    );
+                    m.counter(
+                        "port_tx_errors",
+                        "Packets the NIC failed to send (oerrors).",
+                        &l,
+                        ps.tx_errors,
+                    );
+                    m.counter(
+                        "port_rx_no_mbuf",
+                        "Receive failures for want of a buffer (rx_nombuf).",
+                        &l,
+                        ps.rx_nombuf,
+                    );
+                }
+            }
+            for c in PuntClass::ALL {
+                let n: u64 = snaps
+                    .iter()
+                    .filter_map(|s| s.policed.get(ix))
+                    .map(|p| p[c as usize])
+                    .sum();
+                m.counter(
+                    "punt_policed",
+                    "Punts the policer dropped, by receiving interface and class.",
+                    &[("interface", i.name.as_str()), ("class", c.name())],
+                    n,
+                );
+            }
+        }
+        for (w, s) in snaps.iter().enumerate() {
+            let ws = w.to_string();
+            let l = [("worker", ws.as_str())];
+            m.counter("worker_loops", "Poll loops.", &l, s.loops);
+            m.counter(
+                "worker_busy_loops",
+                "Poll loops that received packets.",
+                &l,
+                s.busy_loops,
+            );
+            m.counter(
+                "worker_busy_clocks",
+                "TSC cycles of busy loops.",
+                &l,
+                s.busy_cycles,
+            );
+            m.counter(
+                "worker_idle_sleeps",
+                "Sleeps while idle.",
+                &l,
+                s.idle_sleeps,
+            );
+            for st in Stage::ALL {
+                let [calls, pkts, cycles] = s.stages[st as usize];
+                let l = [("worker", ws.as_str()), ("node", st.name())];
+                m.counter("node_calls", "Calls of a node (show run).", &l, calls);
+                m.counter(
+                    "node_vectors",
+                    "Packets through a node (show run).",
+                    &l,
+                    pkts,
+                );
+                m.counter(
+                    "node_clocks",
+                    "TSC cycles spent in a node (show run).",
+                    &l,
+                    cycles,
+                );
+            }
+        }
+        let total = |f: &dyn Fn(&WorkerSnap) -> u64| -> u64 { snaps.iter().map(f).sum() };
+        for r in DropReason::ALL {
+            let n = total(&|s| s.drops[r as usize]);
+            m.counter(
+                "drops",
+                "Packets dropped, by reason (show errors).",
+                &[("reason", r.name())],
+                n,
+            );
+        }
+        for (k, r) in mpls::DropReason::ALL.iter().enumerate() {
+            let n = total(&|s| s.mpls_drops[k]);
+            m.counter(
+                "drops",
+                "Packets dropped, by reason (show errors).",
+                &[("reason", r.name())],
+                n,
+            );
+        }
+        for r in PuntReason::ALL {
+            let n = total(&|s| s.punts[r as usize]);
+            m.counter(
+                "punts",
+                "Packets punted to the host, by reason.",
+                &[("reason", r.name())],
+                n,
+            );
+        }
+        m.counter(
+            "icmp_echo_replies",
+            "ICMP echo replies sent by the router.",
+            &[],
+            total(&|s| s.echo_replies),
+        );
+        m.counter(
+            "icmp_errors",
+            "ICMP errors sent by the router.",
+            &[],
+            total(&|s| s.icmp_errors),
+        );
+        m.counter(
+            "arp_replies",
+            "ARP replies sent.",
+            &[],
+            total(&|s| s.arp_replies),
+        );
+        m.counter(
+            "arp_requests",
+            "ARP requests sent.",
+            &[],
+            total(&|s| s.arp_requests),
+        );
+        m.counter(
+            "arp_consumed",
+            "ARP packets taken by the workers.",
+            &[],
+            total(&|s| s.arp_consumed),
+        );
+        m.counter(
+            "held_packets",
+            "Packets held waiting for ARP.",
+            &[],
+            total(&|s| s.held),
+        );
+        m.counter(
+            "held_released",
+            "Held packets sent once resolved.",
+            &[],
+            total(&|s| s.hold_released),
+        );
+        // Tables: sizes per source are kept by the RIB (no walk).
+        for src in RouteSource::ALL {
+            m.gauge(
+                "routes",
+                "Route candidates, by source (the RIB).",
+                &[("source", src.name())],
+                self.ctl.route_count_of(src) as f64,
+            );
+        }
+        let fib = self.ctl.fib();
+        for t in fib.tables() {
+            let ts = t.to_string();
+            m.gauge(
+                "fib_routes",
+                "Routes installed in a FIB table.",
+                &[("table", ts.as_str())],
+                fib.route_count(t) as f64,
+            );
+        }
+        m.gauge(
+            "labels",
+            "MPLS label entries installed.",
+            &[],
+            self.ctl.labels().len() as f64,
+        );
+        let mut by_source = [0u64; 3];
+        for &(ix, ip) in self.ctl.neighbors().keys() {
+            let k = if self.ctl.is_static_neighbor(ix, ip) {
+                0
+            } else if self.ctl.is_kernel_neighbor(ix, ip) {
+                1
+            } else {
+                2
+            };
+            by_source[k] += 1;
+        }
+        by_source[1] += self.ctl.neighbors6().len() as u64;
+        for (k, name) in ["static", "kernel", "arp"].iter().enumerate() {
+            m.gauge(
+                "neighbors",
+                "Resolved neighbours, by source.",
+                &[("source", name)],
+                by_source[k] as f64,
+            );
+        }
+        let (probes, forgotten) = self.ctl.aging_counts();
+        m.counter(
+            "neighbor_probes",
+            "ARP probes of neighbour aging sent.",
+            &[],
+            probes,
+        );
+        m.counter(
+            "neighbor_forgotten",
+            "Neighbours forgotten after unanswered probes.",
+            &[],
+            forgotten,
+        );
+        if let Some(agent) = &self.sflow {
+            sflow_agent::metrics(agent, m);
+        }
+        if let Some(l) = &self.linux {
+            l.metrics(m);
+        }
+    }
 }
 
 // ---------------------------------------------------------------- cross-connect
@@ -1908,6 +2195,87 @@ impl<'a> XconnectApi<'a> {
 }
 
 impl Service for XconnectApi<'_> {
+    fn metrics(&self, m: &mut Scrape) {
+        self.info.metrics(m, "xconnect");
+        let raw: Vec<XcSnap> = self.counters.iter().map(|c| XcSnap::take(c)).collect();
+        for p in &self.port_list {
+            let l = [("interface", p.name.as_str())];
+            let (link, s) = self.ports.port_state(p.id).unwrap_or_default();
+            // Drops are counted against the port a frame could not leave on.
+            let drops: u64 = self
+                .queues
+                .iter()
+                .zip(&raw)
+                .flat_map(|(qs, sn)| qs.iter().zip(&sn.queues))
+                .filter(|(a, _)| a.peer == p.id)
+                .map(|(_, c)| c[2])
+                .sum();
+            m.counter("interface_rx_packets", "Packets received.", &l, s.rx_pkts);
+            m.counter("interface_rx_bytes", "Bytes received.", &l, s.rx_bytes);
+            m.counter("interface_tx_packets", "Packets sent.", &l, s.tx_pkts);
+            m.counter("interface_tx_bytes", "Bytes sent.", &l, s.tx_bytes);
+            m.counter(
+                "interface_drops",
+                "Packets received and dropped.",
+                &l,
+                drops,
+            );
+            m.gauge(
+                "interface_link",
+                "Carrier of the port (1 up).",
+                &l,
+                f64::from(u8::from(link)),
+            );
+            m.counter(
+                "port_rx_missed",
+                "Packets the NIC dropped for want of room (imissed).",
+                &l,
+                s.rx_missed,
+            );
+            m.counter(
+                "port_rx_errors",
+                "Erroneous packets received (ierrors).",
+                &l,
+                s.rx_errors,
+            );
+            m.counter(
+                "port_tx_errors",
+                "Packets the NIC failed to send (oerrors).",
+                &l,
+                s.tx_errors,
+            );
+            m.counter(
+                "port_rx_no_mbuf",
+                "Receive failures for want of a buffer (rx_nombuf).",
+                &l,
+                s.rx_nombuf,
+            );
+        }
+        for (w, s) in raw.iter().enumerate() {
+            let ws = w.to_string();
+            let l = [("worker", ws.as_str())];
+            m.counter("worker_loops", "Poll loops.", &l, s.loops);
+            m.counter(
+                "worker_busy_loops",
+                "Poll loops that received packets.",
+                &l,
+                s.busy_loops,
+            );
+            m.counter(
+                "worker_busy_clocks",
+                "TSC cycles of busy loops.",
+                &l,
+                s.busy_cycles,
+            );
+            m.counter(
+                "worker_idle_sleeps",
+                "Sleeps while idle.",
+                &l,
+                s.idle_sleeps,
+            );
+        }
+    }
+
     fn handle(&mut self, args: &[String]) -> Result<Value, String> {
         let cmd = cli::parse(args).map_err(|e| e.to_string())?;
         self.run(cmd)

@@ -113,6 +113,17 @@ pub struct Config {
     /// zebra's FPM connection (with `[linux]`; applied at start).
     #[serde(default)]
     pub fpm: Option<crate::linux::fpm::FpmSection>,
+    /// Prometheus metrics over HTTP (off without the section).
+    #[serde(default)]
+    pub metrics: Option<MetricsSection>,
+}
+
+/// `[metrics]`: where Prometheus scrapes `/metrics`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSection {
+    /// Address and TCP port, e.g. `"127.0.0.1:9477"` (read at start).
+    pub listen: std::net::SocketAddr,
 }
 
 pub use dpctl::proto::DEFAULT_SOCKET;
@@ -121,7 +132,7 @@ pub use dpctl::proto::DEFAULT_SOCKET;
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ControlSection {
-    /// Path of the unix socket (default `/run/dataplaned.sock`).
+    /// Path of the unix socket (default `/run/dataplane/dataplaned.sock`).
     #[serde(default = "default_socket")]
     pub socket: String,
     /// Permissions of the socket file (default `0o600`: root only).
@@ -584,6 +595,9 @@ impl Config {
         }
         if self.control != new.control {
             v.push("[control]");
+        }
+        if self.metrics != new.metrics {
+            v.push("[metrics]");
         }
         v
     }

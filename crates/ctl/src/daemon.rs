@@ -25,6 +25,7 @@ use dataplane::xconnect::{RxAssignment, WorkerCounters, XconnectWorker};
 use crate::api::{DaemonInfo, DpdkPorts, RouterApi, XconnectApi, XconnectPort};
 use crate::config::{Config, Mode, Plan};
 use crate::linux::LinuxPlane;
+use crate::metrics::{Scrape, ScrapeRequest};
 use crate::routing::{PortInfo, apply};
 use crate::server::{ControlSocket, Job, Service, accept_loop};
 
@@ -52,6 +53,8 @@ struct Control<'a> {
     stop: &'a AtomicBool,
     hup: &'a AtomicBool,
     socket: ControlSocket,
+    /// The metrics listener (`[metrics] listen`).
+    metrics: Option<std::net::TcpListener>,
 }
 
 /// Assigns rx queues to xconnect workers: queue q of every port goes to worker
@@ -146,11 +149,16 @@ pub fn run(config: &Config, plan: &Plan, opts: &RunOptions) -> Result<()> {
     // Before EAL: a second daemon on the same socket is refused before it touches
     // hugepages or devices.
     let socket = ControlSocket::bind(&opts.socket, plan.socket_mode)?;
+    let metrics = match &config.metrics {
+        Some(m) => Some(crate::metrics::bind(m.listen)?),
+        None => None,
+    };
     let control = Control {
         opts,
         stop: &stop,
         hup: &hup,
         socket,
+        metrics,
     };
 
     let eal = Eal::init_with(&plan.eal)?;
@@ -191,6 +199,7 @@ pub fn run(config: &Config, plan: &Plan, opts: &RunOptions) -> Result<()> {
         lcores: eal.worker_lcores().to_vec(),
         tsc_hz: tsc_hz(),
         started: Instant::now(),
+        metrics: control.metrics.as_ref().and_then(|l| l.local_addr().ok()),
     };
     let result = match plan.mode {
         Mode::Xconnect => run_xconnect(eal, plan, control, info, &ports),
@@ -245,6 +254,15 @@ fn control_loop(
         let listener = c.socket.take_listener()?;
         let (tx, mut jobs) = mpsc::channel::<Job>(64);
         let acceptor = tokio::spawn(accept_loop(listener, tx));
+        let (scrape_tx, mut scrapes) = mpsc::channel::<ScrapeRequest>(4);
+        let exporter = match c.metrics.take() {
+            Some(l) => {
+                let l = tokio::net::TcpListener::from_std(l).context("[metrics] listen")?;
+                tracing::info!("metrics: http://{}/metrics", l.local_addr()?);
+                Some(tokio::spawn(crate::metrics::serve(l, scrape_tx)))
+            }
+            None => None,
+        };
         let t_start = Instant::now();
         let mut last = counters.snapshot();
         let mut next_report = opts.stats_interval.map(|d| t_start + d);
@@ -313,9 +331,17 @@ fn control_loop(
                 Some(job) = jobs.recv() => {
                     let _ = job.reply.send(svc.handle(&job.args));
                 }
+                Some((openmetrics, reply)) = scrapes.recv() => {
+                    let mut s = Scrape::new();
+                    svc.metrics(&mut s);
+                    let _ = reply.send(s.encode(openmetrics));
+                }
             }
         }
         acceptor.abort();
+        if let Some(e) = exporter {
+            e.abort();
+        }
         Ok(t_start.elapsed())
     })
 }

@@ -12,6 +12,7 @@ pub mod daemon;
 pub mod decode;
 pub mod linux;
 pub mod log;
+pub mod metrics;
 pub mod ports;
 pub mod routing;
 pub mod server;

@@ -37,6 +37,8 @@ pub trait Service {
     fn io_fds(&self) -> Vec<(BorrowedFd<'_>, u64)> {
         Vec::new()
     }
+    /// Fills one Prometheus scrape (`[metrics]`) from the counters `show` reads.
+    fn metrics(&self, _scrape: &mut crate::metrics::Scrape) {}
     /// Runs one request (the words of a `dpctl` command); `Err` is the message for
     /// the client. A request that fails has changed nothing.
     fn handle(&mut self, args: &[String]) -> Result<serde_json::Value, String>;
@@ -84,6 +86,15 @@ impl ControlSocket {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
+        // The default's directory (/run/dataplane) is made when missing, as
+        // systemd's RuntimeDirectory= would.
+        if !parent.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(parent)
+                .with_context(|| format!("creating {} for the control socket", parent.display()))?;
+        }
         let tmp = parent.join(format!(".dataplaned-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::DirBuilder::new()

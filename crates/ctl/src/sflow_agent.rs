@@ -321,6 +321,81 @@ pub fn show(agent: &Agent, name: &dyn Fn(u32) -> String) -> Value {
     })
 }
 
+/// The agent's counters for a Prometheus scrape.
+pub fn metrics(agent: &Agent, m: &mut crate::metrics::Scrape) {
+    let st = agent.stats();
+    for w in &st.workers {
+        let ws = w.worker.to_string();
+        let l = [("worker", ws.as_str())];
+        m.counter(
+            "sflow_sampled",
+            "Packets picked for sFlow sampling.",
+            &l,
+            w.sampled,
+        );
+        m.counter(
+            "sflow_ring_drops",
+            "sFlow samples lost in a worker (ring full).",
+            &l,
+            w.dropped,
+        );
+        m.counter(
+            "sflow_exported",
+            "sFlow samples sent in datagrams.",
+            &l,
+            w.exported,
+        );
+        m.gauge(
+            "sflow_ring_queued",
+            "sFlow samples waiting in a worker's ring.",
+            &l,
+            w.queued as f64,
+        );
+    }
+    m.counter(
+        "sflow_datagrams",
+        "sFlow datagrams sent.",
+        &[],
+        st.datagrams,
+    );
+    m.counter(
+        "sflow_bytes",
+        "Bytes of sFlow datagrams (UDP payload).",
+        &[],
+        st.bytes,
+    );
+    m.counter(
+        "sflow_send_errors",
+        "sFlow datagrams a collector's socket refused.",
+        &[],
+        st.send_errors,
+    );
+    m.counter(
+        "sflow_flow_samples",
+        "sFlow flow samples encoded.",
+        &[],
+        st.flow_samples,
+    );
+    m.counter(
+        "sflow_poll_samples",
+        "sFlow counter samples (interface polls) encoded.",
+        &[],
+        st.counter_samples,
+    );
+    m.counter(
+        "sflow_unsent_samples",
+        "sFlow samples drained with no collector configured.",
+        &[],
+        st.unsent_samples,
+    );
+    m.gauge(
+        "sflow_collectors",
+        "sFlow collectors configured.",
+        &[],
+        agent.collectors().len() as f64,
+    );
+}
+
 /// The sampling per ifIndex, for tests and `show`.
 pub fn enabled(agent: &Agent) -> BTreeMap<u32, Sampling> {
     agent.config().interfaces.clone()

@@ -314,6 +314,7 @@ fn full_table_churn_under_mixed_traffic_loses_nothing_stable() {
                         lcores: vec![1],
                         tsc_hz: tsc_hz(),
                         started: start,
+                        metrics: None,
                     };
                     let mut api =
                         RouterApi::new(ctl, &NoPorts, Vec::new(), Routing::default(), info);

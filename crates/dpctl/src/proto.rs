@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Where `dataplaned` listens for `dpctl`, unless `--socket` says otherwise.
-pub const DEFAULT_SOCKET: &str = "/run/dataplaned.sock";
+pub const DEFAULT_SOCKET: &str = "/run/dataplane/dataplaned.sock";
 
 /// Longest response line a client reads, newline included (`route show` of a full
 /// Internet table is about 60 MiB of JSON).

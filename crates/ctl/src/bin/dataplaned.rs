@@ -37,7 +37,7 @@ struct Args {
     /// Stop by itself after N seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
-    /// Control socket for dpctl (default: `[control] socket`, else /run/dataplaned.sock).
+    /// Control socket for dpctl (default: `[control] socket`, else /run/dataplane/dataplaned.sock).
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
     /// Delete the Linux twins of the configuration's `[linux]` namespace, which
@@ -72,7 +72,7 @@ fn main() -> ExitCode {
             ),
             (
                 "Files",
-                "/run/dataplaned.sock  the control socket dpctl talks to ([control] socket)",
+                "/run/dataplane/dataplaned.sock  the control socket dpctl talks to ([control] socket)",
             ),
             ("See also", "dpctl(8), bird(8), zebra(8)"),
         ];

@@ -449,6 +449,50 @@ impl FpmServer {
         self.walking.is_some()
     }
 
+    /// The connection's counters for a Prometheus scrape.
+    pub fn metrics(&self, m: &mut crate::metrics::Scrape) {
+        let s = &self.stats;
+        self.view.metrics("fpm", m);
+        m.gauge(
+            "fpm_connected",
+            "Whether zebra is connected (1).",
+            &[],
+            f64::from(u8::from(self.conn.is_some())),
+        );
+        m.counter("fpm_connects", "zebra connections taken.", &[], s.connects);
+        m.counter("fpm_frames", "FPM frames read.", &[], s.frames);
+        m.counter(
+            "fpm_resets",
+            "FPM connections lost or closed.",
+            &[],
+            s.resets,
+        );
+        m.counter(
+            "fpm_refused_peers",
+            "Connections refused (peer not allowed).",
+            &[],
+            s.refused_peer,
+        );
+        m.counter(
+            "fpm_refused_busy",
+            "Connections refused (another one is active).",
+            &[],
+            s.refused_busy,
+        );
+        m.counter(
+            "fpm_replaced",
+            "Silent connections replaced by a new one.",
+            &[],
+            s.replaced,
+        );
+        m.gauge(
+            "fpm_held",
+            "Whether FPM routes are held after a lost connection (1).",
+            &[],
+            f64::from(u8::from(self.lost_at.is_some())),
+        );
+    }
+
     /// `show fpm`.
     pub fn show(&self, ctl: &RouterControl) -> Value {
         let s = &self.stats;
@@ -474,7 +518,7 @@ impl FpmServer {
             "last_reset": s.last_reset,
             "walking": self.walking.is_some(),
             "held_s": self.lost_at.map(|t| t.elapsed().as_secs_f64()),
-            "routes": ctl.routes_of(RouteSource::Fpm).count(),
+            "routes": ctl.route_count_of(RouteSource::Fpm),
             "last_sweep": s.last_sweep.map(|(t, n, why)| json!({
                 "ago_s": t.elapsed().as_secs_f64(),
                 "swept": n,

@@ -247,6 +247,22 @@ impl Learner {
         self.view.set_route_import(ctl, on)
     }
 
+    /// The event socket's receive buffer in bytes.
+    pub fn rcvbuf(&self) -> usize {
+        self.events.rcvbuf()
+    }
+
+    /// The counters for a Prometheus scrape, labelled `source`.
+    pub fn metrics(&self, source: &str, m: &mut crate::metrics::Scrape) {
+        self.view.metrics(source, m);
+        m.counter(
+            "netlink_overflows",
+            "Receive errors on the netlink event socket (ENOBUFS: events lost, a resync follows).",
+            &[],
+            self.view.stats.overflows,
+        );
+    }
+
     /// `show linux`'s netlink part.
     pub fn show(&self) -> Value {
         let mut v = self.view.show();
@@ -862,6 +878,74 @@ impl KernelView {
                 }
             }
         }
+    }
+
+    /// The counters for a Prometheus scrape, labelled `source` (netlink, fpm).
+    pub fn metrics(&self, source: &str, m: &mut crate::metrics::Scrape) {
+        let s = &self.stats;
+        let l = [("source", source)];
+        m.counter(
+            "learner_messages",
+            "Netlink messages decoded (events and dumps).",
+            &l,
+            s.messages,
+        );
+        m.counter(
+            "learner_batches",
+            "Batches of changes applied (one publication each).",
+            &l,
+            s.batches,
+        );
+        m.counter("learner_applied", "Changes taken.", &l, s.applied);
+        m.counter("learner_malformed", "Malformed messages.", &l, s.malformed);
+        m.counter(
+            "learner_refused",
+            "Changes the router refused.",
+            &l,
+            s.refused,
+        );
+        for (why, n) in &s.ignored {
+            m.counter(
+                "learner_ignored",
+                "Messages of no interest, by reason.",
+                &[("source", source), ("reason", why)],
+                *n,
+            );
+        }
+        for (why, n) in &s.refused_by {
+            m.counter(
+                "learner_refused_by",
+                "Changes refused for what they are, by reason.",
+                &[("source", source), ("reason", why)],
+                *n,
+            );
+        }
+        m.counter(
+            "learner_resyncs",
+            "Full resyncs (dump and sweep).",
+            &l,
+            s.resyncs,
+        );
+        if let Some((_, d, swept)) = &s.last_resync {
+            m.gauge(
+                "learner_last_resync_seconds",
+                "Duration of the last resync.",
+                &l,
+                d.as_secs_f64(),
+            );
+            m.gauge(
+                "learner_last_resync_swept",
+                "Entries the last resync swept.",
+                &l,
+                *swept as f64,
+            );
+        }
+        m.gauge(
+            "learner_nexthop_objects",
+            "Nexthop objects known.",
+            &l,
+            self.nexthops.len() as f64,
+        );
     }
 
     /// `show linux`'s netlink part.

@@ -763,6 +763,92 @@ impl LinuxPlane {
         self.learner.resync(ctl, reason);
     }
 
+    /// The Linux side's counters for a Prometheus scrape: twins, the punt
+    /// path, the netlink learner and FPM.
+    pub fn metrics(&self, m: &mut crate::metrics::Scrape) {
+        for t in &self.twins {
+            let c = t.counters.get();
+            let l = [("interface", t.iface.as_str())];
+            m.gauge(
+                "twin_carrier",
+                "Carrier of the interface's TAP twin (1 up).",
+                &l,
+                f64::from(u8::from(t.carrier)),
+            );
+            m.counter(
+                "twin_punt_packets",
+                "Frames written to the twin.",
+                &l,
+                c.punt_pkts,
+            );
+            m.counter(
+                "twin_punt_bytes",
+                "Bytes written to the twin.",
+                &l,
+                c.punt_bytes,
+            );
+            m.counter(
+                "twin_punt_errors",
+                "Frames the twin refused.",
+                &l,
+                c.punt_errors,
+            );
+            m.counter(
+                "twin_inject_packets",
+                "Frames read from the twin and sent.",
+                &l,
+                c.inject_pkts,
+            );
+            m.counter(
+                "twin_inject_bytes",
+                "Bytes read from the twin and sent.",
+                &l,
+                c.inject_bytes,
+            );
+            m.counter(
+                "twin_inject_drops",
+                "Frames read from the twin and lost.",
+                &l,
+                c.inject_drops,
+            );
+        }
+        let path = &self.path_stats;
+        m.counter(
+            "punt_path_no_twin",
+            "Punts for an interface without a twin.",
+            &[],
+            path.no_twin.get(),
+        );
+        m.counter(
+            "punt_path_wakeups",
+            "Wake-ups of the punt path thread.",
+            &[],
+            path.wakeups.get(),
+        );
+        m.counter(
+            "port_admin_changes",
+            "Ports set up or down after their twin.",
+            &[],
+            self.counters.port_admin,
+        );
+        m.counter(
+            "port_admin_errors",
+            "Port admin changes refused.",
+            &[],
+            self.counters.port_admin_errors,
+        );
+        self.learner.metrics("netlink", m);
+        m.gauge(
+            "netlink_rcvbuf_bytes",
+            "Receive buffer of the netlink event socket.",
+            &[],
+            self.learner.rcvbuf() as f64,
+        );
+        if let Some(f) = &self.fpm {
+            f.metrics(m);
+        }
+    }
+
     /// `show linux`.
     pub fn show(&self, ctl: &RouterControl) -> Value {
         let stats = ctl.worker_stats();
@@ -835,7 +921,7 @@ impl LinuxPlane {
                 "policed_other": policed(dataplane::router::DropReason::PuntPolicedOther),
             },
             "netlink": self.learner.show(),
-            "kernel_routes": ctl.routes_of(dataplane::router::RouteSource::Kernel).count(),
+            "kernel_routes": ctl.route_count_of(dataplane::router::RouteSource::Kernel),
         })
     }
 }
