@@ -308,7 +308,10 @@ fn control_loop(
                         break;
                     }
                     if hup.swap(false, Ordering::Relaxed) {
-                        match svc.handle(&["reload".to_string()]) {
+                        crate::notify::notify("RELOADING=1");
+                        let done = svc.handle(&["reload".to_string()]);
+                        crate::notify::ready("reloaded");
+                        match done {
                             Ok(v) => tracing::info!(
                                 "SIGHUP: {}",
                                 v["message"].as_str().unwrap_or("reloaded")
@@ -338,6 +341,7 @@ fn control_loop(
                 }
             }
         }
+        crate::notify::notify("STOPPING=1");
         acceptor.abort();
         if let Some(e) = exporter {
             e.abort();
@@ -448,6 +452,10 @@ fn run_xconnect(
         eal.worker_lcores(),
         control.socket.path().display()
     );
+    crate::notify::ready(&format!(
+        "forwarding (xconnect), {} worker(s)",
+        plan.workers
+    ));
     let c = Counters::Xconnect(counters.clone());
     let name = |id: u16| {
         ports
@@ -595,6 +603,11 @@ fn run_router(
         ctl.labels().len(),
         control.socket.path().display()
     );
+    crate::notify::ready(&format!(
+        "forwarding (router), {} worker(s), {} route(s)",
+        plan.workers,
+        ctl.fib().route_count(0)
+    ));
     let c = Counters::Router(ctl.worker_stats());
     let dpdk_ports = DpdkPorts(ports);
     // ARP probes of neighbour aging go out through the first worker.

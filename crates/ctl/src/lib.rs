@@ -13,6 +13,7 @@ pub mod decode;
 pub mod linux;
 pub mod log;
 pub mod metrics;
+pub mod notify;
 pub mod ports;
 pub mod routing;
 pub mod server;

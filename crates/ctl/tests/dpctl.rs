@@ -925,3 +925,70 @@ fn the_log_is_json_when_asked_and_a_bad_level_is_refused() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Under a `Type=notify` unit: READY=1 once forwarding (dpctl answers then),
+/// RELOADING=1 and READY=1 around SIGHUP's reload, STOPPING=1 on SIGTERM.
+#[test]
+fn systemd_hears_ready_reloading_and_stopping() {
+    struct Reap(Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let (tag, dir) = Daemon::dir("notify");
+    let cfg = dir.join("dataplaned.toml");
+    std::fs::write(&cfg, format!("{}{ROUTER}", base_config(&tag, "router"))).unwrap();
+    let sock = dir.join("ctl.sock");
+    let nsock = dir.join("notify");
+    let systemd = std::os::unix::net::UnixDatagram::bind(&nsock).unwrap();
+    systemd
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let recv = || {
+        let mut buf = [0u8; 512];
+        let n = systemd.recv(&mut buf).expect("a notification within 20 s");
+        String::from_utf8_lossy(&buf[..n]).to_string()
+    };
+    let mut d = Reap(
+        Command::new(DATAPLANED)
+            .arg("-c")
+            .arg(&cfg)
+            .arg("--socket")
+            .arg(&sock)
+            .env("NOTIFY_SOCKET", &nsock)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let ready = recv();
+    assert!(
+        ready.starts_with("READY=1\nSTATUS=forwarding (router), 1 worker(s)"),
+        "{ready:?}"
+    );
+    let (code, out, err) = dpctl_at(&sock, "show version");
+    assert_eq!(code, 0, "{out}{err}");
+    let pid = d.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(recv(), "RELOADING=1");
+    assert!(recv().starts_with("READY=1\nSTATUS=reloaded"));
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(recv(), "STOPPING=1");
+    let st = d.0.wait().unwrap();
+    assert!(st.success(), "{st}");
+    let _ = std::fs::remove_dir_all(dir);
+}
