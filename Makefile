@@ -1,6 +1,6 @@
 # Entry points. `make lab` and `make test` work on a fresh Debian bookworm machine as
 # root: both run scripts/setup.sh first (packages, hugepages).
-.PHONY: setup build man lab lab-frr lab-xconnect test fuzz soak stress bench bench-io instructions clean
+.PHONY: setup build man deb lab lab-frr lab-xconnect test fuzz soak stress bench bench-io instructions clean
 
 setup:
 	scripts/setup.sh
@@ -16,6 +16,10 @@ man: build
 	    target/release/$$b --completions bash > target/man/$$b.bash && \
 	    target/release/$$b --completions zsh > target/man/_$$b || exit 1; \
 	done
+
+# the Debian package, in target/debian (release build)
+deb: setup
+	scripts/deb.sh
 
 lab: build
 	scripts/lab.sh

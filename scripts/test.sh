@@ -16,5 +16,6 @@ fi
 PKG_CONFIG_LIBDIR=/nonexistent LIBCLANG_PATH=/nonexistent \
     cargo build -q -p dpctl --target-dir target/dpctl-alone
 target/dpctl-alone/debug/dpctl --help >/dev/null
+echo "== Debian package"; scripts/test-deb.sh
 echo "== benches build"; cargo test --workspace --benches --no-run
 echo "== fuzz, briefly"; scripts/fuzz.sh "${FUZZ_SECONDS:-20}"

@@ -72,7 +72,8 @@ fn main() -> ExitCode {
             ),
             (
                 "Files",
-                "/run/dataplane/dataplaned.sock  the control socket dpctl talks to ([control] socket)",
+                "/etc/dataplane/dataplaned.toml  the configuration of the packaged service\n\
+                 /run/dataplane/dataplaned.sock  the control socket dpctl talks to ([control] socket)",
             ),
             ("See also", "dpctl(8), bird(8), zebra(8)"),
         ];
