@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RIB = os.environ.get("RIB_V4", os.path.join(ROOT, "..", "shared", "data", "rib-v4-2014-05-13.txt.gz"))
@@ -50,6 +51,7 @@ NS, HOST = "dpbl-cp", "dpbl-host"
 PLAIN_A, PLAIN_B = "dpbl-pa", "dpbl-pb"
 ECHO = os.path.join(ROOT, "tests", "tools", "udpecho.py")
 FPM_PORT = 2620
+METRICS_PORT = 19478
 
 
 class Echo:
@@ -260,6 +262,7 @@ def main():
             '[[interface]]\nname = "port0"\naddresses = ["10.250.0.1/24"]\n'
             f'[linux]\nnetns = "{NS}"\npunt_other_pps = 10000000\n'
             f'[fpm]\nport = {FPM_PORT}\nkernel_routes = true\nhold_s = 3600\nrestart_s = 0\n'
+            f'[metrics]\nlisten = "127.0.0.1:{METRICS_PORT}"\n'
         )
     d = subprocess.Popen([os.path.join(BIN, "dataplaned"), "-c", cfg, "--socket", sock],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -302,6 +305,22 @@ def main():
         lat.append(("`dpctl linux resync`", a, None))
         ms = dpctl(sock, "show", "linux")["netlink"]["last_resync"]["ms"]
         rows.append(("`dpctl linux resync` of the full table", f"{ms / 1000:.2f} s", m))
+        def scrapes():
+            took = []
+            t_end = time.time() + 3
+            while time.time() < t_end:
+                t = time.time()
+                with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=10) as r:
+                    size = len(r.read())
+                took.append(time.time() - t)
+                time.sleep(max(0.0, 0.05 - (time.time() - t)))
+            took.sort()
+            return size, took
+
+        (size, took), a = dp.during(scrapes)
+        lat.append((f"Prometheus scrapes, 20/s ({size / 1024:.0f} KiB each)", a, None))
+        rows.append(("a Prometheus scrape with the full table", f"{took[len(took) // 2] * 1e3:.1f} ms",
+                     f"p50; max {took[-1] * 1e3:.1f} ms over {len(took)}"))
         shown, a = dp.during(lambda: len(dpctl(sock, "route", "show")["routes"]))
         lat.append((f"`dpctl --json route show` ({shown:,} routes)", a, None))
         _, a = dp.during(lambda: dpctl(sock, "reload"))
