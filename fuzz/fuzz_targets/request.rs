@@ -115,6 +115,7 @@ fuzz_target!(|data: &[u8]| {
         lcores: vec![1],
         tsc_hz: 1_000_000_000,
         started: Instant::now(),
+        metrics: None,
     };
     let mut api = RouterApi::new(
         &mut rig.ctl,
