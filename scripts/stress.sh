@@ -14,7 +14,7 @@ cargo build -p dpctl -q 2>&1 | tail -n 3
 cargo test -p ctl --no-run -q 2>&1 | tail -n 3
 failed=0
 summary=()
-for bin in linux netns lab churn oracle metrics; do
+for bin in linux netns lab churn oracle metrics workers; do
     # (the ignored ones are run by hand)
     ignored=$(cargo test -q -p ctl --test "$bin" -- --list --ignored 2>/dev/null | sed -n 's/: test$//p')
     names=$(cargo test -q -p ctl --test "$bin" -- --list 2>/dev/null | sed -n 's/: test$//p' |

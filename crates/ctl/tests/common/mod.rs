@@ -150,8 +150,13 @@ impl Lab {
     }
 
     pub fn start_daemon(&mut self, extra: &str) {
+        self.start_daemon_config(&self.config(extra));
+    }
+
+    /// Starts the daemon on a whole configuration file of the test's own.
+    pub fn start_daemon_config(&mut self, config: &str) {
         let cfg = self.dir.join("dataplaned.toml");
-        std::fs::write(&cfg, self.config(extra)).unwrap();
+        std::fs::write(&cfg, config).unwrap();
         let (child, _log) = spawn_dataplaned(&cfg, &self.dir.join("ctl.sock"), Stdio::piped());
         self.daemon = Some(child);
     }
