@@ -1697,16 +1697,7 @@ impl Service for RouterApi<'_> {
                     .sum()
             };
             let l = [("interface", i.name.as_str())];
-            m.counter("interface_rx_packets", "Packets received.", &l, sum(0));
-            m.counter("interface_rx_bytes", "Bytes received.", &l, sum(1));
-            m.counter("interface_tx_packets", "Packets sent.", &l, sum(2));
-            m.counter("interface_tx_bytes", "Bytes sent.", &l, sum(3));
-            m.counter(
-                "interface_drops",
-                "Packets received and dropped.",
-                &l,
-                sum(4),
-            );
+            interface_metrics(m, &l, [sum(0), sum(1), sum(2), sum(3), sum(4)]);
             m.gauge(
                 "interface_up",
                 "Administrative state (1 up).",
@@ -1722,36 +1713,7 @@ impl Service for RouterApi<'_> {
             );
             if i.vlan.is_none() {
                 if let Some((link, ps)) = self.ports.port_state(i.port) {
-                    m.gauge(
-                        "interface_link",
-                        "Carrier of the port (1 up).",
-                        &l,
-                        f64::from(u8::from(link)),
-                    );
-                    m.counter(
-                        "port_rx_missed",
-                        "Packets the NIC dropped for want of room (imissed).",
-                        &l,
-                        ps.rx_missed,
-                    );
-                    m.counter(
-                        "port_rx_errors",
-                        "Erroneous packets received (ierrors).",
-                        &l,
-                        ps.rx_errors,
-                    );
-                    m.counter(
-                        "port_tx_errors",
-                        "Packets the NIC failed to send (oerrors).",
-                        &l,
-                        ps.tx_errors,
-                    );
-                    m.counter(
-                        "port_rx_no_mbuf",
-                        "Receive failures for want of a buffer (rx_nombuf).",
-                        &l,
-                        ps.rx_nombuf,
-                    );
+                    port_metrics(m, &l, link, &ps);
                 }
             }
             for c in PuntClass::ALL {
@@ -1770,25 +1732,10 @@ impl Service for RouterApi<'_> {
         }
         for (w, s) in snaps.iter().enumerate() {
             let ws = w.to_string();
-            let l = [("worker", ws.as_str())];
-            m.counter("worker_loops", "Poll loops.", &l, s.loops);
-            m.counter(
-                "worker_busy_loops",
-                "Poll loops that received packets.",
-                &l,
-                s.busy_loops,
-            );
-            m.counter(
-                "worker_busy_clocks",
-                "TSC cycles of busy loops.",
-                &l,
-                s.busy_cycles,
-            );
-            m.counter(
-                "worker_idle_sleeps",
-                "Sleeps while idle.",
-                &l,
-                s.idle_sleeps,
+            worker_metrics(
+                m,
+                &ws,
+                [s.loops, s.busy_loops, s.busy_cycles, s.idle_sleeps],
             );
             for st in Stage::ALL {
                 let [calls, pkts, cycles] = s.stages[st as usize];
@@ -1836,48 +1783,46 @@ impl Service for RouterApi<'_> {
                 n,
             );
         }
-        m.counter(
-            "icmp_echo_replies",
-            "ICMP echo replies sent by the router.",
-            &[],
-            total(&|s| s.echo_replies),
-        );
-        m.counter(
-            "icmp_errors",
-            "ICMP errors sent by the router.",
-            &[],
-            total(&|s| s.icmp_errors),
-        );
-        m.counter(
-            "arp_replies",
-            "ARP replies sent.",
-            &[],
-            total(&|s| s.arp_replies),
-        );
-        m.counter(
-            "arp_requests",
-            "ARP requests sent.",
-            &[],
-            total(&|s| s.arp_requests),
-        );
-        m.counter(
-            "arp_consumed",
-            "ARP packets taken by the workers.",
-            &[],
-            total(&|s| s.arp_consumed),
-        );
-        m.counter(
-            "held_packets",
-            "Packets held waiting for ARP.",
-            &[],
-            total(&|s| s.held),
-        );
-        m.counter(
-            "held_released",
-            "Held packets sent once resolved.",
-            &[],
-            total(&|s| s.hold_released),
-        );
+        let scalars = [
+            (
+                "icmp_echo_replies",
+                "ICMP echo replies sent by the router.",
+                total(&|s| s.echo_replies),
+            ),
+            (
+                "icmp_errors",
+                "ICMP errors sent by the router.",
+                total(&|s| s.icmp_errors),
+            ),
+            (
+                "arp_replies",
+                "ARP replies sent.",
+                total(&|s| s.arp_replies),
+            ),
+            (
+                "arp_requests",
+                "ARP requests sent.",
+                total(&|s| s.arp_requests),
+            ),
+            (
+                "arp_consumed",
+                "ARP packets taken by the workers.",
+                total(&|s| s.arp_consumed),
+            ),
+            (
+                "held_packets",
+                "Packets held waiting for ARP.",
+                total(&|s| s.held),
+            ),
+            (
+                "held_released",
+                "Held packets sent once resolved.",
+                total(&|s| s.hold_released),
+            ),
+        ];
+        for (name, help, n) in scalars {
+            m.counter(name, help, &[], n);
+        }
         // Tables: sizes per source are kept by the RIB (no walk).
         for src in RouteSource::ALL {
             m.gauge(
@@ -1942,6 +1887,69 @@ impl Service for RouterApi<'_> {
         if let Some(l) = &self.linux {
             l.metrics(m);
         }
+    }
+}
+
+/// An interface's traffic counters for a scrape: rx packets, rx bytes, tx
+/// packets, tx bytes, drops.
+fn interface_metrics(m: &mut Scrape, l: &[(&'static str, &str)], c: [u64; 5]) {
+    let names = [
+        ("interface_rx_packets", "Packets received."),
+        ("interface_rx_bytes", "Bytes received."),
+        ("interface_tx_packets", "Packets sent."),
+        ("interface_tx_bytes", "Bytes sent."),
+        ("interface_drops", "Packets received and dropped."),
+    ];
+    for ((name, help), v) in names.into_iter().zip(c) {
+        m.counter(name, help, l, v);
+    }
+}
+
+/// A DPDK port's link and error counters for a scrape.
+fn port_metrics(m: &mut Scrape, l: &[(&'static str, &str)], link: bool, s: &PortStats) {
+    m.gauge(
+        "interface_link",
+        "Carrier of the port (1 up).",
+        l,
+        f64::from(u8::from(link)),
+    );
+    let counters = [
+        (
+            "port_rx_missed",
+            "Packets the NIC dropped for want of room (imissed).",
+            s.rx_missed,
+        ),
+        (
+            "port_rx_errors",
+            "Erroneous packets received (ierrors).",
+            s.rx_errors,
+        ),
+        (
+            "port_tx_errors",
+            "Packets the NIC failed to send (oerrors).",
+            s.tx_errors,
+        ),
+        (
+            "port_rx_no_mbuf",
+            "Receive failures for want of a buffer (rx_nombuf).",
+            s.rx_nombuf,
+        ),
+    ];
+    for (name, help, v) in counters {
+        m.counter(name, help, l, v);
+    }
+}
+
+/// A worker's loop counters for a scrape: loops, busy loops, busy cycles, sleeps.
+fn worker_metrics(m: &mut Scrape, worker: &str, c: [u64; 4]) {
+    let names = [
+        ("worker_loops", "Poll loops."),
+        ("worker_busy_loops", "Poll loops that received packets."),
+        ("worker_busy_clocks", "TSC cycles of busy loops."),
+        ("worker_idle_sleeps", "Sleeps while idle."),
+    ];
+    for ((name, help), v) in names.into_iter().zip(c) {
+        m.counter(name, help, &[("worker", worker)], v);
     }
 }
 
@@ -2210,68 +2218,15 @@ impl Service for XconnectApi<'_> {
                 .filter(|(a, _)| a.peer == p.id)
                 .map(|(_, c)| c[2])
                 .sum();
-            m.counter("interface_rx_packets", "Packets received.", &l, s.rx_pkts);
-            m.counter("interface_rx_bytes", "Bytes received.", &l, s.rx_bytes);
-            m.counter("interface_tx_packets", "Packets sent.", &l, s.tx_pkts);
-            m.counter("interface_tx_bytes", "Bytes sent.", &l, s.tx_bytes);
-            m.counter(
-                "interface_drops",
-                "Packets received and dropped.",
-                &l,
-                drops,
-            );
-            m.gauge(
-                "interface_link",
-                "Carrier of the port (1 up).",
-                &l,
-                f64::from(u8::from(link)),
-            );
-            m.counter(
-                "port_rx_missed",
-                "Packets the NIC dropped for want of room (imissed).",
-                &l,
-                s.rx_missed,
-            );
-            m.counter(
-                "port_rx_errors",
-                "Erroneous packets received (ierrors).",
-                &l,
-                s.rx_errors,
-            );
-            m.counter(
-                "port_tx_errors",
-                "Packets the NIC failed to send (oerrors).",
-                &l,
-                s.tx_errors,
-            );
-            m.counter(
-                "port_rx_no_mbuf",
-                "Receive failures for want of a buffer (rx_nombuf).",
-                &l,
-                s.rx_nombuf,
-            );
+            interface_metrics(m, &l, [s.rx_pkts, s.rx_bytes, s.tx_pkts, s.tx_bytes, drops]);
+            port_metrics(m, &l, link, &s);
         }
         for (w, s) in raw.iter().enumerate() {
             let ws = w.to_string();
-            let l = [("worker", ws.as_str())];
-            m.counter("worker_loops", "Poll loops.", &l, s.loops);
-            m.counter(
-                "worker_busy_loops",
-                "Poll loops that received packets.",
-                &l,
-                s.busy_loops,
-            );
-            m.counter(
-                "worker_busy_clocks",
-                "TSC cycles of busy loops.",
-                &l,
-                s.busy_cycles,
-            );
-            m.counter(
-                "worker_idle_sleeps",
-                "Sleeps while idle.",
-                &l,
-                s.idle_sleeps,
+            worker_metrics(
+                m,
+                &ws,
+                [s.loops, s.busy_loops, s.busy_cycles, s.idle_sleeps],
             );
         }
     }

@@ -839,7 +839,7 @@ fn reload_applies_the_file_as_a_diff() {
 
 #[test]
 fn xconnect_serves_the_api_too() {
-    let d = Daemon::start("xc", "xconnect", "");
+    let d = Daemon::start("xc", "xconnect", "[metrics]\nlisten = \"127.0.0.1:0\"\n");
     let i = d.json("show interfaces");
     let names: Vec<&str> = i["interfaces"]
         .as_array()
@@ -862,6 +862,30 @@ fn xconnect_serves_the_api_too() {
         "{err}"
     );
     assert!(d.ok("reload").contains("no changes"));
+    // Its metrics: the ports' counters and the workers' loops.
+    let url = d.json("show version")["metrics"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|r| r.strip_suffix("/metrics"))
+        .unwrap();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let mut text = String::new();
+    conn.read_to_string(&mut text).unwrap();
+    for want in [
+        "HTTP/1.1 200 OK",
+        "dataplane_build_info{version=\"",
+        "mode=\"xconnect\"} 1",
+        "dataplane_interface_rx_packets_total{interface=\"port0\"} ",
+        "dataplane_interface_link{interface=\"port1\"} ",
+        "dataplane_port_rx_missed_total{interface=\"port1\"} ",
+        "dataplane_worker_loops_total{worker=\"0\"} ",
+    ] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
+    }
 }
 
 #[test]
