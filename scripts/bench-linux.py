@@ -23,11 +23,23 @@ the kernel), and the script measures:
     every 2 ms to an echo server in the control-plane namespace, through the
     twin): p50/p99/max and lost, idle and during each bulk operation (the load,
     a resync, a full `dpctl --json route show`, a reload, an FPM walk of the
-    table from a local zebra stand-in, the withdrawal); beside them, in the same
-    run, plain Linux: the same prober across a veth to a namespace's kernel,
-    idle and while that namespace loads the table.
+    table from a local zebra stand-in and its withdrawal, the kernel's
+    withdrawal), and the path's share of them (the round trip less the echo
+    server's time from its socket's receive to its answer: what the punt and
+    inject path and the kernel's delivery took); beside them, in the same run,
+    plain Linux: the same prober across a veth to a namespace's kernel, idle
+    and while that namespace loads and withdraws the table.
+
+The worker polls CPU 1. Every process of the control plane's side (ip, BIRD,
+the echo server, dpctl, the FPM sender) runs on the other CPUs (--cp-cpus),
+as `isolcpus=1` or systemd's AllowedCPUs would keep them on a router: the
+kernel's work for a full table's inserts and deletes is not preemptible for
+milliseconds at a time and stalls whatever waits on its CPU. The probes (the
+remote hosts) and dataplaned itself may run anywhere. --cp-cpus all lets
+everything run anywhere.
 
     scripts/bench-linux.py [--routes N] [--worker-sleep-us US] [--storm N] [--repeat N]
+                           [--cp-cpus LIST|all] [--punt-on-worker]
 
 Needs root, hugepages (scripts/setup.sh) and a release build (make build).
 Writes the table to target/bench-linux.md.
@@ -51,6 +63,13 @@ NS, HOST = "dpbl-cp", "dpbl-host"
 PLAIN_A, PLAIN_B = "dpbl-pa", "dpbl-pb"
 ECHO = os.path.join(ROOT, "tests", "tools", "udpecho.py")
 FPM_PORT = 2620
+WORKER_CPU = 1
+ALL_CPUS = os.sched_getaffinity(0)
+
+
+def anywhere():
+    """preexec_fn: the child may run on every CPU, whatever the script's own set."""
+    os.sched_setaffinity(0, ALL_CPUS)
 METRICS_PORT = 19478
 
 
@@ -66,7 +85,8 @@ class Echo:
     def during(self, action):
         """Round trips while `action()` runs (at least 1 s of them)."""
         p = subprocess.Popen(["ip", "netns", "exec", self.client_ns, "python3", ECHO, "probe",
-                              self.dst, "7", str(self.interval)], stdout=subprocess.PIPE, text=True)
+                              self.dst, "7", str(self.interval)], stdout=subprocess.PIPE, text=True,
+                             preexec_fn=anywhere)
         p.stdout.readline()
         t0 = time.time()
         out = action()
@@ -82,13 +102,16 @@ class Echo:
 
 
 def rtt(stats):
+    path = (f"{stats['path_p50_ms']:.2f} / {stats['path_p99_ms']:.2f} / {stats['path_max_ms']:.1f} ms"
+            if stats.get("path_p50_ms") is not None else "?")
     return (f"{stats['p50_ms']:.2f} / {stats['p99_ms']:.2f} / {stats['max_ms']:.1f} ms",
-            f"{stats['lost']} of {stats['sent']} lost")
+            f"path {path}; {stats['lost']} of {stats['sent']} lost")
 
 
-def fpm_walk(prefixes, oif):
+def fpm_walk(prefixes, oif, msg_type=24):
     """zebra's FPM frames for `prefixes` via 10.250.0.2 dev `oif` (RTM_NEWROUTE,
-    table main, proto bgp, metric 20), as one byte string."""
+    or RTM_DELROUTE with msg_type 25; table main, proto bgp, metric 20), as one
+    byte string."""
     import ipaddress
     import struct
     out = bytearray()
@@ -101,21 +124,44 @@ def fpm_walk(prefixes, oif):
                  + struct.pack("=HHI", 8, 6, 20))                        # RTA_PRIORITY
         rtm = struct.pack("=BBBBBBBBI", 2, net.prefixlen, 0, 0, 254, 186, 0, 1, 0)
         body = rtm + attrs
-        nl = struct.pack("=IHHII", 16 + len(body), 24, 0x401 | 0x100, 0, 0) + body
+        nl = struct.pack("=IHHII", 16 + len(body), msg_type, 0x401 | 0x100, 0, 0) + body
         out += struct.pack("!BBH", 1, 1, 4 + len(nl)) + nl
     return bytes(out)
 
 
 FPM_SEND = """
-import socket, sys
-data = sys.stdin.buffer.read()
+import socket, struct, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(data)
-print("sent", flush=True)
-sys.stdin.close()
-import time
+inp = sys.stdin.buffer
+while True:
+    head = inp.read(4)
+    if len(head) < 4:
+        break
+    s.sendall(inp.read(struct.unpack("!I", head)[0]))
+    print("sent", flush=True)
 time.sleep(float(sys.argv[2]))
 """
+
+
+class FpmSender:
+    """One connection to the FPM port, as zebra's: send() frames, then wait
+    for the sender to have written them; close() ends it `linger` s later."""
+
+    def __init__(self, linger):
+        self.p = subprocess.Popen(["ip", "netns", "exec", NS, "python3", "-c", FPM_SEND, str(FPM_PORT),
+                                   str(linger)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=False)
+
+    def send(self, frames):
+        import struct
+        self.p.stdin.write(struct.pack("!I", len(frames)) + frames)
+        self.p.stdin.flush()
+        self.p.stdout.readline()
+
+    def close(self, kill=False):
+        self.p.stdin.close()
+        if kill:
+            self.p.kill()
+        self.p.wait()
 
 
 def sh(*args, check=True):
@@ -216,7 +262,24 @@ def main():
     ap.add_argument("--storm", type=int, default=100_000, help="routes in BIRD's storm (0: none)")
     ap.add_argument("--worker-sleep-us", type=int, default=None,
                     help="[workers] idle_max_sleep_us (default: the daemon's; 0 for a polling core)")
+    ap.add_argument("--punt-on-worker", action="store_true",
+                    help="the punt thread on the worker's CPU as an ordinary thread "
+                         "([linux] punt_cpus = [1], punt_priority = 0)")
+    ap.add_argument("--cp-cpus", default=None,
+                    help="CPUs of the control plane's processes, e.g. 0,2-3 (default: all but the worker's; "
+                         "'all': no pinning)")
     args = ap.parse_args()
+    if args.cp_cpus == "all":
+        cp = set(ALL_CPUS)
+    elif args.cp_cpus:
+        cp = set()
+        for part in args.cp_cpus.split(","):
+            a, _, b = part.partition("-")
+            cp |= set(range(int(a), int(b or a) + 1))
+    else:
+        cp = set(ALL_CPUS) - {WORKER_CPU} or set(ALL_CPUS)
+    # Inherited by every child but dataplaned and the probes (anywhere()).
+    os.sched_setaffinity(0, cp)
     prefixes = []
     with gzip.open(RIB, "rt") as f:
         for line in f:
@@ -251,21 +314,26 @@ def main():
     with open(os.path.join(tmp, "plain.batch"), "w") as f:
         for p in prefixes:
             f.write(f"route add {p} via 10.251.0.2 proto bird\n")
+    with open(os.path.join(tmp, "plain-del.batch"), "w") as f:
+        for p in prefixes:
+            f.write(f"route del {p} via 10.251.0.2 proto bird\n")
     cfg = os.path.join(tmp, "d.toml")
     with open(cfg, "w") as f:
         f.write(
-            '[eal]\nmemory_mb = 256\n[mempool]\nmbufs = 4095\n[workers]\ncpus = [1]\n'
+            '[eal]\nmemory_mb = 256\n[mempool]\nmbufs = 4095\n[workers]\n' + f'cpus = [{WORKER_CPU}]\n'
             + (f'idle_max_sleep_us = {args.worker_sleep_us}\n' if args.worker_sleep_us is not None else '')
             +
             '[[port]]\nname = "port0"\ndevice = "net_af_packet0,iface=dpbl0"\n'
             '[forwarding]\nmode = "router"\n'
             '[[interface]]\nname = "port0"\naddresses = ["10.250.0.1/24"]\n'
             f'[linux]\nnetns = "{NS}"\npunt_other_pps = 10000000\n'
+            + (f'punt_cpus = [{WORKER_CPU}]\npunt_priority = 0\n' if args.punt_on_worker else '')
+            +
             f'[fpm]\nport = {FPM_PORT}\nkernel_routes = true\nhold_s = 3600\nrestart_s = 0\n'
             f'[metrics]\nlisten = "127.0.0.1:{METRICS_PORT}"\n'
         )
     d = subprocess.Popen([os.path.join(BIN, "dataplaned"), "-c", cfg, "--socket", sock],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=anywhere)
     rows = []
     echos = []
     try:
@@ -328,24 +396,38 @@ def main():
         oif = json.loads(sh("ip", "-n", NS, "-j", "link", "show", "port0").stdout)[0]["ifindex"]
         frames = fpm_walk(prefixes, oif)
 
+        fpm = FpmSender(1)
+
+        def wait_fpm(cond):
+            deadline = time.time() + 120
+            while not cond(dpctl(sock, "show", "fpm")["routes"]):
+                if time.time() > deadline:
+                    sys.exit("bench-linux: the FPM routes did not arrive or go")
+                time.sleep(0.01)
+
         def walk():
             t0 = time.time()
-            snd = subprocess.Popen(["ip", "netns", "exec", NS, "python3", "-c", FPM_SEND, str(FPM_PORT), "1"],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=False)
-            snd.stdin.write(frames)
-            snd.stdin.close()
-            snd.stdout.readline()
-            deadline = time.time() + 120
-            while dpctl(sock, "show", "fpm")["routes"] < n and time.time() < deadline:
-                time.sleep(0.01)
-            t = time.time() - t0
-            snd.wait()
-            return t
+            fpm.send(frames)
+            wait_fpm(lambda r: r >= n)
+            return time.time() - t0
 
         t_walk, a = dp.during(walk)
         lat.append(("an FPM walk of the table", a, None))
         rows.append(("FPM walk of the full table (a local sender, zebra's frames)", f"{t_walk:.2f} s",
                      f"{n / t_walk:,.0f} routes/s into the FIB"))
+        gone = fpm_walk(prefixes, oif, msg_type=25)
+
+        def fpm_withdraw():
+            t0 = time.time()
+            fpm.send(gone)
+            wait_fpm(lambda r: r == 0)
+            return time.time() - t0
+
+        t_gone, a = dp.during(fpm_withdraw)
+        fpm.close()
+        lat.append(("zebra withdrawing the table over FPM", a, None))
+        rows.append(("FPM withdrawal of the full table", f"{t_gone:.2f} s",
+                     f"{n / t_gone:,.0f} routes/s out of the FIB (the kernel's copies take over)"))
         if args.repeat:
             def flat(what, after):
                 # From after the first (the heap's steady state) to the last.
@@ -363,11 +445,8 @@ def main():
             after = []
             for _ in range(args.repeat):
                 c0 = dpctl(sock, "show", "fpm")["connects"]
-                snd = subprocess.Popen(["ip", "netns", "exec", NS, "python3", "-c", FPM_SEND, str(FPM_PORT),
-                                        "60"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=False)
-                snd.stdin.write(frames)
-                snd.stdin.close()
-                snd.stdout.readline()
+                snd = FpmSender(60)
+                snd.send(frames)
                 deadline = time.time() + 60
                 while time.time() < deadline:
                     f = dpctl(sock, "show", "fpm")
@@ -377,8 +456,7 @@ def main():
                 else:
                     sys.exit("bench-linux: a reconnect walk was not swept")
                 after.append(rss(d.pid))
-                snd.kill()
-                snd.wait()
+                snd.close(kill=True)
             flat("zebra reconnect walks", after)
         t0 = time.time()
 
@@ -387,7 +465,8 @@ def main():
             return time.time(), wait_routes(sock, 0)
 
         (t_kernel, t_dp), a = dp.during(withdraw)
-        lat.append(("the table withdrawn from the kernel", a, None))
+        _, b = plain.during(lambda: sh("ip", "-n", PLAIN_B, "-batch", os.path.join(tmp, "plain-del.batch")))
+        lat.append(("the table withdrawn from the kernel", a, b))
         rows.append(("withdrawal: kernel", f"{t_kernel - t0:.2f} s", ""))
         rows.append(("withdrawal: dataplane after the kernel", f"{t_dp - t_kernel:.2f} s", "lag"))
         if args.storm:

@@ -6,22 +6,47 @@
                                         until SIGTERM/SIGINT, then print one JSON
                                         line: sent, answered, lost (no answer
                                         within 1 s) and round trips p50/p99/max, ms
+
+The server answers with the kernel's receive time of the datagram and its own
+send time (CLOCK_REALTIME, one clock across namespaces); with the kernel's
+receive time of the answer at the prober, the round trip splits into the
+server's share (from its socket's receive to its send: its scheduling) and the
+path's (the rest: what carried the datagram both ways), reported as
+path_p50/p99/max_ms.
 """
 import json
 import select
 import signal
 import socket
+import struct
 import sys
 import time
+
+SO_TIMESTAMPNS = 35  # also SCM_TIMESTAMPNS: struct timespec of the receive
+
+
+def timestamped(s):
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+
+
+def recv_stamped(s):
+    """(data, peer, the kernel's receive time in ns or None)."""
+    data, anc, _, peer = s.recvmsg(2048, socket.CMSG_SPACE(16))
+    for level, kind, raw in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= 16:
+            sec, nsec = struct.unpack("=qq", raw[:16])
+            return data, peer, sec * 1_000_000_000 + nsec
+    return data, peer, None
 
 
 def serve(port):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(("0.0.0.0", port))
+    timestamped(s)
     print("ready", flush=True)
     while True:
-        data, peer = s.recvfrom(2048)
-        s.sendto(data, peer)
+        data, peer, rx = recv_stamped(s)
+        s.sendto(data[:8] + struct.pack("!QQ", rx or 0, time.time_ns()), peer)
 
 
 def probe(dst, port, interval_ms):
@@ -31,6 +56,20 @@ def probe(dst, port, interval_ms):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.connect((dst, port))
     s.setblocking(False)
+    timestamped(s)
+    paths = []
+
+    def answer():
+        data, _, arrived = recv_stamped(s)
+        t = pending.pop(int.from_bytes(data[:8], "big"), None)
+        if t is None:
+            return
+        rtts.append((time.monotonic() - t[0]) * 1000.0)
+        if len(data) >= 24 and arrived:
+            rx, tx = struct.unpack("!QQ", data[8:24])
+            if rx:
+                paths.append(((rx - t[1]) + (arrived - tx)) / 1e6)
+
     interval = interval_ms / 1000.0
     sent, rtts, pending = 0, [], {}
     next_send = time.monotonic()
@@ -38,7 +77,7 @@ def probe(dst, port, interval_ms):
     while not stop:
         now = time.monotonic()
         if now >= next_send:
-            pending[sent] = now
+            pending[sent] = (now, time.time_ns())
             try:
                 s.send(sent.to_bytes(8, "big"))
             except OSError:
@@ -51,26 +90,23 @@ def probe(dst, port, interval_ms):
             continue
         if r:
             try:
-                data = s.recv(64)
+                answer()
             except OSError:
                 continue
-            t = pending.pop(int.from_bytes(data[:8], "big"), None)
-            if t is not None:
-                rtts.append((time.monotonic() - t) * 1000.0)
     # Answers still on their way get a second.
     end = time.monotonic() + 1.0
     while pending and time.monotonic() < end:
         r, _, _ = select.select([s], [], [], 0.05)
         if r:
-            data = s.recv(64)
-            t = pending.pop(int.from_bytes(data[:8], "big"), None)
-            if t is not None:
-                rtts.append((time.monotonic() - t) * 1000.0)
+            answer()
     rtts.sort()
-    pick = lambda q: round(rtts[min(len(rtts) - 1, int(q * len(rtts)))], 3) if rtts else None
+    paths.sort()
+    pick = lambda v, q: round(v[min(len(v) - 1, int(q * len(v)))], 3) if v else None
     print(json.dumps({"sent": sent, "answered": len(rtts), "lost": sent - len(rtts),
-                      "p50_ms": pick(0.5), "p99_ms": pick(0.99),
-                      "max_ms": round(rtts[-1], 3) if rtts else None}), flush=True)
+                      "p50_ms": pick(rtts, 0.5), "p99_ms": pick(rtts, 0.99),
+                      "max_ms": round(rtts[-1], 3) if rtts else None,
+                      "path_p50_ms": pick(paths, 0.5), "path_p99_ms": pick(paths, 0.99),
+                      "path_max_ms": round(paths[-1], 3) if paths else None}), flush=True)
 
 
 if __name__ == "__main__":

@@ -699,6 +699,9 @@ rx_queues = 1
                 .contains("not a Linux table number")
         );
         assert!(err(&format!("{router}[linux]\npunt_other_pps = 0\n")).contains("at least 1"));
+        assert!(err(&format!("{router}[linux]\npunt_cpus = []\n")).contains("at least one CPU"));
+        let c = Config::parse(&format!("{router}[linux]\npunt_cpus = [0]\n"), "t").unwrap();
+        assert_eq!(c.linux.unwrap().punt_cpus, Some(vec![0]));
         assert!(
             err(&format!(
                 "{router}[linux]\nnames = {{ port0 = \"a-name-longer-than-15\" }}\n"

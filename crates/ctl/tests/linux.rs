@@ -1880,6 +1880,51 @@ fn sessions_the_namespace_holds_outlast_a_flood_of_strangers() {
     lab.stop_daemon();
 }
 
+/// A flood the control namespace sends out of a twin as fast as it can
+/// (nothing polices it): the real-time punt thread takes half of its CPU at
+/// most, never a worker's, and transit between the hosts goes on meanwhile.
+#[test]
+fn an_inject_flood_leaves_transit_alone() {
+    let _serial = serial();
+    let mut lab = Lab::new(
+        "if",
+        ["10.83.1.2/24", "10.83.2.2/24"],
+        Some(["10.83.1.1", "10.83.2.1"]),
+    );
+    let cp = lab.cp();
+    let a = lab.ns("a");
+    lab.start_daemon(&two_port_router(&cp, 83, ""));
+    assert!(ping(&a, "10.83.2.2", 3, "0.2").0 >= 2);
+    let flood_tool = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/tools/flood.py");
+    let flood = std::process::Command::new("ip")
+        .args(["netns", "exec", &cp, "python3", flood_tool])
+        .args(["udp", "10.83.1.2", "port0", "4"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the flood through the twin", || {
+        lab.json("show linux")["twins"][0]["inject_pkts"]
+            .as_u64()
+            .is_some_and(|n| n > 10_000)
+    });
+    let (got, out) = ping(&a, "10.83.2.2", 100, "0.02");
+    let sent: u64 = child_output(flood).trim().parse().unwrap_or(0);
+    let show = lab.json("show linux");
+    let rtt_max = out
+        .lines()
+        .find(|l| l.starts_with("rtt "))
+        .and_then(|l| l.split('/').nth(5))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(f64::MAX);
+    eprintln!(
+        "inject flood: {sent} sent in 4 s, {} injected, {} dropped, punt thread rests {}; transit {got}/100, max {rtt_max} ms",
+        show["twins"][0]["inject_pkts"], show["twins"][0]["inject_drops"], show["punt_rests"]
+    );
+    assert!(got >= 95, "transit during the flood: {got}/100\n{out}");
+    assert!(rtt_max < 50.0, "transit during the flood:\n{out}");
+    lab.stop_daemon();
+}
+
 const BIRD_BFD: &str = r#"
 log "LOG" all;
 router id RID;

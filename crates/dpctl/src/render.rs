@@ -447,9 +447,10 @@ fn linux(d: &Value) -> String {
     let _ = writeln!(o, "punted: {}", punted.join(", "));
     let _ = writeln!(
         o,
-        "punt thread: scheduling {}, {} wakeups; workers woken for injects {}",
+        "punt thread: scheduling {}, {} wakeups, {} rests; workers woken for injects {}",
         s(&d["punt_scheduling"]),
         n(&d["punt_wakeups"]),
+        n(&d["punt_rests"]),
         n(&d["worker_wakes"])
     );
     let ss = &d["sessions"];

@@ -65,6 +65,7 @@ use self::punt::{PathStats, PathTwin, PuntPath, TwinStats};
 /// tables = { 254 = 0 }           # Linux table -> FIB table (main is 0)
 /// keep_twins = true              # twins outlive the daemon (see [`keeper`])
 /// punt_priority = 1              # SCHED_FIFO priority of the punt thread (0: none)
+/// punt_cpus = [0]                # where it runs (default: CPUs without a worker)
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -102,6 +103,10 @@ pub struct LinuxSection {
     /// daemons; the punt policers bound what it can be made to do.
     #[serde(default = "default_punt_priority")]
     pub punt_priority: i32,
+    /// CPUs the punt thread may run on (default: those without a worker; see
+    /// [`sched::punt_cpus`]). A worker's CPU needs `punt_priority = 0`.
+    #[serde(default)]
+    pub punt_cpus: Option<Vec<usize>>,
 }
 
 fn default_punt_priority() -> i32 {
@@ -152,6 +157,11 @@ impl LinuxSection {
         if !(0..=99).contains(&self.punt_priority) {
             return Err(LinuxError::Config(
                 "punt_priority must be 0 (none) to 99".into(),
+            ));
+        }
+        if self.punt_cpus.as_ref().is_some_and(|c| c.is_empty()) {
+            return Err(LinuxError::Config(
+                "punt_cpus must name at least one CPU (leave it out for the workers' CPUs)".into(),
             ));
         }
         if self.punt_control_pps == 0 || self.punt_other_pps == 0 {
@@ -620,14 +630,37 @@ impl LinuxPlane {
     }
 
     /// Starts the punt path (its own thread) over the workers `ctl` has,
-    /// injecting in mbufs of `pool`, on CPUs that avoid `worker_cpus` where
-    /// the machine has others ([`sched::punt_cpus`]).
+    /// injecting in mbufs of `pool`, on `punt_cpus` or else the CPUs without
+    /// a worker (`worker_cpus`, [`sched::punt_cpus`]).
     pub fn start_punt_path(
         &mut self,
         ctl: &RouterControl,
         pool: Arc<Mempool>,
         worker_cpus: &[usize],
     ) -> io::Result<()> {
+        let online = sched::online_cpus();
+        let cpus = match &self.section.punt_cpus {
+            Some(want) => {
+                if let Some(c) = want.iter().find(|c| !online.contains(c)) {
+                    return Err(io::Error::other(format!(
+                        "[linux] punt_cpus: CPU {c} is not online (online: {online:?})"
+                    )));
+                }
+                want.clone()
+            }
+            None => sched::punt_cpus(&online, worker_cpus),
+        };
+        let beside_worker = cpus.iter().any(|c| worker_cpus.contains(c));
+        if beside_worker && self.section.punt_cpus.is_some() && self.section.punt_priority > 0 {
+            return Err(io::Error::other(
+                "[linux] punt_cpus: a worker's CPU needs punt_priority = 0 (a real-time \
+                 thread beside a worker can hold that CPU while it waits for the worker)",
+            ));
+        }
+        // (no CPU without a worker: the punt thread shares theirs, as an
+        // ordinary thread)
+        let priority = (self.section.punt_priority > 0 && !beside_worker)
+            .then_some(self.section.punt_priority);
         let twins = self
             .twins
             .iter()
@@ -649,10 +682,7 @@ impl LinuxPlane {
             pool,
             self.signal.clone(),
             self.path_stats.clone(),
-            punt::Scheduling {
-                priority: (self.section.punt_priority > 0).then_some(self.section.punt_priority),
-                cpus: sched::punt_cpus(&sched::online_cpus(), worker_cpus),
-            },
+            punt::Scheduling { priority, cpus },
             self.sessions.bfd_seen.clone(),
         )?);
         Ok(())
@@ -826,6 +856,12 @@ impl LinuxPlane {
             path.wakeups.get(),
         );
         m.counter(
+            "punt_path_rests",
+            "Breaks the punt path thread took after 1 ms of work without one (it leaves the worker half of a shared CPU).",
+            &[],
+            path.rests.get(),
+        );
+        m.counter(
             "port_admin_changes",
             "Ports set up or down after their twin.",
             &[],
@@ -906,6 +942,7 @@ impl LinuxPlane {
             "punted": punted,
             "punt_no_twin": path.no_twin.get(),
             "punt_wakeups": path.wakeups.get(),
+            "punt_rests": path.rests.get(),
             "punt_scheduling": path.scheduling.get(),
             "worker_wakes": ctl.workers().iter().map(|h| h.wake.wakes()).sum::<u64>(),
             "sessions": self.sessions.show(),

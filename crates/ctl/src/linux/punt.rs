@@ -15,6 +15,7 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
 
@@ -31,6 +32,13 @@ const BUDGET: usize = 256;
 
 /// The longest sleep (a lost wakeup costs at most this), ms.
 const SLEEP_MS: u16 = 10;
+
+/// The longest the thread works without a break, and the break: it runs
+/// ahead of the control thread and the routing daemons, so a flood (of
+/// injects above all: nothing polices what the control namespace sends) may
+/// take half of its CPU, never all of it.
+const BUSY_MAX: Duration = Duration::from_millis(1);
+const REST: Duration = Duration::from_millis(1);
 
 /// Punt/inject counters of one twin: the punt thread writes them, the
 /// control thread reads them.
@@ -67,6 +75,8 @@ pub struct PathStats {
     pub no_twin: Counter,
     /// Times the thread woke from `poll`.
     pub wakeups: Counter,
+    /// Breaks it took after working [`BUSY_MAX`] without one.
+    pub rests: Counter,
     /// How the thread is scheduled ("fifo 1", or why it is not).
     pub scheduling: std::sync::OnceLock<String>,
 }
@@ -209,10 +219,18 @@ impl Run {
             Err(e) => sched += &format!(" (cpus {:?} refused: {e})", self.cpus),
         }
         let _ = self.stats.scheduling.set(sched);
+        let mut busy_since: Option<Instant> = None;
         while !self.stop.load(Ordering::Relaxed) {
             if self.punt() + self.inject() > 0 {
+                let since = *busy_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= BUSY_MAX {
+                    self.stats.rests.inc();
+                    std::thread::sleep(REST);
+                    busy_since = None;
+                }
                 continue;
             }
+            busy_since = None;
             self.signal.sleep();
             // (a punt queued before the worker saw us asleep)
             if self.queues.iter().any(|(p, _, _)| !p.is_empty()) {
