@@ -48,6 +48,7 @@ import argparse
 import gzip
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -113,7 +114,6 @@ def fpm_walk(prefixes, oif, msg_type=24):
     or RTM_DELROUTE with msg_type 25; table main, proto bgp, metric 20), as one
     byte string."""
     import ipaddress
-    import struct
     out = bytearray()
     gw = ipaddress.IPv4Address("10.250.0.2").packed
     for p in prefixes:
@@ -152,7 +152,6 @@ class FpmSender:
                                    str(linger)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=False)
 
     def send(self, frames):
-        import struct
         self.p.stdin.write(struct.pack("!I", len(frames)) + frames)
         self.p.stdin.flush()
         self.p.stdout.readline()

@@ -492,6 +492,8 @@ impl Config {
                 return Err(bad("[linux] needs [forwarding] mode = \"router\"".into()));
             }
             l.check().map_err(|e| bad(e.to_string()))?;
+            let workers: Vec<usize> = self.workers.cpus.iter().map(|&c| c.into()).collect();
+            l.check_cpus(&workers).map_err(|e| bad(e.to_string()))?;
         }
         if self.fpm.is_some() && self.linux.is_none() {
             return Err(bad(
@@ -702,6 +704,10 @@ rx_queues = 1
         assert!(err(&format!("{router}[linux]\npunt_cpus = []\n")).contains("at least one CPU"));
         let c = Config::parse(&format!("{router}[linux]\npunt_cpus = [0]\n"), "t").unwrap();
         assert_eq!(c.linux.unwrap().punt_cpus, Some(vec![0]));
+        // (GOOD's workers poll CPU 1)
+        assert!(err(&format!("{router}[linux]\npunt_cpus = [1]\n")).contains("punt_priority = 0"));
+        let beside = format!("{router}[linux]\npunt_cpus = [1]\npunt_priority = 0\n");
+        assert!(Config::parse(&beside, "t").unwrap().plan("t").is_ok());
         assert!(
             err(&format!(
                 "{router}[linux]\nnames = {{ port0 = \"a-name-longer-than-15\" }}\n"

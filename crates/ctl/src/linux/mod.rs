@@ -151,6 +151,24 @@ impl LinuxSection {
         Ok(m)
     }
 
+    /// Checks `punt_cpus` against the workers' CPUs: a real-time punt thread
+    /// beside a worker can hold that CPU while it waits for the worker
+    /// ([`sched::punt_cpus`]).
+    pub fn check_cpus(&self, worker_cpus: &[usize]) -> Result<(), LinuxError> {
+        let beside = self
+            .punt_cpus
+            .iter()
+            .flatten()
+            .find(|c| worker_cpus.contains(c));
+        match beside {
+            Some(c) if self.punt_priority > 0 => Err(LinuxError::Config(format!(
+                "punt_cpus: CPU {c} has a worker: it needs punt_priority = 0 (a real-time \
+                 thread beside a worker can hold that CPU while it waits for the worker)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks what can be checked without the router: names and numbers.
     pub fn check(&self) -> Result<(), LinuxError> {
         self.table_map()?;
@@ -650,15 +668,10 @@ impl LinuxPlane {
             }
             None => sched::punt_cpus(&online, worker_cpus),
         };
-        let beside_worker = cpus.iter().any(|c| worker_cpus.contains(c));
-        if beside_worker && self.section.punt_cpus.is_some() && self.section.punt_priority > 0 {
-            return Err(io::Error::other(
-                "[linux] punt_cpus: a worker's CPU needs punt_priority = 0 (a real-time \
-                 thread beside a worker can hold that CPU while it waits for the worker)",
-            ));
-        }
-        // (no CPU without a worker: the punt thread shares theirs, as an
+        // (a worker's CPU, allowed by `check_cpus` only with no priority, or
+        // no CPU without a worker: the punt thread shares theirs, as an
         // ordinary thread)
+        let beside_worker = cpus.iter().any(|c| worker_cpus.contains(c));
         let priority = (self.section.punt_priority > 0 && !beside_worker)
             .then_some(self.section.punt_priority);
         let twins = self
