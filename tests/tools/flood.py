@@ -4,10 +4,12 @@ send (stdlib only, needs root for the raw kinds).
 
     flood.py KIND DST IFACE SECS
 
-KIND: udp (to a closed port), icmp (echo requests), syn (bare SYNs and stray
+KIND: udp (to a closed port), udp-burst (the same, 64 datagrams per
+sendmmsg call: several times what one sendto per packet offers), icmp (echo requests), syn (bare SYNs and stray
 ACKs to 179), ospf (junk OSPF to 224.0.0.5 out of IFACE), arp (requests for
 DST from random senders out of IFACE). Prints how many packets went.
 """
+import ctypes
 import random
 import socket
 import struct
@@ -24,6 +26,46 @@ def checksum(b):
     return ~s & 0xFFFF
 
 
+class Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class Msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+                ("iov", ctypes.POINTER(Iovec)), ("iovlen", ctypes.c_size_t),
+                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+
+
+class Mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", Msghdr), ("len", ctypes.c_uint)]
+
+
+class Burst:
+    """`count` copies of `payload` to `dst`:`port` per sendmmsg(2) on the UDP
+    socket `fd`."""
+
+    def __init__(self, fd, dst, port, payload, count):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd, self.count = fd, count
+        # struct sockaddr_in
+        self.addr = ctypes.create_string_buffer(
+            struct.pack("=H", socket.AF_INET) + struct.pack("!H", port)
+            + socket.inet_aton(dst) + bytes(8), 16)
+        self.buf = ctypes.create_string_buffer(payload, len(payload))
+        self.iov = Iovec(ctypes.cast(self.buf, ctypes.c_void_p), len(payload))
+        self.msgs = (Mmsghdr * count)()
+        for m in self.msgs:
+            m.hdr.name = ctypes.cast(self.addr, ctypes.c_void_p)
+            m.hdr.namelen = 16
+            m.hdr.iov = ctypes.pointer(self.iov)
+            m.hdr.iovlen = 1
+
+    def send(self):
+        """Datagrams sent by one call (-1: an error such as ENOBUFS)."""
+        return self.libc.sendmmsg(self.fd, self.msgs, self.count, 0)
+
+
 def main():
     kind, dst, iface, secs = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
     end = time.monotonic() + secs
@@ -31,6 +73,18 @@ def main():
     if kind == "udp":
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         send = lambda: s.sendto(b"x" * 32, (dst, 9))
+    elif kind == "udp-burst":
+        # (not connected: a port unreachable would fail the next call)
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        burst = Burst(s.fileno(), dst, 9, b"x" * 32, 64)
+        while time.monotonic() < end:
+            sent = burst.send()
+            if sent > 0:
+                n += sent
+            else:
+                time.sleep(0.0002)
+        print(n, flush=True)
+        return
     elif kind == "icmp":
         s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
         body = struct.pack("!BBHHH", 8, 0, 0, 0x4242, 1) + b"y" * 32
