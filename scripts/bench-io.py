@@ -21,6 +21,25 @@ warm-up.
                    forwarding rate while the control plane works against the rate
                    while it idles, and the route changes/s it applied.
 
+  --mode mpls-swap|mpls-push|mpls-pop|mpls-mix: dataplaned against Open vSwitch
+                   with DPDK (Debian's openvswitch-switch-dpdk, a private
+                   ovsdb-server and ovs-vswitchd-dpdk per round, PMD thread on
+                   CPU 1, a netdev bridge over the same two vdevs), flows
+                   equivalent to our routes and labels, MAC rewrite and TTL
+                   decrement on both sides:
+                     swap: label 100 -> 200 (set_field, dec_mpls_ttl);
+                     push: IPv4 to 16 routes, each with one out-label (dec_ttl,
+                           push_mpls, set_field);
+                     pop:  label 100 popped and the IPv4 packet looked up in the
+                           16 routes (ours: action ip4-lookup; OVS both ways: its
+                           plain pop_mpls with no lookup, its best case, and
+                           pop_mpls + resubmit to a routing table, which its
+                           datapath runs as a recirculation);
+                     mix:  push of 65,536 flows over 1,024 prefixes, each with its
+                           own label: OVS's exact-match cache (8k entries) misses.
+                   OVS's cycles/packet are its PMD's (pmd-stats-show), its rate is
+                   p1's tx counter (ovs-ofctl dump-ports) per second.
+
   --mode sflow:    the router run twice per round, sFlow off and sFlow on port0 at
                    1-in-N (--sflow-rate, default 10; --sflow-direction rx|tx|both),
                    exporting to a UDP socket this script drains on 127.0.0.1: the
@@ -28,7 +47,8 @@ warm-up.
                    goal: >= 0.95 at 1:10). --sflow-max-samples N sets the agent's
                    export limit (default: the daemon's, 20000/s; 0: no limit).
 
-    scripts/bench-io.py [--mode xconnect|router|sflow] [--rounds 3] [--seconds 10]
+    scripts/bench-io.py [--mode xconnect|router|sflow|linux|mpls-swap|mpls-push|mpls-pop|mpls-mix]
+                        [--rounds 3] [--seconds 10]
 
 Prints a table (Mpps, TSC cycles/packet, ratio) and writes it to
 target/bench-io/<mode>.md. Needs root and hugepages (scripts/setup.sh).
@@ -153,6 +173,179 @@ mac = "02:00:00:00:00:02"
 """
 
 
+OVS_VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
+OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+SRC_MAC, GW_MAC = "02:00:00:00:00:01", "02:00:00:00:00:02"
+
+
+def mpls_setup(mode):
+    """(our config's routing part, [(peer name, OVS flows)], pcap kind, prefixes)."""
+    rw = f"mod_dl_src:{SRC_MAC},mod_dl_dst:{GW_MAC},output:2"
+    gw = '{ gateway = "192.0.2.2", interface = "port1"'
+    routes16 = "".join(f'[[route]]\nprefix = "198.18.{n}.0/24"\nvia = [{gw} }}]\n' for n in range(16))
+    if mode == "mpls-swap":
+        ours = f"[[label]]\nlabel = 100\nvia = [{gw}, out_labels = [200] }}]\n"
+        flows = [("OVS swap", [f"in_port=1,mpls,mpls_label=100,mpls_bos=1,actions=set_field:200->mpls_label,dec_mpls_ttl,{rw}"])]
+        return ours, flows, "mpls", 0
+    if mode == "mpls-push":
+        ours = "".join(f'[[route]]\nprefix = "198.18.{n}.0/24"\nvia = [{gw}, out_labels = [{100 + n}] }}]\n'
+                       for n in range(16))
+        flows = [("OVS push", [f"in_port=1,ip,nw_dst=198.18.{n}.0/24,actions=dec_ttl,push_mpls:0x8847,"
+                               f"set_field:{100 + n}->mpls_label,{rw}" for n in range(16)])]
+        return ours, flows, "ipv4", 0
+    if mode == "mpls-pop":
+        ours = routes16 + '[[label]]\nlabel = 100\naction = "ip4-lookup"\n'
+        plain = [f"in_port=1,mpls,mpls_label=100,mpls_bos=1,actions=pop_mpls:0x0800,{rw}"]
+        recirc = ["table=0,in_port=1,mpls,mpls_label=100,mpls_bos=1,actions=pop_mpls:0x0800,resubmit(,1)"] + [
+            f"table=1,ip,nw_dst=198.18.{n}.0/24,actions=dec_ttl,{rw}" for n in range(16)]
+        return ours, [("OVS pop_mpls, no lookup", plain), ("OVS pop_mpls + lookup (recirculation)", recirc)], "mpls", 0
+    if mode == "mpls-mix":
+        ours = "".join(f'[[route]]\nprefix = "10.{n >> 8}.{n & 255}.0/24"\nvia = [{gw}, out_labels = [{1000 + n}] }}]\n'
+                       for n in range(1024))
+        flows = [("OVS push, 64k flows", [f"in_port=1,ip,nw_dst=10.{n >> 8}.{n & 255}.0/24,actions=dec_ttl,"
+                                          f"push_mpls:0x8847,set_field:{1000 + n}->mpls_label,{rw}"
+                                          for n in range(1024)])]
+        return ours, flows, "ipv4", 1024
+    sys.exit(f"unknown mode {mode}")
+
+
+class Ovs:
+    """A private Open vSwitch with DPDK in `d`: ovsdb-server, ovs-vswitchd-dpdk
+    (main thread CPU 0, PMD thread CPU 1), bridge br0 (netdev datapath) with
+    p0 = net_pcap replaying `pcap` (OpenFlow port 1) and p1 = net_null (port 2)."""
+
+    def __init__(self, d, pcap, flows):
+        if not os.path.exists(OVS_VSWITCHD):
+            sys.exit(f"{OVS_VSWITCHD} missing: run scripts/setup.sh (openvswitch-switch-dpdk)")
+        subprocess.run(["rm", "-rf", d])
+        os.makedirs(d)
+        self.d = d
+        self.env = dict(os.environ, OVS_RUNDIR=d, OVS_DBDIR=d, OVS_LOGDIR=d, OVS_SYSCONFDIR=d)
+        self.run("ovsdb-tool", "create", f"{d}/conf.db", OVS_SCHEMA)
+        self.run("ovsdb-server", f"{d}/conf.db", f"--remote=punix:{d}/db.sock", f"--pidfile={d}/ovsdb-server.pid",
+                 "--detach", f"--log-file={d}/ovsdb-server.log", f"--unixctl={d}/ovsdb-server.ctl")
+        self.vsctl("--no-wait", "init")
+        self.vsctl("--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
+                   "other_config:dpdk-lcore-mask=0x1", "other_config:pmd-cpu-mask=0x2",
+                   'other_config:dpdk-extra="--no-pci --in-memory --log-level=*:error"')
+        self.run(OVS_VSWITCHD, f"unix:{d}/db.sock", f"--pidfile={d}/ovs-vswitchd.pid", "--detach",
+                 f"--log-file={d}/ovs-vswitchd.log", f"--unixctl={d}/ovs-vswitchd.ctl")
+        self.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev",
+                   "--", "add-port", "br0", "p0", "--", "set", "Interface", "p0", "type=dpdk",
+                   f"options:dpdk-devargs=net_pcap0,rx_pcap={pcap},infinite_rx=1", "ofport_request=1",
+                   "--", "add-port", "br0", "p1", "--", "set", "Interface", "p1", "type=dpdk",
+                   "options:dpdk-devargs=net_null0,no-rx=1", "ofport_request=2")
+        with open(f"{d}/flows.txt", "w") as f:
+            f.write("\n".join(flows) + "\n")
+        self.run("ovs-ofctl", "del-flows", "br0")
+        self.run("ovs-ofctl", "add-flows", "br0", f"{d}/flows.txt")
+
+    def run(self, *args):
+        out = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            log = ""
+            if os.path.exists(f"{self.d}/ovs-vswitchd.log"):
+                with open(f"{self.d}/ovs-vswitchd.log") as f:
+                    log = f.read()[-3000:]
+            self.close()
+            sys.exit(f"{' '.join(args)} failed: {out.stderr.strip()}\n{log}")
+        return out.stdout
+
+    def vsctl(self, *args):
+        return self.run("ovs-vsctl", f"--db=unix:{self.d}/db.sock", "--timeout=60", *args)
+
+    def appctl(self, *args):
+        return self.run("ovs-appctl", "-t", f"{self.d}/ovs-vswitchd.ctl", *args)
+
+    def tx(self):
+        out = self.run("ovs-ofctl", "dump-ports", "br0", "2")
+        m = re.search(r"tx pkts=(\d+)", out)
+        return int(m.group(1)) if m else None
+
+    def measure(self, seconds):
+        """(Mpps median of per-second samples, PMD cycles/packet, pmd-stats text)."""
+        time.sleep(3)
+        self.appctl("dpif-netdev/pmd-stats-clear")
+        rates = []
+        a, ta = self.tx(), time.monotonic()
+        for _ in range(seconds):
+            time.sleep(1)
+            b, tb = self.tx(), time.monotonic()
+            if a is not None and b is not None:
+                rates.append((b - a) / (tb - ta) / 1e6)
+            a, ta = b, tb
+        stats = self.appctl("dpif-netdev/pmd-stats-show")
+        m = re.search(r"avg cycles per packet:\s*([\d.]+)", stats)
+        return statistics.median(rates[1:] or rates), float(m.group(1)) if m else float("nan"), stats
+
+    def close(self):
+        for name in ("ovs-vswitchd", "ovsdb-server"):
+            pidfile = f"{self.d}/{name}.pid"
+            try:
+                with open(pidfile) as f:
+                    pid = int(f.read().strip())
+            except (OSError, ValueError):
+                continue
+            try:
+                os.kill(pid, signal.SIGTERM)
+                for _ in range(100):
+                    os.kill(pid, 0)
+                    time.sleep(0.1)
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def run_ovs(outdir, pcap, flows, seconds):
+    ovs = Ovs(os.path.join(outdir, "ovs"), pcap, flows)
+    try:
+        mpps, cpp, stats = ovs.measure(seconds)
+    finally:
+        ovs.close()
+    pmd = stats.split("main thread:")[0]
+    hits = {k: int(v) for k, v in re.findall(r"(emc hits|megaflow hits|packet recirculations|packets received):\s*(\d+)", pmd)}
+    return mpps, cpp, hits
+
+
+def mpls_main(a, cfg, outdir, load, pcap):
+    """Rounds of ours against each OVS variant, alternating; ratios of the medians."""
+    ours_cfg, peers, _, _ = mpls_setup(a.mode)
+    with open(cfg, "a") as f:
+        f.write(ours_cfg)
+    ours, theirs = [], [[] for _ in peers]
+    for r in range(a.rounds):
+        ours.append(run_ours(a.binary, cfg, a.seconds))
+        line = f"round {r + 1}: dataplaned {ours[-1][0]:.2f} Mpps {ours[-1][1]:.1f} cyc/pkt"
+        for k, (name, flows) in enumerate(peers):
+            theirs[k].append(run_ovs(outdir, pcap, flows, a.seconds))
+            mpps, cpp, hits = theirs[k][-1]
+            rx = max(hits.get("packets received", 0), 1)
+            recirc = hits.get("packet recirculations", 0)
+            line += (f" | {name} {mpps:.2f} Mpps {cpp:.1f} cyc/pkt (EMC hits {hits.get('emc hits', 0) / (rx + recirc):.0%}"
+                     f" of lookups, recirculations {recirc / rx:.2f}/pkt)")
+        print(line, flush=True)
+    med = lambda xs, k: statistics.median(x[k] for x in xs)
+    o_mpps, o_cpp = med(ours, 0), med(ours, 1)
+    what = {"mpls-swap": "MPLS swap", "mpls-push": "MPLS push (IPv4 lookup, 16 routes)",
+            "mpls-pop": "MPLS pop + IPv4 lookup (16 routes)",
+            "mpls-mix": "MPLS push, 65,536 flows over 1,024 prefixes and labels"}[a.mode]
+    table = ("| path | dataplaned Mpps | cycles/pkt | peer | peer Mpps | peer cycles/pkt | ratio |\n"
+             "|---|---|---|---|---|---|---|\n")
+    runs = ", ".join(f"{x[0]:.2f}" for x in ours)
+    for (name, _), xs in zip(peers, theirs):
+        p_mpps, p_cpp = med(xs, 0), med(xs, 1)
+        table += (f"| {what}, 64 B, net_pcap -> net_null, 1 core | {o_mpps:.2f} | {o_cpp:.1f} | {name} "
+                  f"| {p_mpps:.2f} | {p_cpp:.1f} | {o_mpps / p_mpps:.3f} |\n")
+        runs += f" vs {name} " + ", ".join(f"{x[0]:.2f}" for x in xs)
+    version = subprocess.run([OVS_VSWITCHD, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s (per-round Mpps: {runs}); peer: {version}; "
+            f"load average at start {load:.2f}; command: `scripts/bench-io.py --mode {a.mode} "
+            f"--rounds {a.rounds} --seconds {a.seconds}`\n")
+    print(table + note)
+    with open(os.path.join(outdir, f"{a.mode}.md"), "w") as f:
+        f.write(table + note)
+
+
 class Collector:
     """A UDP socket on loopback that counts the sFlow datagrams it drains."""
 
@@ -203,19 +396,22 @@ def main():
     a = ap.parse_args()
     outdir = os.path.join(ROOT, "target", "bench-io")
     os.makedirs(outdir, exist_ok=True)
-    pcap = a.pcap or os.path.join(outdir, "ip64.pcap")
+    mpls = a.mode.startswith("mpls-")
+    kind, prefixes = mpls_setup(a.mode)[2:] if mpls else ("ipv4", 0)
+    count = 65536 if prefixes else 254
+    pcap = a.pcap or os.path.join(outdir, f"{kind}{'-mix' if prefixes else ''}64.pcap")
     if not a.pcap:
         # destination MAC = net_pcap0's MAC, so the router's MAC check accepts the frames
-        subprocess.run([sys.executable, os.path.join(ROOT, "scripts/mkpcap.py"), pcap, "--kind", "ipv4",
-                        "--count", "254", "--size", "64", "--dst-mac", "02:70:63:61:70:00"],
-                       check=True)
+        subprocess.run([sys.executable, os.path.join(ROOT, "scripts/mkpcap.py"), pcap, "--kind", kind,
+                        "--count", str(count), "--size", "64", "--dst-mac", "02:70:63:61:70:00",
+                        "--prefixes", str(prefixes)], check=True)
     cfg = os.path.join(outdir, f"{a.mode}.toml")
     with open(cfg, "w") as f:
         f.write(f"""[eal]
 memory = "in-memory"
 memory_mb = 512
 [mempool]
-mbufs = 16383
+mbufs = {131071 if count > 254 else 16383}
 [workers]
 cpus = [1]
 idle_max_sleep_us = 0
@@ -228,7 +424,9 @@ device = "net_null0,no-rx=1"
 [control]
 socket = "{outdir}/bench.sock"
 """)
-        if a.mode in ("router", "sflow", "linux"):
+        if mpls:
+            f.write(ROUTER_CFG)
+        elif a.mode in ("router", "sflow", "linux"):
             f.write(ROUTER_CFG)
             if a.mode == "linux":
                 f.write(f'[linux]\nnetns = "{LINUX_NS}"\n')
@@ -240,6 +438,8 @@ socket = "{outdir}/bench.sock"
     if a.mode == "router" and not os.path.exists(a.l3fwd):
         subprocess.run([os.path.join(ROOT, "scripts/build-l3fwd.sh")], check=True)
     load = os.getloadavg()[0]
+    if mpls:
+        return mpls_main(a, cfg, outdir, load, pcap)
     if a.mode == "sflow":
         return sflow_main(a, cfg, outdir, load)
     if a.mode == "linux":

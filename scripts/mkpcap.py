@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Write a pcap of synthetic Ethernet frames for benchmarks and tests.
 
-    scripts/mkpcap.py OUT.pcap [--kind ipv4|mpls] [--count N] [--size BYTES]
+    scripts/mkpcap.py OUT.pcap [--kind ipv4|mpls] [--count N] [--size BYTES] [--prefixes P]
 
 ipv4: UDP/IPv4 frames to 198.18.1.1 .. 198.18.1.N (RFC 2544 benchmark range), from
 198.18.0.1, TTL 64, valid header checksums. mpls: the same IPv4 packets under one
-label (100, S=1, TTL 64). Frame size includes the 4-byte FCS the wire would add, so
+label (100, S=1, TTL 64). --prefixes P: frame i goes to 10.a.b.h instead, where
+a.b is i mod P (one /24 of 10.0.0.0/8 each) and h the round (i div P) + 1, and
+its UDP source port is 1024 + i mod 60000: N distinct flows over P prefixes. Frame size includes the 4-byte FCS the wire would add, so
 --size 64 writes 60-byte frames, as testpmd and the DPDK docs count them.
 Uses only the standard library.
 """
@@ -22,10 +24,16 @@ def csum(data: bytes) -> int:
     return ~s & 0xFFFF
 
 
-def ipv4_udp(i: int, payload_len: int) -> bytes:
+def ipv4_udp(i: int, payload_len: int, prefixes: int = 0) -> bytes:
     src = bytes([198, 18, 0, 1])
-    dst = bytes([198, 18, 1 + (i >> 8) % 200, i & 0xFF])
-    udp = struct.pack("!HHHH", 1024 + i % 1000, 5001, 8 + payload_len, 0) + bytes(payload_len)
+    if prefixes:
+        p, h = (i - 1) % prefixes, (i - 1) // prefixes
+        dst = bytes([10, p >> 8, p & 0xFF, 1 + h % 254])
+        sport = 1024 + (i - 1) % 60000
+    else:
+        dst = bytes([198, 18, 1 + (i >> 8) % 200, i & 0xFF])
+        sport = 1024 + i % 1000
+    udp = struct.pack("!HHHH", sport, 5001, 8 + payload_len, 0) + bytes(payload_len)
     hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), i & 0xFFFF, 0, 64, 17, 0, src, dst)
     hdr = hdr[:10] + struct.pack("!H", csum(hdr)) + hdr[12:]
     return hdr + udp
@@ -39,6 +47,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--dst-mac", default="02:00:00:00:00:02")
     ap.add_argument("--src-mac", default="02:00:00:00:00:01")
+    ap.add_argument("--prefixes", type=int, default=0)
     a = ap.parse_args()
     dst = bytes(int(x, 16) for x in a.dst_mac.split(":"))
     src = bytes(int(x, 16) for x in a.src_mac.split(":"))
@@ -48,7 +57,7 @@ def main() -> None:
         for i in range(a.count):
             if a.kind == "ipv4":
                 l2 = dst + src + b"\x08\x00"
-                l3 = ipv4_udp(i + 1, max(frame_len - 14 - 28, 0))
+                l3 = ipv4_udp(i + 1, max(frame_len - 14 - 28, 0), a.prefixes)
             else:
                 l2 = dst + src + b"\x88\x47"
                 lse = struct.pack("!I", (100 << 12) | (1 << 8) | 64)

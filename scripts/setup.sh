@@ -23,6 +23,9 @@ PACKAGES=(
     bird2 frr
     # l3fwd sources for the benchmark peer; instruction counts (make instructions)
     dpdk-doc make valgrind
+    # the MPLS benchmarks' peer (scripts/bench-io.py --mode mpls-*: Open vSwitch with
+    # DPDK, run privately per round; the distribution's own service is not used)
+    openvswitch-switch-dpdk
     # promtool checks the metrics exposition; make deb and its checks
     prometheus dpkg-dev lintian
 )
