@@ -818,9 +818,19 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
         logs()
     );
     assert!(other_drops.is_empty(), "{errors}");
-    // (the flooding host drops some of its own pings' answers: the router
-    // answers its ICMP and ARP at line rate, as Linux does)
-    assert!(got >= 360, "transit during the floods: {got}/400\n{errors}");
+    // Nor did a port drop or miss a frame: the router lost nothing it had
+    // room for.
+    for port in ["port0", "port1"] {
+        let c = &lab.json(&format!("show interfaces {port}"))["interfaces"][0]["counters"];
+        for k in ["drops", "rx_missed", "rx_no_mbuf", "tx_errors"] {
+            assert_eq!(c[k], 0, "{port} {k}: {c}");
+        }
+    }
+    // The pings come from the flooding host itself, whose kernel drops some of
+    // their answers among the router's line-rate answers to its ICMP and ARP
+    // (as it would behind Linux; more when the machine is busy): transit goes
+    // on, the router's counters above say it lost none.
+    assert!(got >= 300, "transit during the floods: {got}/400\n{errors}");
     // Carrier loss: the peer's end of port1 goes down. The port's link, the
     // twin's carrier, BIRD's reroute and then the FIB follow; the FIB is at
     // most 0.1 s behind the control namespace's kernel.
