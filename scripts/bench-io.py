@@ -296,6 +296,22 @@ class Ovs:
                 pass
 
 
+def peer_table(what, ours, peers):
+    """The table of our rounds against each (name, rounds) of `peers` (medians of
+    (Mpps, cycles/pkt) each), and the per-round Mpps for the note."""
+    med = lambda xs, k: statistics.median(x[k] for x in xs)
+    o_mpps, o_cpp = med(ours, 0), med(ours, 1)
+    table = ("| path | dataplaned Mpps | cycles/pkt | peer | peer Mpps | peer cycles/pkt | ratio |\n"
+             "|---|---|---|---|---|---|---|\n")
+    runs = ", ".join(f"{x[0]:.2f}" for x in ours)
+    for name, xs in peers:
+        p_mpps, p_cpp = med(xs, 0), med(xs, 1)
+        table += (f"| {what}, 64 B, net_pcap -> net_null, 1 core | {o_mpps:.2f} | {o_cpp:.1f} | {name} "
+                  f"| {p_mpps:.2f} | {p_cpp:.1f} | {o_mpps / p_mpps:.3f} |\n")
+        runs += f" vs {name} " + ", ".join(f"{x[0]:.2f}" for x in xs)
+    return table, runs
+
+
 def run_ovs(outdir, pcap, flows, seconds):
     ovs = Ovs(os.path.join(outdir, "ovs"), pcap, flows)
     try:
@@ -324,19 +340,10 @@ def mpls_main(a, cfg, outdir, load, pcap):
             line += (f" | {name} {mpps:.2f} Mpps {cpp:.1f} cyc/pkt (EMC hits {hits.get('emc hits', 0) / (rx + recirc):.0%}"
                      f" of lookups, recirculations {recirc / rx:.2f}/pkt)")
         print(line, flush=True)
-    med = lambda xs, k: statistics.median(x[k] for x in xs)
-    o_mpps, o_cpp = med(ours, 0), med(ours, 1)
     what = {"mpls-swap": "MPLS swap", "mpls-push": "MPLS push (IPv4 lookup, 16 routes)",
             "mpls-pop": "MPLS pop + IPv4 lookup (16 routes)",
             "mpls-mix": "MPLS push, 65,536 flows over 1,024 prefixes and labels"}[a.mode]
-    table = ("| path | dataplaned Mpps | cycles/pkt | peer | peer Mpps | peer cycles/pkt | ratio |\n"
-             "|---|---|---|---|---|---|---|\n")
-    runs = ", ".join(f"{x[0]:.2f}" for x in ours)
-    for (name, _), xs in zip(peers, theirs):
-        p_mpps, p_cpp = med(xs, 0), med(xs, 1)
-        table += (f"| {what}, 64 B, net_pcap -> net_null, 1 core | {o_mpps:.2f} | {o_cpp:.1f} | {name} "
-                  f"| {p_mpps:.2f} | {p_cpp:.1f} | {o_mpps / p_mpps:.3f} |\n")
-        runs += f" vs {name} " + ", ".join(f"{x[0]:.2f}" for x in xs)
+    table, runs = peer_table(what, ours, [(name, xs) for (name, _), xs in zip(peers, theirs)])
     version = subprocess.run([OVS_VSWITCHD, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s (per-round Mpps: {runs}); peer: {version}; "
             f"load average at start {load:.2f}; command: `scripts/bench-io.py --mode {a.mode} "
@@ -454,20 +461,8 @@ socket = "{outdir}/bench.sock"
             l3.append(run_l3fwd(pcap, a.seconds, a.l3fwd))
             line += f" | l3fwd lpm {l3[-1][0]:.2f} Mpps {l3[-1][1]:.1f} cyc/pkt"
         print(line, flush=True)
-    med = lambda xs, k: statistics.median(x[k] for x in xs)
-    o_mpps, o_cpp, p_mpps, p_cpp = med(ours, 0), med(ours, 1), med(peer, 0), med(peer, 1)
     what = {"xconnect": "xconnect", "router": "IPv4 routing, 16 routes"}[a.mode]
-    table = (
-        f"| path | dataplaned Mpps | cycles/pkt | peer | peer Mpps | peer cycles/pkt | ratio |\n"
-        f"|---|---|---|---|---|---|---|\n"
-        f"| {what}, 64 B, net_pcap -> net_null, 1 core | {o_mpps:.2f} | {o_cpp:.1f} | testpmd io | {p_mpps:.2f} | {p_cpp:.1f} | {o_mpps / p_mpps:.3f} |\n"
-    )
-    if l3:
-        l_mpps, l_cpp = med(l3, 0), med(l3, 1)
-        table += f"| {what}, 64 B, net_pcap -> net_null, 1 core | {o_mpps:.2f} | {o_cpp:.1f} | l3fwd lpm | {l_mpps:.2f} | {l_cpp:.1f} | {o_mpps / l_mpps:.3f} |\n"
-    runs = ", ".join(f"{x[0]:.2f}" for x in ours) + " vs testpmd " + ", ".join(f"{x[0]:.2f}" for x in peer)
-    if l3:
-        runs += " vs l3fwd " + ", ".join(f"{x[0]:.2f}" for x in l3)
+    table, runs = peer_table(what, ours, [("testpmd io", peer)] + ([("l3fwd lpm", l3)] if l3 else []))
     note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s (per-round Mpps: {runs}); "
             f"load average at start {load:.2f}; command: `scripts/bench-io.py --mode {a.mode} "
             f"--rounds {a.rounds} --seconds {a.seconds}`\n")

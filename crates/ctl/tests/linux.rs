@@ -756,7 +756,6 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
     // segments to 179, OSPF junk, ARP requests. Each is policed on port0;
     // nothing the neighbour sends on port1 is ever dropped, and transit
     // between the two hosts keeps going.
-    let flood_tool = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/tools/flood.py");
     let host_if = format!("dp{}a1", lab.tag);
     let pinger = {
         let a = a.clone();
@@ -769,7 +768,7 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
             "exec",
             &a,
             "python3",
-            flood_tool,
+            FLOOD_TOOL,
             kind,
             "10.78.1.1",
             &host_if,
@@ -1827,6 +1826,9 @@ fn tcpsession(ns: &str, args: &[&str], ready: bool) -> std::process::Child {
     c
 }
 
+/// Floods one class of traffic (tests/tools/flood.py KIND DST IFACE SECS).
+const FLOOD_TOOL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/tools/flood.py");
+
 /// The output of a finished child.
 fn child_output(c: std::process::Child) -> String {
     let out = c.wait_with_output().unwrap();
@@ -1905,9 +1907,8 @@ fn an_inject_flood_leaves_transit_alone() {
     let a = lab.ns("a");
     lab.start_daemon(&two_port_router(&cp, 83, ""));
     assert!(ping(&a, "10.83.2.2", 3, "0.2").0 >= 2);
-    let flood_tool = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/tools/flood.py");
     let flood = std::process::Command::new("ip")
-        .args(["netns", "exec", &cp, "python3", flood_tool])
+        .args(["netns", "exec", &cp, "python3", FLOOD_TOOL])
         .args(["udp-burst", "10.83.1.2", "port0", "4"])
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -870,7 +870,7 @@ impl LinuxPlane {
         );
         m.counter(
             "punt_path_rests",
-            "Breaks the punt path thread took after 1 ms of work without one (it leaves the worker half of a shared CPU).",
+            "Breaks the real-time punt path thread took after 2 ms of work without one (a flood takes two thirds of its CPU at most).",
             &[],
             path.rests.get(),
         );

@@ -228,8 +228,7 @@ impl Run {
         let mut busy_since: Option<Instant> = None;
         while !self.stop.load(Ordering::Relaxed) {
             if self.punt() + self.inject() > 0 {
-                let since = *busy_since.get_or_insert_with(Instant::now);
-                if fifo && since.elapsed() >= BUSY_MAX {
+                if fifo && busy_since.get_or_insert_with(Instant::now).elapsed() >= BUSY_MAX {
                     self.stats.rests.inc();
                     std::thread::sleep(REST);
                     busy_since = None;
