@@ -29,7 +29,13 @@ the kernel), and the script measures:
     server's time from its socket's receive to its answer: what the punt and
     inject path and the kernel's delivery took); beside them, in the same run,
     plain Linux: the same prober across a veth to a namespace's kernel, idle
-    and while that namespace loads and withdraws the table.
+    and while that namespace loads and withdraws the table;
+  - the worker's forwarding rate during each of those operations against idle:
+    a second pair of ports, net_pcap replaying 64-byte IPv4/UDP frames
+    (scripts/mkpcap.py) to a route via net_null, keeps the worker saturated;
+    dataplaned reports its tx rate every 250 ms (--stats-json), and the rate
+    during an operation is what the reports whose intervals fall within it
+    add up to (--no-forward: without the second pair).
 
 The worker polls CPU 1. Every process of the control plane's side (ip, BIRD,
 the echo server, dpctl, the FPM sender) runs on the other CPUs (--cp-cpus),
@@ -40,7 +46,7 @@ remote hosts) and dataplaned itself may run anywhere. --cp-cpus all lets
 everything run anywhere.
 
     scripts/bench-linux.py [--routes N] [--worker-sleep-us US] [--storm N] [--repeat N]
-                           [--cp-cpus LIST|all] [--punt-on-worker]
+                           [--cp-cpus LIST|all] [--punt-on-worker] [--no-forward]
 
 Needs root, hugepages (scripts/setup.sh) and a release build (make build).
 Writes the table to target/bench-linux.md.
@@ -85,22 +91,59 @@ class Echo:
         self.client_ns, self.dst, self.interval = client_ns, dst, interval_ms
 
     def during(self, action):
-        """Round trips while `action()` runs (at least 1 s of them)."""
+        """Round trips while `action()` runs (at least 1 s of them); the
+        stats carry the action's wall-clock window as `t0` and `t1`."""
         p = subprocess.Popen(["ip", "netns", "exec", self.client_ns, "python3", ECHO, "probe",
                               self.dst, "7", str(self.interval)], stdout=subprocess.PIPE, text=True,
                              preexec_fn=anywhere)
         p.stdout.readline()
-        t0 = time.time()
+        t0, s0 = time.time(), steal(WORKER_CPU)
         out = action()
-        time.sleep(max(0.0, 1.0 - (time.time() - t0)))
+        t1, s1 = time.time(), steal(WORKER_CPU)
+        time.sleep(max(0.0, 1.0 - (t1 - t0)))
         p.terminate()
         stats = json.loads(p.stdout.readline())
         p.wait()
+        stats["t0"], stats["t1"] = t0, t1
+        stats["steal"] = (s1 - s0) / os.sysconf("SC_CLK_TCK") / max(t1 - t0, 1e-9)
         return out, stats
 
     def close(self):
         self.server.terminate()
         self.server.wait()
+
+
+def steal(cpu):
+    """Time the hypervisor took from `cpu` (/proc/stat, in clock ticks)."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith(f"cpu{cpu} "):
+                return int(line.split()[8])
+    return 0
+
+
+class Rates:
+    """dataplaned's --stats-json reports on its stdout, each stamped with the
+    wall clock of its arrival (the end of its interval; its `dt` gives the start)."""
+
+    def __init__(self, stdout):
+        self.samples = []  # (start, end, tx packets)
+        self.t = threading.Thread(target=self._read, args=(stdout,), daemon=True)
+        self.t.start()
+
+    def _read(self, stdout):
+        for line in stdout:
+            if line.startswith("{"):
+                s = json.loads(line)
+                end = time.time()
+                self.samples.append((end - s["dt"], end, s["tx_pkts"]))
+
+    def mpps(self, t0, t1):
+        """Packets per second over the reports at least half inside [t0, t1], or None."""
+        inside = [(a, b, n) for a, b, n in list(self.samples)
+                  if min(b, t1) - max(a, t0) >= (b - a) / 2]
+        secs = sum(b - a for a, b, _ in inside)
+        return sum(n for _, _, n in inside) / secs / 1e6 if secs > 0 else None
 
 
 def rtt(stats):
@@ -171,6 +214,10 @@ def sh(*args, check=True):
 def dpctl(sock, *args):
     o = sh(os.path.join(BIN, "dpctl"), "--socket", sock, "--json", "--timeout", "120", *args)
     return json.loads(o.stdout) if o.stdout.strip() else None
+
+
+def twin(sock, name="port0"):
+    return next(t for t in dpctl(sock, "show", "linux")["twins"] if t["interface"] == name)
 
 
 def rss(pid):
@@ -261,6 +308,8 @@ def main():
     ap.add_argument("--punt-on-worker", action="store_true",
                     help="the punt thread on the worker's CPU as an ordinary thread "
                          "([linux] punt_cpus = [1], punt_priority = 0)")
+    ap.add_argument("--no-forward", action="store_true",
+                    help="no net_pcap -> net_null pair: the worker only serves the veth port")
     ap.add_argument("--cp-cpus", default=None,
                     help="CPUs of the control plane's processes, e.g. 0,2-3 (default: all but the worker's; "
                          "'all': no pinning)")
@@ -313,13 +362,27 @@ def main():
     with open(os.path.join(tmp, "plain-del.batch"), "w") as f:
         for p in prefixes:
             f.write(f"route del {p} via 10.251.0.2 proto bird\n")
+    fwd = ""
+    if not args.no_forward:
+        pcap = os.path.join(tmp, "ipv4-64.pcap")
+        # destination MAC = the first net_pcap port's, so the router's MAC check accepts the frames
+        sh(sys.executable, os.path.join(ROOT, "scripts", "mkpcap.py"), pcap, "--kind", "ipv4", "--count", "254",
+           "--size", "64", "--dst-mac", "02:70:63:61:70:00")
+        fwd = ('[[port]]\nname = "fwd0"\n'
+               f'device = "net_pcap0,rx_pcap={pcap},infinite_rx=1"\n'
+               '[[port]]\nname = "fwd1"\ndevice = "net_null0,no-rx=1"\n'
+               '[[interface]]\nname = "fwd0"\naddresses = ["198.18.0.254/24"]\n'
+               '[[interface]]\nname = "fwd1"\naddresses = ["192.0.2.1/30"]\n'
+               '[[neighbor]]\ninterface = "fwd1"\naddress = "192.0.2.2"\nmac = "02:00:00:00:00:02"\n'
+               '[[route]]\nprefix = "198.18.1.0/24"\nvia = [{ gateway = "192.0.2.2", interface = "fwd1" }]\n')
     cfg = os.path.join(tmp, "d.toml")
     with open(cfg, "w") as f:
         f.write(
-            '[eal]\nmemory_mb = 256\n[mempool]\nmbufs = 4095\n[workers]\n' + f'cpus = [{WORKER_CPU}]\n'
+            '[eal]\nmemory_mb = 256\n[mempool]\nmbufs = 16383\n[workers]\n' + f'cpus = [{WORKER_CPU}]\n'
             + (f'idle_max_sleep_us = {args.worker_sleep_us}\n' if args.worker_sleep_us is not None else '')
             +
             '[[port]]\nname = "port0"\ndevice = "net_af_packet0,iface=dpbl0"\n'
+            + fwd +
             '[forwarding]\nmode = "router"\n'
             '[[interface]]\nname = "port0"\naddresses = ["10.250.0.1/24"]\n'
             f'[linux]\nnetns = "{NS}"\npunt_other_pps = 10000000\n'
@@ -328,8 +391,10 @@ def main():
             f'[fpm]\nport = {FPM_PORT}\nkernel_routes = true\nhold_s = 3600\nrestart_s = 0\n'
             f'[metrics]\nlisten = "127.0.0.1:{METRICS_PORT}"\n'
         )
-    d = subprocess.Popen([os.path.join(BIN, "dataplaned"), "-c", cfg, "--socket", sock],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=anywhere)
+    d = subprocess.Popen([os.path.join(BIN, "dataplaned"), "-c", cfg, "--socket", sock,
+                          "--stats-interval-ms", "250", "--stats-json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=anywhere)
+    rates = Rates(d.stdout)
     rows = []
     echos = []
     try:
@@ -348,6 +413,18 @@ def main():
         _, a = dp.during(lambda: time.sleep(3))
         _, b = plain.during(lambda: time.sleep(3))
         lat.append(("idle", a, b))
+        if not args.no_forward:
+            # What any work beside the worker costs it on this machine (shared caches,
+            # memory, the host's scheduling of the vCPUs): no dataplane work at all.
+            for what, code in (("a busy loop", "while True: pass"),
+                               ("a 64 MiB memory copy loop", "b = bytearray(64 << 20)\nwhile True: bytes(b)")):
+                def hog(code=code):
+                    h = subprocess.Popen([sys.executable, "-c", code])
+                    time.sleep(3)
+                    h.kill()
+                    h.wait()
+                _, a = dp.during(hog)
+                lat.append((f"{what} on the control plane's CPU (reference)", a, None))
 
         def load():
             t0 = time.time()
@@ -478,12 +555,21 @@ def main():
                 pv, pnote = rtt(b)
                 note += f"; plain Linux {pv}, {pnote}"
             rows.append((f"punt round trip p50 / p99 / max: {what}", v, note))
+        if not args.no_forward:
+            idle = rates.mpps(lat[0][1]["t0"], lat[0][1]["t1"])
+            for what, a, _ in lat[1:]:
+                m = rates.mpps(a["t0"], a["t1"])
+                if idle and m is not None:
+                    rows.append((f"forwarding during {what}", f"{m / idle:.3f} of idle",
+                                 f"{m:.2f} Mpps against {idle:.2f} idle (64 B, net_pcap -> net_null, "
+                                 f"{a['t1'] - a['t0']:.2f} s); the hypervisor took {100 * a['steal']:.1f} % "
+                                 f"of the worker's CPU (idle: {100 * lat[0][1]['steal']:.1f} %)"))
         for what, ns, dst, key in (("punt", HOST, "10.250.0.1", "punt_pkts"),
                                    ("inject", NS, "10.250.0.2", "inject_pkts")):
-            before = dpctl(sock, "show", "linux")["twins"][0][key]
+            before = twin(sock)[key]
             sent = flood(ns, dst, 3.0, ns == HOST)
             time.sleep(0.2)
-            got = dpctl(sock, "show", "linux")["twins"][0][key] - before
+            got = twin(sock)[key] - before
             rows.append((f"{what} through the twin (UDP, 74 B)", f"{got / 3.0:,.0f} pkts/s",
                          f"{sent / 3.0:,.0f}/s offered"))
         nl = dpctl(sock, "show", "linux")["netlink"]
