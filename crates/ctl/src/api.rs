@@ -1076,6 +1076,9 @@ impl<'a> RouterApi<'a> {
                     if let Some(ix) = p.ifindex {
                         s += &format!(" {}", self.iface_name(ix));
                     }
+                    if let Some(t) = p.via_table {
+                        s += &format!(" next-hop-table {t}");
+                    }
                     if !p.labels.is_empty() {
                         s += " out-labels";
                         for l in &p.labels {
@@ -1108,6 +1111,7 @@ impl<'a> RouterApi<'a> {
                                 Via::Attached => None,
                             },
                             "interface": p.ifindex.map(|ix| self.iface_name(ix)),
+                            "next_hop_table": p.via_table,
                             "out_labels": p.labels,
                             "weight": p.weight,
                         })

@@ -182,6 +182,9 @@ pub struct ViaSection {
     /// ECMP weight.
     #[serde(default = "one")]
     pub weight: u32,
+    /// The table the gateway is looked up in (routes; default: the route's own).
+    #[serde(default)]
+    pub next_hop_table: Option<TableId>,
 }
 
 fn one() -> u32 {
@@ -263,6 +266,7 @@ impl ViaSection {
             interface: self.interface.clone(),
             out_labels: self.out_labels.clone(),
             weight: self.weight,
+            table: self.next_hop_table,
         })
     }
 }

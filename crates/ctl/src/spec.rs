@@ -92,7 +92,13 @@ pub fn resolve_route(ctl: &RouterControl, t: &RouteTarget) -> Result<RouteKind, 
                     .transpose()?;
                 let p = match (v.gateway, ix) {
                     (Some(g), Some(ix)) => Path::gateway_on(g, ix),
-                    (Some(g), None) => Path::gateway(g),
+                    (Some(g), None) => match v.table {
+                        Some(t) => {
+                            check_table(ctl, t)?;
+                            Path::gateway(g).in_table(t)
+                        }
+                        None => Path::gateway(g),
+                    },
                     (None, Some(ix)) => Path::attached(ix),
                     (None, None) => return Err(SpecError::EmptyVia.into()),
                 };

@@ -2571,3 +2571,55 @@ proptest! {
         }
     }
 }
+
+/// An L3VPN PE: port 0 faces a customer in VRF table 10, port 1 the core. A VRF
+/// route via the remote PE's loopback, looked up in the global table, leaves with
+/// the LSP's label on top of the VPN label (uniform TTL); a packet for the VPN
+/// label pops and is looked up in the VRF, where the customer's addresses
+/// overlap the global table's. Both paths, fast and general.
+#[test]
+fn vpn_routes_push_the_lsp_over_the_vpn_label_and_the_vpn_label_looks_up_in_the_vrf() {
+    let mut ctl = RouterControl::new();
+    ctl.table_add(10).unwrap();
+    ctl.add_interface(port_iface(0, 0, 10)).unwrap();
+    ctl.add_interface(port_iface(1, 1, 0)).unwrap();
+    ctl.set_neighbor(2, a("10.2.0.2"), mac_n(1)).unwrap();
+    ctl.set_neighbor(1, a("10.1.0.2"), HOST).unwrap();
+    // The LSP to the remote PE, and the same customer prefix in the global table.
+    let lsp = RouteKind::Paths(vec![Path::gateway(a("10.2.0.2")).with_labels(&[1000])]);
+    ctl.route_add(0, pfx("192.0.2.4/32"), lsp).unwrap();
+    ctl.route_add(0, pfx("198.18.0.0/16"), RouteKind::Blackhole)
+        .unwrap();
+    let vpn = Path::gateway(a("192.0.2.4")).in_table(0).with_labels(&[77]);
+    ctl.route_add(10, pfx("198.18.0.0/16"), RouteKind::Paths(vec![vpn]))
+        .unwrap();
+    ctl.label_add(77, true, LabelAction::ip4_lookup(10))
+        .unwrap();
+    let ip = host_ip(3, [198, 18], 64, 60);
+    let back = ip4(a("198.18.0.3"), a("10.1.0.2"), 64, 53, 60);
+    for fast_path in [true, false] {
+        let cfg = CoreConfig {
+            fast_path,
+            ..core_cfg()
+        };
+        let mut core = ctl.new_core(cfg, tsc_hz()).0;
+        let res = run(&mut core, &vec![from_host(&ip); N], 0);
+        assert_all_tx(&res, 1, |_| {
+            let stack = labelled(&[(1000, 63), (77, 63)], &with_ttl(&ip, 63));
+            eth(mac_n(1), mac_r(1), None, ETH_MPLS, &stack)
+        });
+        // From the core: the LSP's label was popped by the penultimate hop.
+        let f = eth(
+            mac_r(1),
+            mac_n(1),
+            None,
+            ETH_MPLS,
+            &labelled(&[(77, 30)], &back),
+        );
+        let res = run(&mut core, &vec![f; 3], 1);
+        assert_all_tx(&res, 0, |_| {
+            eth(HOST, mac_r(0), None, ETH_IP4, &with_ttl(&back, 29))
+        });
+        assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
+    }
+}

@@ -18,6 +18,7 @@ use crate::spec::{LabelSpec, RouteTarget, Special, ViaSpec, check_in_label};
 /// Every command, one per line, as `dpctl help` prints it.
 pub const USAGE: &str = "\
 route add PREFIX [table N] via GATEWAY [INTERFACE] [out-labels L...] [weight W] [via ...]
+route add PREFIX [table N] via GATEWAY next-hop-table N [out-labels L...]   (the gateway looked up in table N: L3VPN)
 route add PREFIX [table N] via INTERFACE              (attached)
 route add PREFIX [table N] blackhole|unreachable|prohibit
 route replace ...                                     (same as add; replaces an existing route)
@@ -390,13 +391,14 @@ fn eos(w: &mut Words<'_>) -> Result<bool> {
     }
 }
 
-const ROUTE_ADD: &str = "route add PREFIX [table N] via GATEWAY [INTERFACE] [out-labels L...] [weight W] [via ...] | route add PREFIX blackhole|unreachable|prohibit";
+const ROUTE_ADD: &str = "route add PREFIX [table N] via GATEWAY [INTERFACE] [next-hop-table N] [out-labels L...] [weight W] [via ...] | route add PREFIX blackhole|unreachable|prohibit";
 const LABEL_ADD: &str = "label add LABEL eos|non-eos via GATEWAY INTERFACE [out-labels L...] [via ...] | label add LABEL eos via ip4-lookup [table N] | label add LABEL non-eos pop";
 
 /// Words that end a `via` clause or are keywords, never interface names.
 const KEYWORDS: &[&str] = &[
     "via",
     "table",
+    "next-hop-table",
     "out-labels",
     "weight",
     "pipe",
@@ -590,6 +592,7 @@ fn via(w: &mut Words<'_>, route: bool) -> Result<ViaSpec> {
         interface: None,
         out_labels: Vec::new(),
         weight: 1,
+        table: None,
     };
     if let Some(a) = ipv4(first) {
         v.gateway = Some(a);
@@ -628,6 +631,10 @@ fn via(w: &mut Words<'_>, route: bool) -> Result<ViaSpec> {
             Some("weight") if route => {
                 w.next();
                 v.weight = w.number("weight")?;
+            }
+            Some("next-hop-table") if route => {
+                w.next();
+                v.table = Some(w.number("next-hop-table")?);
             }
             _ => break,
         }
@@ -995,7 +1002,24 @@ mod tests {
             interface: i.map(str::to_string),
             out_labels: labels.to_vec(),
             weight,
+            table: None,
         }
+    }
+
+    #[test]
+    fn a_vpn_route_names_the_table_its_next_hop_is_looked_up_in() {
+        let mut via = v(Some("192.0.2.4"), None, &[77], 1);
+        via.table = Some(0);
+        assert_eq!(
+            p("route add 10.0.0.0/24 table 10 via 192.0.2.4 next-hop-table 0 out-labels 77")
+                .unwrap(),
+            Command::RouteAdd {
+                table: 10,
+                prefix: "10.0.0.0/24".parse().unwrap(),
+                target: RouteTarget::Paths(vec![via]),
+                replace: false,
+            }
+        );
     }
 
     #[test]
@@ -1140,6 +1164,15 @@ mod tests {
         );
         assert!(err("route add 10.0.1.0/24 via 1.2.3.4 out-labels").contains("at least one"));
         assert!(err("route add 10.0.1.0/24 via 1.2.3.4 weight 0").contains("weight 0"));
+        assert!(
+            err("route add 10.0.1.0/24 via 1.2.3.4 port0 next-hop-table 0")
+                .contains("next-hop-table needs a next hop without an interface")
+        );
+        assert!(err("route add 10.0.1.0/24 via port0 next-hop-table 0").contains("next-hop-table"));
+        assert!(
+            err("route add 10.0.1.0/24 via 1.2.3.4 next-hop-table x").contains("next-hop-table")
+        );
+        assert!(err("label add 100 eos via 1.2.3.4 port0 next-hop-table 0").contains("unexpected"));
         assert!(err("route add 10.0.1.0/24 via 1.2.3 port0").contains("not an IPv4"));
         assert!(err("route add 10.0.1.0/24 via 1.2.3.4 port0 blackhole").contains("not both"));
         assert!(err("label add 3 eos via 1.2.3.4 port0 out-labels 100").contains("in-label 3"));

@@ -64,6 +64,9 @@ fn path_text(p: &Value) -> String {
     if let Some(i) = p["interface"].as_str() {
         let _ = write!(o, " {i}");
     }
+    if let Some(t) = p["next_hop_table"].as_u64() {
+        let _ = write!(o, " next-hop-table {t}");
+    }
     o += &labels_text(&p["out_labels"]);
     o
 }

@@ -9,8 +9,8 @@ use std::net::Ipv4Addr;
 
 use fib::TableId;
 
-/// One path of a route or a label entry: `via GATEWAY [INTERFACE] [out-labels ...]
-/// [weight N]`, or `via INTERFACE` (attached).
+/// One path of a route or a label entry: `via GATEWAY [INTERFACE] [next-hop-table N]
+/// [out-labels ...] [weight N]`, or `via INTERFACE` (attached).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ViaSpec {
     /// Next hop; `None` for an attached path.
@@ -21,6 +21,10 @@ pub struct ViaSpec {
     pub out_labels: Vec<u32>,
     /// ECMP weight (routes only), 1..=65535.
     pub weight: u32,
+    /// The table a gateway without an interface is looked up in (routes only;
+    /// `None`: the route's own). An L3VPN route: the remote PE's loopback in the
+    /// global table, the VPN label as `out_labels`.
+    pub table: Option<TableId>,
 }
 
 /// Special routes that need no path.
@@ -150,6 +154,9 @@ pub enum SpecError {
     /// A weight on a label path.
     #[error("label paths have no weight (ECMP is equal-cost)")]
     LabelWeight,
+    /// A next-hop table on a path that is not a recursive gateway.
+    #[error("next-hop-table needs a next hop without an interface (it is looked up in that table)")]
+    ViaTable,
 }
 
 impl From<SpecError> for String {
@@ -216,6 +223,9 @@ impl RouteTarget {
             if let Some(g) = v.gateway {
                 check_next_hop(g)?;
             }
+            if v.table.is_some() && (v.gateway.is_none() || v.interface.is_some()) {
+                return Err(SpecError::ViaTable);
+            }
             check_route_labels(&v.out_labels)?;
             check_weight(v.weight)?;
         }
@@ -249,6 +259,9 @@ impl LabelSpec {
                 check_swap_labels(&v.out_labels)?;
                 if v.weight != 1 {
                     return Err(SpecError::LabelWeight);
+                }
+                if v.table.is_some() {
+                    return Err(SpecError::ViaTable);
                 }
             }
         }
@@ -296,6 +309,7 @@ mod tests {
             interface: i.map(str::to_string),
             out_labels: labels.to_vec(),
             weight: 1,
+            table: None,
         }
     }
 

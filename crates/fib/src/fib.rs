@@ -68,6 +68,7 @@ enum PlIndexKey {
         weight: u32,
         nlabels: u8,
         labels: [u32; 2],
+        via_table: Option<TableId>,
     },
     Other(PlKey),
 }
@@ -86,6 +87,7 @@ impl From<PlKey> for PlIndexKey {
                     weight: p.weight,
                     nlabels: p.labels.len() as u8,
                     labels,
+                    via_table: p.via_table,
                 }
             }
             _ => Self::Other(k),
@@ -103,6 +105,7 @@ impl PlIndexKey {
                 weight,
                 nlabels,
                 labels,
+                via_table,
             } => PlKey {
                 table: *table,
                 kind: RouteKind::Paths(vec![Path {
@@ -110,6 +113,7 @@ impl PlIndexKey {
                     ifindex: *ifindex,
                     weight: *weight,
                     labels: labels[..usize::from(*nlabels)].to_vec(),
+                    via_table: *via_table,
                 }]),
             },
             Self::Other(k) => k.clone(),
@@ -394,6 +398,18 @@ impl Fib {
             return Err(FibError::DefaultTable);
         }
         let t = self.tables.get(&id).ok_or(FibError::UnknownTable(id))?;
+        // Routes of other tables whose next hops are looked up in this one.
+        let user = self.pls.iter().flatten().find_map(|p| match &p.key.kind {
+            RouteKind::Paths(ps)
+                if p.key.table != id && ps.iter().any(|x| x.via_table == Some(id)) =>
+            {
+                Some(p.key.table)
+            }
+            _ => None,
+        });
+        if let Some(user) = user {
+            return Err(FibError::TableInUse(id, user));
+        }
         let prefixes: Vec<Ipv4Prefix> = t
             .index
             .keys()
@@ -547,6 +563,13 @@ impl Fib {
                     .find(|i| !self.interfaces.contains_key(i))
                 {
                     return Err(FibError::UnknownInterface(i));
+                }
+                if let Some(t) = ps
+                    .iter()
+                    .filter_map(|p| p.via_table)
+                    .find(|t| !self.tables.contains_key(t))
+                {
+                    return Err(FibError::UnknownTable(t));
                 }
             }
             RouteKind::Connected { ifindex } if !self.interfaces.contains_key(ifindex) => {
@@ -1164,6 +1187,7 @@ impl Fib {
                 w,
             )),
             (Via::Gateway(gw), None) => {
+                let table = p.via_table.unwrap_or(table);
                 let Some(t) = self.tables.get(&table) else {
                     return;
                 };

@@ -38,6 +38,9 @@ pub enum FibError {
     /// The table exists already.
     #[error("table {0} exists")]
     TableExists(TableId),
+    /// Routes of another table resolve their next hops in this one.
+    #[error("table {0} is in use: routes of table {1} resolve next hops in it")]
+    TableInUse(TableId, TableId),
     /// Table 0 cannot be removed.
     #[error("table 0 cannot be removed")]
     DefaultTable,
@@ -77,6 +80,9 @@ pub enum FibError {
     /// A label value above 2^20 - 1.
     #[error("label {0} does not fit in 20 bits")]
     LabelValue(u32),
+    /// A next-hop table on a path whose next hop is not a recursive gateway.
+    #[error("a next-hop table needs a gateway without an interface")]
+    ViaTableNeedsRecursive,
 }
 
 /// An IPv4 prefix with no host bits set.
@@ -191,8 +197,13 @@ pub struct Path {
     pub ifindex: Option<u32>,
     /// ECMP weight, 1..=65535.
     pub weight: u32,
-    /// Out-labels to impose, top of stack first (empty: plain IPv4).
+    /// Out-labels to impose, top of stack first (empty: plain IPv4). Through a
+    /// recursive gateway they go under the labels of the route that reaches it.
     pub labels: Vec<u32>,
+    /// The table a recursive gateway is looked up in (VPP's `next-hop-table`;
+    /// `None`: the route's own). An L3VPN route in a VRF names the remote PE's
+    /// loopback here in the global table, with its VPN label in `labels`.
+    pub via_table: Option<TableId>,
 }
 
 impl Path {
@@ -203,6 +214,7 @@ impl Path {
             ifindex: None,
             weight: 1,
             labels: Vec::new(),
+            via_table: None,
         }
     }
 
@@ -221,6 +233,7 @@ impl Path {
             ifindex: Some(ifindex),
             weight: 1,
             labels: Vec::new(),
+            via_table: None,
         }
     }
 
@@ -231,6 +244,7 @@ impl Path {
             ifindex: Some(ifindex),
             weight: 1,
             labels: Vec::new(),
+            via_table: None,
         }
     }
 
@@ -243,6 +257,12 @@ impl Path {
     /// Sets the out-label stack (top first).
     pub fn with_labels(mut self, labels: &[u32]) -> Self {
         self.labels = labels.to_vec();
+        self
+    }
+
+    /// Resolves the (recursive) gateway in `table` instead of the route's own.
+    pub fn in_table(mut self, table: TableId) -> Self {
+        self.via_table = Some(table);
         self
     }
 }
@@ -348,6 +368,9 @@ pub(crate) fn check_paths(paths: &[Path]) -> Result<(), FibError> {
         }
         if let Some(&l) = p.labels.iter().find(|&&l| l > MAX_LABEL_VALUE) {
             return Err(FibError::LabelValue(l));
+        }
+        if p.via_table.is_some() && (p.ifindex.is_some() || !matches!(p.via, Via::Gateway(_))) {
+            return Err(FibError::ViaTableNeedsRecursive);
         }
         match p.via {
             Via::Gateway(gw) => {

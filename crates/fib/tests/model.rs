@@ -693,3 +693,126 @@ fn every_change_moves_the_view_version() {
     fib.table_add(7).unwrap();
     moved(&mut r, "table_add");
 }
+
+/// (action, target, labels) of the bucket `hash` picks for `dst` in `table`.
+fn forward_in(fib: &Fib, table: u32, dst: &str, hash: u32) -> (Action, u32, Vec<u32>) {
+    let mut r = fib.reader();
+    let v = r.read();
+    let leg = v.leg(v.lookup(table, a(dst)), hash);
+    let mut l = [0u32; fib::MAX_LABELS];
+    let n = leg.labels_into(&mut l);
+    (leg.action(), leg.target(), l[..n].to_vec())
+}
+
+fn lpm_changes(fib: &Fib) -> u64 {
+    let s = fib.update_stats();
+    s.in_place + s.new_block + s.new_root + s.unchanged + s.regions
+}
+
+#[test]
+fn vpn_routes_resolve_in_the_global_table_and_follow_the_lsp() {
+    let mut fib = fib_with_ifaces();
+    fib.table_add(10).unwrap();
+    fib.table_add(20).unwrap();
+    fib.route_add(0, pfx("10.0.0.0/24"), RouteKind::Connected { ifindex: 1 })
+        .unwrap();
+    fib.route_add(0, pfx("10.0.1.0/24"), RouteKind::Connected { ifindex: 2 })
+        .unwrap();
+    // The transport LSP to the remote PE's loopback.
+    let lsp = |gw: &str, l: u32| RouteKind::Paths(vec![Path::gateway(ip(gw)).with_labels(&[l])]);
+    fib.route_add(0, pfx("192.0.2.4/32"), lsp("10.0.0.1", 1000))
+        .unwrap();
+    // Two VRFs with the same prefixes (overlapping the global table's too), each
+    // with its VPN label, all over that LSP.
+    let vpn = |l: u32| {
+        RouteKind::Paths(vec![
+            Path::gateway(ip("192.0.2.4")).in_table(0).with_labels(&[l]),
+        ])
+    };
+    let mut ids = Vec::new();
+    for k in 0..64u32 {
+        let p = pfx(&format!("10.0.{k}.0/24"));
+        ids.push((
+            fib.route_add(10, p, vpn(77)).unwrap(),
+            fib.route_add(20, p, vpn(88)).unwrap(),
+        ));
+    }
+    assert!(ids.iter().all(|&x| x == ids[0]), "one path list per VRF");
+    let adj1 = fib.adjacency_id(1, IpAddr::V4(ip("10.0.0.1"))).unwrap();
+    assert_eq!(
+        forward_in(&fib, 10, "10.0.5.9", 0),
+        (Action::Forward, adj1, vec![1000, 77])
+    );
+    assert_eq!(
+        forward_in(&fib, 20, "10.0.5.9", 0),
+        (Action::Forward, adj1, vec![1000, 88])
+    );
+    assert_eq!(forward_in(&fib, 0, "10.0.0.9", 0).0, Action::Glean);
+
+    // The LSP is relabelled and moves: every VPN route follows, and only the
+    // global table's lookup structure changes (one /32), none of the VRFs'.
+    let before = lpm_changes(&fib);
+    fib.route_add(0, pfx("192.0.2.4/32"), lsp("10.0.1.1", 2000))
+        .unwrap();
+    assert!(lpm_changes(&fib) - before <= 1, "{:?}", fib.update_stats());
+    let adj2 = fib.adjacency_id(2, IpAddr::V4(ip("10.0.1.1"))).unwrap();
+    for k in [0, 31, 63] {
+        let d = format!("10.0.{k}.1");
+        assert_eq!(
+            forward_in(&fib, 10, &d, 0),
+            (Action::Forward, adj2, vec![2000, 77])
+        );
+        assert_eq!(
+            forward_in(&fib, 20, &d, 0),
+            (Action::Forward, adj2, vec![2000, 88])
+        );
+    }
+    let p = pfx("10.0.9.0/24");
+    assert_eq!(
+        (fib.route(10, p), fib.route(20, p)),
+        (Some(ids[0].0), Some(ids[0].1))
+    );
+
+    // The loopback unreachable: the VPN routes do not forward; back, they do.
+    fib.route_del(0, pfx("192.0.2.4/32")).unwrap();
+    assert_eq!(forward_in(&fib, 10, "10.0.5.9", 0).0, Action::NoRoute);
+    fib.route_add(0, pfx("192.0.2.0/24"), lsp("10.0.0.1", 3000))
+        .unwrap();
+    let adj1 = fib.adjacency_id(1, IpAddr::V4(ip("10.0.0.1"))).unwrap();
+    assert_eq!(
+        forward_in(&fib, 20, "10.0.5.9", 0),
+        (Action::Forward, adj1, vec![3000, 88])
+    );
+
+    // A VRF route's next hop is never looked up in the VRF itself.
+    fib.route_add(10, pfx("192.0.2.0/24"), RouteKind::Blackhole)
+        .unwrap();
+    assert_eq!(
+        forward_in(&fib, 10, "10.0.5.9", 0),
+        (Action::Forward, adj1, vec![3000, 77])
+    );
+
+    // Bad input changes nothing.
+    let before = fib.route(10, p);
+    let bad = |path: Path| RouteKind::Paths(vec![path]);
+    assert_eq!(
+        fib.route_add(10, p, bad(Path::gateway(ip("192.0.2.4")).in_table(99))),
+        Err(FibError::UnknownTable(99))
+    );
+    assert_eq!(
+        fib.route_add(10, p, bad(Path::gateway_on(ip("10.0.0.1"), 1).in_table(0))),
+        Err(FibError::ViaTableNeedsRecursive)
+    );
+    assert_eq!(fib.route(10, p), before);
+    // A table others resolve in is not removed under them.
+    fib.table_add(30).unwrap();
+    fib.route_add(
+        30,
+        pfx("10.9.0.0/16"),
+        bad(Path::gateway(ip("10.0.5.1")).in_table(20)),
+    )
+    .unwrap();
+    assert_eq!(fib.table_del(20), Err(FibError::TableInUse(20, 30)));
+    fib.table_del(30).unwrap();
+    fib.table_del(20).unwrap();
+}

@@ -807,6 +807,7 @@ impl KernelView {
                 ifindex: Some(r),
                 weight: (u32::from(n.weight) * w).clamp(1, 65535),
                 labels: n.labels.clone(),
+                via_table: None,
             });
         }
         (!out.is_empty()).then_some(RouteKind::Paths(out))
