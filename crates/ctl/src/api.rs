@@ -795,6 +795,15 @@ impl<'a> RouterApi<'a> {
                 self.ctl.table_del(t).map_err(|e| e.to_string())?;
                 Ok(Value::Null)
             }
+            Command::VrfAdd { name, table } => {
+                self.ctl.vrf_add(&name, table).map_err(|e| e.to_string())?;
+                Ok(Value::Null)
+            }
+            Command::VrfDel(name) => {
+                self.ctl.vrf_del(&name).map_err(|e| e.to_string())?;
+                Ok(Value::Null)
+            }
+            Command::ShowVrf => Ok(self.vrf_show()),
             Command::RouterId(id) => {
                 self.ctl.set_router_id_from(RouteSource::Dpctl, id);
                 Ok(Value::Null)
@@ -1137,6 +1146,30 @@ impl<'a> RouterApi<'a> {
         v
     }
 
+    /// `show vrf`: every table with its VRF name, interfaces and route count.
+    fn vrf_show(&self) -> Value {
+        let mut tables: Vec<TableId> = self.ctl.fib().tables().collect();
+        tables.sort_unstable();
+        let ift = self.ctl.ifaces();
+        let rows: Vec<Value> = tables
+            .iter()
+            .map(|&t| {
+                let ifaces: Vec<&str> = ift
+                    .iter()
+                    .filter(|i| i.table == t)
+                    .map(|i| i.name.as_str())
+                    .collect();
+                json!({
+                    "vrf": self.ctl.table_vrf(t),
+                    "table": t,
+                    "interfaces": ifaces,
+                    "routes": self.ctl.fib().route_count(t),
+                })
+            })
+            .collect();
+        json!({ "vrfs": rows })
+    }
+
     fn route_show(
         &self,
         table: Option<TableId>,
@@ -1181,7 +1214,13 @@ impl<'a> RouterApi<'a> {
         tables.sort_unstable();
         let counts: Vec<Value> = tables
             .iter()
-            .map(|&t| json!({ "table": t, "routes": self.ctl.fib().route_count(t) }))
+            .map(|&t| {
+                json!({
+                    "table": t,
+                    "vrf": self.ctl.table_vrf(t),
+                    "routes": self.ctl.fib().route_count(t),
+                })
+            })
             .collect();
         Ok(json!({ "tables": counts, "routes": rows }))
     }
@@ -1677,7 +1716,9 @@ impl Service for RouterApi<'_> {
     }
 
     fn handle(&mut self, args: &[String]) -> Result<Value, String> {
-        let cmd = cli::parse(args).map_err(|e| e.to_string())?;
+        let ctl = &*self.ctl;
+        let args = cli::vrf_words(args, |n| ctl.vrf_table(n).ok_or_else(|| ctl.unknown_vrf(n)))?;
+        let cmd = cli::parse(&args).map_err(|e| e.to_string())?;
         self.run(cmd)
     }
 
@@ -2253,6 +2294,7 @@ fn command_name(c: &Command) -> &'static str {
         | Command::InterfaceTable { .. }
         | Command::ShowAddresses => "interface",
         Command::TableAdd(_) | Command::TableDel(_) => "table",
+        Command::VrfAdd { .. } | Command::VrfDel(_) | Command::ShowVrf => "vrf",
         Command::NeighborAdd { .. } | Command::NeighborDel { .. } | Command::NeighborShow => {
             "neighbor"
         }

@@ -98,6 +98,9 @@ pub struct Config {
     /// Label entries (router mode).
     #[serde(default, rename = "label")]
     pub labels: Vec<crate::routing::LabelSection>,
+    /// Named tables (router mode).
+    #[serde(default, rename = "vrf")]
+    pub vrfs: Vec<crate::routing::VrfSection>,
     /// The daemon's log.
     #[serde(default)]
     pub log: crate::log::LogSection,
@@ -554,13 +557,15 @@ impl Config {
                 self.control.socket_mode
             )));
         }
-        let routing = crate::routing::Routing {
+        let mut routing = crate::routing::Routing {
             router: self.router.clone(),
             interfaces: self.interfaces.clone(),
             neighbors: self.neighbors.clone(),
             routes: self.routes.clone(),
             labels: self.labels.clone(),
+            vrfs: self.vrfs.clone(),
         };
+        routing.resolve_vrf_names().map_err(bad)?;
         Ok(Plan {
             eal,
             mempool: self.mempool.clone(),
@@ -681,6 +686,45 @@ rx_queues = 1
         assert!(
             err("[forwarding]\nmode = \"route\"\n[[port]]\nname=\"a\"\ndevice=\"x\"\n")
                 .contains("use \"xconnect\" or \"router\"")
+        );
+    }
+
+    #[test]
+    fn vrf_names_stand_for_their_tables() {
+        let router =
+            format!("{GOOD}[forwarding]\nmode = \"router\"\n[[vrf]]\nname = \"red\"\ntable = 10\n");
+        let plan = Config::parse(
+            &format!(
+                "{router}[[interface]]\nname = \"port1\"\nvrf = \"red\"\n\
+                 [[route]]\nprefix = \"10.0.0.0/24\"\nvrf = \"red\"\n\
+                 via = [{{ gateway = \"192.0.2.4\", next_hop_vrf = \"default\", out_labels = [77] }}]\n\
+                 [[label]]\nlabel = 77\nlookup_vrf = \"red\"\n"
+            ),
+            "t",
+        )
+        .unwrap()
+        .plan("t")
+        .unwrap();
+        let r = &plan.routing;
+        assert_eq!(r.interfaces[0].table, 10);
+        assert_eq!(r.routes[0].table, 10);
+        assert_eq!(r.routes[0].via[0].next_hop_table, Some(0));
+        assert_eq!(r.labels[0].lookup_table, Some(10));
+        let bad = |extra: &str| err(&format!("{router}{extra}"));
+        assert!(
+            bad("[[route]]\nprefix = \"10.0.0.0/24\"\nvrf = \"blue\"\nkind = \"blackhole\"\n")
+                .contains("[[route]] 10.0.0.0/24: unknown vrf \"blue\" (VRFs: default, red)")
+        );
+        assert!(
+            bad("[[interface]]\nname = \"port1\"\nvrf = \"red\"\ntable = 10\n")
+                .contains("give table or vrf, not both")
+        );
+        assert!(bad("[[vrf]]\nname = \"red\"\ntable = 11\n").contains("given twice"));
+        assert!(bad("[[vrf]]\nname = \"pink\"\ntable = 10\n").contains("two names"));
+        assert!(bad("[[vrf]]\nname = \"x\"\ntable = 0\n").contains("default VRF"));
+        assert!(
+            bad("[[label]]\nlabel = 77\nlookup_vrf = \"red\"\nlookup_table = 10\n")
+                .contains("not both")
         );
     }
 

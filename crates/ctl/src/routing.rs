@@ -145,6 +145,9 @@ pub struct InterfaceSection {
     /// IPv4 table.
     #[serde(default)]
     pub table: u32,
+    /// The table by its VRF's name (instead of `table`).
+    #[serde(default)]
+    pub vrf: Option<String>,
     /// Admin state.
     #[serde(default = "yes")]
     pub up: bool,
@@ -185,6 +188,19 @@ pub struct ViaSection {
     /// The table the gateway is looked up in (routes; default: the route's own).
     #[serde(default)]
     pub next_hop_table: Option<TableId>,
+    /// That table by its VRF's name (`default`: table 0).
+    #[serde(default)]
+    pub next_hop_vrf: Option<String>,
+}
+
+/// `[[vrf]]`: a name for a table, which is created.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VrfSection {
+    /// The VRF's name.
+    pub name: String,
+    /// Its table (not 0: that is `default`).
+    pub table: TableId,
 }
 
 fn one() -> u32 {
@@ -200,6 +216,9 @@ pub struct RouteSection {
     /// Table.
     #[serde(default)]
     pub table: u32,
+    /// The table by its VRF's name (instead of `table`).
+    #[serde(default)]
+    pub vrf: Option<String>,
     /// Paths (ECMP when several).
     #[serde(default)]
     pub via: Vec<ViaSection>,
@@ -223,6 +242,9 @@ pub struct LabelSection {
     /// Pop and look up the IPv4 payload in this table.
     #[serde(default)]
     pub lookup_table: Option<u32>,
+    /// That table by its VRF's name (a per-VRF VPN label).
+    #[serde(default)]
+    pub lookup_vrf: Option<String>,
     /// `drop`, `punt`, `pop` (non-eos) or `ip4-lookup` (pop and look up in the
     /// receiving interface's table) instead of paths.
     #[serde(default)]
@@ -245,6 +267,84 @@ pub struct Routing {
     pub routes: Vec<RouteSection>,
     /// `[[label]]`.
     pub labels: Vec<LabelSection>,
+    /// `[[vrf]]`.
+    pub vrfs: Vec<VrfSection>,
+}
+
+impl Routing {
+    /// Turns every VRF name (`vrf`, `next_hop_vrf`, `lookup_vrf`) into its table,
+    /// from `[[vrf]]`; an unknown name, or a name beside the table it stands
+    /// for, is an error that names the section.
+    pub fn resolve_vrf_names(&mut self) -> Result<(), String> {
+        let mut names: BTreeMap<String, TableId> = BTreeMap::new();
+        names.insert("default".into(), 0);
+        for v in &self.vrfs {
+            if v.name == "default" || v.table == 0 {
+                return Err(format!(
+                    "[[vrf]] {:?}: table 0 is the default VRF; give another name and table",
+                    v.name
+                ));
+            }
+            if names.insert(v.name.clone(), v.table).is_some() {
+                return Err(format!("[[vrf]] {:?} is given twice", v.name));
+            }
+        }
+        if let Some(t) = self
+            .vrfs
+            .iter()
+            .map(|v| v.table)
+            .find(|t| self.vrfs.iter().filter(|v| v.table == *t).count() > 1)
+        {
+            return Err(format!("[[vrf]] table {t} has two names"));
+        }
+        let known = names.keys().cloned().collect::<Vec<_>>().join(", ");
+        let table = |what: &str, name: &str| {
+            names
+                .get(name)
+                .copied()
+                .ok_or_else(|| format!("{what}: unknown vrf {name:?} (VRFs: {known})"))
+        };
+        for i in &mut self.interfaces {
+            if let Some(n) = i.vrf.take() {
+                if i.table != 0 {
+                    return Err(format!(
+                        "[[interface]] {}: give table or vrf, not both",
+                        i.name
+                    ));
+                }
+                i.table = table(&format!("[[interface]] {}", i.name), &n)?;
+            }
+        }
+        for r in &mut self.routes {
+            let what = format!("[[route]] {}", r.prefix);
+            if let Some(n) = r.vrf.take() {
+                if r.table != 0 {
+                    return Err(format!("{what}: give table or vrf, not both"));
+                }
+                r.table = table(&what, &n)?;
+            }
+            for v in &mut r.via {
+                if let Some(n) = v.next_hop_vrf.take() {
+                    if v.next_hop_table.is_some() {
+                        return Err(format!(
+                            "{what}: give next_hop_table or next_hop_vrf, not both"
+                        ));
+                    }
+                    v.next_hop_table = Some(table(&what, &n)?);
+                }
+            }
+        }
+        for l in &mut self.labels {
+            if let Some(n) = l.lookup_vrf.take() {
+                let what = format!("[[label]] {}", l.label);
+                if l.lookup_table.is_some() {
+                    return Err(format!("{what}: give lookup_table or lookup_vrf, not both"));
+                }
+                l.lookup_table = Some(table(&what, &n)?);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What the daemon knows about a port when it applies the routing config.
@@ -524,6 +624,10 @@ pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result
                 .map_err(|e| format!("[router] tables: {e}"))?;
         }
     }
+    for v in &r.vrfs {
+        ctl.vrf_add(&v.name, v.table)
+            .map_err(|e| format!("[[vrf]] {}: {e}", v.name))?;
+    }
     let ifaces = wanted_ifaces(r, ports)?;
     // Ports' own interfaces first, in port order, then sub-interfaces in file order.
     for (k, p) in ports.iter().enumerate() {
@@ -647,6 +751,12 @@ fn diff(
     {
         return Err(format!(
             "[router] tables: removing table {t} needs a restart of dataplaned"
+        ));
+    }
+    if let Some(v) = old.vrfs.iter().find(|v| !new.vrfs.contains(v)) {
+        return Err(format!(
+            "[[vrf]] {}: removing or renumbering a VRF needs a restart of dataplaned",
+            v.name
         ));
     }
     let (old_if, new_if) = (wanted_ifaces(old, ports)?, wanted_ifaces(new, ports)?);
@@ -819,6 +929,10 @@ pub fn reload(
             ctl.table_add(t)
                 .map_err(|e| fail("[router] tables".into(), e.to_string()))?;
         }
+    }
+    for v in &new.vrfs {
+        ctl.vrf_add(&v.name, v.table)
+            .map_err(|e| fail(format!("[[vrf]] {}", v.name), e.to_string()))?;
     }
     let rid = router_id(new)?;
     if router_id(old)? != rid {

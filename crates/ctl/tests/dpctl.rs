@@ -1027,3 +1027,80 @@ fn systemd_hears_ready_reloading_and_stopping() {
     assert!(st.success(), "{st}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// VRFs by name, from the file and from dpctl, wherever a table is written; an
+/// L3VPN route in one via the remote PE's loopback in the default VRF, and its
+/// VPN label looking up in it. Bad names are refused and change nothing.
+#[test]
+fn vrfs_name_tables_and_vpn_routes_resolve_in_the_default_one() {
+    let d = Daemon::start(
+        "vrf",
+        "router",
+        &format!(
+            "{ROUTER}[[vrf]]\nname = \"red\"\ntable = 10\n\
+             [[route]]\nprefix = \"10.1.0.0/24\"\nvrf = \"red\"\n\
+             via = [{{ gateway = \"192.0.2.4\", next_hop_vrf = \"default\", out_labels = [78] }}]\n\
+             [[label]]\nlabel = 78\nlookup_vrf = \"red\"\n"
+        ),
+    );
+    d.ok("route add 192.0.2.4/32 via 192.168.11.8 port0 out-labels 1000");
+    d.ok("route add 10.0.0.0/24 vrf red via 192.0.2.4 next-hop-vrf default out-labels 77");
+    d.ok("label add 77 eos ip4-lookup vrf red");
+    let out = d.ok("route show vrf red");
+    assert!(out.contains("ipv4 table 10 (vrf red): 2 routes"), "{out}");
+    assert!(
+        out.contains("10.0.0.0/24") && out.contains("via 192.0.2.4 next-hop-table 0 out-labels 77"),
+        "{out}"
+    );
+    assert!(
+        out.contains("via 192.0.2.4 next-hop-table 0 out-labels 78"),
+        "{out}"
+    );
+    let labels = d.json("label show 77")["labels"].clone();
+    assert_eq!(labels[0]["table"], 10, "{labels}");
+    assert_eq!(d.json("label show 78")["labels"][0]["table"], 10);
+    d.ok("vrf add blue table 20");
+    d.ok("interface address del port1 192.168.11.10/31");
+    d.ok("interface table port1 vrf blue");
+    let vrfs = d.json("show vrf")["vrfs"].clone();
+    let row = |name: &str| {
+        vrfs.as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["vrf"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {vrfs}"))
+    };
+    assert_eq!(row("default")["table"], 0);
+    assert_eq!(row("red")["routes"], 2);
+    assert_eq!(row("blue")["interfaces"], serde_json::json!(["port1"]));
+    assert!(d.ok("show vrf").contains("blue"));
+
+    let before = d.state();
+    for (cmd, want) in [
+        (
+            "route add 10.0.0.0/24 vrf green blackhole",
+            "unknown VRF \"green\" (VRFs: default, blue, red)",
+        ),
+        ("route show vrf", "vrf needs a VRF name"),
+        ("vrf add red table 30", "VRF red is table 10"),
+        ("vrf add pink table 10", "table 10 is VRF red already"),
+        ("vrf add default table 5", "table 0 is the default VRF"),
+        ("vrf add 123 table 5", "bad VRF name"),
+        ("vrf del red", "route"),
+        ("vrf del green", "unknown VRF"),
+        ("table del 10", "is VRF red"),
+        (
+            "route add 10.0.0.0/24 vrf red via 192.0.2.4 port0 next-hop-vrf default",
+            "next-hop-table needs a next hop without an interface",
+        ),
+    ] {
+        let (code, _, err) = d.dpctl(cmd);
+        assert_eq!(code, 1, "{cmd}");
+        assert!(err.contains(want), "{cmd}: {err}");
+    }
+    assert_eq!(d.state(), before);
+    d.ok("interface table port1 vrf default");
+    d.ok("vrf del blue");
+    assert!(!d.ok("show vrf").contains("blue"));
+}

@@ -19,6 +19,7 @@ use crate::spec::{LabelSpec, RouteTarget, Special, ViaSpec, check_in_label};
 pub const USAGE: &str = "\
 route add PREFIX [table N] via GATEWAY [INTERFACE] [out-labels L...] [weight W] [via ...]
 route add PREFIX [table N] via GATEWAY next-hop-table N [out-labels L...]   (the gateway looked up in table N: L3VPN)
+   (wherever `table N` is written, `vrf NAME` may be; `next-hop-vrf NAME` for `next-hop-table N`)
 route add PREFIX [table N] via INTERFACE              (attached)
 route add PREFIX [table N] blackhole|unreachable|prohibit
 route replace ...                                     (same as add; replaces an existing route)
@@ -36,6 +37,9 @@ interface mtu INTERFACE MTU
 interface up|down INTERFACE
 interface table INTERFACE N                           (bind to IPv4 table N; remove its addresses first)
 table add|del N                                       (create an IPv4 table; delete an empty one)
+vrf add NAME table N                                  (name table N VRF NAME, creating it)
+vrf del NAME                                          (delete an empty VRF and its table)
+show vrf                                              (VRFs: tables, interfaces, routes)
 interface sub add INTERFACE VLAN                      (creates INTERFACE.VLAN)
 interface sub del INTERFACE.VLAN
 neighbor add INTERFACE ADDRESS [MAC]                  (no MAC: resolved by ARP)
@@ -212,6 +216,17 @@ pub enum Command {
         /// IPv4 table.
         table: TableId,
     },
+    /// `vrf add NAME table N`.
+    VrfAdd {
+        /// The VRF's name.
+        name: String,
+        /// Its table (created if it does not exist).
+        table: TableId,
+    },
+    /// `vrf del NAME`.
+    VrfDel(String),
+    /// `show vrf`.
+    ShowVrf,
     /// `table add N`.
     TableAdd(TableId),
     /// `table del N`.
@@ -410,6 +425,43 @@ const KEYWORDS: &[&str] = &[
     "drop",
 ];
 
+/// The words with every `vrf NAME` as `table N` and `next-hop-vrf NAME` as
+/// `next-hop-table N`, `N` from `table(NAME)`: the daemon resolves names with its
+/// VRFs before it parses; the client checks the syntax with any number.
+/// `vrf add|del ...` and `show vrf` are left alone.
+pub fn vrf_words(
+    args: &[String],
+    mut table: impl FnMut(&str) -> std::result::Result<TableId, String>,
+) -> std::result::Result<Vec<String>, String> {
+    let first = args.first().map(String::as_str);
+    if first == Some("vrf")
+        || (matches!(first, Some("show" | "sh"))
+            && matches!(args.get(1).map(String::as_str), Some("vrf" | "vrfs")))
+    {
+        return Ok(args.to_vec());
+    }
+    let mut out = Vec::with_capacity(args.len());
+    let mut i = 0;
+    while i < args.len() {
+        let word = match args[i].as_str() {
+            "vrf" => "table",
+            "next-hop-vrf" => "next-hop-table",
+            _ => {
+                out.push(args[i].clone());
+                i += 1;
+                continue;
+            }
+        };
+        let Some(name) = args.get(i + 1) else {
+            return Err(format!("{} needs a VRF name", args[i]));
+        };
+        out.push(word.to_string());
+        out.push(table(name)?.to_string());
+        i += 2;
+    }
+    Ok(out)
+}
+
 /// Parses a command from its words (what follows `dpctl`).
 pub fn parse(words: &[String]) -> Result<Command> {
     let mut w = Words {
@@ -429,6 +481,21 @@ pub fn parse(words: &[String]) -> Result<Command> {
         }
         "label" | "mpls" => label(&mut w)?,
         "interface" | "int" => interface(&mut w)?,
+        "vrf" => {
+            w.usage = "vrf add NAME table N | vrf del NAME";
+            match w.expect("add or del")? {
+                "add" => {
+                    let name = w.expect("NAME")?.to_string();
+                    if w.next() != Some("table") {
+                        return w.err("vrf add NAME table N");
+                    }
+                    let table = w.number("table")?;
+                    Command::VrfAdd { name, table }
+                }
+                "del" | "delete" => Command::VrfDel(w.expect("NAME")?.to_string()),
+                x => return w.err(format!("unexpected {x:?}: say add or del")),
+            }
+        }
         "neighbor" | "neighbour" | "neigh" => neighbor(&mut w)?,
         "table" => {
             w.usage = "table add|del N";
@@ -773,8 +840,12 @@ fn interface(w: &mut Words<'_>) -> Result<Command> {
     w.usage = "interface address|mtu|up|down|table|sub ...";
     match w.expect("address, mtu, up, down, table or sub")? {
         "table" => {
-            w.usage = "interface table INTERFACE N";
+            w.usage = "interface table INTERFACE N|vrf NAME";
             let interface = interface_name(w.expect("INTERFACE")?)?;
+            // (`vrf NAME` arrives as `table N`; see `vrf_words`)
+            if w.peek() == Some("table") {
+                w.next();
+            }
             let table: TableId = w.number("table")?;
             Ok(Command::InterfaceTable { interface, table })
         }
@@ -963,6 +1034,7 @@ fn show(w: &mut Words<'_>) -> Result<Command> {
         "errors" | "error" => Ok(Command::ShowErrors),
         "trace" => Ok(Command::ShowTrace),
         "version" => Ok(Command::ShowVersion),
+        "vrf" | "vrfs" => Ok(Command::ShowVrf),
         "sflow" => Ok(Command::ShowSflow),
         "linux" | "lcp" => Ok(Command::ShowLinux),
         "fpm" => Ok(Command::ShowFpm),

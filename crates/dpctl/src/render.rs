@@ -36,6 +36,7 @@ pub fn render(cmd: &Command, data: &Value) -> String {
         Command::ShowErrors => errors(data),
         Command::ShowTrace => trace(data),
         Command::ShowVersion => version(data),
+        Command::ShowVrf => vrfs(data),
         Command::ShowSflow => sflow(data),
         Command::ShowLinux => linux(data),
         Command::ShowFpm => fpm(data),
@@ -71,12 +72,34 @@ fn path_text(p: &Value) -> String {
     o
 }
 
+fn vrfs(d: &Value) -> String {
+    let mut o = format!(
+        "{:<16} {:>10} {:>10}  Interfaces\n",
+        "VRF", "Table", "Routes"
+    );
+    for v in arr(&d["vrfs"]) {
+        let ifaces: Vec<&str> = arr(&v["interfaces"]).iter().map(s).collect();
+        let _ = writeln!(
+            o,
+            "{:<16} {:>10} {:>10}  {}",
+            v["vrf"].as_str().unwrap_or("-"),
+            n(&v["table"]),
+            n(&v["routes"]),
+            ifaces.join(" ")
+        );
+    }
+    o
+}
+
 fn routes(d: &Value) -> String {
     let mut o = String::new();
     for t in arr(&d["tables"]) {
+        let vrf = t["vrf"]
+            .as_str()
+            .map_or(String::new(), |v| format!(" (vrf {v})"));
         let _ = writeln!(
             o,
-            "ipv4 table {}: {} routes",
+            "ipv4 table {}{vrf}: {} routes",
             n(&t["table"]),
             n(&t["routes"])
         );

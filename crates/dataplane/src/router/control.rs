@@ -78,6 +78,9 @@ pub enum RouterError {
     /// A table cannot go, or an interface cannot change tables, yet.
     #[error("{0}")]
     TableInUse(String),
+    /// A VRF name that is taken, unknown or not a name.
+    #[error("{0}")]
+    Vrf(String),
     /// A more preferred source holds the label entry.
     #[error("label {label} {eos} belongs to {owner}")]
     LabelOwned {
@@ -271,6 +274,8 @@ pub struct RouterControl {
     neighbors6: BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]>,
     /// IPv6 next hops packets wait for (see [`RouterControl::take_unresolved6`]).
     unresolved6: BTreeSet<(u32, std::net::Ipv6Addr)>,
+    /// VRF names of tables (table 0 is `default`, never listed here).
+    vrfs: BTreeMap<String, TableId>,
 }
 
 impl std::fmt::Debug for RouterControl {
@@ -316,6 +321,7 @@ impl RouterControl {
             last_kind: None,
             neighbors6: BTreeMap::new(),
             unresolved6: BTreeSet::new(),
+            vrfs: BTreeMap::new(),
         }
     }
 
@@ -1473,6 +1479,11 @@ impl RouterControl {
         if table != 0 && !self.fib.tables().any(|t| t == table) {
             return Err(FibError::UnknownTable(table).into());
         }
+        if let Some(name) = self.table_vrf(table).filter(|_| table != 0) {
+            return Err(RouterError::TableInUse(format!(
+                "table {table} is VRF {name} (vrf del {name} instead)"
+            )));
+        }
         if let Some(i) = self.iface_list.values().find(|i| i.table == table) {
             return Err(RouterError::TableInUse(format!(
                 "table {table}: interface {} is in it (interface table {} 0 first)",
@@ -1497,6 +1508,91 @@ impl RouterControl {
         self.fib.table_del(table)?;
         self.publish();
         Ok(())
+    }
+
+    /// Names table `table` VRF `name`, creating the table if it does not exist.
+    /// A VRF is a table with a name: interfaces bound to it, its routes, the
+    /// labels that look up in it. `default` is table 0's name and cannot be given.
+    pub fn vrf_add(&mut self, name: &str, table: TableId) -> Result<(), RouterError> {
+        let ok = !name.is_empty()
+            && name.len() <= 32
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && !name.chars().all(|c| c.is_ascii_digit());
+        if !ok {
+            return Err(RouterError::Vrf(format!(
+                "bad VRF name {name:?}: 1-32 letters, digits, '-', '_' or '.', not all digits"
+            )));
+        }
+        if name == "default" || table == 0 {
+            return Err(RouterError::Vrf(
+                "table 0 is the default VRF; give another name and table".into(),
+            ));
+        }
+        match self.vrfs.get(name) {
+            Some(&t) if t == table => return Ok(()),
+            Some(&t) => {
+                return Err(RouterError::Vrf(format!("VRF {name} is table {t}")));
+            }
+            None => {}
+        }
+        if let Some(other) = self.table_vrf(table) {
+            return Err(RouterError::Vrf(format!(
+                "table {table} is VRF {other} already"
+            )));
+        }
+        if !self.fib.tables().any(|t| t == table) {
+            self.fib.table_add(table)?;
+            self.publish();
+        }
+        self.vrfs.insert(name.to_string(), table);
+        Ok(())
+    }
+
+    /// Removes VRF `name` and its table (refused while the table is in use, as
+    /// [`RouterControl::table_del`]).
+    pub fn vrf_del(&mut self, name: &str) -> Result<(), RouterError> {
+        let Some(table) = self.vrf_table(name).filter(|&t| t != 0) else {
+            return Err(RouterError::Vrf(self.unknown_vrf(name)));
+        };
+        self.vrfs.remove(name);
+        if let Err(e) = self.table_del(table) {
+            self.vrfs.insert(name.to_string(), table);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The table of VRF `name` (`default` is 0).
+    pub fn vrf_table(&self, name: &str) -> Option<TableId> {
+        if name == "default" {
+            return Some(0);
+        }
+        self.vrfs.get(name).copied()
+    }
+
+    /// The VRF name of `table`, if it has one (`default` for 0).
+    pub fn table_vrf(&self, table: TableId) -> Option<&str> {
+        if table == 0 {
+            return Some("default");
+        }
+        self.vrfs
+            .iter()
+            .find(|(_, t)| **t == table)
+            .map(|(n, _)| n.as_str())
+    }
+
+    /// The named VRFs and their tables (without `default`).
+    pub fn vrfs(&self) -> impl Iterator<Item = (&str, TableId)> + '_ {
+        self.vrfs.iter().map(|(n, &t)| (n.as_str(), t))
+    }
+
+    /// "unknown VRF ... (VRFs: ...)".
+    pub fn unknown_vrf(&self, name: &str) -> String {
+        let mut names = vec!["default"];
+        names.extend(self.vrfs.keys().map(String::as_str));
+        format!("unknown VRF {name:?} (VRFs: {})", names.join(", "))
     }
 
     /// Binds an interface to another IPv4 table: packets it receives are looked
