@@ -572,6 +572,20 @@ def main():
             got = twin(sock)[key] - before
             rows.append((f"{what} through the twin (UDP, 74 B)", f"{got / 3.0:,.0f} pkts/s",
                          f"{sent / 3.0:,.0f}/s offered"))
+        # The same floods between two plain kernels a veth apart (the prober's
+        # namespaces): what this machine carries with no dataplane in the way.
+        for what, ns, dst, peer, dev, remote in (
+                ("punt", PLAIN_A, "10.251.0.1", PLAIN_B, "dpblp1", True),
+                ("inject", PLAIN_B, "10.251.0.2", PLAIN_A, "dpblp0", False)):
+            def rx():
+                o = sh("ip", "netns", "exec", peer, "cat", f"/sys/class/net/{dev}/statistics/rx_packets")
+                return int(o.stdout.strip())
+            before = rx()
+            sent = flood(ns, dst, 3.0, remote)
+            time.sleep(0.2)
+            got = rx() - before
+            rows.append((f"plain Linux: the {what} flood across a veth into a namespace's kernel", f"{got / 3.0:,.0f} pkts/s",
+                         f"{sent / 3.0:,.0f}/s offered (the same senders and CPUs)"))
         nl = dpctl(sock, "show", "linux")["netlink"]
         rows.append(("netlink", f"{nl['messages']:,} msgs", f"{nl['batches']} batches, {nl['resyncs']} resyncs, {nl['overflows']} overflows"))
     finally:

@@ -88,7 +88,7 @@ fn main() {
         .clang_arg("-Icsrc")
         .clang_args(&cflags)
         .allowlist_function(
-            "rte_eal_.*|rte_eth_.*|rte_pktmbuf_pool_create|rte_mempool_.*|rte_ring_(create|free|lookup)\
+            "rte_eal_.*|rte_eth_.*|rte_pktmbuf_pool_create(_by_ops)?|rte_mempool_.*|rte_ring_(create|free|lookup)\
              |rte_lcore_.*|rte_socket_id|rte_strerror|rte_get_tsc_hz|rte_delay_us_block\
              |rte_lpm_(create|free|add|delete|delete_all|find_existing)|rte_fib_.*|rte_version\
              |rte_pktmbuf_free_bulk|rte_get_next_lcore|rte_get_main_lcore|rte_dev_probe\

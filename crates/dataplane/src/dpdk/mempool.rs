@@ -44,15 +44,21 @@ impl Mempool {
                 "mempool name {name:?} is too long"
             )));
         }
-        // SAFETY: EAL is initialised (we hold &Eal); the name is a valid C string.
+        // The ring in relaxed tail sync mode: threads that are not EAL lcores (the
+        // punt thread, the control thread) take and return mbufs without a cache,
+        // and one of them preempted in the middle of a default (MP/MC) ring
+        // operation would keep every other user of the ring spinning on its tail
+        // until it runs again, for a scheduler slice when they share a CPU.
+        // SAFETY: EAL is initialised (we hold &Eal); the names are valid C strings.
         let raw = unsafe {
-            dpdk_sys::rte_pktmbuf_pool_create(
+            dpdk_sys::rte_pktmbuf_pool_create_by_ops(
                 cname.as_ptr(),
                 n,
                 cache.min(dpdk_sys::RTE_MEMPOOL_CACHE_MAX_SIZE),
                 0,
                 data_room,
                 dpdk_sys::SOCKET_ID_ANY,
+                c"ring_mt_rts".as_ptr(),
             )
         };
         let raw = NonNull::new(raw).ok_or_else(|| DpdkError::Call {

@@ -25,10 +25,6 @@ use super::worker::{InjectQueue, PuntQueue, WorkerWake};
 
 /// Depth of each worker's event queue (neighbours learned from ARP).
 const EVENT_QUEUE: usize = 1024;
-/// Depth of each worker's punt queue.
-const PUNT_QUEUE: usize = 1024;
-/// Depth of each worker's queue of packets the control thread sends.
-const INJECT_QUEUE: usize = 1024;
 
 /// Errors of control operations. Each says what is wrong.
 #[derive(Debug, Error)]
@@ -330,7 +326,7 @@ impl RouterControl {
     pub fn new_core(&mut self, cfg: CoreConfig, tsc_hz: u64) -> (Core, Arc<PuntQueue>) {
         let stats = Arc::new(WorkerStats::default());
         let events = Arc::new(ArrayQueue::new(EVENT_QUEUE));
-        let punts = Arc::new(ArrayQueue::new(PUNT_QUEUE));
+        let punts = Arc::new(PuntQueue::new());
         let tables = Tables {
             fib: self.fib.reader(),
             labels: self.labels.reader(),
@@ -341,7 +337,7 @@ impl RouterControl {
             stats,
             events,
             punts: punts.clone(),
-            inject: Arc::new(ArrayQueue::new(INJECT_QUEUE)),
+            inject: Arc::new(InjectQueue::new()),
             wake: Arc::new(WorkerWake::default()),
         });
         (core, punts)

@@ -2,11 +2,10 @@
 //! run the [`Core`] over it, transmit per port, hand punts to the control thread.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use crossbeam_queue::ArrayQueue;
 
 use crate::dpdk::{BURST, Burst, Mbuf, Mempool, tsc};
 use crate::xconnect::IdlePolicy;
@@ -20,11 +19,136 @@ use super::stats::{MAX_IFACES, Stage, WorkerStats};
 /// up to [`BURST`] across calls and queues.
 const RX_CHUNK: usize = 64;
 
+/// Entries of a [`Queue`].
+const QUEUE_SLOTS: usize = 1024;
+
+/// A bounded queue between threads whose `pop` never waits for a producer: an
+/// entry a producer has claimed but not yet written reads as absent. (A queue
+/// whose consumer waits for it, as crossbeam's `ArrayQueue` does, keeps a
+/// worker spinning for the rest of a scheduler slice when the punt thread that
+/// shares its CPU is preempted in the middle of a push, and the other way round.)
+///
+/// Vyukov's bounded queue: each slot's sequence number says whose turn it is
+/// (`pos`: a producer's at position `pos`; `pos + 1`: the consumer's). The value
+/// sits behind a mutex only to stay in safe code: the sequence protocol gives one
+/// thread at a time the slot, so the lock is never contended.
+pub struct Queue<T> {
+    slots: Box<[Slot<T>]>,
+    head: crossbeam_utils::CachePadded<AtomicUsize>,
+    tail: crossbeam_utils::CachePadded<AtomicUsize>,
+    /// Entries pushed minus entries popped (briefly negative: a pop may count
+    /// before the push that made it possible does).
+    len: AtomicIsize,
+}
+
+struct Slot<T> {
+    seq: AtomicUsize,
+    val: std::sync::Mutex<Option<T>>,
+}
+
+impl<T> Queue<T> {
+    /// An empty queue of [`QUEUE_SLOTS`] entries.
+    pub fn new() -> Self {
+        Self {
+            slots: (0..QUEUE_SLOTS)
+                .map(|i| Slot {
+                    seq: AtomicUsize::new(i),
+                    val: std::sync::Mutex::new(None),
+                })
+                .collect(),
+            head: Default::default(),
+            tail: Default::default(),
+            len: AtomicIsize::new(0),
+        }
+    }
+
+    /// Adds `v`, or hands it back when the queue is full.
+    pub fn push(&self, v: T) -> Result<(), T> {
+        let mut pos = self.tail.load(Ordering::Relaxed);
+        loop {
+            let slot = &self.slots[pos % QUEUE_SLOTS];
+            let seq = slot.seq.load(Ordering::Acquire);
+            match (seq as isize).wrapping_sub(pos as isize) {
+                0 => match self.tail.compare_exchange_weak(
+                    pos,
+                    pos.wrapping_add(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        *slot.val.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+                        slot.seq.store(pos.wrapping_add(1), Ordering::Release);
+                        self.len.fetch_add(1, Ordering::SeqCst);
+                        return Ok(());
+                    }
+                    Err(now) => pos = now,
+                },
+                // The slot still holds an entry of the previous lap: full.
+                d if d < 0 => return Err(v),
+                _ => pos = self.tail.load(Ordering::Relaxed),
+            }
+        }
+    }
+
+    /// The oldest entry whose push has completed, if any; never waits.
+    pub fn pop(&self) -> Option<T> {
+        let mut pos = self.head.load(Ordering::Relaxed);
+        loop {
+            let slot = &self.slots[pos % QUEUE_SLOTS];
+            let seq = slot.seq.load(Ordering::Acquire);
+            match (seq as isize).wrapping_sub(pos.wrapping_add(1) as isize) {
+                0 => match self.head.compare_exchange_weak(
+                    pos,
+                    pos.wrapping_add(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        let v = slot.val.lock().unwrap_or_else(|e| e.into_inner()).take();
+                        slot.seq
+                            .store(pos.wrapping_add(QUEUE_SLOTS), Ordering::Release);
+                        self.len.fetch_sub(1, Ordering::SeqCst);
+                        return v;
+                    }
+                    Err(now) => pos = now,
+                },
+                // Empty, or its producer has not finished writing it.
+                d if d < 0 => return None,
+                _ => pos = self.head.load(Ordering::Relaxed),
+            }
+        }
+    }
+
+    /// Completed pushes not yet popped.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::SeqCst).max(0) as usize
+    }
+
+    /// True when every completed push has been popped.
+    pub fn is_empty(&self) -> bool {
+        self.len.load(Ordering::SeqCst) <= 0
+    }
+}
+
+impl<T> Default for Queue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> std::fmt::Debug for Queue<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("len", &self.len.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
 /// Punted packets on their way to the control thread.
-pub type PuntQueue = ArrayQueue<(PuntReason, Mbuf)>;
+pub type PuntQueue = Queue<(PuntReason, Mbuf)>;
 
 /// Packets the control thread sends through a worker: (DPDK port, frame).
-pub type InjectQueue = ArrayQueue<(u16, Mbuf)>;
+pub type InjectQueue = Queue<(u16, Mbuf)>;
 
 /// A thread's "I am going to sleep" flag, and the one who wakes it: the
 /// sleeper sets it before it looks for work a last time, a producer clears it
@@ -592,5 +716,64 @@ fn flush(b: &mut Burst, port: u16, queue: u16, refused: &crate::counters::Counte
     if !b.is_empty() {
         refused.add(b.len() as u64);
         b.clear();
+    }
+}
+
+#[cfg(test)]
+mod queue_tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_holds_its_slots_refuses_more_and_pops_in_order() {
+        let q: Queue<u32> = Queue::new();
+        assert!(q.is_empty());
+        for i in 0..QUEUE_SLOTS as u32 {
+            assert!(q.push(i).is_ok(), "{i}");
+        }
+        assert_eq!(q.push(7), Err(7));
+        assert_eq!(q.len(), QUEUE_SLOTS);
+        for i in 0..QUEUE_SLOTS as u32 {
+            assert_eq!(q.pop(), Some(i));
+        }
+        assert_eq!(q.pop(), None);
+        assert!(q.is_empty());
+        for round in 0..3 * QUEUE_SLOTS as u32 {
+            assert!(q.push(round).is_ok());
+            assert_eq!(q.pop(), Some(round));
+        }
+    }
+
+    #[test]
+    fn two_producers_and_a_consumer_lose_nothing_and_keep_each_producers_order() {
+        const EACH: u32 = 100_000;
+        let q: Arc<Queue<(u32, u32)>> = Arc::new(Queue::new());
+        let producers: Vec<_> = (0..2)
+            .map(|p| {
+                let q = q.clone();
+                std::thread::spawn(move || {
+                    for i in 0..EACH {
+                        let mut v = (p, i);
+                        while let Err(back) = q.push(v) {
+                            v = back;
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut next = [0u32; 2];
+        while next != [EACH; 2] {
+            match q.pop() {
+                Some((p, i)) => {
+                    assert_eq!(i, next[p as usize], "producer {p}");
+                    next[p as usize] += 1;
+                }
+                None => std::thread::yield_now(),
+            }
+        }
+        for t in producers {
+            t.join().unwrap();
+        }
+        assert!(q.is_empty() && q.pop().is_none());
     }
 }
