@@ -204,17 +204,40 @@ impl CounterSource for RouterSource<'_> {
 }
 
 /// extended_router's masks of a flow sample: the lengths of the routes to its
-/// IPv4 source and destination in the receiving interface's table, for a packet
-/// the router looked up as IPv4 (one that arrived without labels); `None`
-/// otherwise (a label switch looks up no prefix).
+/// IPv4 source and destination in the table the router looked it up in: the
+/// receiving interface's for a packet that arrived without labels, or the one
+/// its label stack pops into (explicit null, a label entry's `ip4-lookup`: a
+/// per-VRF VPN label); `None` for a label switch, which looks up no prefix.
 pub fn mask_lengths(ctl: &RouterControl, ifaces: &IfTable, rec: &SampleRecord) -> Option<(u8, u8)> {
-    if !rec.in_labels.as_slice().is_empty() {
-        return None;
-    }
     let sflow::Interface::Index(ix) = rec.input else {
         return None;
     };
-    let table = ifaces.get(ix)?.table;
+    let rx_table = ifaces.get(ix)?.table;
+    let mut table = None;
+    if rec.in_labels.as_slice().is_empty() {
+        table = Some(rx_table);
+    }
+    for &w in rec.in_labels.as_slice() {
+        let (label, eos) = (w >> 12, w & 0x100 != 0);
+        let action = match label {
+            // IPv4 explicit null: popped, and looked up where it arrived.
+            0 if eos => {
+                table = Some(rx_table);
+                break;
+            }
+            0 => continue,
+            _ => ctl.labels().get(label, eos)?,
+        };
+        match action {
+            mpls::LabelAction::Ip4Lookup { table: t, .. } => {
+                table = Some(if *t == mpls::RX_TABLE { rx_table } else { *t });
+                break;
+            }
+            mpls::LabelAction::Pop { .. } => {}
+            _ => return None,
+        }
+    }
+    let table = table?;
     let (src, dst) = ip4_addresses(rec.header())?;
     let len = |a: u32| ctl.fib().match_len(table, a).unwrap_or(0);
     Some((len(src), len(dst)))
@@ -465,8 +488,43 @@ mod tests {
         assert_eq!(m(&rec([198, 18, 7, 1], &[])), Some((24, 24)));
         assert_eq!(m(&rec([198, 19, 0, 1], &[])), Some((24, 15)));
         assert_eq!(m(&rec([203, 0, 113, 1], &[])), Some((24, 0)));
-        // A label switch looks up no prefix.
-        assert_eq!(m(&rec([198, 18, 7, 1], &[100])), None);
+        // A label switch looks up no prefix; a label that pops into a table
+        // (explicit null, ip4-lookup: a per-VRF VPN label) looks up there.
+        let adj = ctl.adjacency(1, Ipv4Addr::new(10, 1, 0, 2)).unwrap();
+        ctl.label_add(100, true, mpls::LabelAction::swap(adj, &[200]))
+            .unwrap();
+        ctl.table_add(10).unwrap();
+        let via10 = RouteKind::Paths(vec![Path::gateway_on(Ipv4Addr::new(10, 1, 0, 2), 1)]);
+        ctl.route_add(10, "198.18.0.0/16".parse().unwrap(), via10)
+            .unwrap();
+        ctl.label_add(300, true, mpls::LabelAction::ip4_lookup(10))
+            .unwrap();
+        ctl.label_add(301, true, mpls::LabelAction::ip4_lookup(mpls::RX_TABLE))
+            .unwrap();
+        ctl.label_add(
+            400,
+            false,
+            mpls::LabelAction::Pop {
+                ttl_mode: mpls::TtlMode::Uniform,
+            },
+        )
+        .unwrap();
+        let lse = |label: u32, eos: bool| label << 12 | u32::from(eos) << 8 | 64;
+        let ifaces = ctl.ifaces();
+        let m = |r: &SampleRecord| mask_lengths(&ctl, &ifaces, r);
+        assert_eq!(m(&rec([198, 18, 7, 1], &[lse(100, true)])), None);
+        assert_eq!(m(&rec([198, 18, 7, 1], &[lse(999, true)])), None);
+        assert_eq!(m(&rec([198, 18, 7, 1], &[lse(300, true)])), Some((0, 16)));
+        assert_eq!(m(&rec([198, 18, 7, 1], &[lse(301, true)])), Some((24, 24)));
+        assert_eq!(m(&rec([198, 18, 7, 1], &[lse(0, true)])), Some((24, 24)));
+        assert_eq!(
+            m(&rec([198, 19, 0, 1], &[lse(400, false), lse(300, true)])),
+            Some((0, 0))
+        );
+        assert_eq!(
+            m(&rec([198, 18, 7, 1], &[lse(0, false), lse(301, true)])),
+            Some((24, 24))
+        );
         // Pushed (sampled as it left, under a label) and tagged frames: the IPv4
         // header is found behind them.
         let mut r = rec([198, 18, 7, 1], &[]);
