@@ -13,6 +13,11 @@
 //! nodes between rx and tx): IPv4 <= 35 (104), swap <= 30 (110), push <= 40 (131),
 //! pop + lookup <= 40 (145).
 //!
+//! L3VPN PE: `vpn_ingress` looks up in a VRF holding the same table, whose routes go
+//! to a remote PE's loopback resolved in the global table (the LSP's label pushed
+//! over the VPN label); `vpn_egress` pops a per-VRF VPN label and looks up in a
+//! VRF holding the same table, without labels towards the customers.
+//!
 //! Run: `cargo bench -p benches --bench pipeline`
 #![deny(unsafe_code)]
 
@@ -53,9 +58,15 @@ fn load_rib() -> Vec<(u32, u8, u32)> {
 /// table with every prefix via one of those neighbours, odd origin ASes with an
 /// out-label (a PE with labelled and plain routes); label 100 swaps to 200 towards
 /// port 1, 102 is PHP towards port 2, 300 pops and looks up in table 0.
+/// L3VPN: port 5 is in VRF table 10, whose copy of the table goes to a remote PE
+/// (192.0.2.4, an LSP with label 1000 towards port 1) with a VPN label per origin
+/// AS under the LSP's; label 301 pops into VRF table 20, whose copy of the table
+/// goes to the local customers' neighbours without labels.
 fn router(rib: &[(u32, u8, u32)]) -> RouterControl {
     let mut ctl = RouterControl::new();
-    for p in 0..5u8 {
+    ctl.table_add(VRF_IN).unwrap();
+    ctl.table_add(VRF_OUT).unwrap();
+    for p in 0..6u8 {
         ctl.add_interface(Interface {
             ifindex: u32::from(p) + 1,
             name: format!("port{p}"),
@@ -64,11 +75,11 @@ fn router(rib: &[(u32, u8, u32)]) -> RouterControl {
             mac: mac_r(p),
             mtu: 1500,
             up: true,
-            table: 0,
+            table: if p == 5 { VRF_IN } else { 0 },
             addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
         })
         .unwrap();
-        if p > 0 {
+        if (1..5).contains(&p) {
             ctl.set_neighbor(u32::from(p) + 1, Ipv4Addr::new(10, p + 1, 0, 2), mac_n(p))
                 .unwrap();
         }
@@ -85,7 +96,18 @@ fn router(rib: &[(u32, u8, u32)]) -> RouterControl {
         let prefix = Ipv4Prefix::new_truncated(Ipv4Addr::from(a), l).unwrap();
         ctl.route_add(0, prefix, RouteKind::Paths(vec![path]))
             .unwrap();
+        let vpn = Path::gateway(REMOTE_PE)
+            .in_table(0)
+            .with_labels(&[16 + asn % 1000]);
+        ctl.route_add(VRF_IN, prefix, RouteKind::Paths(vec![vpn]))
+            .unwrap();
+        let ce = Path::gateway_on(Ipv4Addr::new(10, p + 1, 0, 2), u32::from(p) + 1);
+        ctl.route_add(VRF_OUT, prefix, RouteKind::Paths(vec![ce]))
+            .unwrap();
     }
+    let lsp = Path::gateway_on(Ipv4Addr::new(10, 2, 0, 2), 2).with_labels(&[1000]);
+    let pe = Ipv4Prefix::new(REMOTE_PE, 32).unwrap();
+    ctl.route_add(0, pe, RouteKind::Paths(vec![lsp])).unwrap();
     eprintln!(
         "loaded {} prefixes through RouterControl in {:.1} s",
         rib.len(),
@@ -107,8 +129,16 @@ fn router(rib: &[(u32, u8, u32)]) -> RouterControl {
     ctl.label_add(102, true, LabelAction::php(adj2)).unwrap();
     ctl.label_add(300, true, LabelAction::ip4_lookup(0))
         .unwrap();
+    ctl.label_add(301, true, LabelAction::ip4_lookup(VRF_OUT))
+        .unwrap();
     ctl
 }
+
+/// The VRF of port 5 (L3VPN ingress) and the one label 301 pops into (egress).
+const VRF_IN: u32 = 10;
+const VRF_OUT: u32 = 20;
+/// The remote PE's loopback.
+const REMOTE_PE: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 4);
 
 fn ip4(dst: u32, sport: u16) -> [u8; IP_LEN] {
     let mut p = [0u8; IP_LEN];
@@ -126,11 +156,11 @@ fn ip4(dst: u32, sport: u16) -> [u8; IP_LEN] {
     p
 }
 
-/// A frame from the host on port 0: Ethernet, `labels` (label, S on the last, TTL
-/// 64), IPv4 to `dst`.
-fn frame(labels: &[u32], dst: u32, sport: u16) -> Vec<u8> {
+/// A frame from the host on port `rx`: Ethernet, `labels` (label, S on the last,
+/// TTL 64), IPv4 to `dst`.
+fn frame(rx: u16, labels: &[u32], dst: u32, sport: u16) -> Vec<u8> {
     let mut f = Vec::with_capacity(14 + 4 * labels.len() + IP_LEN);
-    f.extend_from_slice(&mac_r(0));
+    f.extend_from_slice(&mac_r(rx as u8));
     f.extend_from_slice(&HOST);
     let et: u16 = if labels.is_empty() { 0x0800 } else { 0x8847 };
     f.extend_from_slice(&et.to_be_bytes());
@@ -179,7 +209,7 @@ fn destinations(rib: &[(u32, u8, u32)], core: &mut Core, want: u16, n: usize) ->
             .collect();
         let mut pkts: Vec<VecPacket> = cand
             .iter()
-            .map(|&d| VecPacket::new(&frame(&[], d, 1), 0))
+            .map(|&d| VecPacket::new(&frame(0, &[], d, 1), 0))
             .collect();
         core.process(&mut pkts, &mut out);
         for ((d, o), p) in cand.iter().zip(&out).zip(&pkts) {
@@ -199,7 +229,8 @@ impl<P: Packet> Case<P> {
     #[allow(clippy::too_many_arguments)]
     fn new(
         ctl: &mut RouterControl,
-        mk: &dyn Fn(&[u8]) -> P,
+        mk: &dyn Fn(&[u8], u16) -> P,
+        rx: u16,
         name: &'static str,
         vpp: &'static str,
         goal: &'static str,
@@ -213,11 +244,11 @@ impl<P: Packet> Case<P> {
             .map(|c| {
                 c.iter()
                     .enumerate()
-                    .map(|(i, &d)| frame(labels, d, 1024 + i as u16))
+                    .map(|(i, &d)| frame(rx, labels, d, 1024 + i as u16))
                     .collect()
             })
             .collect();
-        let pkts = templates[0].iter().map(|f| mk(f)).collect();
+        let pkts = templates[0].iter().map(|f| mk(f, rx)).collect();
         let mut c = Case {
             name,
             vpp,
@@ -360,8 +391,9 @@ fn setup() -> Setup {
     }
 }
 
-/// The six paths, and IPv4 over four-way ECMP, with packets made by `mk`.
-fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8]) -> P) -> Vec<Case<P>> {
+/// The six paths, IPv4 over four-way ECMP and the L3VPN PE's two, with packets
+/// made by `mk` (frame, receiving port).
+fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8], u16) -> P) -> Vec<Case<P>> {
     let Setup {
         ctl,
         plain,
@@ -369,13 +401,34 @@ fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8]) -> P) -> Vec<Case<P>> {
         ecmp,
     } = s;
     vec![
-        Case::new(ctl, mk, "ip4_forward", "104", "<= 35", plain, &[], 0x0800),
-        Case::new(ctl, mk, "p_swap", "110", "<= 30", plain, &[100], 0x8847),
-        Case::new(ctl, mk, "pe_push", "131", "<= 40", labelled, &[], 0x8847),
-        Case::new(ctl, mk, "pe_explicit_null", "125", "", plain, &[0], 0x0800),
         Case::new(
             ctl,
             mk,
+            0,
+            "ip4_forward",
+            "104",
+            "<= 35",
+            plain,
+            &[],
+            0x0800,
+        ),
+        Case::new(ctl, mk, 0, "p_swap", "110", "<= 30", plain, &[100], 0x8847),
+        Case::new(ctl, mk, 0, "pe_push", "131", "<= 40", labelled, &[], 0x8847),
+        Case::new(
+            ctl,
+            mk,
+            0,
+            "pe_explicit_null",
+            "125",
+            "",
+            plain,
+            &[0],
+            0x0800,
+        ),
+        Case::new(
+            ctl,
+            mk,
+            0,
             "pe_pop_lookup",
             "145",
             "<= 40",
@@ -383,8 +436,11 @@ fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8]) -> P) -> Vec<Case<P>> {
             &[300],
             0x0800,
         ),
-        Case::new(ctl, mk, "php", "113", "", plain, &[102], 0x0800),
-        Case::new(ctl, mk, "ip4_ecmp4", "", "", ecmp, &[], 0x0800),
+        Case::new(ctl, mk, 0, "php", "113", "", plain, &[102], 0x0800),
+        Case::new(ctl, mk, 0, "ip4_ecmp4", "", "", ecmp, &[], 0x0800),
+        // Every VRF route: the LSP's label over the VPN label.
+        Case::new(ctl, mk, 5, "vpn_ingress", "", "", plain, &[], 0x8847),
+        Case::new(ctl, mk, 0, "vpn_egress", "", "", plain, &[301], 0x0800),
     ]
 }
 
@@ -458,16 +514,16 @@ fn main() {
             ])
             .unwrap_or_else(|e| panic!("EAL: {e}"));
             let pool =
-                Mempool::new(eal, "bench_pool", 2047, 0, 2176).unwrap_or_else(|e| panic!("{e}"));
-            let mk = |f: &[u8]| {
+                Mempool::new(eal, "bench_pool", 4095, 0, 2176).unwrap_or_else(|e| panic!("{e}"));
+            let mk = |f: &[u8], rx: u16| {
                 let mut m = pool.alloc_with(f).expect("mbuf");
-                m.set_port(0);
+                m.set_port(rx);
                 m
             };
             profile(&mut cases(&mut st, &mk), &name, vectors)
         } else {
             profile(
-                &mut cases(&mut st, &|f: &[u8]| VecPacket::new(f, 0)),
+                &mut cases(&mut st, &|f: &[u8], rx: u16| VecPacket::new(f, rx)),
                 &name,
                 vectors,
             )
@@ -478,7 +534,7 @@ fn main() {
         );
         return;
     }
-    let mut cs = cases(&mut st, &|f: &[u8]| VecPacket::new(f, 0));
+    let mut cs = cases(&mut st, &|f: &[u8], rx: u16| VecPacket::new(f, rx));
     {
         let mut g = c.benchmark_group("pipeline");
         g.throughput(Throughput::Elements(BURST as u64));
@@ -541,10 +597,10 @@ fn main() {
             return;
         }
     };
-    let pool = Mempool::new(eal, "bench_pool", 2047, 0, 2176).unwrap_or_else(|e| panic!("{e}"));
-    let mk = |f: &[u8]| {
+    let pool = Mempool::new(eal, "bench_pool", 4095, 0, 2176).unwrap_or_else(|e| panic!("{e}"));
+    let mk = |f: &[u8], rx: u16| {
         let mut m = pool.alloc_with(f).expect("mbuf");
-        m.set_port(0);
+        m.set_port(rx);
         m
     };
     let mut ms = cases(&mut st, &mk);

@@ -2623,3 +2623,76 @@ fn vpn_routes_push_the_lsp_over_the_vpn_label_and_the_vpn_label_looks_up_in_the_
         assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
     }
 }
+
+/// Two customers with the same subnet (10.1.0.0/24, the router 10.1.0.1 on both)
+/// on ports 0 and 1, in VRFs 10 and 20: ARP, ICMP errors (a traceroute's first
+/// hop) and a route each stay inside the receiving interface's VRF, and neither
+/// reaches the other's routes.
+#[test]
+fn overlapping_vrfs_answer_arp_and_send_icmp_from_their_own_interface() {
+    let mut ctl = RouterControl::new();
+    ctl.table_add(10).unwrap();
+    ctl.table_add(20).unwrap();
+    for (p, t) in [(0u8, 10), (1, 20)] {
+        let mut i = port_iface(p, u16::from(p), t);
+        i.addrs = vec![(a("10.1.0.1"), 24)];
+        ctl.add_interface(i).unwrap();
+    }
+    let host2 = mac_n(1);
+    ctl.set_neighbor(1, a("10.1.0.2"), HOST).unwrap();
+    ctl.set_neighbor(2, a("10.1.0.2"), host2).unwrap();
+    // Only VRF 10 has a route to 198.18/16 (back to its customer).
+    let back = RouteKind::Paths(vec![Path::gateway(a("10.1.0.2"))]);
+    ctl.route_add(10, pfx("198.18.0.0/16"), back).unwrap();
+    for fast_path in [true, false] {
+        let cfg = CoreConfig {
+            fast_path,
+            ..core_cfg()
+        };
+        let mut core = ctl.new_core(cfg, tsc_hz()).0;
+        for (port, host) in [(0u16, HOST), (1, host2)] {
+            let mut req = eth(
+                BCAST,
+                host,
+                None,
+                ETH_ARP,
+                &arp(1, host, a("10.1.0.2"), [0; 6], a("10.1.0.1")),
+            );
+            req.resize(60, 0);
+            let res = run(&mut core, &[req], port);
+            let mac = mac_r(port as u8);
+            let want = arp(2, mac, a("10.1.0.1"), host, a("10.1.0.2"));
+            assert_eq!(
+                res[0],
+                (Out::Tx(port), eth(host, mac, None, ETH_ARP, &want))
+            );
+        }
+        // TTL 1 through VRF 10: time exceeded from 10.1.0.1 on port 0.
+        let ip = ip4(a("10.1.0.2"), a("198.18.0.9"), 1, 7, 60);
+        let res = run(&mut core, &[eth(mac_r(0), HOST, None, ETH_IP4, &ip)], 0);
+        assert_eq!(res[0].0, Out::Tx(0), "fast path {fast_path}");
+        let f = &res[0].1;
+        assert_eq!(
+            (&f[0..6], &f[26..30], &f[30..34]),
+            (&HOST[..], &[10, 1, 0, 1][..], &[10, 1, 0, 2][..])
+        );
+        assert_eq!((f[34], f[35]), (11, 0), "time exceeded");
+        // The same packet in VRF 20: no route there, net unreachable from port 1's
+        // 10.1.0.1 back to its own customer.
+        let ip = ip4(a("10.1.0.2"), a("198.18.0.9"), 64, 7, 60);
+        let res = run(&mut core, &[eth(mac_r(1), host2, None, ETH_IP4, &ip)], 1);
+        assert_eq!(res[0].0, Out::Tx(1), "fast path {fast_path}");
+        let f = &res[0].1;
+        assert_eq!((&f[0..6], &f[26..30]), (&host2[..], &[10, 1, 0, 1][..]));
+        assert_eq!((f[34], f[35]), (3, 0), "net unreachable");
+        // And through VRF 10 it goes back out of port 0, never port 1.
+        let res = run(&mut core, &[eth(mac_r(0), HOST, None, ETH_IP4, &ip)], 0);
+        assert_eq!(
+            res[0],
+            (
+                Out::Tx(0),
+                eth(HOST, mac_r(0), None, ETH_IP4, &with_ttl(&ip, 63))
+            )
+        );
+    }
+}
