@@ -332,6 +332,21 @@ pub fn fuzz_router_on(ports: [u16; 5]) -> RouterControl {
         RouteKind::Paths(vec![Path::gateway(a("10.4.0.2"))]),
     )
     .unwrap();
+    // VRFs 7 and 8 with labels 301 and 302 popping into them (the fast path's
+    // second batch, and a third table left to the general path): a neighbour, a
+    // VPN route over the global table's 198.19/16 and nothing else.
+    for (t, l, nbr, ix) in [(7, 301, "10.2.0.2", 2), (8, 302, "10.3.0.2", 3)] {
+        ctl.table_add(t).unwrap();
+        let p = Path::gateway_on(a(nbr), ix);
+        ctl.route_add(t, pfx("198.18.0.0/16"), RouteKind::Paths(vec![p]))
+            .unwrap();
+        let vpn = Path::gateway(a("198.19.0.1"))
+            .in_table(0)
+            .with_labels(&[77]);
+        ctl.route_add(t, pfx("198.26.0.0/16"), RouteKind::Paths(vec![vpn]))
+            .unwrap();
+        ctl.label_add(l, true, LabelAction::ip4_lookup(t)).unwrap();
+    }
     ctl
 }
 
@@ -352,7 +367,7 @@ pub fn diff_frame() -> impl Strategy<Value = (Vec<u8>, usize)> {
         ),
         prop::collection::vec((0usize..40, any::<u8>()), 0..2),
         prop_oneof![Just(0usize), Just(0), Just(0), Just(1), Just(2)],
-        0u8..17,
+        0u8..19,
     )
         .prop_map(|((net, ttl, len, pad, df), edits, port, head)| {
             let nets: [[u8; 2]; 14] = [
@@ -390,6 +405,9 @@ pub fn diff_frame() -> impl Strategy<Value = (Vec<u8>, usize)> {
                 14 => from_host_mpls(&[(120, lt)], &ip),
                 15 => from_host_mpls(&[(100, 64), (300, lt)], &ip),
                 16 => from_host_mpls(&[(999, lt)], &ip),
+                // pop into VRF 7 or 8
+                17 => from_host_mpls(&[(301, lt)], &ip),
+                18 => from_host_mpls(&[(302, lt)], &ip),
                 _ => from_host(&ip),
             };
             f.extend(std::iter::repeat_n(0xee, pad * 7));

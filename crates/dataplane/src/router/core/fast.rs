@@ -294,6 +294,8 @@ impl Work {
             rx_bytes: 0,
             one_port: true,
             k: 0,
+            pt: None,
+            k2: 0,
             n_slow: 0,
             n_lfw: 0,
             switched: 0,
@@ -332,6 +334,8 @@ impl Work {
             rx_bytes,
             one_port,
             k,
+            pt,
+            k2,
             mut n_slow,
             n_lfw,
             switched,
@@ -358,12 +362,30 @@ impl Work {
             0
         };
 
-        let done_ip4 = if k > 0 {
+        let mut done_ip4 = if k > 0 {
             view.lookup_burst(vt, &self.keys[..k], &mut self.fwd[..k]);
             self.forward_walk(pkts, out, k, &mut hb)
         } else {
             0
         };
+        if let (Some(pt), true) = (pt, k2 > 0) {
+            // The second batch, from the top of the arrays to their start, in the
+            // order it was taken; its walk resumes packets in its own table.
+            let from = BURST - k2;
+            self.keys[from..].reverse();
+            self.sel[from..].reverse();
+            self.l3s[from..].reverse();
+            self.keys.copy_within(from.., 0);
+            self.sel.copy_within(from.., 0);
+            self.l3s.copy_within(from.., 0);
+            if light_meta {
+                self.note_fast(pkts, k2, &[]);
+            }
+            view.lookup_burst(pt, &self.keys[..k2], &mut self.fwd[..k2]);
+            hb.vt = pt;
+            done_ip4 += self.forward_walk(pkts, out, k2, &mut hb);
+            hb.vt = vt;
+        }
         acc.add(Stage::Ip4Lookup, done_ip4, t1);
         acc.count(Stage::Rewrite, done + done_ip4);
         let (back, n_back) = (&mut hb.back, hb.n);
@@ -484,6 +506,7 @@ impl Work {
         }
         let g = c.guard.get_or_insert_with(|| labels.pin());
         let (mut k, mut n_lfw, mut n_slow) = (c.k, c.n_lfw, c.n_slow);
+        let (mut pt, mut k2) = (c.pt, c.k2);
         let (mut taken, mut bytes, mut i) = (0usize, 0u64, i0);
         while i < n {
             let Some(p) = run_next(pkts, i, rxif.port) else {
@@ -528,6 +551,14 @@ impl Work {
                             self.l3s[k & (BURST - 1)] = off as u16;
                             k += 1;
                         }
+                        Some(d) if pt.is_none_or(|t| t == table) => {
+                            pt = Some(table);
+                            let j = (BURST - 1 - k2) & (BURST - 1);
+                            self.keys[j] = d;
+                            self.sel[j] = i as u16;
+                            self.l3s[j] = off as u16;
+                            k2 += 1;
+                        }
                         _ => self.ip4_resume_at(i, off, end, rxif.ifindex, table, true, hb),
                     },
                     Err(_) => {
@@ -566,6 +597,7 @@ impl Work {
             i += 1;
         }
         (c.k, c.n_lfw, c.n_slow) = (k, n_lfw, n_slow);
+        (c.pt, c.k2) = (pt, k2);
         c.switched += taken;
         c.rx_pkts += taken as u64;
         c.rx_bytes += bytes;
@@ -907,6 +939,11 @@ struct Cls<'g> {
     one_port: bool,
     /// IPv4 keys so far.
     k: usize,
+    /// The table of the second batch: packets whose label pops them into a
+    /// table other than `vt` (a VPN label into its VRF), the first such table.
+    pt: Option<u32>,
+    /// Its keys so far, kept from the top of the key arrays down.
+    k2: usize,
     /// Packets for the general path so far (`Work::slow`).
     n_slow: usize,
     /// Labelled packets switched, waiting for their L2 header.
