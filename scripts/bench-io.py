@@ -296,6 +296,16 @@ class Ovs:
                 pass
 
 
+def report(a, outdir, table, runs, load, peer=""):
+    """Prints `table` with how it was measured and writes both to target/bench-io/MODE.md."""
+    note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s (per-round Mpps: {runs}); {peer}"
+            f"load average at start {load:.2f}; command: `scripts/bench-io.py --mode {a.mode} "
+            f"--rounds {a.rounds} --seconds {a.seconds}`\n")
+    print(table + note)
+    with open(os.path.join(outdir, f"{a.mode}.md"), "w") as f:
+        f.write(table + note)
+
+
 def peer_table(what, ours, peers):
     """The table of our rounds against each (name, rounds) of `peers` (medians of
     (Mpps, cycles/pkt) each), and the per-round Mpps for the note."""
@@ -345,12 +355,7 @@ def mpls_main(a, cfg, outdir, load, pcap):
             "mpls-mix": "MPLS push, 65,536 flows over 1,024 prefixes and labels"}[a.mode]
     table, runs = peer_table(what, ours, [(name, xs) for (name, _), xs in zip(peers, theirs)])
     version = subprocess.run([OVS_VSWITCHD, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
-    note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s (per-round Mpps: {runs}); peer: {version}; "
-            f"load average at start {load:.2f}; command: `scripts/bench-io.py --mode {a.mode} "
-            f"--rounds {a.rounds} --seconds {a.seconds}`\n")
-    print(table + note)
-    with open(os.path.join(outdir, f"{a.mode}.md"), "w") as f:
-        f.write(table + note)
+    report(a, outdir, table, runs, load, f"peer: {version}; ")
 
 
 class Collector:
@@ -463,12 +468,7 @@ socket = "{outdir}/bench.sock"
         print(line, flush=True)
     what = {"xconnect": "xconnect", "router": "IPv4 routing, 16 routes"}[a.mode]
     table, runs = peer_table(what, ours, [("testpmd io", peer)] + ([("l3fwd lpm", l3)] if l3 else []))
-    note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s (per-round Mpps: {runs}); "
-            f"load average at start {load:.2f}; command: `scripts/bench-io.py --mode {a.mode} "
-            f"--rounds {a.rounds} --seconds {a.seconds}`\n")
-    print(table + note)
-    with open(os.path.join(outdir, f"{a.mode}.md"), "w") as f:
-        f.write(table + note)
+    report(a, outdir, table, runs, load)
 
 
 LINUX_NS = "dpbench-io"

@@ -37,7 +37,10 @@ pub struct Queue<T> {
     head: crossbeam_utils::CachePadded<AtomicUsize>,
     tail: crossbeam_utils::CachePadded<AtomicUsize>,
     /// Entries pushed minus entries popped (briefly negative: a pop may count
-    /// before the push that made it possible does).
+    /// before the push that made it possible does). Counted after a push
+    /// completes, not when its slot is claimed (`tail`): a consumer about to
+    /// sleep asks `is_empty` and must not stay awake for a push whose producer
+    /// was preempted before writing (its producer wakes the consumer after).
     len: AtomicIsize,
 }
 
