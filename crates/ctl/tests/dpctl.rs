@@ -1089,6 +1089,7 @@ fn vrfs_name_tables_and_vpn_routes_resolve_in_the_default_one() {
         ("vrf add 123 table 5", "bad VRF name"),
         ("vrf del red", "route"),
         ("vrf del green", "unknown VRF"),
+        ("vrf del default", "the default VRF (table 0) stays"),
         ("table del 10", "is VRF red"),
         (
             "route add 10.0.0.0/24 vrf red via 192.0.2.4 port0 next-hop-vrf default",

@@ -1549,7 +1549,10 @@ impl RouterControl {
     /// Removes VRF `name` and its table (refused while the table is in use, as
     /// [`RouterControl::table_del`]).
     pub fn vrf_del(&mut self, name: &str) -> Result<(), RouterError> {
-        let Some(table) = self.vrf_table(name).filter(|&t| t != 0) else {
+        if name == "default" {
+            return Err(RouterError::Vrf("the default VRF (table 0) stays".into()));
+        }
+        let Some(table) = self.vrf_table(name) else {
             return Err(RouterError::Vrf(self.unknown_vrf(name)));
         };
         self.vrfs.remove(name);
