@@ -1928,9 +1928,14 @@ fn an_inject_flood_leaves_transit_alone() {
         .and_then(|v| v.parse::<f64>().ok())
         .unwrap_or(f64::MAX);
     eprintln!(
-        "inject flood: {sent} sent in 4 s, {} injected, {} dropped, punt thread rests {}; transit {got}/100, max {rtt_max} ms",
-        show["twins"][0]["inject_pkts"], show["twins"][0]["inject_drops"], show["punt_rests"]
+        "inject flood: {sent} sent in 4 s, {} injected, {} dropped, punt thread rests {}, gathers {}; transit {got}/100, max {rtt_max} ms",
+        show["twins"][0]["inject_pkts"],
+        show["twins"][0]["inject_drops"],
+        show["punt_rests"],
+        show["punt_gathers"]
     );
+    // A stream gathers: the thread does not wake for each frame.
+    assert!(show["punt_gathers"].as_u64() > Some(0), "{show}");
     assert!(got >= 95, "transit during the flood: {got}/100\n{out}");
     assert!(rtt_max < 50.0, "transit during the flood:\n{out}");
     lab.stop_daemon();

@@ -875,6 +875,12 @@ impl LinuxPlane {
             path.rests.get(),
         );
         m.counter(
+            "punt_path_gathers",
+            "Waits of 50 us the punt path thread took for a steady stream's frames to gather.",
+            &[],
+            path.gathers.get(),
+        );
+        m.counter(
             "port_admin_changes",
             "Ports set up or down after their twin.",
             &[],
@@ -956,6 +962,7 @@ impl LinuxPlane {
             "punt_no_twin": path.no_twin.get(),
             "punt_wakeups": path.wakeups.get(),
             "punt_rests": path.rests.get(),
+            "punt_gathers": path.gathers.get(),
             "punt_scheduling": path.scheduling.get(),
             "worker_wakes": ctl.workers().iter().map(|h| h.wake.wakes()).sum::<u64>(),
             "sessions": self.sessions.show(),

@@ -41,6 +41,16 @@ const SLEEP_MS: u16 = 10;
 const BUSY_MAX: Duration = Duration::from_millis(2);
 const REST: Duration = Duration::from_millis(1);
 
+/// A steady stream: work found again within this of the last work. Each
+/// frame of a flood would otherwise wake the thread on its own (it preempts
+/// the sender on a shared CPU, takes one frame and sleeps again: two context
+/// switches per frame), so then it waits [`GATHER`] for frames to gather
+/// before it looks again, as NAPI polls. A lone frame (a hello, a probe)
+/// still wakes it at once; only frames that follow others within [`STREAM`]
+/// may wait, at most [`GATHER`].
+const STREAM: Duration = Duration::from_micros(200);
+const GATHER: Duration = Duration::from_micros(50);
+
 /// Punt/inject counters of one twin: the punt thread writes them, the
 /// control thread reads them.
 #[derive(Debug, Default)]
@@ -79,6 +89,8 @@ pub struct PathStats {
     /// Breaks it took after working [`BUSY_MAX`] without one (in the FIFO
     /// class only).
     pub rests: Counter,
+    /// Waits of [`GATHER`] for a steady stream's frames to gather.
+    pub gathers: Counter,
     /// How the thread is scheduled ("fifo 1", or why it is not).
     pub scheduling: std::sync::OnceLock<String>,
 }
@@ -226,11 +238,19 @@ impl Run {
         }
         let _ = self.stats.scheduling.set(sched);
         let mut busy_since: Option<Instant> = None;
+        let mut last_work: Option<Instant> = None;
         while !self.stop.load(Ordering::Relaxed) {
             if self.punt() + self.inject() > 0 {
-                if fifo && busy_since.get_or_insert_with(Instant::now).elapsed() >= BUSY_MAX {
+                let now = Instant::now();
+                let stream = last_work.is_some_and(|t| now - t < STREAM);
+                last_work = Some(now);
+                if fifo && *busy_since.get_or_insert(now) + BUSY_MAX <= now {
                     self.stats.rests.inc();
                     std::thread::sleep(REST);
+                    busy_since = None;
+                } else if stream {
+                    self.stats.gathers.inc();
+                    std::thread::sleep(GATHER);
                     busy_since = None;
                 }
                 continue;
