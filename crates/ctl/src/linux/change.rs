@@ -69,7 +69,7 @@ pub enum Change {
 }
 
 /// A link's state as RTM_NEWLINK tells it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Link {
     /// Kernel ifindex.
     pub ifindex: u32,
@@ -81,6 +81,10 @@ pub struct Link {
     pub mtu: u32,
     /// IFLA_ADDRESS when it is a MAC.
     pub mac: Option<[u8; 6]>,
+    /// A VRF device's table (IFLA_INFO_KIND "vrf", IFLA_VRF_TABLE).
+    pub vrf_table: Option<u32>,
+    /// IFLA_MASTER: the device it is enslaved to (a VRF, a bridge, a bond).
+    pub master: Option<u32>,
 }
 
 /// What an IPv4 route does.

@@ -13,7 +13,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use fib::Ipv4Prefix;
 use netlink_packet_core::{Nla, Parseable};
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
-use netlink_packet_route::link::{LinkAttribute, LinkMessage};
+use netlink_packet_route::link::{InfoData, InfoVrf, LinkAttribute, LinkInfo, LinkMessage};
 use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage};
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteLwEnCapType, RouteLwTunnelEncap, RouteMessage,
@@ -175,12 +175,25 @@ fn link(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
         up: m.header.flags.bits() & IFF_UP != 0,
         mtu: 0,
         mac: None,
+        vrf_table: None,
+        master: None,
     };
     for a in m.attributes {
         match a {
             LinkAttribute::IfName(n) => l.name = n,
             LinkAttribute::Mtu(v) => l.mtu = v,
             LinkAttribute::Address(a) => l.mac = a.as_slice().try_into().ok(),
+            LinkAttribute::Controller(m) if m != 0 => l.master = Some(m),
+            LinkAttribute::LinkInfo(infos) => {
+                for i in infos {
+                    if let LinkInfo::Data(InfoData::Vrf(v)) = i {
+                        l.vrf_table = v.iter().find_map(|a| match a {
+                            InfoVrf::TableId(t) => Some(*t),
+                            _ => None,
+                        });
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -1099,6 +1112,7 @@ mod tests {
                 up,
                 mtu,
                 mac,
+                ..Default::default()
             }))
         };
         let m = msg(16, &ifinfo(3, 0x1043), &attrs);
@@ -1112,6 +1126,33 @@ mod tests {
         assert_eq!(one(&m), link(4, "tun0", false, 0, None));
         let gone = ok(Change::LinkGone { ifindex: 3 });
         assert_eq!(one(&msg(17, &ifinfo(3, 0), &attrs)), gone);
+        // `ip link add red type vrf table 10`: IFLA_LINKINFO { IFLA_INFO_KIND
+        // "vrf", IFLA_INFO_DATA { IFLA_VRF_TABLE 10 } }; a twin enslaved to it
+        // carries IFLA_MASTER (0: none).
+        let info = nest(18, &[a(1, b"vrf\0"), nest(2, &[a32(1, 10)])]);
+        let m = msg(16, &ifinfo(50, 0x1041), &[a(3, b"red\0"), info]);
+        let mut red = Link {
+            ifindex: 50,
+            name: "red".into(),
+            up: true,
+            vrf_table: Some(10),
+            ..Default::default()
+        };
+        assert_eq!(one(&m), ok(Change::Link(red.clone())));
+        let m = msg(16, &ifinfo(3, 0x1043), &[a(3, b"eth0\0"), a32(10, 50)]);
+        red = Link {
+            ifindex: 3,
+            name: "eth0".into(),
+            up: true,
+            master: Some(50),
+            ..Default::default()
+        };
+        assert_eq!(one(&m), ok(Change::Link(red)));
+        let m = msg(16, &ifinfo(3, 0x1043), &[a(3, b"eth0\0"), a32(10, 0)]);
+        assert!(matches!(
+            one(&m),
+            Ok(Msg::Change(Change::Link(Link { master: None, .. })))
+        ));
     }
 
     #[test]

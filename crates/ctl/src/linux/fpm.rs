@@ -221,6 +221,12 @@ pub struct FpmServer {
 }
 
 impl FpmServer {
+    /// Reads the VRF devices the netlink learner keeps (zebra's per-VRF labels
+    /// name them as their next hop).
+    pub fn share_vrf_devices(&mut self, devs: super::learner::VrfDevices) {
+        self.view.share_vrf_devices(devs);
+    }
+
     /// Listens on `listener` (made in the control-plane namespace), mapping
     /// zebra's ifindexes `twins` (kernel -> router) and tables `tables`.
     pub fn new(
@@ -513,6 +519,7 @@ impl FpmServer {
             "messages": s.messages,
             "malformed": v.malformed,
             "refused": v.refused,
+            "last_error": v.last_error,
             "ignored": v.ignored,
             "resets": s.resets,
             "last_reset": s.last_reset,
@@ -534,6 +541,7 @@ mod tests {
     use std::io::Write;
     use std::net::Ipv4Addr;
 
+    use super::super::learner::VrfDevices;
     use dataplane::router::Interface;
     use fib::Ipv4Prefix;
 
@@ -617,6 +625,114 @@ mod tests {
             s.poll(ctl);
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// A netlink attribute (padded to 4 bytes).
+    fn nla(kind: u16, val: &[u8]) -> Vec<u8> {
+        let mut a = Vec::new();
+        a.extend_from_slice(&((4 + val.len()) as u16).to_ne_bytes());
+        a.extend_from_slice(&kind.to_ne_bytes());
+        a.extend_from_slice(val);
+        a.resize(a.len().next_multiple_of(4), 0);
+        a
+    }
+
+    /// RTM_NEWROUTE with rtmsg `rtm` and attributes `attrs`.
+    fn new_route(rtm: [u8; 12], attrs: &[Vec<u8>]) -> Vec<u8> {
+        let attrs = attrs.concat();
+        let mut m = Vec::new();
+        m.extend_from_slice(&((16 + 12 + attrs.len()) as u32).to_ne_bytes());
+        m.extend_from_slice(&24u16.to_ne_bytes());
+        m.extend_from_slice(&[0; 10]);
+        m.extend_from_slice(&rtm);
+        m.extend(attrs);
+        m
+    }
+
+    /// An MPLS label stack on the wire (the last one bottom of stack).
+    fn stack(labels: &[u32]) -> Vec<u8> {
+        let n = labels.len();
+        labels
+            .iter()
+            .enumerate()
+            .flat_map(|(i, l)| (l << 12 | u32::from(i + 1 == n) << 8).to_be_bytes())
+            .collect()
+    }
+
+    /// zebra's L3VPN shapes (this kernel has no VRF devices, so they are
+    /// built here as zebra's netlink encoder lays them out): a VRF's route
+    /// (rtm_table = the VRF's table) resolved over the transport LSP, with the
+    /// transport label over the VPN label; and the per-VRF label, an MPLS
+    /// route whose only next hop is the VRF's device (implicit null): pop, then
+    /// look up in the VRF. A VRF device whose table is no FIB table is refused.
+    #[test]
+    fn zebra_vpn_routes_and_per_vrf_labels() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let section = FpmSection {
+            port: addr.port(),
+            quiet_ms: 50,
+            hold_s: 3600,
+            ..FpmSection::default()
+        };
+        let mut s = FpmServer::new(section, l, HashMap::from([(11, 1)]), BTreeMap::new()).unwrap();
+        // The netlink learner's view of the namespace: VRF red (kernel ifindex
+        // 50, table 10), and 51 with table 99, which the router does not have.
+        let devs = VrfDevices::default();
+        devs.lock().unwrap().extend([(50, 10), (51, 99)]);
+        s.share_vrf_devices(devs);
+        let mut ctl = router();
+        ctl.table_add(10).unwrap();
+        let mut z = TcpStream::connect(addr).unwrap();
+        let vpn_route = new_route(
+            // inet /24, table 10, proto bgp, universe, unicast
+            [2, 24, 0, 0, 10, 186, 0, 1, 0, 0, 0, 0],
+            &[
+                nla(15, &10u32.to_ne_bytes()),
+                nla(1, &[10, 0, 0, 0]),
+                nla(5, &[10, 1, 0, 2]),
+                nla(4, &11u32.to_ne_bytes()),
+                nla(21, &1u16.to_ne_bytes()),
+                nla(22, &nla(1, &stack(&[1000, 77]))),
+            ],
+        );
+        // AF_MPLS, label 80, out of the VRF device: no RTA_NEWDST, no RTA_VIA.
+        let mpls = |label: u32, oif: u32| {
+            new_route(
+                [28, 20, 0, 0, 254, 186, 0, 1, 0, 0, 0, 0],
+                &[nla(1, &stack(&[label])), nla(4, &oif.to_ne_bytes())],
+            )
+        };
+        let mut msgs = vpn_route;
+        msgs.extend(mpls(80, 50));
+        msgs.extend(mpls(81, 51));
+        z.write_all(&frame(1, &msgs)).unwrap();
+        let p: Ipv4Prefix = "10.0.0.0/24".parse().unwrap();
+        poll_until(&mut s, &mut ctl, |_, c| {
+            c.route_of(RouteSource::Fpm, 10, p).is_some()
+                && c.label_of(RouteSource::Fpm, 80, true).is_some()
+        });
+        match ctl.route_of(RouteSource::Fpm, 10, p) {
+            Some(fib::RouteKind::Paths(ps)) => {
+                assert_eq!(ps.len(), 1, "{ps:?}");
+                assert_eq!(ps[0].via, fib::Via::Gateway(Ipv4Addr::new(10, 1, 0, 2)));
+                assert_eq!(ps[0].ifindex, Some(1));
+                assert_eq!(ps[0].labels, [1000, 77]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(ctl.route_of(RouteSource::Fpm, 0, p).is_none());
+        assert!(matches!(
+            ctl.label_of(RouteSource::Fpm, 80, true),
+            Some(mpls::LabelAction::Ip4Lookup { table: 10, .. })
+        ));
+        assert!(matches!(
+            ctl.label_of(RouteSource::Fpm, 80, false),
+            Some(mpls::LabelAction::Pop { .. })
+        ));
+        assert!(ctl.label_of(RouteSource::Fpm, 81, true).is_none());
+        let v = s.show(&ctl);
+        assert!(v.to_string().contains("table 99 is no FIB table"), "{v}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::BorrowedFd;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fib::{Ipv4Prefix, Path, RouteKind, TableId, Via};
@@ -96,8 +97,17 @@ pub struct KernelView {
     /// An event after which the kernel changed routes without telling (a link
     /// down or up, an address gone or added): the routes are read again.
     refresh: Option<String>,
+    /// The namespace's VRF devices (shared with the FPM server's view).
+    vrf_devs: VrfDevices,
+    /// Twins Linux enslaved to a VRF device, with the table they had before.
+    enslaved: BTreeMap<u32, TableId>,
     stats: LearnerStats,
 }
+
+/// The namespace's VRF devices, kernel ifindex -> Linux table: the netlink
+/// learner keeps them (RTM_NEWLINK of kind `vrf`); zebra's per-VRF labels over
+/// FPM name one as their next hop (pop, then look up in its table).
+pub type VrfDevices = Arc<Mutex<HashMap<u32, u32>>>;
 
 /// What a dump refreshed (routes: the RIB marks them).
 #[derive(Debug, Default)]
@@ -113,6 +123,11 @@ impl Learner {
     /// Has the kernel resolve neighbour `addr` on its interface `ifindex`.
     pub fn resolve_neighbor(&mut self, ifindex: u32, addr: IpAddr) -> io::Result<()> {
         self.dump.resolve_neighbor(ifindex, addr)
+    }
+
+    /// The VRF devices it learns, for the FPM server's view.
+    pub fn vrf_devices(&self) -> VrfDevices {
+        self.view.vrf_devs.clone()
     }
 
     /// Sets the carrier of the kernel's interface `ifindex` (a TAP twin).
@@ -278,6 +293,19 @@ impl KernelView {
         KernelView::with_source(RouteSource::Kernel, twins, tables)
     }
 
+    /// Shares `devs`: the VRF devices another view learns (or this one
+    /// keeps for others).
+    pub fn share_vrf_devices(&mut self, devs: VrfDevices) {
+        self.vrf_devs = devs;
+    }
+
+    /// The Linux table of VRF device `ifindex`.
+    fn vrf_dev(&self, ifindex: u32) -> Option<u32> {
+        self.vrf_devs
+            .lock()
+            .map_or(None, |d| d.get(&ifindex).copied())
+    }
+
     /// [`KernelView::new`] for another source of netlink messages (FPM).
     pub fn with_source(
         source: RouteSource,
@@ -295,6 +323,8 @@ impl KernelView {
             mark: None,
             loopbacks: BTreeSet::new(),
             refresh: None,
+            vrf_devs: VrfDevices::default(),
+            enslaved: BTreeMap::new(),
             stats: LearnerStats::default(),
             log_limit: crate::log::RateLimit::new(5, Duration::from_secs(10)),
         }
@@ -482,8 +512,16 @@ impl KernelView {
             }
         }
         match c {
+            Change::Link(l) if l.vrf_table.is_some() => {
+                if let (Ok(mut d), Some(t)) = (self.vrf_devs.lock(), l.vrf_table) {
+                    d.insert(l.ifindex, t);
+                }
+            }
             Change::Link(l) => self.link(ctl, &l),
             Change::LinkGone { ifindex } => {
+                if let Ok(mut d) = self.vrf_devs.lock() {
+                    d.remove(&ifindex);
+                }
                 if let Some(&r) = self.twins.get(&ifindex) {
                     let _ = ctl.set_up(r, false);
                     self.purge_interface(ctl, r);
@@ -640,6 +678,45 @@ impl KernelView {
                 }
             }
         }
+        // `ip link set TWIN master VRF` (or nomaster): the interface's table
+        // follows, its addresses with it, as the kernel moves its connected routes.
+        let vrf = l.master.and_then(|m| self.vrf_dev(m));
+        let to = match (vrf, self.enslaved.get(&r)) {
+            (Some(t), _) => match self.fib_table(ctl, t) {
+                Some(id) => id,
+                None => {
+                    return self.refused(format!(
+                        "{}: its VRF's table {t} is no FIB table (`tables` in [linux], or `table add`)",
+                        iface.name
+                    ));
+                }
+            },
+            (None, Some(&before)) => before,
+            (None, None) => return,
+        };
+        if to == iface.table {
+            if vrf.is_none() {
+                self.enslaved.remove(&r);
+            }
+            return;
+        }
+        let addrs = iface.addrs.clone();
+        for &(a, len) in &addrs {
+            let _ = ctl.del_address_from(self.source, r, a, len);
+        }
+        if let Err(e) = ctl.set_table(r, to) {
+            self.refused(format!("{} into table {to}: {e}", iface.name));
+        } else if vrf.is_some() {
+            self.enslaved.entry(r).or_insert(iface.table);
+        } else {
+            self.enslaved.remove(&r);
+        }
+        for (a, len) in addrs {
+            if let Err(e) = ctl.add_address_from(self.source, r, a, len) {
+                self.refused(format!("address {a}/{len}: {e}"));
+            }
+        }
+        self.refresh_due(format!("{} into table {to}", iface.name));
     }
 
     /// Asks for the routes to be read again from the kernel (the learner does
@@ -818,8 +895,27 @@ impl KernelView {
             m.labels.insert(label);
         }
         let mut paths = Vec::new();
-        let mut lookup = false;
+        let mut lookup = None;
         for n in nhs {
+            // zebra's per-VRF label: implicit null out of the VRF's device.
+            if let Some(t) = n.ifindex.and_then(|k| self.vrf_dev(k)) {
+                match self.fib_table(ctl, t) {
+                    Some(id) if n.gateway.is_none() && n.labels.is_empty() => {
+                        lookup = Some(id);
+                        continue;
+                    }
+                    Some(_) => {
+                        return self.refused(format!(
+                            "label {label}: a next hop on a VRF device is a pop and lookup only"
+                        ));
+                    }
+                    None => {
+                        return self.refused(format!(
+                            "label {label}: the VRF's table {t} is no FIB table"
+                        ));
+                    }
+                }
+            }
             match (
                 n.gateway,
                 n.ifindex.and_then(|k| self.twins.get(&k).copied()),
@@ -836,7 +932,7 @@ impl KernelView {
                     Err(e) => return self.refused(format!("label {label}: {e}")),
                 },
                 // Popped and delivered to the host (`dev lo`): IPv4 lookup.
-                (None, None) if n.labels.is_empty() => lookup = true,
+                (None, None) if n.labels.is_empty() => lookup = Some(0),
                 _ => {
                     return self.refused(format!(
                         "label {label}: next hop {:?} is not an IPv4 neighbour on a twin",
@@ -846,9 +942,9 @@ impl KernelView {
             }
         }
         let ttl_mode = mpls::TtlMode::Uniform;
-        let (bos, non_bos) = if lookup {
+        let (bos, non_bos) = if let Some(table) = lookup {
             (
-                mpls::LabelAction::Ip4Lookup { table: 0, ttl_mode },
+                mpls::LabelAction::Ip4Lookup { table, ttl_mode },
                 mpls::LabelAction::Pop { ttl_mode },
             )
         } else if paths.is_empty() {
@@ -1174,6 +1270,7 @@ mod tests {
                 up: false,
                 mtu: 1500,
                 mac: None,
+                ..Default::default()
             }),
         );
         assert_eq!(gw(&ctl), g("10.1.0.2"));
@@ -1301,6 +1398,90 @@ mod tests {
         assert!(ctl.labels().get(100, false).is_none());
     }
 
+    /// `ip link add red type vrf table 10; ip link set port1 master red`: the
+    /// twin's interface moves into FIB table 10 with its address (and its
+    /// connected route), `nomaster` brings it back; a VRF device whose table
+    /// the router lacks is refused and moves nothing; a label out of the VRF's
+    /// device pops into its table.
+    #[test]
+    fn twins_follow_their_vrf_device() {
+        let (mut ctl, mut v) = setup();
+        ctl.table_add(10).unwrap();
+        let vrf = |ifindex, table| {
+            Change::Link(Link {
+                ifindex,
+                name: format!("vrf{table}"),
+                up: true,
+                vrf_table: Some(table),
+                ..Default::default()
+            })
+        };
+        let port1 = |master| {
+            Change::Link(Link {
+                ifindex: 12,
+                name: "port1".into(),
+                up: true,
+                mtu: 1500,
+                master,
+                ..Default::default()
+            })
+        };
+        let p: Ipv4Prefix = "10.2.0.0/24".parse().unwrap();
+        let connected_in = |ctl: &RouterControl, t| ctl.fib().route(t, p).is_some();
+        v.apply(&mut ctl, vrf(50, 10));
+        v.apply(&mut ctl, vrf(51, 99));
+        assert_eq!(ctl.iface(2).unwrap().table, 0);
+        v.apply(&mut ctl, port1(Some(50)));
+        let i = ctl.iface(2).unwrap();
+        assert_eq!(i.table, 10);
+        assert_eq!(i.addrs, [(Ipv4Addr::new(10, 2, 0, 1), 24)]);
+        assert!(connected_in(&ctl, 10));
+        assert!(!connected_in(&ctl, 0));
+        // The same state again changes nothing.
+        v.apply(&mut ctl, port1(Some(50)));
+        assert_eq!(ctl.iface(2).unwrap().table, 10);
+        v.apply(&mut ctl, port1(None));
+        assert_eq!(ctl.iface(2).unwrap().table, 0);
+        assert!(connected_in(&ctl, 0));
+        let refused = v.stats.refused;
+        v.apply(&mut ctl, port1(Some(51)));
+        assert_eq!(ctl.iface(2).unwrap().table, 0);
+        assert_eq!(v.stats.refused, refused + 1);
+        assert!(v.stats.last_error.as_deref().unwrap().contains("table 99"));
+        // A bridge or bond master is no VRF: nothing moves.
+        v.apply(&mut ctl, port1(Some(77)));
+        assert_eq!(ctl.iface(2).unwrap().table, 0);
+        // zebra's per-VRF label.
+        let mut hop = nh("10.2.0.2", 50);
+        hop.gateway = None;
+        v.apply(
+            &mut ctl,
+            Change::Label {
+                label: 80,
+                route: Some(vec![hop]),
+            },
+        );
+        assert!(matches!(
+            ctl.labels().get(80, true),
+            Some(mpls::LabelAction::Ip4Lookup { table: 10, .. })
+        ));
+        // The VRF device gone: its label's next hop is unknown now.
+        v.apply(&mut ctl, Change::LinkGone { ifindex: 50 });
+        let mut hop = nh("10.2.0.2", 50);
+        hop.gateway = None;
+        v.apply(
+            &mut ctl,
+            Change::Label {
+                label: 81,
+                route: Some(vec![hop]),
+            },
+        );
+        assert!(!matches!(
+            ctl.labels().get(81, true),
+            Some(mpls::LabelAction::Ip4Lookup { table: 10, .. })
+        ));
+    }
+
     #[test]
     fn links_addresses_and_neighbours_of_twins() {
         let (mut ctl, mut v) = setup();
@@ -1311,6 +1492,7 @@ mod tests {
                 up,
                 mtu,
                 mac: None,
+                ..Default::default()
             })
         };
         v.apply(
@@ -1392,6 +1574,7 @@ mod tests {
                 up,
                 mtu: 1500,
                 mac: None,
+                ..Default::default()
             })
         };
         let addr = |add, a: &str, len| Change::Addr {
@@ -1565,6 +1748,7 @@ mod props {
                     up,
                     mtu,
                     mac: None,
+                    ..Default::default()
                 })),
         ]
     }

@@ -582,6 +582,10 @@ impl LinuxPlane {
             _ => None,
         };
         let mut learner = Learner::new(events, dump, map, section.table_map()?);
+        let mut fpm = fpm;
+        if let Some(f) = &mut fpm {
+            f.share_vrf_devices(learner.vrf_devices());
+        }
         learner.resync(ctl, "start");
         // The file's addresses are the twins' now: the kernel's copies hold them.
         for (ix, a, l) in ctl.addresses_of(RouteSource::Config) {
