@@ -101,6 +101,9 @@ pub struct Config {
     /// Named tables (router mode).
     #[serde(default, rename = "vrf")]
     pub vrfs: Vec<crate::routing::VrfSection>,
+    /// Pseudowires (router mode).
+    #[serde(default, rename = "pw")]
+    pub pws: Vec<crate::routing::PwSection>,
     /// The daemon's log.
     #[serde(default)]
     pub log: crate::log::LogSection,
@@ -564,6 +567,7 @@ impl Config {
             routes: self.routes.clone(),
             labels: self.labels.clone(),
             vrfs: self.vrfs.clone(),
+            pws: self.pws.clone(),
         };
         routing.resolve_vrf_names().map_err(bad)?;
         Ok(Plan {

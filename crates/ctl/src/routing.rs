@@ -203,6 +203,42 @@ pub struct VrfSection {
     pub table: TableId,
 }
 
+/// `[[pw]]`: a pseudowire (VPWS, RFC 4448) from a port to a remote PE.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PwSection {
+    /// Its name.
+    pub name: String,
+    /// The attachment circuit: a port without addresses.
+    pub interface: String,
+    /// The remote PE's address (its loopback, reached in table 0).
+    pub neighbor: String,
+    /// The label this router gives the pseudowire.
+    pub in_label: u32,
+    /// The label the remote PE gave it.
+    pub out_label: u32,
+    /// The RFC 4385 control word (default: on).
+    #[serde(default = "yes")]
+    pub control_word: bool,
+}
+
+impl PwSection {
+    /// The pseudowire, its circuit named by ifindex in `ctl`.
+    fn pw(&self, ctl: &RouterControl) -> Result<dataplane::router::Pw, String> {
+        let remote: Ipv4Addr = self
+            .neighbor
+            .parse()
+            .map_err(|_| format!("neighbor {:?} is not an IPv4 address", self.neighbor))?;
+        Ok(dataplane::router::Pw {
+            ac: spec::ifindex(ctl, &self.interface)?,
+            remote,
+            in_label: self.in_label,
+            out_label: self.out_label,
+            cw: self.control_word,
+        })
+    }
+}
+
 fn one() -> u32 {
     1
 }
@@ -269,6 +305,8 @@ pub struct Routing {
     pub labels: Vec<LabelSection>,
     /// `[[vrf]]`.
     pub vrfs: Vec<VrfSection>,
+    /// `[[pw]]`.
+    pub pws: Vec<PwSection>,
 }
 
 impl Routing {
@@ -657,6 +695,12 @@ pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result
         spec::install_label(ctl, RouteSource::Config, label, eos, &s)
             .map_err(|e| format!("[[label]] {label} {}: {e}", eos_word(eos)))?;
     }
+    for p in &r.pws {
+        let ctx = |e: String| format!("[[pw]] {}: {e}", p.name);
+        let pw = p.pw(ctl).map_err(ctx)?;
+        ctl.pw_add(RouteSource::Config, &p.name, pw)
+            .map_err(|e| ctx(e.to_string()))?;
+    }
     Ok(())
 }
 
@@ -690,6 +734,8 @@ pub struct ReloadSummary {
     pub routes: Changes,
     /// Label entries.
     pub labels: Changes,
+    /// Pseudowires.
+    pub pws: Changes,
 }
 
 impl std::fmt::Display for ReloadSummary {
@@ -700,6 +746,7 @@ impl std::fmt::Display for ReloadSummary {
             ("neighbors", &self.neighbors),
             ("routes", &self.routes),
             ("labels", &self.labels),
+            ("pseudowires", &self.pws),
         ];
         let changed: Vec<String> = parts
             .iter()
@@ -865,6 +912,18 @@ pub fn reload(
             "reload stopped at {what}: {e}; the router runs part of the new configuration: fix the file and reload again"
         )
     };
+    for p in old.pws.iter().filter(|p| !new.pws.contains(p)) {
+        if ctl
+            .pws()
+            .any(|(n, _, s, _)| n == p.name && s == RouteSource::Config)
+        {
+            ctl.pw_del(&p.name)
+                .map_err(|e| fail(format!("[[pw]] {}", p.name), e.to_string()))?;
+        }
+        if new.pws.iter().all(|n| n.name != p.name) {
+            sum.pws.removed += 1;
+        }
+    }
     for ((label, eos), _) in old_lb.iter().filter(|(k, _)| !new_lb.contains_key(k)) {
         if ctl.label_of(RouteSource::Config, *label, *eos).is_some() {
             ctl.label_del(*label, *eos)
@@ -998,6 +1057,18 @@ pub fn reload(
             sum.labels.added += 1;
         }
     }
+    for p in new.pws.iter().filter(|p| !old.pws.contains(p)) {
+        let pw = p
+            .pw(ctl)
+            .map_err(|e| fail(format!("[[pw]] {}", p.name), e))?;
+        ctl.pw_add(RouteSource::Config, &p.name, pw)
+            .map_err(|e| fail(format!("[[pw]] {}", p.name), e.to_string()))?;
+        if old.pws.iter().any(|o| o.name == p.name) {
+            sum.pws.changed += 1;
+        } else {
+            sum.pws.added += 1;
+        }
+    }
     Ok(sum)
 }
 
@@ -1076,6 +1147,65 @@ addresses = ["192.168.11.10/31"]
         ctl.routes()
             .map(|(t, p, k)| format!("{t} {p} {k:?}"))
             .collect()
+    }
+
+    /// `[[pw]]`: applied, then changed, then removed by reloads; a circuit with
+    /// an address is refused with the section's name.
+    #[test]
+    fn pseudowires_from_the_file() {
+        let file = |pw: &str| {
+            let text = format!(
+                "[[port]]\nname=\"port0\"\ndevice=\"net_null0\"\n[[port]]\nname=\"port1\"\ndevice=\"net_null1\"\n\
+                 [forwarding]\nmode=\"router\"\n[[interface]]\nname = \"port0\"\naddresses = [\"192.168.11.9/31\"]\n{pw}"
+            );
+            crate::config::Config::parse(&text, "t")
+                .unwrap()
+                .plan("t")
+                .unwrap()
+                .routing
+        };
+        let pw = |label: u32, cw: &str| {
+            format!(
+                "[[pw]]\nname = \"c1\"\ninterface = \"port1\"\nneighbor = \"192.0.2.4\"\n\
+                 in_label = {label}\nout_label = 600\n{cw}"
+            )
+        };
+        let a = file(&pw(500, ""));
+        let mut live = RouterControl::new();
+        apply(&a, &ports(), &mut live).unwrap();
+        let one = |c: &RouterControl| {
+            c.pws()
+                .map(|(n, _, _, p)| (n.to_string(), p.clone()))
+                .collect::<Vec<_>>()
+        };
+        let got = one(&live);
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            (got[0].1.ac, got[0].1.in_label, got[0].1.cw),
+            (2, 500, true)
+        );
+        assert!(matches!(
+            live.labels().get(500, true),
+            Some(mpls::LabelAction::Xconnect { .. })
+        ));
+        let b = file(&pw(501, "control_word = false\n"));
+        let sum = reload(&a, &b, &ports(), &mut live, &|_| None).unwrap();
+        assert_eq!(sum.to_string(), "pseudowires +0 -0 ~1");
+        let got = one(&live);
+        assert_eq!((got[0].1.in_label, got[0].1.cw), (501, false));
+        assert!(live.labels().get(500, true).is_none());
+        let c = file("");
+        let sum = reload(&b, &c, &ports(), &mut live, &|_| None).unwrap();
+        assert_eq!(sum.to_string(), "pseudowires +0 -1 ~0");
+        assert!(one(&live).is_empty());
+        assert!(live.labels().get(501, true).is_none());
+        // A circuit with an address.
+        let bad = file(&pw(500, "").replace("port1", "port0"));
+        let err = apply(&bad, &ports(), &mut RouterControl::new()).unwrap_err();
+        assert!(
+            err.contains("[[pw]] c1: pseudowire c1: port0 has address"),
+            "{err}"
+        );
     }
 
     #[test]

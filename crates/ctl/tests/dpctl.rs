@@ -1105,3 +1105,77 @@ fn vrfs_name_tables_and_vpn_routes_resolve_in_the_default_one() {
     d.ok("vrf del blue");
     assert!(!d.ok("show vrf").contains("blue"));
 }
+
+/// A pseudowire from dpctl: its circuit (a port without addresses), its label
+/// in `label show`, `show pw` with the transport label of the route to the
+/// PE; bad requests are refused and change nothing; deleted, its label goes.
+#[test]
+fn pseudowires_from_dpctl() {
+    let d = Daemon::start("pw", "router", ROUTER);
+    d.ok("interface address del port1 192.168.11.10/31");
+    d.ok("route add 192.0.2.4/32 via 192.168.11.8 port0 out-labels 1000");
+    d.ok("pw add c1 interface port1 neighbor 192.0.2.4 in-label 500 out-label 600");
+    let pw = d.json("show pw")["pws"][0].clone();
+    assert_eq!(pw["name"], "c1", "{pw}");
+    assert_eq!(pw["interface"], "port1", "{pw}");
+    assert_eq!(pw["up"], true, "{pw}");
+    assert_eq!(pw["control_word"], true, "{pw}");
+    assert_eq!(pw["transport_labels"], serde_json::json!([1000]), "{pw}");
+    let l = d.json("label show 500")["labels"][0].clone();
+    assert_eq!(l["action"], "pseudowire", "{l}");
+    assert_eq!(l["pw"], "c1", "{l}");
+    assert!(d.ok("show pw").contains("c1"));
+    d.ok("label add 700 eos drop");
+    let before = d.state();
+    for (cmd, want) in [
+        (
+            "pw add c2 interface port0 neighbor 192.0.2.4 in-label 501 out-label 601",
+            "has address 192.168.11.9/31",
+        ),
+        (
+            "pw add c2 interface port1 neighbor 192.0.2.4 in-label 501 out-label 601",
+            "port1 is the circuit of pseudowire c1",
+        ),
+        (
+            "pw add c1 interface port1 neighbor 192.0.2.4 in-label 700 out-label 600",
+            "in-label 700 is in use",
+        ),
+        (
+            "pw add c1 interface port1 neighbor 192.0.2.4 in-label 500 out-label 5",
+            "out-label 5 is not 16-1048575",
+        ),
+        (
+            "pw add c1 interface port9 neighbor 192.0.2.4 in-label 500 out-label 600",
+            "port9",
+        ),
+        ("pw del c9", "no such pseudowire"),
+        (
+            "interface address add port1 10.9.9.1/24",
+            "takes no address",
+        ),
+    ] {
+        let (code, _, err) = d.dpctl(cmd);
+        assert_eq!(code, 1, "{cmd}");
+        assert!(err.contains(want), "{cmd}: {err}");
+    }
+    assert_eq!(d.state(), before);
+    // Replaced with another label and no control word; then deleted.
+    d.ok("pw add c1 interface port1 neighbor 192.0.2.4 in-label 502 out-label 600 no-control-word");
+    assert_eq!(d.json("show pw")["pws"][0]["control_word"], false);
+    assert!(
+        d.json("label show 500")["labels"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    d.ok("route del 192.0.2.4/32");
+    assert_eq!(d.json("show pw")["pws"][0]["up"], false);
+    d.ok("pw del c1");
+    assert!(
+        d.json("label show 502")["labels"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    d.ok("interface address add port1 192.168.11.10/31");
+}

@@ -2696,3 +2696,118 @@ fn overlapping_vrfs_answer_arp_and_send_icmp_from_their_own_interface() {
         );
     }
 }
+
+/// A pseudowire from port 4 (no address: the attachment circuit) to the PE
+/// 192.0.2.9 over the LSP through 10.2.0.2 on port 1 (label 1000): every frame
+/// of the circuit (ARP, a tagged frame, IPv4 to any MAC) leaves with the LSP's
+/// label over the pseudowire's (600), both TTL 255, the control word and the
+/// frame unchanged; the pseudowire's label (500) brings frames back out of the
+/// circuit unchanged. A relabelled LSP takes the next frame; frames over an
+/// MTU, without the control word, or with no route to the PE are dropped and
+/// counted.
+#[test]
+fn pseudowire_encap_and_decap() {
+    use dataplane::router::Pw;
+    let mut ctl = router();
+    ctl.del_address(5, a("10.5.0.1"), 24).unwrap();
+    route(&mut ctl, "192.0.2.9/32", &["10.2.0.2"], &[1000]);
+    let pw = Pw {
+        ac: 5,
+        remote: a("192.0.2.9"),
+        in_label: 500,
+        out_label: 600,
+        cw: true,
+    };
+    let src = dataplane::router::RouteSource::Dpctl;
+    // An interface with an address is no circuit; a label in use is refused.
+    let mut bad = pw.clone();
+    bad.ac = 4;
+    assert!(matches!(ctl.pw_add(src, "p", bad), Err(RouterError::Pw(_))));
+    ctl.pw_add(src, "cust1", pw.clone()).unwrap();
+    let mut core = core(&mut ctl);
+    let frames = [
+        arp_request(BCAST, HOST, a("10.9.0.1"), a("10.9.0.2")),
+        eth(
+            HOST,
+            VNBR,
+            Some(300),
+            ETH_IP4,
+            &ip4(a("10.9.0.1"), a("10.9.0.2"), 64, 9, 100),
+        ),
+        eth(
+            mac_r(4),
+            HOST,
+            None,
+            ETH_IP4,
+            &ip4(a("10.9.0.1"), a("10.5.0.1"), 1, 9, 60),
+        ),
+        eth(HOST, VNBR, None, 0x88cc, &[7; 50]),
+    ];
+    let res = run(&mut core, &frames, 4);
+    let cw = [0u8; 4];
+    let wire = |f: &[u8], transport: u32| {
+        let mut p = lse(transport, false, 255).to_vec();
+        p.extend(lse(600, true, 255));
+        p.extend(cw);
+        p.extend_from_slice(f);
+        eth(mac_n(1), mac_r(1), None, ETH_MPLS, &p)
+    };
+    assert_all_tx(&res, 1, |i| wire(&frames[i], 1000));
+    let s = core.stats();
+    assert_eq!(s.pws[0].encap_pkts.get(), 4);
+    let bytes: u64 = frames.iter().map(|f| f.len() as u64).sum();
+    assert_eq!(s.pws[0].encap_bytes.get(), bytes);
+    assert_eq!(s.ifaces[5].rx_pkts.get(), 4);
+    // Back: the pseudowire's label from the core, the frame out of the circuit.
+    let back: Vec<Vec<u8>> = frames
+        .iter()
+        .map(|f| {
+            let mut p = lse(500, true, 2).to_vec();
+            p.extend(cw);
+            p.extend_from_slice(f);
+            eth(mac_r(1), mac_n(1), None, ETH_MPLS, &p)
+        })
+        .collect();
+    let res = run(&mut core, &back, 1);
+    assert_all_tx(&res, 4, |i| frames[i].clone());
+    let s = core.stats();
+    assert_eq!(s.pws[0].decap_pkts.get(), 4);
+    assert_eq!(s.pws[0].decap_bytes.get(), bytes);
+    assert_eq!(s.ifaces[5].tx_pkts.get(), 4);
+    assert_eq!(counters(s), expect(&[]));
+    // The LSP relabelled: the next frame follows.
+    route(&mut ctl, "192.0.2.9/32", &["10.2.0.2"], &[2000]);
+    let res = run(&mut core, &frames[..1], 4);
+    assert_all_tx(&res, 1, |i| wire(&frames[i], 2000));
+    // Over the core MTU (1500 with 12 bytes pushed); no control word; no route.
+    let big = eth(HOST, VNBR, None, 0x88b5, &vec![1; 1490]);
+    let res = run(&mut core, &[big], 4);
+    assert_eq!(res[0].0, Out::Drop);
+    let mut no_cw = lse(500, true, 2).to_vec();
+    no_cw.extend_from_slice(&ip4(a("10.9.0.1"), a("10.9.0.2"), 64, 9, 100));
+    let res = run(
+        &mut core,
+        &[eth(mac_r(1), mac_n(1), None, ETH_MPLS, &no_cw)],
+        1,
+    );
+    assert_eq!(res[0].0, Out::Drop);
+    ctl.route_del(0, pfx("192.0.2.9/32")).unwrap();
+    let res = run(&mut core, &frames[..1], 4);
+    assert_eq!(res[0].0, Out::Drop);
+    let s = core.stats();
+    assert_eq!(
+        counters(s),
+        expect(&[
+            ("pw_mtu_exceeded", 1),
+            ("pw_bad_payload", 1),
+            ("pw_down", 1)
+        ])
+    );
+    assert_eq!(s.pws[0].drops.get(), 3);
+    // Deleted: the circuit's frames are its interface's again (not to its MAC:
+    // dropped), the label is gone.
+    ctl.pw_del("cust1").unwrap();
+    assert!(ctl.labels().get(500, true).is_none());
+    let res = run(&mut core, &frames[3..], 4);
+    assert_eq!(res[0].0, Out::Drop);
+}

@@ -40,6 +40,10 @@ table add|del N                                       (create an IPv4 table; del
 vrf add NAME table N                                  (name table N VRF NAME, creating it)
 vrf del NAME                                          (delete an empty VRF and its table)
 show vrf                                              (VRFs: tables, interfaces, routes)
+pw add NAME interface INTERFACE neighbor A.B.C.D in-label L out-label L [no-control-word]
+                                                      (VPWS: the port's frames to the PE under label L)
+pw del NAME
+show pw                                               (pseudowires: labels, state, counters)
 interface sub add INTERFACE VLAN                      (creates INTERFACE.VLAN)
 interface sub del INTERFACE.VLAN
 neighbor add INTERFACE ADDRESS [MAC]                  (no MAC: resolved by ARP)
@@ -227,6 +231,26 @@ pub enum Command {
     VrfDel(String),
     /// `show vrf`.
     ShowVrf,
+    /// `pw add NAME interface IF neighbor A.B.C.D in-label L out-label L
+    /// [control-word|no-control-word]`.
+    PwAdd {
+        /// Its name.
+        name: String,
+        /// The attachment circuit (a port without addresses).
+        interface: String,
+        /// The remote PE.
+        neighbor: Ipv4Addr,
+        /// The label this router gives it.
+        in_label: u32,
+        /// The label the remote PE gave it.
+        out_label: u32,
+        /// With the RFC 4385 control word.
+        control_word: bool,
+    },
+    /// `pw del NAME`.
+    PwDel(String),
+    /// `show pw`.
+    ShowPw,
     /// `table add N`.
     TableAdd(TableId),
     /// `table del N`.
@@ -493,6 +517,46 @@ pub fn parse(words: &[String]) -> Result<Command> {
                     Command::VrfAdd { name, table }
                 }
                 "del" | "delete" => Command::VrfDel(w.expect("NAME")?.to_string()),
+                x => return w.err(format!("unexpected {x:?}: say add or del")),
+            }
+        }
+        "pw" | "pseudowire" => {
+            w.usage = "pw add NAME interface INTERFACE neighbor A.B.C.D in-label L out-label L \
+                       [control-word|no-control-word] | pw del NAME";
+            match w.expect("add or del")? {
+                "add" => {
+                    let name = w.expect("NAME")?.to_string();
+                    let (mut interface, mut neighbor, mut in_label, mut out_label) =
+                        (None, None, None, None);
+                    let mut control_word = true;
+                    while let Some(k) = w.next() {
+                        match k {
+                            "interface" => interface = Some(w.expect("INTERFACE")?.to_string()),
+                            "neighbor" | "neighbour" => neighbor = Some(w.number("neighbor")?),
+                            "in-label" => in_label = Some(label_value(w.expect("L")?, "in-label")?),
+                            "out-label" => {
+                                out_label = Some(label_value(w.expect("L")?, "out-label")?)
+                            }
+                            "control-word" => control_word = true,
+                            "no-control-word" => control_word = false,
+                            x => return w.err(format!("unexpected {x:?}")),
+                        }
+                    }
+                    let (Some(interface), Some(neighbor), Some(in_label), Some(out_label)) =
+                        (interface, neighbor, in_label, out_label)
+                    else {
+                        return w.err("give interface, neighbor, in-label and out-label");
+                    };
+                    Command::PwAdd {
+                        name,
+                        interface,
+                        neighbor,
+                        in_label,
+                        out_label,
+                        control_word,
+                    }
+                }
+                "del" | "delete" => Command::PwDel(w.expect("NAME")?.to_string()),
                 x => return w.err(format!("unexpected {x:?}: say add or del")),
             }
         }
@@ -1035,6 +1099,7 @@ fn show(w: &mut Words<'_>) -> Result<Command> {
         "trace" => Ok(Command::ShowTrace),
         "version" => Ok(Command::ShowVersion),
         "vrf" | "vrfs" => Ok(Command::ShowVrf),
+        "pw" | "pws" | "pseudowire" | "pseudowires" => Ok(Command::ShowPw),
         "sflow" => Ok(Command::ShowSflow),
         "linux" | "lcp" => Ok(Command::ShowLinux),
         "fpm" => Ok(Command::ShowFpm),
@@ -1092,6 +1157,37 @@ mod tests {
                 replace: false,
             }
         );
+    }
+
+    #[test]
+    fn pseudowire_commands() {
+        assert_eq!(
+            p("pw add cust1 interface port2 neighbor 192.0.2.4 in-label 500 out-label 600")
+                .unwrap(),
+            Command::PwAdd {
+                name: "cust1".into(),
+                interface: "port2".into(),
+                neighbor: "192.0.2.4".parse().unwrap(),
+                in_label: 500,
+                out_label: 600,
+                control_word: true,
+            }
+        );
+        assert!(matches!(
+            p("pw add c neighbor 192.0.2.4 out-label 6 in-label 5 interface port2 no-control-word"),
+            Ok(Command::PwAdd {
+                control_word: false,
+                in_label: 5,
+                ..
+            })
+        ));
+        assert_eq!(p("pw del cust1").unwrap(), Command::PwDel("cust1".into()));
+        assert_eq!(p("show pw").unwrap(), Command::ShowPw);
+        assert!(err("pw add c interface port2 neighbor 192.0.2.4 in-label 5").contains("give"));
+        assert!(err("pw add c interface port2 neighbor 192.0.2 in-label 5").contains("neighbor"));
+        assert!(err("pw add c interface port2 vlan 5").contains("unexpected"));
+        assert!(err("pw add c in-label x").contains("in-label"));
+        assert!(err("pw show").contains("add or del"));
     }
 
     #[test]

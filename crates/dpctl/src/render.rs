@@ -37,6 +37,7 @@ pub fn render(cmd: &Command, data: &Value) -> String {
         Command::ShowTrace => trace(data),
         Command::ShowVersion => version(data),
         Command::ShowVrf => vrfs(data),
+        Command::ShowPw => pws(data),
         Command::ShowSflow => sflow(data),
         Command::ShowLinux => linux(data),
         Command::ShowFpm => fpm(data),
@@ -86,6 +87,56 @@ fn vrfs(d: &Value) -> String {
             n(&v["table"]),
             n(&v["routes"]),
             ifaces.join(" ")
+        );
+    }
+    o
+}
+
+fn pws(d: &Value) -> String {
+    let mut o = format!(
+        "{:<12} {:<10} {:<15} {:>7} {:>7} {:<3} {:<5} {:>12} {:>12} {:>8}  Transport\n",
+        "Pseudowire",
+        "Interface",
+        "Neighbor",
+        "In",
+        "Out",
+        "CW",
+        "State",
+        "Encap",
+        "Decap",
+        "Drops"
+    );
+    for p in arr(&d["pws"]) {
+        let transport: Vec<String> = arr(&p["transport_labels"])
+            .iter()
+            .map(|l| n(l).to_string())
+            .collect();
+        let _ = writeln!(
+            o,
+            "{:<12} {:<10} {:<15} {:>7} {:>7} {:<3} {:<5} {:>12} {:>12} {:>8}  {}",
+            s(&p["name"]),
+            p["interface"].as_str().unwrap_or("-"),
+            s(&p["neighbor"]),
+            n(&p["in_label"]),
+            n(&p["out_label"]),
+            if p["control_word"].as_bool() == Some(true) {
+                "yes"
+            } else {
+                "no"
+            },
+            if p["up"].as_bool() == Some(true) {
+                "up"
+            } else {
+                "down"
+            },
+            n(&p["encap_pkts"]),
+            n(&p["decap_pkts"]),
+            n(&p["drops"]),
+            if transport.is_empty() {
+                "-".to_string()
+            } else {
+                transport.join(" ")
+            }
         );
     }
     o

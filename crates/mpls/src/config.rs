@@ -94,6 +94,13 @@ pub enum LabelAction {
     Drop,
     /// Punt to the control plane.
     Punt,
+    /// Pop a pseudowire's label and hand its payload (the control word, if the
+    /// pseudowire has one, then an Ethernet frame) to pseudowire `pw`'s
+    /// attachment circuit. Only valid for the bottom-of-stack entry.
+    Xconnect {
+        /// The pseudowire's index (see the dataplane's pseudowire table).
+        pw: u32,
+    },
 }
 
 impl LabelAction {
@@ -151,6 +158,9 @@ pub enum ConfigError {
     /// `Ip4Lookup` on a non-bottom-of-stack entry: the payload is not IP there.
     #[error("ip4-lookup is only valid for the bottom-of-stack (eos) entry")]
     LookupNotEos,
+    /// `Xconnect` on a non-bottom-of-stack entry: a pseudowire's label is the last.
+    #[error("a pseudowire's label is only valid as the bottom-of-stack (eos) entry")]
+    XconnectNotEos,
     /// `Pop` (continue with the next label) on a bottom-of-stack entry: no next label.
     #[error("pop-and-continue is only valid for the non-bottom-of-stack (non-eos) entry")]
     PopOnEos,
@@ -247,6 +257,8 @@ pub fn validate_action(eos: bool, action: &LabelAction) -> Result<(), ConfigErro
             }
         }
         LabelAction::Drop | LabelAction::Punt => Ok(()),
+        LabelAction::Xconnect { .. } if eos => Ok(()),
+        LabelAction::Xconnect { .. } => Err(ConfigError::XconnectNotEos),
     }
 }
 

@@ -173,6 +173,13 @@ pub enum MplsDecision {
         /// IPv4 table id.
         table: u32,
     },
+    /// Popped a pseudowire's label: `*off` is where its payload starts (the
+    /// control word if it has one, then the Ethernet frame), for the
+    /// attachment circuit of pseudowire `pw`.
+    Xconnect {
+        /// The pseudowire's index.
+        pw: u32,
+    },
     /// Hand the frame to the control plane.
     Punt(PuntReason),
     /// Drop and count.

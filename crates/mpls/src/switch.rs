@@ -25,7 +25,7 @@
 use crate::hash::flow_hash;
 use crate::stack::{dispose_ip4, read_word, write_word};
 use crate::table::{
-    K_DROP, K_ECMP, K_ELI, K_IP4, K_PHP, K_POP, K_PUNT, K_SWAP, LabelGuard, SLOT_WORDS, Slot,
+    K_DROP, K_ECMP, K_ELI, K_IP4, K_PHP, K_POP, K_PUNT, K_PW, K_SWAP, LabelGuard, SLOT_WORDS, Slot,
     W_ARG, W_HDR, W_LABELS, hdr_count, hdr_kind, hdr_uniform, key_of,
 };
 use crate::{DropReason, MAX_STACK_DEPTH, MplsDecision, PuntReason};
@@ -242,6 +242,20 @@ impl LabelGuard<'_> {
                     }
                     w = nw;
                     idx = self.entry(key_of(w));
+                }
+                K_PW => {
+                    //= RFC 4448 §4.4: the egress PE pops the PW label; the payload
+                    // (control word, Ethernet frame) is the attachment circuit's.
+                    if ttl == 0 {
+                        return MplsDecision::Drop(DropReason::TtlExpired);
+                    }
+                    if w & S_BIT == 0 {
+                        return MplsDecision::Drop(DropReason::NoLabel);
+                    }
+                    *off = o + 4;
+                    return MplsDecision::Xconnect {
+                        pw: slot.word(W_ARG),
+                    };
                 }
                 K_PUNT => return MplsDecision::Punt(PuntReason::from_code(slot.word(W_ARG))),
                 K_DROP => return MplsDecision::Drop(DropReason::from_code(slot.word(W_ARG))),

@@ -49,6 +49,7 @@ pub(crate) const K_POP: u32 = 4;
 pub(crate) const K_ECMP: u32 = 5;
 pub(crate) const K_PUNT: u32 = 6;
 pub(crate) const K_ELI: u32 = 7;
+pub(crate) const K_PW: u32 = 8;
 
 /// Header: kind | count << 8 | pipe << 16 | pipe_ttl << 24.
 #[inline(always)]
@@ -288,6 +289,7 @@ fn encode(action: &LabelAction) -> Result<Encoded, ConfigError> {
             PuntReason::Configured as u32,
             TtlMode::Uniform,
         )),
+        LabelAction::Xconnect { pw } => Encoded::One(encode_simple(K_PW, *pw, TtlMode::Uniform)),
     })
 }
 

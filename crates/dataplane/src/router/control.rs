@@ -17,10 +17,10 @@ use thiserror::Error;
 use fib::{FibError, Ipv4Prefix, RouteKind, TableId};
 
 use super::core::{Core, CoreConfig, Event, Tables};
-use super::iface::{IfTable, Interface};
+use super::iface::{IfTable, Interface, PwEntry};
 use super::neigh::{ArpProbe, Learned, NeighborAging, Step, arp_probe};
 use super::sessions::Sessions;
-use super::stats::{MAX_IFACES, TraceRecord, WorkerStats};
+use super::stats::{MAX_IFACES, MAX_PWS, TraceRecord, WorkerStats};
 use super::worker::{InjectQueue, PuntQueue, WorkerWake};
 
 /// Depth of each worker's event queue (neighbours learned from ARP).
@@ -77,6 +77,9 @@ pub enum RouterError {
     /// A VRF name that is taken, unknown or not a name.
     #[error("{0}")]
     Vrf(String),
+    /// A pseudowire that cannot be (see the message).
+    #[error("pseudowire {0}")]
+    Pw(String),
     /// A more preferred source holds the label entry.
     #[error("label {label} {eos} belongs to {owner}")]
     LabelOwned {
@@ -272,6 +275,24 @@ pub struct RouterControl {
     unresolved6: BTreeSet<(u32, std::net::Ipv6Addr)>,
     /// VRF names of tables (table 0 is `default`, never listed here).
     vrfs: BTreeMap<String, TableId>,
+    /// Pseudowires by name: their index (see [`IfTable::pw`]), where they came
+    /// from and what they are.
+    pws: BTreeMap<String, (u32, RouteSource, Pw)>,
+}
+
+/// A pseudowire (VPWS, RFC 4448): a port cross-connected to a remote PE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pw {
+    /// The attachment circuit: a port's untagged interface (its ifIndex).
+    pub ac: u32,
+    /// The remote PE (its loopback, reached in table 0).
+    pub remote: Ipv4Addr,
+    /// The label this router gave the pseudowire (the remote PE pushes it).
+    pub in_label: u32,
+    /// The label the remote PE gave it.
+    pub out_label: u32,
+    /// With the RFC 4385 control word.
+    pub cw: bool,
 }
 
 impl std::fmt::Debug for RouterControl {
@@ -318,6 +339,7 @@ impl RouterControl {
             neighbors6: BTreeMap::new(),
             unresolved6: BTreeSet::new(),
             vrfs: BTreeMap::new(),
+            pws: BTreeMap::new(),
         }
     }
 
@@ -391,6 +413,27 @@ impl RouterControl {
         }
         let mut t = IfTable::new(self.iface_list.values().cloned(), self.router_id);
         t.punt_to_host = self.punt_to_host;
+        // (a circuit that is down takes no frames: its port's are dropped)
+        let mut pws = vec![
+            None;
+            self.pws
+                .values()
+                .map(|p| p.0 as usize + 1)
+                .max()
+                .unwrap_or(0)
+        ];
+        for (k, _, p) in self.pws.values() {
+            if let Some(i) = self.iface_list.get(&p.ac).filter(|i| i.up) {
+                pws[*k as usize] = Some(PwEntry {
+                    ac: p.ac,
+                    port: i.port,
+                    remote: p.remote,
+                    out_label: p.out_label,
+                    cw: p.cw,
+                });
+            }
+        }
+        t.set_pws(pws);
         self.ifaces.store(Arc::new(t));
     }
 
@@ -672,6 +715,11 @@ impl RouterControl {
     ) -> Result<(), RouterError> {
         check_addr(addr, len)?;
         self.iface(ifindex)?;
+        if let Some((name, _)) = self.pws.iter().find(|(_, p)| p.2.ac == ifindex) {
+            return Err(RouterError::Pw(format!(
+                "{name}: its circuit takes no address (delete the pseudowire first)"
+            )));
+        }
         let key = (ifindex, addr);
         let old = self.addr_rib.winner(&key).map(|w| *w.value);
         if self.addr_rib.would_win(&key, source, 0) && old != Some(len) {
@@ -1504,6 +1552,85 @@ impl RouterControl {
         self.fib.table_del(table)?;
         self.publish();
         Ok(())
+    }
+
+    /// Adds pseudowire `name` from `source`, or replaces it: its circuit takes
+    /// no IPv4 or MPLS of its own any more (it must have no address), and label
+    /// `in_label` (bottom of stack) becomes its (refused if another entry has it).
+    pub fn pw_add(&mut self, source: RouteSource, name: &str, pw: Pw) -> Result<(), RouterError> {
+        let bad = |m: String| Err(RouterError::Pw(format!("{name}: {m}")));
+        if name.is_empty() || name.len() > 32 || !name.chars().all(|c| c.is_ascii_graphic()) {
+            return bad("a name is 1-32 printable characters".into());
+        }
+        let Some(ac) = self.iface_list.get(&pw.ac) else {
+            return Err(RouterError::UnknownInterface(pw.ac));
+        };
+        if ac.vlan.is_some() {
+            return bad(format!(
+                "{} is a sub-interface; a circuit is a port",
+                ac.name
+            ));
+        }
+        if let Some((a, l)) = ac.addrs.first() {
+            return bad(format!(
+                "{} has address {a}/{l}: a circuit has none",
+                ac.name
+            ));
+        }
+        if let Some((other, _)) = self.pws.iter().find(|(n, p)| *n != name && p.2.ac == pw.ac) {
+            return bad(format!("{} is the circuit of pseudowire {other}", ac.name));
+        }
+        if !(16..1 << 20).contains(&pw.out_label) {
+            return bad(format!("out-label {} is not 16-1048575", pw.out_label));
+        }
+        let old = self.pws.get(name).cloned();
+        let k = match &old {
+            Some((k, _, _)) => *k,
+            None => match (0..MAX_PWS as u32).find(|k| self.pws.values().all(|p| p.0 != *k)) {
+                Some(k) => k,
+                None => return bad(format!("{MAX_PWS} pseudowires at most")),
+            },
+        };
+        let mine = |a: &mpls::LabelAction| *a == mpls::LabelAction::Xconnect { pw: k };
+        if self
+            .label_rib
+            .winner(&(pw.in_label, true))
+            .is_some_and(|w| !mine(w.value))
+        {
+            return bad(format!("in-label {} is in use", pw.in_label));
+        }
+        self.label_add_from(
+            source,
+            pw.in_label,
+            true,
+            mpls::LabelAction::Xconnect { pw: k },
+        )?;
+        if let Some((_, s, o)) = &old {
+            if (o.in_label, *s) != (pw.in_label, source) {
+                let _ = self.label_del_from(*s, o.in_label, true);
+            }
+        }
+        self.pws.insert(name.to_string(), (k, source, pw));
+        self.publish();
+        Ok(())
+    }
+
+    /// Deletes pseudowire `name` (its label with it).
+    pub fn pw_del(&mut self, name: &str) -> Result<Pw, RouterError> {
+        let (_, source, pw) = self
+            .pws
+            .remove(name)
+            .ok_or_else(|| RouterError::Pw(format!("{name}: no such pseudowire")))?;
+        let _ = self.label_del_from(source, pw.in_label, true);
+        self.publish();
+        Ok(pw)
+    }
+
+    /// The pseudowires: name, index, source, configuration.
+    pub fn pws(&self) -> impl Iterator<Item = (&str, u32, RouteSource, &Pw)> {
+        self.pws
+            .iter()
+            .map(|(n, (k, s, p))| (n.as_str(), *k, *s, p))
     }
 
     /// Names table `table` VRF `name`, creating the table if it does not exist.

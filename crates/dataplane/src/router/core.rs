@@ -35,7 +35,7 @@ use crossbeam_queue::ArrayQueue;
 use crate::dpdk::{BURST, tsc};
 use crate::packet::{Packet, RxCsum};
 
-use super::iface::{IfTable, Interface};
+use super::iface::{IfTable, Interface, PwEntry};
 use super::reasons::{Discard, DropReason, PuntReason};
 use super::stats::{Stage, TRACE_BYTES, TraceRecord, WorkerStats};
 
@@ -45,6 +45,7 @@ mod hold;
 mod ip4_lookup;
 mod local;
 mod mpls_lookup;
+mod pw;
 mod rewrite;
 mod sflow_hook;
 mod trace;
@@ -556,10 +557,10 @@ impl Work {
     ) {
         let t = tsc();
         let mut q = Pending::default();
-        let n_eth = self.ethernet_input(pkts, n_slow, ift, &mut q);
+        let n_eth = self.ethernet_input(pkts, n_slow, ift, view, &mut q);
         let mut t = acc.add(Stage::EthernetInput, n_eth, t);
         if q.mpls > 0 {
-            self.mpls_lookup(pkts, n_slow, labels, &mut q);
+            self.mpls_lookup(pkts, n_slow, labels, ift, &mut q);
             t = acc.add(Stage::MplsLookup, q.mpls, t);
         }
         if q.ip4 > 0 {

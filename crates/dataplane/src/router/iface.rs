@@ -66,6 +66,25 @@ fn same_subnet(a: Ipv4Addr, b: Ipv4Addr, len: u8) -> bool {
     u32::from(a) & mask == u32::from(b) & mask
 }
 
+/// A pseudowire as the workers see it (RFC 4448, raw mode): every frame its
+/// attachment circuit (a port) receives goes to the remote PE under the
+/// pseudowire's label and the labels of the route to the PE; frames that come
+/// with its label leave on the circuit as they were sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PwEntry {
+    /// The attachment circuit's ifIndex (a port's untagged interface).
+    pub ac: u32,
+    /// Its DPDK port.
+    pub port: u16,
+    /// The remote PE's address, looked up in table 0 for each frame: the
+    /// pseudowire follows the LSP that reaches it.
+    pub remote: Ipv4Addr,
+    /// The label the remote PE gave the pseudowire (it goes at the bottom).
+    pub out_label: u32,
+    /// Frames carry the RFC 4385 control word (sequence 0).
+    pub cw: bool,
+}
+
 /// All interfaces, indexed for the data path.
 #[derive(Debug, Clone, Default)]
 pub struct IfTable {
@@ -78,6 +97,10 @@ pub struct IfTable {
     /// link-local multicast, routing protocols, ARP replies) go to the control
     /// plane (the Linux twins) instead of being dropped.
     pub punt_to_host: bool,
+    /// Pseudowires by index (`None`: a free index).
+    pws: Vec<Option<PwEntry>>,
+    /// Per DPDK port: the index of the pseudowire it is the circuit of.
+    pw_ports: Vec<Option<u32>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -106,6 +129,8 @@ impl IfTable {
             by_port: Vec::new(),
             router_id,
             punt_to_host: false,
+            pws: Vec::new(),
+            pw_ports: Vec::new(),
         };
         for i in ifaces {
             let port = usize::from(i.port);
@@ -140,6 +165,34 @@ impl IfTable {
             Some(v) => p.vlans.iter().find(|x| x.0 == v)?.1,
         };
         self.get(idx)
+    }
+
+    /// Sets the pseudowires (by index).
+    pub fn set_pws(&mut self, pws: Vec<Option<PwEntry>>) {
+        self.pw_ports.clear();
+        for (k, e) in pws.iter().enumerate() {
+            if let Some(e) = e {
+                let port = usize::from(e.port);
+                if self.pw_ports.len() <= port {
+                    self.pw_ports.resize(port + 1, None);
+                }
+                self.pw_ports[port] = Some(k as u32);
+            }
+        }
+        self.pws = pws;
+    }
+
+    /// The pseudowire whose circuit port `port` is, with its index.
+    #[inline]
+    pub fn pw_of_port(&self, port: u16) -> Option<(u32, &PwEntry)> {
+        let k = (*self.pw_ports.get(usize::from(port))?)?;
+        Some((k, self.pw(k)?))
+    }
+
+    /// Pseudowire `k`.
+    #[inline]
+    pub fn pw(&self, k: u32) -> Option<&PwEntry> {
+        self.pws.get(k as usize)?.as_ref()
     }
 
     /// All interfaces in ifIndex order.

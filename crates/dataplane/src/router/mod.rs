@@ -12,13 +12,14 @@ mod sessions;
 mod stats;
 mod worker;
 
-pub use control::{RouteSource, RouterControl, RouterError, WorkerHandle};
+pub use control::{Pw, RouteSource, RouterControl, RouterError, WorkerHandle};
 pub use core::{Core, CoreConfig, Event, HOLD_BYTES, HOLD_PACKETS, Out, SflowHook, Tables};
-pub use iface::{IfTable, Interface};
+pub use iface::{IfTable, Interface, PwEntry};
 pub use neigh::{ArpProbe, NeighborAging};
 pub use reasons::{Discard, DropReason, PuntClass, PuntReason};
 pub use sessions::Sessions;
 pub use stats::{
-    IfaceCounters, MAX_IFACES, Stage, StageCounters, TRACE_BYTES, TraceRecord, WorkerStats,
+    IfaceCounters, MAX_IFACES, MAX_PWS, PwCounters, Stage, StageCounters, TRACE_BYTES, TraceRecord,
+    WorkerStats,
 };
 pub use worker::{InjectQueue, PuntQueue, PuntRates, PuntSignal, RouterWorker, WorkerWake};

@@ -100,11 +100,19 @@ pub enum DropReason {
     /// Punt of the other class (anything else for the router) over the worker's
     /// punt policer rate.
     PuntPolicedOther,
+    /// A pseudowire's remote PE has no route (or no forwarding one).
+    PwDown,
+    /// A pseudowire's frame over the MTU of where it goes (the core link's, or
+    /// the attachment circuit's).
+    PwMtuExceeded,
+    /// A pseudowire's payload without the control word it should start with
+    /// (RFC 4385: first nibble 0), or shorter than an Ethernet header.
+    PwBadPayload,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 35] = [
+    pub const ALL: [DropReason; 38] = [
         DropReason::EthTruncated,
         DropReason::NotOurMac,
         DropReason::UnknownVlan,
@@ -140,6 +148,9 @@ impl DropReason {
         DropReason::NoTxPort,
         DropReason::PuntPolicedControl,
         DropReason::PuntPolicedOther,
+        DropReason::PwDown,
+        DropReason::PwMtuExceeded,
+        DropReason::PwBadPayload,
     ];
     /// Number of reasons.
     pub const COUNT: usize = Self::ALL.len();
@@ -182,6 +193,9 @@ impl DropReason {
             DropReason::NoTxPort => "no_tx_port",
             DropReason::PuntPolicedControl => "punt_policed_control",
             DropReason::PuntPolicedOther => "punt_policed_other",
+            DropReason::PwDown => "pw_down",
+            DropReason::PwMtuExceeded => "pw_mtu_exceeded",
+            DropReason::PwBadPayload => "pw_bad_payload",
         }
     }
 }

@@ -13,6 +13,24 @@ use super::reasons::{DropReason, PuntClass, PuntReason};
 /// Most interfaces (ifIndex values 1..MAX_IFACES-1); index 0 is unused.
 pub const MAX_IFACES: usize = 256;
 
+/// Most pseudowires (indexes 0..MAX_PWS-1).
+pub const MAX_PWS: usize = 256;
+
+/// One pseudowire's counters in one worker.
+#[derive(Debug, Default)]
+pub struct PwCounters {
+    /// Frames from the attachment circuit sent into the pseudowire.
+    pub encap_pkts: Counter,
+    /// Their bytes (the frames as received).
+    pub encap_bytes: Counter,
+    /// Frames from the pseudowire sent on the attachment circuit.
+    pub decap_pkts: Counter,
+    /// Their bytes (the frames as sent).
+    pub decap_bytes: Counter,
+    /// Frames dropped either way (down, over the MTU, bad payload).
+    pub drops: Counter,
+}
+
 /// The stages of the forwarding path, in the order a vector goes through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -101,6 +119,8 @@ pub struct WorkerStats {
     pub punts: [Counter; PuntReason::COUNT],
     /// Per interface, indexed by ifIndex.
     pub ifaces: Box<[IfaceCounters]>,
+    /// Per pseudowire, by its index.
+    pub pws: Box<[PwCounters]>,
     /// Loops run.
     pub loops: Counter,
     /// Loops that received packets.
@@ -166,6 +186,7 @@ impl Default for WorkerStats {
             mpls_drops: std::array::from_fn(|_| Counter::new()),
             punts: Default::default(),
             ifaces: (0..MAX_IFACES).map(|_| IfaceCounters::default()).collect(),
+            pws: (0..MAX_PWS).map(|_| PwCounters::default()).collect(),
             loops: Counter::new(),
             busy_loops: Counter::new(),
             busy_cycles: Counter::new(),

@@ -23,6 +23,7 @@ impl Work {
         pkts: &mut [P],
         n_slow: usize,
         ift: &IfTable,
+        view: &fib::FibView<'_>,
         q: &mut Pending,
     ) -> usize {
         let mut last_if = None;
@@ -40,6 +41,11 @@ impl Work {
             }
             if !self.is_resumed(i) {
                 n_eth += 1;
+                if let Some((k, e)) = ift.pw_of_port(pkts[i].port()) {
+                    // A pseudowire's circuit: every frame goes into it.
+                    pw::pw_encap(&self.stats, &mut pkts[i], &mut self.meta[i], k, e, view);
+                    continue;
+                }
                 let m = &mut self.meta[i];
                 ethernet(
                     &self.stats,

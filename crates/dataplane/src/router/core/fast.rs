@@ -155,7 +155,11 @@ impl RxIf {
 
     /// Port `port`'s untagged interface; `vt` is the vector's routing table.
     fn of(port: u16, ift: &IfTable, vt: u32) -> RxIf {
-        match ift.rx_iface(port, None).filter(|i| i.up) {
+        // (a pseudowire's circuit: its frames are the general path's)
+        let l3 = ift
+            .rx_iface(port, None)
+            .filter(|_| ift.pw_of_port(port).is_none());
+        match l3.filter(|i| i.up) {
             Some(i) => {
                 let mut b = [0u8; 8];
                 b[..6].copy_from_slice(&i.mac);

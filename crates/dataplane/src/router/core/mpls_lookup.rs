@@ -20,6 +20,7 @@ impl Work {
         pkts: &mut [P],
         n_slow: usize,
         labels: &mpls::LabelReader,
+        ift: &IfTable,
         q: &mut Pending,
     ) {
         let guard = labels.pin();
@@ -56,6 +57,9 @@ impl Work {
                     m.table = mpls::lookup_table(table, m.table);
                     m.next = Next::Ip4Lookup;
                     q.ip4 += 1;
+                }
+                mpls::MplsDecision::Xconnect { pw } => {
+                    pw::pw_decap(stats, &mut pkts[i], m, pw, off, ift);
                 }
                 mpls::MplsDecision::Punt(_) => m.next = Next::Punt(PuntReason::Mpls),
                 mpls::MplsDecision::Drop(r) => {
