@@ -18,6 +18,10 @@
 //! over the VPN label); `vpn_egress` pops a per-VRF VPN label and looks up in a
 //! VRF holding the same table, without labels towards the customers.
 //!
+//! VPWS: `pw_encap` takes the frames of port 6, a pseudowire's circuit, into the
+//! pseudowire (the LSP's label over the PW label and the control word);
+//! `pw_decap` pops the PW label and sends the frames under it out of port 6.
+//!
 //! Run: `cargo bench -p benches --bench pipeline`
 #![deny(unsafe_code)]
 
@@ -108,6 +112,28 @@ fn router(rib: &[(u32, u8, u32)]) -> RouterControl {
     let lsp = Path::gateway_on(Ipv4Addr::new(10, 2, 0, 2), 2).with_labels(&[1000]);
     let pe = Ipv4Prefix::new(REMOTE_PE, 32).unwrap();
     ctl.route_add(0, pe, RouteKind::Paths(vec![lsp])).unwrap();
+    // Port 6: a pseudowire's circuit (no address).
+    ctl.add_interface(Interface {
+        ifindex: 7,
+        name: "port6".into(),
+        port: 6,
+        vlan: None,
+        mac: mac_r(6),
+        mtu: 1500,
+        up: true,
+        table: 0,
+        addrs: Vec::new(),
+    })
+    .unwrap();
+    let pw = dataplane::router::Pw {
+        ac: 7,
+        remote: REMOTE_PE,
+        in_label: PW_IN,
+        out_label: 401,
+        cw: true,
+    };
+    ctl.pw_add(dataplane::router::RouteSource::Config, "bench", pw)
+        .unwrap();
     eprintln!(
         "loaded {} prefixes through RouterControl in {:.1} s",
         rib.len(),
@@ -139,6 +165,8 @@ const VRF_IN: u32 = 10;
 const VRF_OUT: u32 = 20;
 /// The remote PE's loopback.
 const REMOTE_PE: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 4);
+/// The pseudowire's label (this router's).
+const PW_IN: u32 = 400;
 
 fn ip4(dst: u32, sport: u16) -> [u8; IP_LEN] {
     let mut p = [0u8; IP_LEN];
@@ -238,7 +266,6 @@ impl<P: Packet> Case<P> {
         labels: &[u32],
         out_ethertype: u16,
     ) -> Self {
-        let (core, _) = ctl.new_core(CoreConfig::default(), tsc_hz());
         let templates: Vec<Vec<Vec<u8>>> = dsts
             .chunks(BURST)
             .map(|c| {
@@ -248,6 +275,22 @@ impl<P: Packet> Case<P> {
                     .collect()
             })
             .collect();
+        Self::of_frames(ctl, mk, rx, name, vpp, goal, templates, out_ethertype)
+    }
+
+    /// A case of the frames of `templates`.
+    #[allow(clippy::too_many_arguments)]
+    fn of_frames(
+        ctl: &mut RouterControl,
+        mk: &dyn Fn(&[u8], u16) -> P,
+        rx: u16,
+        name: &'static str,
+        vpp: &'static str,
+        goal: &'static str,
+        templates: Vec<Vec<Vec<u8>>>,
+        out_ethertype: u16,
+    ) -> Self {
+        let (core, _) = ctl.new_core(CoreConfig::default(), tsc_hz());
         let pkts = templates[0].iter().map(|f| mk(f, rx)).collect();
         let mut c = Case {
             name,
@@ -274,7 +317,7 @@ impl<P: Packet> Case<P> {
                 let d = data(p);
                 let et = u16::from_be_bytes([d[12], d[13]]);
                 assert!(
-                    matches!(o, Out::Tx(1..=4)) && et == self.out_ethertype,
+                    matches!(o, Out::Tx(1..=4 | 6)) && et == self.out_ethertype,
                     "{}: template {t} frame {i}: {o:?}, ethertype {et:#06x}",
                     self.name
                 );
@@ -441,7 +484,29 @@ fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8], u16) -> P) -> Vec<Case<P>>
         // Every VRF route: the LSP's label over the VPN label.
         Case::new(ctl, mk, 5, "vpn_ingress", "", "", plain, &[], 0x8847),
         Case::new(ctl, mk, 0, "vpn_egress", "", "", plain, &[301], 0x0800),
+        Case::new(ctl, mk, 6, "pw_encap", "", "", plain, &[], 0x8847),
+        Case::of_frames(ctl, mk, 0, "pw_decap", "", "", pw_frames(plain), 0x0800),
     ]
+}
+
+/// Frames of the pseudowire from the core: Ethernet to port 0, the PW label,
+/// the control word, the customer's frame (IPv4 to each of `dsts`).
+fn pw_frames(dsts: &[u32]) -> Vec<Vec<Vec<u8>>> {
+    dsts.chunks(BURST)
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .map(|(i, &d)| {
+                    let inner = frame(6, &[], d, 1024 + i as u16);
+                    let mut f = frame(0, &[PW_IN], 0, 0);
+                    f.truncate(14 + 4);
+                    f.extend_from_slice(&[0; 4]);
+                    f.extend_from_slice(&inner);
+                    f
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The FIB lookup alone over the IPv4 case's destinations: the floor under the

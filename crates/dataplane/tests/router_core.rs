@@ -2707,6 +2707,11 @@ fn overlapping_vrfs_answer_arp_and_send_icmp_from_their_own_interface() {
 /// counted.
 #[test]
 fn pseudowire_encap_and_decap() {
+    pseudowire_encap_and_decap_with(true);
+    pseudowire_encap_and_decap_with(false);
+}
+
+fn pseudowire_encap_and_decap_with(fast_path: bool) {
     use dataplane::router::Pw;
     let mut ctl = router();
     ctl.del_address(5, a("10.5.0.1"), 24).unwrap();
@@ -2724,7 +2729,11 @@ fn pseudowire_encap_and_decap() {
     bad.ac = 4;
     assert!(matches!(ctl.pw_add(src, "p", bad), Err(RouterError::Pw(_))));
     ctl.pw_add(src, "cust1", pw.clone()).unwrap();
-    let mut core = core(&mut ctl);
+    let cfg = CoreConfig {
+        fast_path,
+        ..core_cfg()
+    };
+    let mut core = ctl.new_core(cfg, tsc_hz()).0;
     let frames = [
         arp_request(BCAST, HOST, a("10.9.0.1"), a("10.9.0.2")),
         eth(
@@ -2810,4 +2819,63 @@ fn pseudowire_encap_and_decap() {
     assert!(ctl.labels().get(500, true).is_none());
     let res = run(&mut core, &frames[3..], 4);
     assert_eq!(res[0].0, Out::Drop);
+}
+
+/// A sub-interface as the circuit (RFC 4448 raw mode): its frames lose their
+/// VLAN tag into the pseudowire (no control word here) and get it back out of
+/// it; other VLANs and untagged frames of the port stay the port's.
+#[test]
+fn pseudowire_on_a_sub_interface() {
+    use dataplane::router::{Interface, Pw};
+    let mut ctl = router();
+    ctl.add_interface(Interface {
+        ifindex: 12,
+        name: "port4.300".into(),
+        port: 4,
+        vlan: Some(300),
+        mac: mac_r(4),
+        mtu: 1500,
+        up: true,
+        table: 0,
+        addrs: Vec::new(),
+    })
+    .unwrap();
+    route(&mut ctl, "192.0.2.9/32", &["10.2.0.2"], &[1000]);
+    let pw = Pw {
+        ac: 12,
+        remote: a("192.0.2.9"),
+        in_label: 510,
+        out_label: 610,
+        cw: false,
+    };
+    ctl.pw_add(dataplane::router::RouteSource::Dpctl, "vlan300", pw)
+        .unwrap();
+    let mut core = core(&mut ctl);
+    let inner = ip4(a("10.9.0.1"), a("10.9.0.2"), 64, 9, 100);
+    let tagged = eth(HOST, VNBR, Some(300), ETH_IP4, &inner);
+    let untagged = eth(HOST, VNBR, None, ETH_IP4, &inner);
+    let res = run(&mut core, std::slice::from_ref(&tagged), 4);
+    let mut p = lse(1000, false, 255).to_vec();
+    p.extend(lse(610, true, 255));
+    p.extend_from_slice(&untagged);
+    assert_all_tx(&res, 1, |_| eth(mac_n(1), mac_r(1), None, ETH_MPLS, &p));
+    assert_eq!(core.stats().ifaces[12].rx_pkts.get(), 1);
+    // VLAN 301 is no interface; the port's own frames to its MAC are routed.
+    let other = eth(mac_r(4), VNBR, Some(301), ETH_IP4, &inner);
+    assert_eq!(run(&mut core, &[other], 4)[0].0, Out::Drop);
+    let mine = eth(
+        mac_r(4),
+        HOST,
+        None,
+        ETH_IP4,
+        &ip4(a("10.5.0.2"), a("10.2.0.2"), 64, 9, 60),
+    );
+    assert_eq!(run(&mut core, &[mine], 4)[0].0, Out::Tx(1));
+    // Back out of the sub-interface, tagged again.
+    let mut b = lse(510, true, 9).to_vec();
+    b.extend_from_slice(&untagged);
+    let res = run(&mut core, &[eth(mac_r(1), mac_n(1), None, ETH_MPLS, &b)], 1);
+    assert_all_tx(&res, 4, |_| tagged.clone());
+    assert_eq!(core.stats().ifaces[12].tx_pkts.get(), 1);
+    assert_eq!(core.stats().pws[0].decap_pkts.get(), 1);
 }

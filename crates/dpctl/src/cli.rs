@@ -41,7 +41,7 @@ vrf add NAME table N                                  (name table N VRF NAME, cr
 vrf del NAME                                          (delete an empty VRF and its table)
 show vrf                                              (VRFs: tables, interfaces, routes)
 pw add NAME interface INTERFACE neighbor A.B.C.D in-label L out-label L [no-control-word]
-                                                      (VPWS: the port's frames to the PE under label L)
+                                                      (VPWS: the circuit's frames to the PE under label L)
 pw del NAME
 show pw                                               (pseudowires: labels, state, counters)
 interface sub add INTERFACE VLAN                      (creates INTERFACE.VLAN)

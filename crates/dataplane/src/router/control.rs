@@ -283,7 +283,7 @@ pub struct RouterControl {
 /// A pseudowire (VPWS, RFC 4448): a port cross-connected to a remote PE.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pw {
-    /// The attachment circuit: a port's untagged interface (its ifIndex).
+    /// The attachment circuit: a port, or an 802.1Q sub-interface (its ifIndex).
     pub ac: u32,
     /// The remote PE (its loopback, reached in table 0).
     pub remote: Ipv4Addr,
@@ -427,6 +427,7 @@ impl RouterControl {
                 pws[*k as usize] = Some(PwEntry {
                     ac: p.ac,
                     port: i.port,
+                    vlan: i.vlan,
                     remote: p.remote,
                     out_label: p.out_label,
                     cw: p.cw,
@@ -1565,12 +1566,6 @@ impl RouterControl {
         let Some(ac) = self.iface_list.get(&pw.ac) else {
             return Err(RouterError::UnknownInterface(pw.ac));
         };
-        if ac.vlan.is_some() {
-            return bad(format!(
-                "{} is a sub-interface; a circuit is a port",
-                ac.name
-            ));
-        }
         if let Some((a, l)) = ac.addrs.first() {
             return bad(format!(
                 "{} has address {a}/{l}: a circuit has none",

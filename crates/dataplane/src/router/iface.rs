@@ -76,6 +76,9 @@ pub struct PwEntry {
     pub ac: u32,
     /// Its DPDK port.
     pub port: u16,
+    /// Its VLAN, for a sub-interface: the tag is stripped from the frames it
+    /// receives and pushed on those it sends (RFC 4448 raw mode).
+    pub vlan: Option<u16>,
     /// The remote PE's address, looked up in table 0 for each frame: the
     /// pseudowire follows the LSP that reaches it.
     pub remote: Ipv4Addr,
@@ -99,8 +102,9 @@ pub struct IfTable {
     pub punt_to_host: bool,
     /// Pseudowires by index (`None`: a free index).
     pws: Vec<Option<PwEntry>>,
-    /// Per DPDK port: the index of the pseudowire it is the circuit of.
-    pw_ports: Vec<Option<u32>>,
+    /// Per DPDK port: the pseudowires whose circuit is the port or one of
+    /// its VLANs (VLAN, index; `None`: the port).
+    pw_ports: Vec<Vec<(Option<u16>, u32)>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -174,19 +178,38 @@ impl IfTable {
             if let Some(e) = e {
                 let port = usize::from(e.port);
                 if self.pw_ports.len() <= port {
-                    self.pw_ports.resize(port + 1, None);
+                    self.pw_ports.resize(port + 1, Vec::new());
                 }
-                self.pw_ports[port] = Some(k as u32);
+                self.pw_ports[port].push((e.vlan, k as u32));
             }
         }
         self.pws = pws;
     }
 
-    /// The pseudowire whose circuit port `port` is, with its index.
+    /// Whether port `port` or one of its VLANs is a pseudowire's circuit.
+    #[inline]
+    pub fn port_has_pw(&self, port: u16) -> bool {
+        self.pw_ports
+            .get(usize::from(port))
+            .is_some_and(|v| !v.is_empty())
+    }
+
+    /// The pseudowire whose circuit is port `port` (`vlan`: its sub-interface
+    /// of that VLAN), with its index.
+    #[inline]
+    pub fn pw_of(&self, port: u16, vlan: Option<u16>) -> Option<(u32, &PwEntry)> {
+        let &(_, k) = self
+            .pw_ports
+            .get(usize::from(port))?
+            .iter()
+            .find(|x| x.0 == vlan)?;
+        Some((k, self.pw(k)?))
+    }
+
+    /// The pseudowire whose circuit is port `port` itself (untagged).
     #[inline]
     pub fn pw_of_port(&self, port: u16) -> Option<(u32, &PwEntry)> {
-        let k = (*self.pw_ports.get(usize::from(port))?)?;
-        Some((k, self.pw(k)?))
+        self.pw_of(port, None)
     }
 
     /// Pseudowire `k`.

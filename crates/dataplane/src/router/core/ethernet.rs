@@ -29,6 +29,8 @@ impl Work {
         let mut last_if = None;
         let mut rx = Run::default();
         let mut n_eth = 0usize;
+        // The path of the last pseudowire a frame went into (one per vector).
+        let mut pw_path: Option<(u32, Option<pw::PwPath>)> = None;
         // The stages work on the metadata in place (see the rewrite loop).
         for s in 0..n_slow {
             let i = usize::from(self.slow[s]);
@@ -41,9 +43,18 @@ impl Work {
             }
             if !self.is_resumed(i) {
                 n_eth += 1;
-                if let Some((k, e)) = ift.pw_of_port(pkts[i].port()) {
+                if let Some((k, e)) = pw::circuit(&mut pkts[i], ift) {
                     // A pseudowire's circuit: every frame goes into it.
-                    pw::pw_encap(&self.stats, &mut pkts[i], &mut self.meta[i], k, e, view);
+                    let path = match pw_path {
+                        Some((pk, path)) if pk == k => path,
+                        _ => {
+                            let path = pw::pw_resolve(k, e, view);
+                            pw_path = Some((k, path));
+                            path
+                        }
+                    };
+                    let m = &mut self.meta[i];
+                    pw::pw_encap(&self.stats, &mut pkts[i], m, k, e, path.as_ref());
                     continue;
                 }
                 let m = &mut self.meta[i];

@@ -580,6 +580,22 @@ impl Work {
             let (adj, et) = match g.switch_top(frame, &mut off, top, t) {
                 mpls::MplsDecision::Forward { adj } => (adj, ETHERTYPE_MPLS),
                 mpls::MplsDecision::Php { adj } => (adj, ETHERTYPE_IPV4),
+                mpls::MplsDecision::Xconnect { pw } => {
+                    // A pseudowire's frame: out of its circuit from here.
+                    let mut m = Meta {
+                        l3: l3 as u16,
+                        end: end as u16,
+                        rx_if: rxif.ifindex,
+                        path: ETH | MPLS,
+                        ..Meta::default()
+                    };
+                    pw::pw_decap(&self.stats, p, &mut m, pw, off, hb.ift);
+                    self.resume(i, m, hb);
+                    taken += 1;
+                    bytes += len as u64;
+                    i += 1;
+                    continue;
+                }
                 // Left untouched: the general path does it all again (a pop into
                 // IPv4 is taken above).
                 _ => {

@@ -25,15 +25,74 @@ fn lse(label: u32, bos: bool) -> [u8; 4] {
     ((label << 12) | (u32::from(bos) << 8) | 255).to_be_bytes()
 }
 
-/// Frame `p` arrived on the circuit of pseudowire `k` (`e`): into the
-/// pseudowire, or dropped and counted.
+/// The pseudowire whose circuit frame `p` arrived on: its port, or the
+/// sub-interface of its 802.1Q tag.
+#[inline(always)]
+pub(super) fn circuit<'t, P: Packet>(p: &mut P, ift: &'t IfTable) -> Option<(u32, &'t PwEntry)> {
+    let port = p.port();
+    if !ift.port_has_pw(port) {
+        return None;
+    }
+    let f = p.data_mut();
+    let vlan = match f.get(12..16) {
+        Some(t) if rd16(t, 0) == ETHERTYPE_VLAN => Some(rd16(t, 2) & 0x0fff),
+        _ => None,
+    };
+    // (a port that is a circuit takes every tag no sub-interface circuit takes)
+    match vlan {
+        Some(_) => ift.pw_of(port, vlan).or_else(|| ift.pw_of(port, None)),
+        None => ift.pw_of(port, None),
+    }
+}
+
+/// Where pseudowire `k`'s frames go now: the adjacency of the route to its
+/// remote PE, the MTU there, and the labels to push (the route's, then the
+/// pseudowire's). Resolved once per vector and circuit.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PwPath {
+    adj: u32,
+    mtu: u16,
+    stack: [u32; MAX_PW_LABELS],
+    depth: usize,
+}
+
+/// Resolves pseudowire `k` (`e`) in `view`.
+pub(super) fn pw_resolve(k: u32, e: &PwEntry, view: &fib::FibView<'_>) -> Option<PwPath> {
+    // One leg per pseudowire (its frames stay in order).
+    let leg = view.leg(view.lookup(0, u32::from(e.remote)), k);
+    let adj = leg.target();
+    let a = view
+        .adjacency(adj)
+        .filter(|_| leg.action() == fib::Action::Forward)?;
+    let mut labels = [0u32; MAX_PW_LABELS];
+    let n = leg.labels_into(&mut labels[..MAX_PW_LABELS - 1]);
+    // (an implicit null of the route: nothing to push for it)
+    let mut stack = [0u32; MAX_PW_LABELS];
+    let mut depth = 0;
+    for &l in &labels[..n] {
+        if l != wire::Label::IMPLICIT_NULL.value() {
+            stack[depth] = l;
+            depth += 1;
+        }
+    }
+    stack[depth] = e.out_label;
+    Some(PwPath {
+        adj,
+        mtu: a.mtu,
+        stack,
+        depth: depth + 1,
+    })
+}
+
+/// Frame `p` arrived on the circuit of pseudowire `k` (`e`), whose path is
+/// `path`: into the pseudowire, or dropped and counted.
 pub(super) fn pw_encap<P: Packet>(
     stats: &WorkerStats,
     p: &mut P,
     m: &mut Meta,
     k: u32,
     e: &PwEntry,
-    view: &fib::FibView<'_>,
+    path: Option<&PwPath>,
 ) {
     let (start, len) = p.window();
     *m = Meta {
@@ -58,31 +117,23 @@ pub(super) fn pw_encap<P: Packet>(
     if len < ETH_LEN {
         return fail(m, DropReason::EthTruncated);
     }
-    // One leg per pseudowire (its frames stay in order).
-    let leg = view.leg(view.lookup(0, u32::from(e.remote)), k);
-    let adj = leg.target();
-    let Some(a) = view
-        .adjacency(adj)
-        .filter(|_| leg.action() == fib::Action::Forward)
-    else {
+    let Some(path) = path else {
         return fail(m, DropReason::PwDown);
     };
-    let mut labels = [0u32; MAX_PW_LABELS];
-    let n = leg.labels_into(&mut labels[..MAX_PW_LABELS - 1]);
-    // (an implicit null of the route: nothing to push for it)
-    let mut stack = [0u32; MAX_PW_LABELS];
-    let mut depth = 0;
-    for &l in &labels[..n] {
-        if l != wire::Label::IMPLICIT_NULL.value() {
-            stack[depth] = l;
-            depth += 1;
+    c.encap_bytes.add(len as u64);
+    let (start, len) = if e.vlan.is_some() {
+        // A sub-interface's tag delimits the service: it stays here.
+        if len < ETH_LEN + VLAN_LEN {
+            return fail(m, DropReason::EthTruncated);
         }
-    }
-    stack[depth] = e.out_label;
-    depth += 1;
-    let push = 4 * depth + if e.cw { 4 } else { 0 };
+        p.raw_mut().copy_within(start..start + 12, start + VLAN_LEN);
+        (start + VLAN_LEN, len - VLAN_LEN)
+    } else {
+        (start, len)
+    };
+    let push = 4 * path.depth + if e.cw { 4 } else { 0 };
     // (the inner frame, Ethernet header and all, is the outer payload)
-    if len + push > usize::from(a.mtu) {
+    if len + push > usize::from(path.mtu) {
         return fail(m, DropReason::PwMtuExceeded);
     }
     let Some(l3) = start
@@ -93,8 +144,8 @@ pub(super) fn pw_encap<P: Packet>(
     };
     let raw = p.raw_mut();
     let mut o = l3;
-    for (j, &l) in stack[..depth].iter().enumerate() {
-        raw[o..o + 4].copy_from_slice(&lse(l, j + 1 == depth));
+    for (j, &l) in path.stack[..path.depth].iter().enumerate() {
+        raw[o..o + 4].copy_from_slice(&lse(l, j + 1 == path.depth));
         o += 4;
     }
     if e.cw {
@@ -103,10 +154,9 @@ pub(super) fn pw_encap<P: Packet>(
         raw[o..o + 4].fill(0);
     }
     c.encap_pkts.inc();
-    c.encap_bytes.add(len as u64);
     m.l3 = l3 as u16;
     m.ethertype = ETHERTYPE_MPLS;
-    m.adj = adj;
+    m.adj = path.adj;
     m.next = Next::Rewrite;
 }
 
@@ -149,6 +199,18 @@ pub(super) fn pw_decap<P: Packet>(
     if len > usize::from(ac.mtu) + header {
         return fail(m, DropReason::PwMtuExceeded);
     }
+    let (at, len) = match e.vlan {
+        // A sub-interface: its tag goes back in front of the EtherType (into
+        // the bytes the label and the control word held).
+        Some(v) => {
+            let to = at - VLAN_LEN;
+            raw.copy_within(at..at + 12, to);
+            raw[to + 12..to + 14].copy_from_slice(&ETHERTYPE_VLAN.to_be_bytes());
+            raw[to + 14..to + 16].copy_from_slice(&v.to_be_bytes());
+            (to, len + VLAN_LEN)
+        }
+        None => (at, len),
+    };
     if !p.set_window(at, len) {
         return fail(m, DropReason::PwBadPayload);
     }
