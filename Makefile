@@ -1,6 +1,6 @@
 # Entry points. `make lab` and `make test` work on a fresh Debian bookworm machine as
 # root: both run scripts/setup.sh first (packages, hugepages).
-.PHONY: setup build man deb lab lab-frr lab-xconnect test fuzz soak stress bench bench-io instructions clean
+.PHONY: setup build man deb lab lab-frr lab-vpn lab-xconnect test fuzz soak stress bench bench-io instructions clean
 
 setup:
 	scripts/setup.sh
@@ -26,6 +26,9 @@ lab: build
 
 lab-frr: build
 	scripts/lab-frr.sh
+
+lab-vpn: build
+	scripts/lab-vpn.sh
 
 lab-xconnect: build
 	scripts/lab-xconnect.sh

@@ -49,3 +49,17 @@ fn four_router_frr_ldp_lab() {
     // + traceroute + reroute
     run_lab("lab-frr.sh", 1 + 4 + 1 + 2 * 7 + 1 + 1);
 }
+
+/// MPLS VPN services on the same four routers (scripts/lab-vpn.sh): VRFs red
+/// and blue with the same addresses behind both PEs, their VPN label under the
+/// transport label on every core link (label, S bit, TTL checked), no ping
+/// across VRFs, traceroute inside a VRF, a VPWS pseudowire carrying ARP and
+/// 802.1Q-tagged frames byte for byte with the control word, and the transport
+/// LSP relabelled under both without a VPN route rewritten.
+#[test]
+fn four_router_vpn_lab() {
+    // 2 VRFs x (ping + links: red 5, blue 4) + 2 across + traceroute
+    // + VPWS (ping, 2 links, ARP, tagged frames) + relabel (routes, ping,
+    // 2 links, PW ping, PW link)
+    run_lab("lab-vpn.sh", 6 + 5 + 2 + 1 + 5 + 6);
+}

@@ -192,7 +192,7 @@ impl Work {
     ) {
         match m.local {
             LocalJob::None => self.arp_input(p, m, ift),
-            LocalJob::ToUs => self.deliver_local(p, m, ift, view),
+            LocalJob::ToUs => self.deliver_local(p, m, view),
             LocalJob::IcmpError(typ, code, mtu) => {
                 self.icmp_error(p, m, ift, view, typ, code, mtu, now)
             }
@@ -203,7 +203,7 @@ impl Work {
                 match raw.get(usize::from(m.l3) + 16..usize::from(m.l3) + 20) {
                     Some(d) => {
                         let dst = rd32(d, 0);
-                        self.route_local(raw, m, ift, view, dst);
+                        self.route_local(raw, m, view, dst);
                     }
                     None => m.next = Next::Drop,
                 }
@@ -298,7 +298,6 @@ impl Work {
         &mut self,
         p: &mut P,
         m: &mut Meta,
-        ift: &IfTable,
         view: &fib::FibView<'_>,
     ) {
         let l3 = usize::from(m.l3);
@@ -326,21 +325,21 @@ impl Work {
         let new = u16::from_be_bytes([0, icmp.msg_code()]);
         icmp.set_checksum(wire::checksum::update_u16(icmp.checksum(), old, new));
         self.stats.echo_replies.inc();
-        self.route_local(raw, m, ift, view, u32::from(src));
+        self.route_local(raw, m, view, u32::from(src));
     }
 
     /// Sends a packet the router built (echo reply, ICMP error) to `dst`: one lookup
-    /// in the receiving interface's table, the route's out-labels (a source behind
-    /// an LSP is reached through it), then the usual rewrite.
+    /// in the table the packet it answers was looked up in (the receiving
+    /// interface's, or the VRF its label popped into), the route's out-labels (a
+    /// source behind an LSP is reached through it), then the usual rewrite.
     pub(super) fn route_local(
         &mut self,
         raw: &mut [u8],
         m: &mut Meta,
-        ift: &IfTable,
         view: &fib::FibView<'_>,
         dst: u32,
     ) {
-        let table = ift.get(u32::from(m.rx_if)).map_or(0, |i| i.table);
+        let table = m.table;
         let fwd = view.lookup(table, dst);
         let leg = view.leg(fwd, dst);
         match leg.action() {
@@ -449,7 +448,7 @@ impl Work {
         m.l3 = new as u16;
         m.end = (new + total) as u16;
         self.stats.icmp_errors.inc();
-        self.route_local(raw, m, ift, view, src);
+        self.route_local(raw, m, view, src);
     }
 
     /// Turns the packet into an ARP request for `ip` on interface `ifindex`.
