@@ -493,3 +493,58 @@ fn fast_path_samples_match_the_general_path() {
         }
     }
 }
+
+/// A pseudowire's frames sampled on the circuit (rx) and on the core link
+/// (tx) carry the circuit's ifIndex as input and the pushed stack (transport
+/// over PW label); frames out of the pseudowire, sampled on the core link (rx),
+/// carry the stack received and the circuit as output.
+#[test]
+fn pseudowire_samples_name_the_circuit_and_carry_the_stacks() {
+    let mut ctl = router();
+    ctl.del_address(5, a("10.5.0.1"), 24).unwrap();
+    route(&mut ctl, "192.0.2.9/32", &["10.2.0.2"], &[1000]);
+    let pw = dataplane::router::Pw {
+        ac: 5,
+        remote: a("192.0.2.9"),
+        in_label: 500,
+        out_label: 600,
+        cw: true,
+    };
+    ctl.pw_add(dataplane::router::RouteSource::Dpctl, "c", pw)
+        .unwrap();
+    let mut core = core(&mut ctl);
+    let (mut h, mut c, table) = hook(1024);
+    table.set(5, every(Directions::Both)).unwrap();
+    table.set(2, every(Directions::Both)).unwrap();
+    let inner = eth(HOST, VNBR, Some(42), 0x88b5, &[7; 60]);
+    let res = run(&mut core, &mut h, std::slice::from_ref(&inner), 4);
+    assert_eq!(res[0].0, Out::Tx(1));
+    let recs = drain(&mut c);
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    for r in &recs {
+        assert_eq!(r.input, Interface::Index(5), "{r:?}");
+        assert_eq!(r.output, Interface::Index(2), "{r:?}");
+        assert!(r.in_labels.is_empty(), "{r:?}");
+        assert_eq!(
+            r.out_labels.as_slice(),
+            [word(1000, false, 255), word(600, true, 255)],
+            "{r:?}"
+        );
+    }
+    // Back: sampled on rx of the core link.
+    let mut p = lse(500, true, 9).to_vec();
+    p.extend([0; 4]);
+    p.extend_from_slice(&inner);
+    let f = eth(mac_r(1), mac_n(1), None, ETH_MPLS, &p);
+    let res = run(&mut core, &mut h, &[f], 1);
+    assert_eq!(res[0].0, Out::Tx(4));
+    let recs = drain(&mut c);
+    // rx on the core link, tx on the circuit
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    for r in &recs {
+        assert_eq!(r.input, Interface::Index(2), "{r:?}");
+        assert_eq!(r.output, Interface::Index(5), "{r:?}");
+        assert_eq!(r.in_labels.as_slice(), [word(500, true, 9)], "{r:?}");
+    }
+    assert_eq!(recs.iter().filter(|r| r.source == 5).count(), 1);
+}

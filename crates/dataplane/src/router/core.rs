@@ -69,6 +69,10 @@ const ETHERTYPE_IPV6: u16 = 0x86dd;
 const ICMP_QUOTE_MAX: usize = 576 - 28;
 /// Room kept in front of a packet for the L2 header.
 const L2_ROOM: usize = ETH_LEN + VLAN_LEN;
+
+/// `Meta::path` bit (above the stages') of a frame a pseudowire delivers to its
+/// circuit; its `hash` is then the circuit's ifIndex (sFlow's output).
+const PW_OUT: u8 = 1 << 7;
 /// An out-label that pushes nothing (RFC 3032: implicit null, PHP).
 const IMPLICIT_NULL: u32 = wire::Label::IMPLICIT_NULL.value();
 

@@ -221,5 +221,7 @@ pub(super) fn pw_decap<P: Packet>(
         i.tx_bytes.add(len as u64);
     }
     m.adj = u32::from(e.port);
+    m.hash = e.ac;
+    m.path |= PW_OUT;
     m.next = Next::Ready;
 }

@@ -65,7 +65,13 @@ impl Work {
                     }
                     None => Out::Drop,
                 },
-                Next::Ready => Out::Tx(m.adj as u16),
+                Next::Ready => {
+                    if self.obs.tx_ifs && m.path & PW_OUT != 0 {
+                        // (out of a pseudowire: its circuit, for tx sampling)
+                        self.obs.txs[i] = m.hash as u8;
+                    }
+                    Out::Tx(m.adj as u16)
+                }
                 Next::Punt(r) => {
                     self.stats.punts[r as usize].inc();
                     let (s, _) = pkts[i].window();

@@ -321,7 +321,10 @@ impl SflowHook {
                 continue;
             };
             let forwarded = transit(m, o);
-            let (output, next_hop) = if forwarded {
+            let (output, next_hop) = if m.next == Next::Ready && m.path & super::PW_OUT != 0 {
+                // Out of a pseudowire to its circuit.
+                (SfInterface::Index(m.hash), None)
+            } else if forwarded {
                 let adj = adj_of(m, &w.obs.fast_adj, i);
                 let e = match rw_hit(&w.rw, adj) {
                     Some(e) => e,
@@ -420,7 +423,10 @@ fn tx_ifs(
     let (mut reader, mut view) = (Some(fib), None);
     for i in 0..n {
         let m = &meta[i];
-        tx_if[i] = if transit(m, out[i]) {
+        tx_if[i] = if m.next == Next::Ready && m.path & super::PW_OUT != 0 {
+            // (out of a pseudowire: its circuit)
+            m.hash
+        } else if transit(m, out[i]) {
             let adj = adj_of(m, fast_adj, i);
             match rw_hit(rw, adj) {
                 Some(e) => e.ifindex,
