@@ -6,6 +6,10 @@
 # load: the figure to hold a change of the core to (`make instructions`).
 #
 #   scripts/instructions.sh [CASE...]     (default: every case)
+#
+# PIPELINE_PREFIXES=N loads only the table's first N prefixes (into each of the
+# bench's three tables): valgrind needs minutes per run to load the full ones.
+# The LPM walks shallower then; compare cases counted with the same N.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind > /dev/null || { echo "instructions: valgrind missing: run scripts/setup.sh"; exit 1; }

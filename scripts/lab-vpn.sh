@@ -4,6 +4,7 @@
 #   red-a  --+                                        +-- red-b   (VRF red)
 #   blue-a --+ r3 ===== r2 ===== r1 ===== r0 +-- blue-b  (VRF blue)
 #   pw-a   --+ PE       P        P        PE +-- pw-b    (VPWS)
+#              \________________/  (bypass r3 - r1)
 #
 # Two customers with the same addresses: red and blue both number their sites
 # 10.0.0.0/24 (behind r3) and 10.0.1.0/24 (behind r0), in VRFs red (table 10) and
@@ -19,9 +20,10 @@
 # Checked on the wire with tcpdump: every link's label stack (transport label,
 # VPN or PW label, S bit, TTL) for pings within each VRF; no ping across VRFs;
 # traceroute inside VRF red; the VPWS carrying tagged frames and ARP unchanged
-# with the control word; then the transport LSP relabelled under the VPN: the
-# VPN routes are not rewritten (each VRF route names the PE, not the LSP), the
-# next pings carry the new label.
+# with the control word; then the transport LSP relabelled, and rerouted over
+# the bypass, under the VPN and the pseudowire: the VPN routes are not
+# rewritten (each VRF route names the PE, not the LSP), the next frames carry
+# the new label, then take the bypass.
 #
 # Run as root after scripts/setup.sh and a release build (`make lab-vpn` does
 # all). LAB_QUIET=1 prints only the checks. Exit status 0 only if every check
@@ -46,6 +48,7 @@ LINKS=(
   "r3 r3w r2 r2e"
   "r2 r2w r1 r1e"
   "r1 r1w r0 r0e"
+  "r3 r3b r1 r1b"
   "r0 r0red red-b rb0"
   "r0 r0blue blue-b bb0"
   "r0 r0pw pw-b pb0"
@@ -132,9 +135,10 @@ write_config() {
 
 start_routers() {
     write_config r3 192.0.2.103 0 1 "w r3w 192.168.11.11/31 -" "red r3red 10.0.0.1/24 red" \
-        "blue r3blue 10.0.0.1/24 blue" "pw r3pw - -"
+        "blue r3blue 10.0.0.1/24 blue" "pw r3pw - -" "b r3b 192.168.12.0/31 -"
     write_config r2 192.0.2.102 1 0 "w r2w 192.168.11.9/31 -" "e r2e 192.168.11.10/31 -"
-    write_config r1 192.0.2.101 0 1 "w r1w 192.168.11.7/31 -" "e r1e 192.168.11.8/31 -"
+    write_config r1 192.0.2.101 0 1 "w r1w 192.168.11.7/31 -" "e r1e 192.168.11.8/31 -" \
+        "b r1b 192.168.12.1/31 -"
     write_config r0 192.0.2.100 1 0 "e r0e 192.168.11.6/31 -" "red r0red 10.0.1.1/24 red" \
         "blue r0blue 10.0.1.1/24 blue" "pw r0pw - -"
     local name
@@ -313,7 +317,8 @@ warm blue-a 10.0.1.3
 capture_all blue in_ns blue-a ping -c 3 -i 0.3 -W 2 10.0.1.3
 ping_ok "blue-a -> blue-b"
 check_stacks blue "ba0 ipv4|ipv4" "r3w 100:63 1020:S:63|103:61 3020:S:63" \
-    "r1w 100:61 1020:S:63|103:63 3020:S:63" "r0blue ipv4|ipv4"
+    "r2w 100:62 1020:S:63|103:62 3020:S:63" "r1w 100:61 1020:S:63|103:63 3020:S:63" \
+    "r0blue ipv4|ipv4"
 
 say ""
 say "==== across VRFs: red-a -> blue-b's 10.0.1.3 and blue-a -> red-b's 10.0.1.2 (none may answer)"
@@ -365,7 +370,7 @@ capture_all pw sh -c "ip netns exec $P-pw-a ping -c 3 -i 0.3 -W 2 192.168.42.2; 
 ping_ok "pw-a -> pw-b over the pseudowire"
 # Both labels leave the PE with TTL 255; the control word follows the PW label.
 PW_FRAMES=1 check_stacks pw "r3w 100:255 2000:S:255 cw|103:253 2001:S:255 cw" \
-    "r1w 100:253 2000:S:255 cw|103:255 2001:S:255 cw"
+    "r2w 100:254 2000:S:255 cw|103:254 2001:S:255 cw" "r1w 100:253 2000:S:255 cw|103:255 2001:S:255 cw"
 arp_b=$(tcpdump -enr "$WORK/pw-r0pw.pcap" 2> /dev/null | grep -c 'Request who-has 192.168.42.2 tell 192.168.42.1' || true)
 if [ "$arp_b" -ge 1 ]; then
     pass "pw-a's ARP request crossed the pseudowire ($arp_b at pw-b)"
@@ -412,6 +417,26 @@ CAP="r3w"
 capture_all pw2 in_ns pw-a ping -c 2 -i 0.3 -W 2 192.168.42.2
 ping_ok "the pseudowire over the relabelled LSP"
 PW_FRAMES=1 check_stacks pw2 "r3w 200:255 2000:S:255 cw|103:253 2001:S:255 cw"
+
+say ""
+say "==== the transport LSP rerouted under the VPN: r3 -> r1 over the bypass"
+dp r3 route replace 192.0.2.100/32 via 192.168.12.1 port4 out-labels 100
+after=$("$DPCTL" --socket "$WORK/r3.sock" route show vrf red)
+if [ "$before" = "$after" ]; then
+    pass "VRF red's routes untouched by the reroute"
+else
+    fail "VRF red's routes changed: before [$before] after [$after]"
+fi
+CAP="r3b r3w"
+capture_all reroute sh -c "ip netns exec $P-red-a ping -c 3 -i 0.3 -W 2 10.0.1.2; ip netns exec $P-pw-a ping -c 2 -i 0.3 -W 2 192.168.42.2"
+if [ "$(grep -c ' 0% packet loss' <<< "$CAPTURED")" = 2 ]; then
+    pass "VRF red and the pseudowire over the bypass: 0% loss"
+else
+    fail "over the bypass: $(grep 'packet loss' <<< "$CAPTURED" | paste -sd' ')"
+fi
+# Westbound over the bypass, eastbound as before (r0's LSP to r3 is unchanged).
+check_stacks reroute "r3b 100:63 1010:S:63|none" "r3w none|103:61 3010:S:63"
+PW_FRAMES=1 check_stacks reroute "r3b 100:255 2000:S:255 cw|none"
 
 stop_pids INT "${PIDS[@]}"
 PIDS=()

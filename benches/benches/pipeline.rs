@@ -54,8 +54,18 @@ const fn mac_n(p: u8) -> [u8; 6] {
 }
 const HOST: [u8; 6] = [0x02, 0, 0, 0, 0, 0x55];
 
+/// The table; `PIPELINE_PREFIXES=N` keeps its first N prefixes (for
+/// instruction counts under valgrind, where loading three full tables takes
+/// minutes per run).
 fn load_rib() -> Vec<(u32, u8, u32)> {
-    benches::rib::load_v4()
+    let mut rib = benches::rib::load_v4();
+    if let Some(n) = std::env::var("PIPELINE_PREFIXES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        rib.truncate(n);
+    }
+    rib
 }
 
 /// Ports 0..5 with 10.(p+1).0.1/24 and a neighbour 10.(p+1).0.2 on ports 1..5; the

@@ -55,11 +55,12 @@ fn four_router_frr_ldp_lab() {
 /// transport label on every core link (label, S bit, TTL checked), no ping
 /// across VRFs, traceroute inside a VRF, a VPWS pseudowire carrying ARP and
 /// 802.1Q-tagged frames byte for byte with the control word, and the transport
-/// LSP relabelled under both without a VPN route rewritten.
+/// LSP relabelled, then rerouted over a bypass, under both without a VPN route
+/// rewritten.
 #[test]
 fn four_router_vpn_lab() {
-    // 2 VRFs x (ping + links: red 5, blue 4) + 2 across + traceroute
-    // + VPWS (ping, 2 links, ARP, tagged frames) + relabel (routes, ping,
-    // 2 links, PW ping, PW link)
-    run_lab("lab-vpn.sh", 6 + 5 + 2 + 1 + 5 + 6);
+    // 2 VRFs x (ping + 5 links) + 2 across + traceroute
+    // + VPWS (ping, 3 links, ARP, tagged frames) + relabel (routes, ping,
+    // 2 links, PW ping, PW link) + reroute (routes, pings, 2 links, PW link)
+    run_lab("lab-vpn.sh", 2 * 6 + 2 + 1 + 6 + 6 + 5);
 }
