@@ -310,6 +310,24 @@ impl Work {
         // spilled them); what neither takes goes to the general path untouched.
         let mut i = 0;
         while i < n {
+            if c.rxif.mac == NO_MAC {
+                // Nothing of this port is the fast path's (a pseudowire's
+                // circuit, no untagged interface up): its run goes to the
+                // general path as it is.
+                let port = c.rxif.port;
+                while i < n && pkts.get(i).is_some_and(|p| p.port() == port) {
+                    self.slow[c.n_slow & (BURST - 1)] = i as u16;
+                    c.n_slow += 1;
+                    i += 1;
+                }
+                if let Some(p) = pkts.get(i).filter(|_| i < n) {
+                    rx_flush(&self.stats, c.rxif.ifindex, c.rx_pkts, c.rx_bytes);
+                    (c.rx_pkts, c.rx_bytes) = (0, 0);
+                    c.rxif = RxIf::of(p.port(), ift, vt);
+                    c.one_port = false;
+                }
+                continue;
+            }
             i = if nic_csum(self.nic_csum_ports, c.rxif.port) {
                 self.ip4_run::<true, P>(pkts, i, n, &mut c)
             } else {
