@@ -1,16 +1,18 @@
 //! Pseudowires (VPWS, RFC 4448 raw mode, RFC 4385 control word).
 //!
 //! Encapsulation, in `ethernet-input`: every frame of a port that is a
-//! pseudowire's attachment circuit, whatever its MAC, tags or EtherType, gets
-//! the control word (if the pseudowire has one), the pseudowire's label and the
-//! labels of the route to the remote PE in front, and goes to `rewrite` for the
-//! route's adjacency. The route is looked up per frame, so the pseudowire
-//! follows its LSP (relabel, reroute) with the FIB's publication. Every label
-//! leaves with TTL 255.
+//! pseudowire's attachment circuit, whatever its MAC, tags or EtherType (or of
+//! the VLAN of a sub-interface that is one, its tag stripped), gets the control
+//! word (if the pseudowire has one), the pseudowire's label and the labels of
+//! the route to the remote PE in front, and goes to `rewrite` for the route's
+//! adjacency. The route is looked up once per vector, so the pseudowire follows
+//! its LSP (relabel, reroute) with the FIB's publication. Every label leaves
+//! with TTL 255.
 //!
-//! Decapsulation, in `mpls-lookup`: the label table's `Xconnect` entry popped
-//! the pseudowire's label; the control word goes, and the frame leaves on the
-//! circuit as the remote circuit received it.
+//! Decapsulation, in the fast path's label walk (or `mpls-lookup`): the label
+//! table's `Xconnect` entry popped the pseudowire's label; the control word
+//! goes, and the frame leaves on the circuit as the remote circuit received it
+//! (a sub-interface's tag pushed back).
 //!
 //! Counters: per pseudowire (frames and bytes each way, drops), the circuit's
 //! rx and tx; drops `pw_down`, `pw_mtu_exceeded`, `pw_bad_payload`.
