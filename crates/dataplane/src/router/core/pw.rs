@@ -22,11 +22,6 @@ use super::*;
 /// Labels a pseudowire's frame takes at most (the route's and its own).
 const MAX_PW_LABELS: usize = 8;
 
-/// An LSE with TTL 255 (S bit as given).
-fn lse(label: u32, bos: bool) -> [u8; 4] {
-    ((label << 12) | (u32::from(bos) << 8) | 255).to_be_bytes()
-}
-
 /// The pseudowire whose circuit frame `p` arrived on: its port, or the
 /// sub-interface of its 802.1Q tag.
 #[inline(always)]
@@ -66,23 +61,19 @@ pub(super) fn pw_resolve(k: u32, e: &PwEntry, view: &fib::FibView<'_>) -> Option
     let a = view
         .adjacency(adj)
         .filter(|_| leg.action() == fib::Action::Forward)?;
-    let mut labels = [0u32; MAX_PW_LABELS];
-    let n = leg.labels_into(&mut labels[..MAX_PW_LABELS - 1]);
-    // (an implicit null of the route: nothing to push for it)
-    let mut stack = [0u32; MAX_PW_LABELS];
-    let mut depth = 0;
-    for &l in &labels[..n] {
-        if l != wire::Label::IMPLICIT_NULL.value() {
-            stack[depth] = l;
-            depth += 1;
-        }
+    // The route's stack as an IPv4 push would take it (an implicit null pushes
+    // nothing), the bottom moving to the pseudowire's label; no room for it:
+    // down.
+    let (mut stack, n) = leg_stack::<MAX_PW_LABELS>(leg).filter(|s| s.1 < MAX_PW_LABELS)?;
+    if n > 0 {
+        stack[n - 1] &= !0x100;
     }
-    stack[depth] = e.out_label;
+    stack[n] = e.out_label << 12 | 0x100;
     Some(PwPath {
         adj,
         mtu: a.mtu,
         stack,
-        depth: depth + 1,
+        depth: n + 1,
     })
 }
 
@@ -122,7 +113,7 @@ pub(super) fn pw_encap<P: Packet>(
     let Some(path) = path else {
         return fail(m, DropReason::PwDown);
     };
-    c.encap_bytes.add(len as u64);
+    let rx_len = len;
     let (start, len) = if e.vlan.is_some() {
         // A sub-interface's tag delimits the service: it stays here.
         if len < ETH_LEN + VLAN_LEN {
@@ -145,17 +136,15 @@ pub(super) fn pw_encap<P: Packet>(
         return fail(m, DropReason::NoHeadroom);
     };
     let raw = p.raw_mut();
-    let mut o = l3;
-    for (j, &l) in path.stack[..path.depth].iter().enumerate() {
-        raw[o..o + 4].copy_from_slice(&lse(l, j + 1 == path.depth));
-        o += 4;
-    }
+    let o = l3 + 4 * path.depth;
+    impose(&mut raw[l3..o], &path.stack[..path.depth], 255);
     if e.cw {
         //= RFC 4385 §3: first nibble 0; flags, fragment bits and the
         // sequence number 0 (sequencing not used).
         raw[o..o + 4].fill(0);
     }
     c.encap_pkts.inc();
+    c.encap_bytes.add(rx_len as u64);
     m.l3 = l3 as u16;
     m.ethertype = ETHERTYPE_MPLS;
     m.adj = path.adj;
