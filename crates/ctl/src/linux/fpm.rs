@@ -576,24 +576,10 @@ mod tests {
     /// RTM_NEWROUTE (or DELROUTE) `dst/24` via `gw` out of kernel ifindex 11, as
     /// zebra sends it.
     fn route_msg(new: bool, dst: [u8; 4], gw: [u8; 4]) -> Vec<u8> {
-        let mut attrs = Vec::new();
-        for (kind, val) in [
-            (1u16, &dst[..]),
-            (5, &gw[..]),
-            (4, &11u32.to_ne_bytes()[..]),
-        ] {
-            attrs.extend_from_slice(&8u16.to_ne_bytes());
-            attrs.extend_from_slice(&kind.to_ne_bytes());
-            attrs.extend_from_slice(val);
-        }
-        let mut m = Vec::new();
-        m.extend_from_slice(&((16 + 12 + attrs.len()) as u32).to_ne_bytes());
-        m.extend_from_slice(&(if new { 24u16 } else { 25 }).to_ne_bytes());
-        m.extend_from_slice(&[0; 10]);
         // rtmsg: inet, /24, main, proto static (196 zebra), universe, unicast
-        m.extend_from_slice(&[2, 24, 0, 0, 254, 196, 0, 1, 0, 0, 0, 0]);
-        m.extend(attrs);
-        m
+        let rtm = [2, 24, 0, 0, 254, 196, 0, 1, 0, 0, 0, 0];
+        let attrs = [nla(1, &dst), nla(5, &gw), nla(4, &11u32.to_ne_bytes())];
+        route_nlmsg(if new { 24 } else { 25 }, rtm, &attrs)
     }
 
     fn router() -> RouterControl {
@@ -637,16 +623,22 @@ mod tests {
         a
     }
 
-    /// RTM_NEWROUTE with rtmsg `rtm` and attributes `attrs`.
-    fn new_route(rtm: [u8; 12], attrs: &[Vec<u8>]) -> Vec<u8> {
+    /// An RTM_NEWROUTE or RTM_DELROUTE (`kind`) with rtmsg `rtm` and
+    /// attributes `attrs`.
+    fn route_nlmsg(kind: u16, rtm: [u8; 12], attrs: &[Vec<u8>]) -> Vec<u8> {
         let attrs = attrs.concat();
         let mut m = Vec::new();
         m.extend_from_slice(&((16 + 12 + attrs.len()) as u32).to_ne_bytes());
-        m.extend_from_slice(&24u16.to_ne_bytes());
+        m.extend_from_slice(&kind.to_ne_bytes());
         m.extend_from_slice(&[0; 10]);
         m.extend_from_slice(&rtm);
         m.extend(attrs);
         m
+    }
+
+    /// RTM_NEWROUTE with rtmsg `rtm` and attributes `attrs`.
+    fn new_route(rtm: [u8; 12], attrs: &[Vec<u8>]) -> Vec<u8> {
+        route_nlmsg(24, rtm, attrs)
     }
 
     /// An MPLS label stack on the wire (the last one bottom of stack).
