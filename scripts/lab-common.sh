@@ -1,6 +1,6 @@
 # Shared by the labs (sourced): the topology, stopping daemons, captures on every
 # link and what they carried. Needs P (namespace prefix), WORK, NS (namespaces),
-# LINKS ("left-ns left-if right-ns right-if") and `say`.
+# LINKS ("left-ns left-if right-ns right-if") and `say`; `dp` needs DPCTL.
 
 in_ns() { local n=$1; shift; ip netns exec "$P-$n" "$@"; }
 
@@ -104,4 +104,14 @@ check_carried() {
 show_capture() {
     [ -n "${LAB_QUIET:-}" ] && return
     { tcpdump -enr "$WORK/$1-$2.pcap" 2> /dev/null || true; } | sed -n '1,4p' | cut -c1-160 | sed 's/^/   /'
+}
+
+# Runs `dpctl ARGS...` against router $1's socket ($WORK/$1.sock), showing the
+# command; a refusal is a failed check.
+dp() {
+    local r=$1; shift
+    say "   $r# dpctl $*"
+    if ! "$DPCTL" --socket "$WORK/$r.sock" "$@" > /dev/null; then
+        fail "$r: dpctl $*"
+    fi
 }

@@ -83,13 +83,6 @@ in_ns pw-a ip addr add 192.168.42.1/24 dev pa0
 in_ns pw-b ip addr add 192.168.42.2/24 dev pb0
 
 DPCTL=${DPCTL:-$(dirname "$BIN")/dpctl}
-dp() {
-    local r=$1; shift
-    say "   $r# dpctl $*"
-    if ! "$DPCTL" --socket "$WORK/$r.sock" "$@" > /dev/null; then
-        fail "$r: dpctl $*"
-    fi
-}
 
 # name  loopback  main/worker CPU  ports ("port-name iface address vrf", "-" for none)
 write_config() {

@@ -76,13 +76,6 @@ ROUTERS=(
 )
 
 DPCTL=${DPCTL:-$(dirname "$BIN")/dpctl}
-dp() {
-    local r=$1; shift
-    say "   $r# dpctl $*"
-    if ! "$DPCTL" --socket "$WORK/$r.sock" "$@" > /dev/null; then
-        fail "$r: dpctl $*"
-    fi
-}
 
 # The LSPs, configured with dpctl in the article's own words (its GigabitEthernet10/0/0
 # is our port0, westbound; 10/0/1 is port1, eastbound).
