@@ -56,7 +56,7 @@ capture() {
         for l in "${LINKS[@]}"; do read -r _ li _ _ <<< "$l"; ifs+=" $li"; done
     fi
     for li in $ifs; do
-        ln=$(for l in "${LINKS[@]}"; do read -r a b _ <<< "$l"; [ "$b" = "$li" ] && echo "$a"; done)
+        ln=$(for l in "${LINKS[@]}"; do read -r a b _ <<< "$l"; if [ "$b" = "$li" ]; then echo "$a"; fi; done)
         ip netns exec "$P-$ln" timeout 60 tcpdump --immediate-mode -Uqni "$li" -w "$WORK/$tag-$li.pcap" \
             ${FILTER-icmp or mpls} 2> "$WORK/$tag-$li.log" &
         caps+=($!)
