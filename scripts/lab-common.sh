@@ -44,29 +44,17 @@ del_namespaces() {
     return 0
 }
 
-# Runs "$@" while tcpdump records on the left end of the links (their left
-# interfaces in CAP, default every link's) what FILTER says (default ICMP and
-# MPLS; empty: every frame) into $WORK/$tag-IF.pcap; the command's output lands
-# in CAPTURED. The command starts once every tcpdump listens (immediate mode:
-# frames reach the file as they come, not when a buffer block times out).
+# Runs "$@" while tcpdump records ICMP and MPLS on the left end of every link into
+# $WORK/$tag-IF.pcap; the command's output lands in CAPTURED.
 capture() {
     local tag=$1; shift
-    local caps=() l ln li ifs=${CAP:-}
-    if [ -z "$ifs" ]; then
-        for l in "${LINKS[@]}"; do read -r _ li _ _ <<< "$l"; ifs+=" $li"; done
-    fi
-    for li in $ifs; do
-        ln=$(for l in "${LINKS[@]}"; do read -r a b _ <<< "$l"; if [ "$b" = "$li" ]; then echo "$a"; fi; done)
-        ip netns exec "$P-$ln" timeout 60 tcpdump --immediate-mode -Uqni "$li" -w "$WORK/$tag-$li.pcap" \
-            ${FILTER-icmp or mpls} 2> "$WORK/$tag-$li.log" &
+    local caps=() l ln li
+    for l in "${LINKS[@]}"; do
+        read -r ln li _ _ <<< "$l"
+        ip netns exec "$P-$ln" timeout 60 tcpdump -Uqni "$li" -w "$WORK/$tag-$li.pcap" 'icmp or mpls' 2> /dev/null &
         caps+=($!)
     done
-    for li in $ifs; do
-        for _ in $(seq 200); do
-            grep -q listening "$WORK/$tag-$li.log" 2>/dev/null && break
-            sleep 0.05
-        done
-    done
+    sleep 1
     CAPTURED=$("$@" 2>&1 || true)
     sleep 0.5
     for c in "${caps[@]}"; do kill -INT "$c" 2>/dev/null || true; done

@@ -173,8 +173,29 @@ configure() {
     dp r0 pw add vpws1 interface port3 neighbor 192.0.2.103 in-label 2000 out-label 2001
 }
 
-# Captures (lab-common's `capture`) take every frame, on the interfaces in CAP.
-FILTER=
+# Runs "$@" while tcpdump records every frame on the left end of the links
+# named ($CAP: left interfaces) into $WORK/$tag-IF.pcap; output in CAPTURED.
+capture_all() {
+    local tag=$1; shift
+    local caps=() li
+    for li in $CAP; do
+        local ns
+        ns=$(for l in "${LINKS[@]}"; do read -r a b _ <<< "$l"; if [ "$b" = "$li" ]; then echo "$a"; fi; done)
+        ip netns exec "$P-$ns" timeout 60 tcpdump --immediate-mode -Uqni "$li" -w "$WORK/$tag-$li.pcap" 2> "$WORK/$tag-$li.log" &
+        caps+=($!)
+    done
+    # (tcpdump says "listening on" once it captures)
+    for li in $CAP; do
+        for _ in $(seq 100); do
+            grep -q listening "$WORK/$tag-$li.log" 2>/dev/null && break
+            sleep 0.05
+        done
+    done
+    CAPTURED=$("$@" 2>&1 || true)
+    sleep 0.5
+    for c in "${caps[@]}"; do kill -INT "$c" 2>/dev/null || true; done
+    for c in "${caps[@]}"; do wait "$c" 2>/dev/null || true; done
+}
 
 # The label stack of the first frame of $tag's capture on $li whose decode has
 # $what: "100:63 1010:S:63" (label:TTL, S on the bottom), "ipv4" for a plain IPv4
@@ -275,7 +296,7 @@ CAP="ra0 ba0 r3w r2w r1w r0red r0blue"
 say ""
 say "==== VRF red: red-a (10.0.0.2) -> red-b (10.0.1.2)"
 warm red-a 10.0.1.2
-capture red in_ns red-a ping -c 3 -i 0.3 -W 2 10.0.1.2
+capture_all red in_ns red-a ping -c 3 -i 0.3 -W 2 10.0.1.2
 ping_ok "red-a -> red-b"
 # TTLs: r3 pushes both labels with the IPv4 TTL less one (uniform); the P
 # routers decrement the top label; r0 pops into the VRF and routes.
@@ -286,7 +307,7 @@ check_stacks red "ra0 ipv4|ipv4" "r3w 100:63 1010:S:63|103:61 3010:S:63" \
 say ""
 say "==== VRF blue: blue-a (10.0.0.2, the same address) -> blue-b (10.0.1.3)"
 warm blue-a 10.0.1.3
-capture blue in_ns blue-a ping -c 3 -i 0.3 -W 2 10.0.1.3
+capture_all blue in_ns blue-a ping -c 3 -i 0.3 -W 2 10.0.1.3
 ping_ok "blue-a -> blue-b"
 check_stacks blue "ba0 ipv4|ipv4" "r3w 100:63 1020:S:63|103:61 3020:S:63" \
     "r2w 100:62 1020:S:63|103:62 3020:S:63" "r1w 100:61 1020:S:63|103:63 3020:S:63" \
@@ -338,7 +359,7 @@ for i in range(20):
 open(sys.argv[1], "wb").write(b"".join(len(f).to_bytes(2, "big") + f for f in frames))
 PY
 }
-capture pw sh -c "ip netns exec $P-pw-a ping -c 3 -i 0.3 -W 2 192.168.42.2; $(declare -f tagged in_ns); P=$P WORK=$WORK tagged"
+capture_all pw sh -c "ip netns exec $P-pw-a ping -c 3 -i 0.3 -W 2 192.168.42.2; $(declare -f tagged in_ns); P=$P WORK=$WORK tagged"
 ping_ok "pw-a -> pw-b over the pseudowire"
 # Both labels leave the PE with TTL 255; the control word follows the PW label.
 PW_FRAMES=1 check_stacks pw "r3w 100:255 2000:S:255 cw|103:253 2001:S:255 cw" \
@@ -382,11 +403,11 @@ else
     fail "VRF red's routes changed: before [$before] after [$after]"
 fi
 CAP="r3w r2w"
-capture relabel in_ns red-a ping -c 3 -i 0.3 -W 2 10.0.1.2
+capture_all relabel in_ns red-a ping -c 3 -i 0.3 -W 2 10.0.1.2
 ping_ok "red-a -> red-b over the relabelled LSP"
 check_stacks relabel "r3w 200:63 1010:S:63|103:61 3010:S:63" "r2w 100:62 1010:S:63|103:62 3010:S:63"
 CAP="r3w"
-capture pw2 in_ns pw-a ping -c 2 -i 0.3 -W 2 192.168.42.2
+capture_all pw2 in_ns pw-a ping -c 2 -i 0.3 -W 2 192.168.42.2
 ping_ok "the pseudowire over the relabelled LSP"
 PW_FRAMES=1 check_stacks pw2 "r3w 200:255 2000:S:255 cw|103:253 2001:S:255 cw"
 
@@ -400,7 +421,7 @@ else
     fail "VRF red's routes changed: before [$before] after [$after]"
 fi
 CAP="r3b r3w"
-capture reroute sh -c "ip netns exec $P-red-a ping -c 3 -i 0.3 -W 2 10.0.1.2; ip netns exec $P-pw-a ping -c 2 -i 0.3 -W 2 192.168.42.2"
+capture_all reroute sh -c "ip netns exec $P-red-a ping -c 3 -i 0.3 -W 2 10.0.1.2; ip netns exec $P-pw-a ping -c 2 -i 0.3 -W 2 192.168.42.2"
 if [ "$(grep -c ' 0% packet loss' <<< "$CAPTURED")" = 2 ]; then
     pass "VRF red and the pseudowire over the bypass: 0% loss"
 else
