@@ -20,6 +20,11 @@ the kernel), and the script measures:
     for 3 s (punted to the twin; policer raised out of the way), then the
     control-plane namespace floods UDP to the host (injected): packets/s (the
     senders are tests/tools/flood.py udp-burst, 64 datagrams per sendmmsg);
+  - --punt-capacity (alone): the punt path's ceiling with no sender sharing
+    its CPUs: net_pcap replays 64-byte UDP frames to the port's address, and
+    the twin's kernel counts what it received per second;
+  - where the floods' missing packets went: every drop and policer counter,
+    the port's, the twin's and the kernel's backlog drops;
   - punt round trips (tests/tools/udpecho.py: the host sends a UDP datagram
     every 2 ms to an echo server in the control-plane namespace, through the
     twin): p50/p99/max and lost, idle and during each bulk operation (the load,
@@ -47,6 +52,7 @@ everything run anywhere.
 
     scripts/bench-linux.py [--routes N] [--worker-sleep-us US] [--storm N] [--repeat N]
                            [--cp-cpus LIST|all] [--punt-on-worker] [--no-forward]
+    scripts/bench-linux.py --punt-capacity [--punt-on-worker]
 
 Needs root, hugepages (scripts/setup.sh) and a release build (make build).
 Writes the table to target/bench-linux.md.
@@ -220,6 +226,29 @@ def twin(sock, name="port0"):
     return next(t for t in dpctl(sock, "show", "linux")["twins"] if t["interface"] == name)
 
 
+def losses(sock):
+    """Every counter of a packet lost on the way: drop reasons, the policer's
+    drops, and the port's own (the kernel ring's misses, no mbuf)."""
+    out = {e["reason"]: e["count"] for e in dpctl(sock, "show", "errors")["errors"]
+           if e["type"] in ("drop", "policed")}
+    for i in dpctl(sock, "show", "interfaces")["interfaces"]:
+        for k in ("rx_missed", "rx_no_mbuf", "rx_errors", "tx_errors"):
+            n = i.get("counters", {}).get(k, 0)
+            if n:
+                out[f"{i['name']} {k}"] = n
+    # The kernel's per-CPU backlog (a veth's frames wait there for the
+    # receiving softirq; netdev_max_backlog): the second column, hex.
+    with open("/proc/net/softnet_stat") as f:
+        backlog = sum(int(l.split()[1], 16) for l in f if l.strip())
+    if backlog:
+        out["kernel backlog (softnet) drops"] = backlog
+    tw = twin(sock)
+    for k in ("punt_errors", "inject_drops"):
+        if tw.get(k):
+            out[f"twin {k}"] = tw[k]
+    return out
+
+
 def rss(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -297,6 +326,60 @@ def wait_routes(sock, want, timeout=120):
     sys.exit(f"bench-linux: the dataplane did not reach {want} kernel routes")
 
 
+def punt_capacity(args, tmp):
+    """The punt path's own ceiling, with no sender in the way: net_pcap replays
+    64-byte UDP frames to the port's address as fast as the worker reads them,
+    the worker punts what the punt queue takes (the rest is counted as
+    punt_queue_full), and the twin's punt counter gives what reached the
+    kernel (checked against the twin's own rx counter in the namespace), per
+    1-s interval. Returns (median, min, max) pkts/s."""
+    pcap = os.path.join(tmp, "punt-64.pcap")
+    sh(sys.executable, os.path.join(ROOT, "scripts", "mkpcap.py"), pcap, "--kind", "ipv4", "--count", "1",
+       "--size", "64", "--dst-mac", "02:70:63:61:70:00")
+    sock = os.path.join(tmp, "cap.sock")
+    sh("ip", "netns", "del", NS, check=False)
+    sh("ip", "netns", "add", NS)
+    cfg = os.path.join(tmp, "cap.toml")
+    with open(cfg, "w") as f:
+        f.write('[eal]\nmemory_mb = 256\n[mempool]\nmbufs = 16383\n[workers]\n' + f'cpus = [{WORKER_CPU}]\n'
+                '[[port]]\nname = "pnt0"\n'
+                f'device = "net_pcap0,rx_pcap={pcap},infinite_rx=1"\n'
+                '[forwarding]\nmode = "router"\n'
+                '[[interface]]\nname = "pnt0"\naddresses = ["198.18.1.1/16"]\n'
+                f'[linux]\nnetns = "{NS}"\npunt_other_pps = 100000000\n'
+                + (f'punt_cpus = [{WORKER_CPU}]\npunt_priority = 0\n' if args.punt_on_worker else ''))
+    d = subprocess.Popen([os.path.join(BIN, "dataplaned"), "-c", cfg, "--socket", sock],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=anywhere)
+    rates = []
+    try:
+        for line in d.stderr:
+            if "forwarding" in line:
+                break
+        else:
+            sys.exit("bench-linux: dataplaned did not start")
+        threading.Thread(target=lambda: [None for _ in d.stderr], daemon=True).start()
+        def kernel_rx():
+            o = sh("ip", "netns", "exec", NS, "cat", "/sys/class/net/pnt0/statistics/rx_packets")
+            return int(o.stdout.strip())
+
+        time.sleep(1.0)
+        last = (time.time(), twin(sock, "pnt0")["punt_pkts"], kernel_rx())
+        for _ in range(5):
+            time.sleep(1.0)
+            now = (time.time(), twin(sock, "pnt0")["punt_pkts"], kernel_rx())
+            # What the twin's kernel counted received, checked against what the path wrote.
+            if abs((now[2] - last[2]) - (now[1] - last[1])) > 0.01 * (now[1] - last[1]) + 100:
+                sys.exit(f"bench-linux: the twin wrote {now[1] - last[1]} frames, its kernel received {now[2] - last[2]}")
+            rates.append((now[2] - last[2]) / (now[0] - last[0]))
+            last = now
+    finally:
+        d.terminate()
+        d.wait()
+        sh("ip", "netns", "del", NS, check=False)
+    rates.sort()
+    return rates[len(rates) // 2], rates[0], rates[-1]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--routes", type=int, default=0, help="first N prefixes only (default: all)")
@@ -310,6 +393,9 @@ def main():
                          "([linux] punt_cpus = [1], punt_priority = 0)")
     ap.add_argument("--no-forward", action="store_true",
                     help="no net_pcap -> net_null pair: the worker only serves the veth port")
+    ap.add_argument("--punt-capacity", action="store_true",
+                    help="only the punt path's ceiling: net_pcap floods the port's address, "
+                         "the twin's punt counter gives what reached the kernel")
     ap.add_argument("--cp-cpus", default=None,
                     help="CPUs of the control plane's processes, e.g. 0,2-3 (default: all but the worker's; "
                          "'all': no pinning)")
@@ -325,6 +411,15 @@ def main():
         cp = set(ALL_CPUS) - {WORKER_CPU} or set(ALL_CPUS)
     # Inherited by every child but dataplaned and the probes (anywhere()).
     os.sched_setaffinity(0, cp)
+    if args.punt_capacity:
+        tmp = tempfile.mkdtemp(prefix="bench-linux-")
+        med, lo, hi = punt_capacity(args, tmp)
+        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+        commit = sh("git", "-C", ROOT, "rev-parse", "--short", "HEAD", check=False).stdout.strip()
+        print(f"# bench-linux --punt-capacity: {time.strftime('%Y-%m-%d')}, commit {commit}, {cpu}\n\n"
+              f"punt through the twin, net_pcap source (64 B UDP to the port's address): "
+              f"{med:,.0f} pkts/s median of 5 s (per-second {lo:,.0f} .. {hi:,.0f})")
+        return
     prefixes = []
     with gzip.open(RIB, "rt") as f:
         for line in f:
@@ -566,12 +661,14 @@ def main():
                                  f"of the worker's CPU (idle: {100 * lat[0][1]['steal']:.1f} %)"))
         for what, ns, dst, key in (("punt", HOST, "10.250.0.1", "punt_pkts"),
                                    ("inject", NS, "10.250.0.2", "inject_pkts")):
-            before = twin(sock)[key]
+            before, lost0 = twin(sock)[key], losses(sock)
             sent = flood(ns, dst, 3.0, ns == HOST)
             time.sleep(0.2)
             got = twin(sock)[key] - before
+            lost = {k: n - lost0.get(k, 0) for k, n in losses(sock).items() if n > lost0.get(k, 0)}
+            where = ", ".join(f"{k} {n:,}" for k, n in sorted(lost.items())) or "none counted"
             rows.append((f"{what} through the twin (UDP, 74 B)", f"{got / 3.0:,.0f} pkts/s",
-                         f"{sent / 3.0:,.0f}/s offered"))
+                         f"{sent / 3.0:,.0f}/s offered; lost on the way: {where}"))
         # The same floods between two plain kernels a veth apart (the prober's
         # namespaces): what this machine carries with no dataplane in the way.
         for what, ns, dst, peer, dev, remote in (
