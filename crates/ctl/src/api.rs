@@ -157,6 +157,7 @@ struct WorkerSnap {
     busy_loops: u64,
     busy_cycles: u64,
     idle_sleeps: u64,
+    rx_wakes: u64,
     echo_replies: u64,
     icmp_errors: u64,
     arp_replies: u64,
@@ -198,6 +199,7 @@ impl WorkerSnap {
             busy_loops: s.busy_loops.get(),
             busy_cycles: s.busy_cycles.get(),
             idle_sleeps: s.idle_sleeps.get(),
+            rx_wakes: s.rx_wakes.get(),
             echo_replies: s.echo_replies.get(),
             icmp_errors: s.icmp_errors.get(),
             arp_replies: s.arp_replies.get(),
@@ -234,6 +236,7 @@ impl WorkerSnap {
             busy_loops: d(self.busy_loops, base.busy_loops),
             busy_cycles: d(self.busy_cycles, base.busy_cycles),
             idle_sleeps: d(self.idle_sleeps, base.idle_sleeps),
+            rx_wakes: d(self.rx_wakes, base.rx_wakes),
             echo_replies: d(self.echo_replies, base.echo_replies),
             icmp_errors: d(self.icmp_errors, base.icmp_errors),
             arp_replies: d(self.arp_replies, base.arp_replies),
@@ -1639,6 +1642,7 @@ impl<'a> RouterApi<'a> {
                     "busy_loops": s.busy_loops,
                     "busy_cycles": s.busy_cycles,
                     "idle_sleeps": s.idle_sleeps,
+                    "rx_wakes": s.rx_wakes,
                     "echo_replies": s.echo_replies,
                     "icmp_errors": s.icmp_errors,
                     "arp_replies": s.arp_replies,
@@ -1850,7 +1854,13 @@ impl Service for RouterApi<'_> {
             worker_metrics(
                 m,
                 &ws,
-                [s.loops, s.busy_loops, s.busy_cycles, s.idle_sleeps],
+                [
+                    s.loops,
+                    s.busy_loops,
+                    s.busy_cycles,
+                    s.idle_sleeps,
+                    s.rx_wakes,
+                ],
             );
             for st in Stage::ALL {
                 let [calls, pkts, cycles] = s.stages[st as usize];
@@ -2055,13 +2065,18 @@ fn port_metrics(m: &mut Scrape, l: &[(&'static str, &str)], link: bool, s: &Port
     }
 }
 
-/// A worker's loop counters for a scrape: loops, busy loops, busy cycles, sleeps.
-fn worker_metrics(m: &mut Scrape, worker: &str, c: [u64; 4]) {
+/// A worker's loop counters for a scrape: loops, busy loops, busy cycles, sleeps,
+/// sleeps a frame ended.
+fn worker_metrics(m: &mut Scrape, worker: &str, c: [u64; 5]) {
     let names = [
         ("worker_loops", "Poll loops."),
         ("worker_busy_loops", "Poll loops that received packets."),
         ("worker_busy_clocks", "TSC cycles of busy loops."),
         ("worker_idle_sleeps", "Sleeps while idle."),
+        (
+            "worker_rx_wakes",
+            "Idle sleeps ended by a port's frame (af_packet ports' sockets).",
+        ),
     ];
     for ((name, help), v) in names.into_iter().zip(c) {
         m.counter(name, help, &[("worker", worker)], v);
@@ -2093,6 +2108,7 @@ struct XcSnap {
     busy_loops: u64,
     busy_cycles: u64,
     idle_sleeps: u64,
+    rx_wakes: u64,
 }
 
 impl XcSnap {
@@ -2107,6 +2123,8 @@ impl XcSnap {
             busy_loops: c.busy_loops.get(),
             busy_cycles: c.busy_cycles.get(),
             idle_sleeps: c.idle_sleeps.get(),
+            // (cross-connect workers sleep on a timer only)
+            rx_wakes: 0,
         }
     }
 
@@ -2122,6 +2140,7 @@ impl XcSnap {
             busy_loops: self.busy_loops.saturating_sub(b.busy_loops),
             busy_cycles: self.busy_cycles.saturating_sub(b.busy_cycles),
             idle_sleeps: self.idle_sleeps.saturating_sub(b.idle_sleeps),
+            rx_wakes: self.rx_wakes.saturating_sub(b.rx_wakes),
         }
     }
 }
@@ -2161,6 +2180,7 @@ impl<'a> XconnectApi<'a> {
                 busy_loops: 0,
                 busy_cycles: 0,
                 idle_sleeps: 0,
+                rx_wakes: 0,
             })
             .collect();
         let n = port_list.len();
@@ -2341,7 +2361,13 @@ impl Service for XconnectApi<'_> {
             worker_metrics(
                 m,
                 &ws,
-                [s.loops, s.busy_loops, s.busy_cycles, s.idle_sleeps],
+                [
+                    s.loops,
+                    s.busy_loops,
+                    s.busy_cycles,
+                    s.idle_sleeps,
+                    s.rx_wakes,
+                ],
             );
         }
     }

@@ -563,6 +563,15 @@ fn run_router(
     let mut jobs: Vec<Box<dyn FnOnce() -> i32 + Send>> = Vec::new();
     for (w, rx) in router_queues(plan, &ids).into_iter().enumerate() {
         let (core, punts) = ctl.new_core(cfg, tsc_hz());
+        // An idle worker sleeps in poll on its af_packet ports' sockets, so
+        // their next frame wakes it (every queue pair's socket: another
+        // worker's frame wakes it for nothing, never late).
+        let mut rx_wait: Vec<_> = ports
+            .iter()
+            .filter(|p| rx.iter().any(|&(id, _)| id == p.id()))
+            .flat_map(Port::rx_wait_fds)
+            .collect();
+        rx_wait.dedup();
         let mut worker = RouterWorker::new(
             core,
             rx,
@@ -577,6 +586,7 @@ fn run_router(
         ))
         .with_inject(ctl.workers()[w].inject.clone())
         .with_wake(ctl.workers()[w].wake.clone())
+        .with_rx_wait(rx_wait)
         .with_sessions(ctl.sessions())
         .with_pool(pool.clone())
         .with_punt_rates(punt_rates);

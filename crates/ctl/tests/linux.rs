@@ -117,6 +117,10 @@ fn linux_state_is_reflected_in_the_dataplane() {
         ping(&cp, "10.77.1.2", 3, "0.2").0 >= 2,
         "control plane -> a"
     );
+    // The idle worker sleeps in poll on its af_packet ports' sockets: the
+    // pings' frames ended some of its sleeps.
+    let run = lab.json("show run");
+    assert!(run["workers"][0]["rx_wakes"].as_u64() > Some(0), "{run}");
     let n = lab.json("neighbor show");
     assert!(
         n["neighbors"]

@@ -308,6 +308,30 @@ pub fn precise_sleeps() {
     let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
+/// `ppoll(2)` on `fds` for up to `d`, with no signal mask: how many have
+/// events (their `revents`), 0 on timeout.
+pub fn ppoll(fds: &mut [libc::pollfd], d: std::time::Duration) -> std::io::Result<usize> {
+    let ts = libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(d.subsec_nanos() as i32),
+    };
+    // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd of the
+    // given length, and the timespec outlives the call.
+    let n = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// Reads the time-stamp counter (DPDK's `rte_rdtsc`), inlined.
 #[inline(always)]
 pub fn tsc() -> u64 {

@@ -16,11 +16,13 @@ pub mod peers;
 mod port;
 mod ring;
 
-pub use eal::{Eal, EalConfig, MemoryMode, precise_sleeps, prefetch0, prefetchw, tsc, tsc_hz};
+pub use eal::{
+    Eal, EalConfig, MemoryMode, ppoll, precise_sleeps, prefetch0, prefetchw, tsc, tsc_hz,
+};
 pub use error::DpdkError;
 pub use mbuf::{BURST, Burst, Mbuf};
 pub use mempool::Mempool;
-pub use port::{LinkStatus, Port, PortConfig, PortStats, kernel_iface_of};
+pub use port::{LinkStatus, Port, PortConfig, PortStats, kernel_iface_of, packet_socket_fds};
 pub use ring::Ring;
 
 use std::ffi::CStr;

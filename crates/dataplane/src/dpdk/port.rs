@@ -123,7 +123,61 @@ pub fn kernel_iface_of(device: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The packet sockets (`AF_PACKET`) this process holds on Linux interface
+/// `iface`: an af_packet port's, one per queue pair. The kernel marks such a
+/// socket readable when it fills a frame of its ring, so a worker sleeping in
+/// `poll` on them wakes for the port's next frame. Found through
+/// `/proc/self/net/packet` (each socket's interface and inode) and the
+/// process's descriptors; none when either cannot be read.
+pub fn packet_socket_fds(iface: &str) -> Vec<std::os::fd::RawFd> {
+    let Some(ifindex) = std::fs::read_to_string(format!("/sys/class/net/{iface}/ifindex"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+    else {
+        return Vec::new();
+    };
+    // sk RefCnt Type Proto Iface R Rmem User Inode
+    let inodes: Vec<u64> = std::fs::read_to_string("/proc/self/net/packet")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(4)?.parse::<u32>().ok()? == ifindex).then_some(f.get(8)?.parse().ok()?)
+        })
+        .collect();
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let mut fds: Vec<std::os::fd::RawFd> = dir
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let fd = e.file_name().to_str()?.parse().ok()?;
+            let target = std::fs::read_link(e.path()).ok()?;
+            let inode: u64 = target
+                .to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()?;
+            inodes.contains(&inode).then_some(fd)
+        })
+        .collect();
+    fds.sort_unstable();
+    fds
+}
+
 impl Port {
+    /// Descriptors a worker sleeping on this port's queues may poll to wake
+    /// when a frame comes: an af_packet port's packet sockets (all its queue
+    /// pairs'); none for other PMDs.
+    pub fn rx_wait_fds(&self) -> Vec<std::os::fd::RawFd> {
+        match &self.kernel_iface {
+            Some(i) if self.driver.contains("af_packet") => packet_socket_fds(i),
+            _ => Vec::new(),
+        }
+    }
+
     /// Probes the device (vdevs are created on the fly; PCI devices must have been
     /// given to EAL), configures its queues on `pool` and starts it.
     pub fn open(eal: &Eal, cfg: &PortConfig, pool: Arc<Mempool>) -> Result<Port, DpdkError> {
@@ -438,7 +492,56 @@ impl Drop for Port {
 
 #[cfg(test)]
 mod tests {
-    use super::is_pci_address;
+    use super::{is_pci_address, packet_socket_fds};
+
+    /// A packet socket bound to `ifindex` (0: every interface).
+    fn packet_socket(ifindex: i32) -> std::os::fd::OwnedFd {
+        use std::os::fd::FromRawFd;
+        let proto = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: plain socket(2); the descriptor is owned by the returned OwnedFd.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(proto)) };
+        assert!(
+            fd >= 0,
+            "AF_PACKET socket (needs root): {}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: fd was just opened and is not owned elsewhere.
+        let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        // SAFETY: sockaddr_ll is plain data; all-zero is valid.
+        let mut sa: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sa.sll_family = libc::AF_PACKET as u16;
+        sa.sll_protocol = proto;
+        sa.sll_ifindex = ifindex;
+        // SAFETY: sa is a valid sockaddr_ll of the given size.
+        let r = unsafe {
+            libc::bind(
+                fd,
+                std::ptr::addr_of!(sa).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            )
+        };
+        assert_eq!(r, 0, "bind: {}", std::io::Error::last_os_error());
+        owned
+    }
+
+    #[test]
+    fn packet_sockets_are_found_by_interface() {
+        use std::os::fd::AsRawFd;
+        let lo: i32 = std::fs::read_to_string("/sys/class/net/lo/ifindex")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let on_lo = packet_socket(lo);
+        let anywhere = packet_socket(0);
+        let found = packet_socket_fds("lo");
+        assert!(found.contains(&on_lo.as_raw_fd()), "{found:?}");
+        assert!(!found.contains(&anywhere.as_raw_fd()), "{found:?}");
+        assert!(packet_socket_fds("no-such-if0").is_empty());
+        let raw = on_lo.as_raw_fd();
+        drop(on_lo);
+        assert!(!packet_socket_fds("lo").contains(&raw));
+    }
 
     #[test]
     fn pci_addresses() {

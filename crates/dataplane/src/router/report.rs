@@ -70,10 +70,11 @@ pub fn show_run(workers: &[Arc<WorkerStats>], tsc_hz: u64) -> String {
         let loops = s.loops.get();
         let _ = writeln!(
             o,
-            "Thread {w} (worker {w}): loops {loops}, busy loops {}, busy time {:.3} s, idle sleeps {}",
+            "Thread {w} (worker {w}): loops {loops}, busy loops {}, busy time {:.3} s, idle sleeps {} ({} ended by a frame)",
             s.busy_loops.get(),
             busy as f64 / tsc_hz.max(1) as f64,
-            s.idle_sleeps.get()
+            s.idle_sleeps.get(),
+            s.rx_wakes.get()
         );
         let _ = writeln!(
             o,

@@ -129,6 +129,9 @@ pub struct WorkerStats {
     pub busy_cycles: Counter,
     /// Idle sleeps.
     pub idle_sleeps: Counter,
+    /// Idle sleeps a port's frames ended (af_packet ports: the worker sleeps
+    /// in `poll` on their sockets).
+    pub rx_wakes: Counter,
     /// ICMP echo replies sent by the dataplane.
     pub echo_replies: Counter,
     /// ICMP errors sent (time exceeded, unreachable, frag needed).
@@ -191,6 +194,7 @@ impl Default for WorkerStats {
             busy_loops: Counter::new(),
             busy_cycles: Counter::new(),
             idle_sleeps: Counter::new(),
+            rx_wakes: Counter::new(),
             echo_replies: Counter::new(),
             icmp_errors: Counter::new(),
             arp_replies: Counter::new(),

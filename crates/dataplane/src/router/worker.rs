@@ -241,35 +241,79 @@ impl PuntSignal {
 /// What wakes a worker from its idle sleep when the punt thread or the
 /// control thread gives it frames to inject: a worker that sleeps says so
 /// first, and only then does a producer unpark it (no cost while it polls).
+/// A worker whose ports have descriptors to poll (af_packet) sleeps in `ppoll`
+/// on them and on a socket the producer then writes a byte to.
 #[derive(Debug, Default)]
 pub struct WorkerWake {
     sleeping: Drowsy,
     thread: std::sync::OnceLock<std::thread::Thread>,
+    /// (producer's end, worker's end) once a worker sleeps in `ppoll`.
+    pair: std::sync::OnceLock<(
+        std::os::unix::net::UnixDatagram,
+        std::os::unix::net::UnixDatagram,
+    )>,
     /// Times a producer woke the worker.
     wakes: crate::counters::Counter,
 }
 
 impl WorkerWake {
     /// Sleeps the calling worker up to `d`, unless `work()` (checked after it
-    /// said it sleeps) finds something to do.
-    fn sleep(&self, d: Duration, work: impl Fn() -> bool) {
+    /// said it sleeps) finds something to do: in `ppoll` on `fds` when there
+    /// are any (their first entry is [`WorkerWake::poll_fd`]'s), else parked.
+    /// Returns whether one of the other descriptors (a port's) ended it.
+    fn sleep(&self, d: Duration, fds: &mut [libc::pollfd], work: impl Fn() -> bool) -> bool {
         if self.thread.get().is_none() {
             let _ = self.thread.set(std::thread::current());
         }
         self.sleeping.sleep();
+        let mut rx = false;
         if !work() {
-            std::thread::park_timeout(d);
+            if fds.is_empty() {
+                std::thread::park_timeout(d);
+            } else {
+                for f in fds.iter_mut() {
+                    f.revents = 0;
+                }
+                let n = crate::dpdk::ppoll(fds, d).unwrap_or(0);
+                if n > 0 {
+                    if fds[0].revents != 0 {
+                        if let Some((_, r)) = self.pair.get() {
+                            let mut b = [0u8; 16];
+                            while r.recv(&mut b).is_ok() {}
+                        }
+                    }
+                    rx = fds[1..].iter().any(|f| f.revents != 0);
+                }
+            }
         }
         self.sleeping.awake();
+        rx
+    }
+
+    /// The descriptor a worker sleeping in `ppoll` watches for a producer's
+    /// wakeup (created on first use; `None` if the socket pair cannot be).
+    fn poll_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        if self.pair.get().is_none() {
+            let (tx, rx) = std::os::unix::net::UnixDatagram::pair().ok()?;
+            tx.set_nonblocking(true).ok()?;
+            rx.set_nonblocking(true).ok()?;
+            let _ = self.pair.set((tx, rx));
+        }
+        self.pair.get().map(|(_, r)| r.as_raw_fd())
     }
 
     /// Wakes the worker if it sleeps (after pushing to its inject queue).
     #[inline]
     pub fn wake(&self) {
         if self.sleeping.take() {
+            self.wakes.inc();
             if let Some(t) = self.thread.get() {
-                self.wakes.inc();
                 t.unpark();
+            }
+            if let Some((tx, _)) = self.pair.get() {
+                // (a full socket already holds a wakeup)
+                let _ = tx.send(&[1]);
             }
         }
     }
@@ -356,6 +400,9 @@ pub struct RouterWorker {
     punt_signal: Option<Arc<PuntSignal>>,
     /// Ends its idle sleeps when frames are given to inject.
     wake: Option<Arc<WorkerWake>>,
+    /// Its ports' descriptors that a frame makes readable (af_packet): it
+    /// sleeps in `ppoll` on them.
+    rx_wait: Vec<std::os::fd::RawFd>,
     /// The control namespace's sessions, for the policer.
     sessions: Option<Arc<ArcSwap<Sessions>>>,
     /// The core's counters, kept here so the loop never touches the Arc's refcount.
@@ -400,9 +447,19 @@ impl RouterWorker {
             inject: None,
             punt_signal: None,
             wake: None,
+            rx_wait: Vec::new(),
             sessions: None,
             pool: None,
         }
+    }
+
+    /// Sleeps in `ppoll` on `fds` (its af_packet ports' sockets, from
+    /// [`crate::dpdk::Port::rx_wait_fds`]) when idle, so that the next frame
+    /// ends the sleep; needs [`RouterWorker::with_wake`]. The descriptors
+    /// must outlive the worker's loop (the ports are closed after it).
+    pub fn with_rx_wait(mut self, fds: Vec<std::os::fd::RawFd>) -> RouterWorker {
+        self.rx_wait = fds;
+        self
     }
 
     /// Wakes the punt thread through `s` after queueing punts.
@@ -636,6 +693,18 @@ impl RouterWorker {
         if self.idle.max_sleep_us > 0 {
             crate::dpdk::precise_sleeps();
         }
+        // [the wake socket, the ports' sockets...], or none: parked sleeps.
+        let mut pfds: Vec<libc::pollfd> = match self.wake.as_ref().and_then(|w| w.poll_fd()) {
+            Some(w) if !self.rx_wait.is_empty() => std::iter::once(w)
+                .chain(self.rx_wait.iter().copied())
+                .map(|fd| libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         while !self.stop.load(Ordering::Relaxed) {
             let got = self.poll_once(start, &mut rx, &mut tx, &mut out);
             stats.loops.inc();
@@ -651,7 +720,9 @@ impl RouterWorker {
                     match &self.wake {
                         Some(w) => {
                             let q = self.inject.as_deref();
-                            w.sleep(d, || q.is_some_and(|q| !q.is_empty()));
+                            if w.sleep(d, &mut pfds, || q.is_some_and(|q| !q.is_empty())) {
+                                stats.rx_wakes.inc();
+                            }
                         }
                         None => std::thread::sleep(d),
                     }
