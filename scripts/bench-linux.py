@@ -566,6 +566,30 @@ def main():
         lat.append((f"`dpctl --json route show` ({shown:,} routes)", a, None))
         _, a = dp.during(lambda: dpctl(sock, "reload"))
         lat.append(("`dpctl reload`", a, None))
+        # A reload of a file that holds the table (as static routes via the
+        # host), then of the file without it again.
+        with open(cfg) as f:
+            base = f.read()
+
+        def reload_timed():
+            t = time.time()
+            dpctl(sock, "reload")
+            return time.time() - t
+
+        with open(cfg, "w") as f:
+            f.write(base + "".join(f'[[route]]\nprefix = "{p}"\nvia = [{{ gateway = "10.250.0.2", interface = "port0" }}]\n'
+                                   for p in prefixes))
+        took, a = dp.during(reload_timed)
+        lat.append((f"`dpctl reload` of a file with the table ({len(prefixes):,} `[[route]]` added)", a, None))
+        rows.append(("`dpctl reload` adding the table as `[[route]]` (a 45 MB file)" if len(prefixes) > 500_000
+                     else f"`dpctl reload` adding {len(prefixes):,} `[[route]]`", f"{took:.2f} s",
+                     f"resident memory then {rss(d.pid) / 2**20:,.0f} MiB"))
+        with open(cfg, "w") as f:
+            f.write(base)
+        took, a = dp.during(reload_timed)
+        lat.append(("`dpctl reload` of the file without them (all removed)", a, None))
+        rows.append(("`dpctl reload` removing them", f"{took:.2f} s",
+                     f"resident memory then {rss(d.pid) / 2**20:,.0f} MiB"))
         oif = json.loads(sh("ip", "-n", NS, "-j", "link", "show", "port0").stdout)[0]["ifindex"]
         frames = fpm_walk(prefixes, oif)
 
