@@ -1018,7 +1018,13 @@ impl<'a> RouterApi<'a> {
                 };
                 Ok(Value::Null)
             }
-            Command::Reload => self.reload(),
+            Command::Reload => {
+                let r = self.reload();
+                // A file with a full table leaves its parse's buffers (hundreds
+                // of MB) free in the C heap: give them back.
+                crate::linux::heap::trim();
+                r
+            }
             c @ (Command::SflowEnable { .. }
             | Command::SflowDisable { .. }
             | Command::SflowCollector { .. }

@@ -603,6 +603,8 @@ fn run_router(
         l.start_punt_path(&ctl, pool.clone(), &cpus)
             .context("[linux] punt path thread")?;
     }
+    // (the file's parse is done: a full table's buffers go back to the system)
+    crate::linux::heap::trim();
     let launched = launch_all(eal, jobs, &worker_stop)?;
     tracing::info!(
         "forwarding (router) with {} worker(s) on lcores {:?}, {} interface(s), {} route(s), {} label(s); control socket {}; SIGINT/SIGTERM stops",
