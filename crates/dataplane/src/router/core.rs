@@ -281,7 +281,7 @@ struct Work {
     fast: bool,
     /// FIB results decoded (fast path), then the legs of ECMP results by leg id.
     /// An entry holds while its `generation` is `fd_gen`.
-    fd: [FwdDec; FWD_CACHE + LEG_CACHE],
+    fd: Box<[FwdDec; FWD_CACHE + LEG_CACHE]>,
     /// The generation of the valid `fd` entries (never 0).
     fd_gen: u16,
     /// The FIB version and interface table that `rw` and `fd` were decoded from
@@ -425,7 +425,11 @@ impl Core {
                 },
                 rw: [Rw::default(); RW_CACHE],
                 fast: cfg.fast_path,
-                fd: [FwdDec::default(); FWD_CACHE + LEG_CACHE],
+                // (built on the heap: 133 KB is too much for a stack)
+                fd: vec![FwdDec::default(); FWD_CACHE + LEG_CACHE]
+                    .into_boxed_slice()
+                    .try_into()
+                    .unwrap_or_else(|_| unreachable!("the length is the array's")),
                 fd_gen: 1,
                 seen: None,
                 slow: [0; BURST],
