@@ -180,6 +180,41 @@ impl Drowsy {
     }
 }
 
+/// A nonblocking datagram socket pair a sleeping thread polls: a producer
+/// rings it with one byte, the thread drains it when awake.
+#[derive(Debug)]
+struct Doorbell {
+    tx: std::os::unix::net::UnixDatagram,
+    rx: std::os::unix::net::UnixDatagram,
+}
+
+impl Doorbell {
+    fn new() -> std::io::Result<Doorbell> {
+        let (tx, rx) = std::os::unix::net::UnixDatagram::pair()?;
+        tx.set_nonblocking(true)?;
+        rx.set_nonblocking(true)?;
+        Ok(Doorbell { tx, rx })
+    }
+
+    /// (a full socket already holds a wakeup)
+    #[inline]
+    fn ring(&self) {
+        let _ = self.tx.send(&[1]);
+    }
+
+    /// Takes every pending ring.
+    fn drain(&self) {
+        let mut b = [0u8; 16];
+        while self.rx.recv(&mut b).is_ok() {}
+    }
+
+    /// What the sleeper polls.
+    fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.rx.as_fd()
+    }
+}
+
 /// Wakes the thread that takes the punt queues when it sleeps: a worker that
 /// queued punts in a vector sends one byte on a datagram socket the thread
 /// polls, and only when the thread said it was going to sleep, so a busy punt
@@ -187,20 +222,15 @@ impl Drowsy {
 #[derive(Debug)]
 pub struct PuntSignal {
     sleeping: Drowsy,
-    tx: std::os::unix::net::UnixDatagram,
-    rx: std::os::unix::net::UnixDatagram,
+    bell: Doorbell,
 }
 
 impl PuntSignal {
     /// A signal (a nonblocking socket pair).
     pub fn new() -> std::io::Result<PuntSignal> {
-        let (tx, rx) = std::os::unix::net::UnixDatagram::pair()?;
-        tx.set_nonblocking(true)?;
-        rx.set_nonblocking(true)?;
         Ok(PuntSignal {
             sleeping: Drowsy::default(),
-            tx,
-            rx,
+            bell: Doorbell::new()?,
         })
     }
 
@@ -208,14 +238,13 @@ impl PuntSignal {
     #[inline]
     pub fn notify(&self) {
         if self.sleeping.take() {
-            // (a full socket already holds a wakeup)
-            let _ = self.tx.send(&[1]);
+            self.bell.ring();
         }
     }
 
     /// Wakes the punt thread whether it sleeps or not (to stop it).
     pub fn notify_always(&self) {
-        let _ = self.tx.send(&[1]);
+        self.bell.ring();
     }
 
     /// The punt thread is about to sleep: look at the queues once more after
@@ -227,14 +256,12 @@ impl PuntSignal {
     /// The punt thread is awake: clears the signal.
     pub fn awake(&self) {
         self.sleeping.awake();
-        let mut b = [0u8; 16];
-        while self.rx.recv(&mut b).is_ok() {}
+        self.bell.drain();
     }
 
     /// What the punt thread polls.
     pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        use std::os::fd::AsFd;
-        self.rx.as_fd()
+        self.bell.fd()
     }
 }
 
@@ -242,16 +269,13 @@ impl PuntSignal {
 /// control thread gives it frames to inject: a worker that sleeps says so
 /// first, and only then does a producer unpark it (no cost while it polls).
 /// A worker whose ports have descriptors to poll (af_packet) sleeps in `ppoll`
-/// on them and on a socket the producer then writes a byte to.
+/// on them and on a [`Doorbell`] the producer then rings.
 #[derive(Debug, Default)]
 pub struct WorkerWake {
     sleeping: Drowsy,
     thread: std::sync::OnceLock<std::thread::Thread>,
-    /// (producer's end, worker's end) once a worker sleeps in `ppoll`.
-    pair: std::sync::OnceLock<(
-        std::os::unix::net::UnixDatagram,
-        std::os::unix::net::UnixDatagram,
-    )>,
+    /// Rung with the unpark once a worker sleeps in `ppoll`.
+    bell: std::sync::OnceLock<Doorbell>,
     /// Times a producer woke the worker.
     wakes: crate::counters::Counter,
 }
@@ -276,11 +300,8 @@ impl WorkerWake {
                 }
                 let n = crate::dpdk::ppoll(fds, d).unwrap_or(0);
                 if n > 0 {
-                    if fds[0].revents != 0 {
-                        if let Some((_, r)) = self.pair.get() {
-                            let mut b = [0u8; 16];
-                            while r.recv(&mut b).is_ok() {}
-                        }
+                    if let Some(b) = self.bell.get().filter(|_| fds[0].revents != 0) {
+                        b.drain();
                     }
                     rx = fds[1..].iter().any(|f| f.revents != 0);
                 }
@@ -294,13 +315,10 @@ impl WorkerWake {
     /// wakeup (created on first use; `None` if the socket pair cannot be).
     fn poll_fd(&self) -> Option<std::os::fd::RawFd> {
         use std::os::fd::AsRawFd;
-        if self.pair.get().is_none() {
-            let (tx, rx) = std::os::unix::net::UnixDatagram::pair().ok()?;
-            tx.set_nonblocking(true).ok()?;
-            rx.set_nonblocking(true).ok()?;
-            let _ = self.pair.set((tx, rx));
+        if self.bell.get().is_none() {
+            let _ = self.bell.set(Doorbell::new().ok()?);
         }
-        self.pair.get().map(|(_, r)| r.as_raw_fd())
+        self.bell.get().map(|b| b.fd().as_raw_fd())
     }
 
     /// Wakes the worker if it sleeps (after pushing to its inject queue).
@@ -311,9 +329,8 @@ impl WorkerWake {
             if let Some(t) = self.thread.get() {
                 t.unpark();
             }
-            if let Some((tx, _)) = self.pair.get() {
-                // (a full socket already holds a wakeup)
-                let _ = tx.send(&[1]);
+            if let Some(b) = self.bell.get() {
+                b.ring();
             }
         }
     }
