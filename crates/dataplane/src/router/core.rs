@@ -220,6 +220,15 @@ struct Meta {
     csum: RxCsum,
 }
 
+impl Meta {
+    /// The circuit's ifIndex of a frame a pseudowire delivers to it (see
+    /// [`PW_OUT`]).
+    #[inline(always)]
+    fn pw_circuit(&self) -> Option<u32> {
+        (self.next == Next::Ready && self.path & PW_OUT != 0).then_some(self.hash)
+    }
+}
+
 /// What `local` does with a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum LocalJob {

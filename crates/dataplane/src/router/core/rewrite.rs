@@ -66,9 +66,9 @@ impl Work {
                     None => Out::Drop,
                 },
                 Next::Ready => {
-                    if self.obs.tx_ifs && m.path & PW_OUT != 0 {
+                    if let Some(ac) = m.pw_circuit().filter(|_| self.obs.tx_ifs) {
                         // (out of a pseudowire: its circuit, for tx sampling)
-                        self.obs.txs[i] = m.hash as u8;
+                        self.obs.txs[i] = ac as u8;
                     }
                     Out::Tx(m.adj as u16)
                 }

@@ -321,9 +321,9 @@ impl SflowHook {
                 continue;
             };
             let forwarded = transit(m, o);
-            let (output, next_hop) = if m.next == Next::Ready && m.path & super::PW_OUT != 0 {
+            let (output, next_hop) = if let Some(ac) = m.pw_circuit() {
                 // Out of a pseudowire to its circuit.
-                (SfInterface::Index(m.hash), None)
+                (SfInterface::Index(ac), None)
             } else if forwarded {
                 let adj = adj_of(m, &w.obs.fast_adj, i);
                 let e = match rw_hit(&w.rw, adj) {
@@ -423,9 +423,9 @@ fn tx_ifs(
     let (mut reader, mut view) = (Some(fib), None);
     for i in 0..n {
         let m = &meta[i];
-        tx_if[i] = if m.next == Next::Ready && m.path & super::PW_OUT != 0 {
+        tx_if[i] = if let Some(ac) = m.pw_circuit() {
             // (out of a pseudowire: its circuit)
-            m.hash
+            ac
         } else if transit(m, out[i]) {
             let adj = adj_of(m, fast_adj, i);
             match rw_hit(rw, adj) {
