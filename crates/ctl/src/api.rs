@@ -2114,7 +2114,6 @@ struct XcSnap {
     busy_loops: u64,
     busy_cycles: u64,
     idle_sleeps: u64,
-    rx_wakes: u64,
 }
 
 impl XcSnap {
@@ -2129,8 +2128,6 @@ impl XcSnap {
             busy_loops: c.busy_loops.get(),
             busy_cycles: c.busy_cycles.get(),
             idle_sleeps: c.idle_sleeps.get(),
-            // (cross-connect workers sleep on a timer only)
-            rx_wakes: 0,
         }
     }
 
@@ -2146,7 +2143,6 @@ impl XcSnap {
             busy_loops: self.busy_loops.saturating_sub(b.busy_loops),
             busy_cycles: self.busy_cycles.saturating_sub(b.busy_cycles),
             idle_sleeps: self.idle_sleeps.saturating_sub(b.idle_sleeps),
-            rx_wakes: self.rx_wakes.saturating_sub(b.rx_wakes),
         }
     }
 }
@@ -2186,7 +2182,6 @@ impl<'a> XconnectApi<'a> {
                 busy_loops: 0,
                 busy_cycles: 0,
                 idle_sleeps: 0,
-                rx_wakes: 0,
             })
             .collect();
         let n = port_list.len();
@@ -2367,13 +2362,8 @@ impl Service for XconnectApi<'_> {
             worker_metrics(
                 m,
                 &ws,
-                [
-                    s.loops,
-                    s.busy_loops,
-                    s.busy_cycles,
-                    s.idle_sleeps,
-                    s.rx_wakes,
-                ],
+                // (cross-connect workers sleep on a timer only)
+                [s.loops, s.busy_loops, s.busy_cycles, s.idle_sleeps, 0],
             );
         }
     }

@@ -566,12 +566,11 @@ fn run_router(
         // An idle worker sleeps in poll on its af_packet ports' sockets, so
         // their next frame wakes it (every queue pair's socket: another
         // worker's frame wakes it for nothing, never late).
-        let mut rx_wait: Vec<_> = ports
+        let rx_wait: Vec<_> = ports
             .iter()
             .filter(|p| rx.iter().any(|&(id, _)| id == p.id()))
             .flat_map(Port::rx_wait_fds)
             .collect();
-        rx_wait.dedup();
         let mut worker = RouterWorker::new(
             core,
             rx,
