@@ -331,6 +331,17 @@ def wait_routes(sock, want, timeout=120):
     sys.exit(f"bench-linux: the dataplane did not reach {want} kernel routes")
 
 
+def started(d):
+    """Waits for dataplaned `d` to say it forwards, then keeps reading its
+    stderr so that its log never fills the pipe."""
+    for line in d.stderr:
+        if "forwarding" in line:
+            break
+    else:
+        sys.exit("bench-linux: dataplaned did not start")
+    threading.Thread(target=lambda: [None for _ in d.stderr], daemon=True).start()
+
+
 def punt_capacity(args, tmp):
     """The punt path's own ceiling, with no sender in the way: net_pcap replays
     64-byte UDP frames to the port's address as fast as the worker reads them,
@@ -357,12 +368,8 @@ def punt_capacity(args, tmp):
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=anywhere)
     rates = []
     try:
-        for line in d.stderr:
-            if "forwarding" in line:
-                break
-        else:
-            sys.exit("bench-linux: dataplaned did not start")
-        threading.Thread(target=lambda: [None for _ in d.stderr], daemon=True).start()
+        started(d)
+
         def kernel_rx():
             o = sh("ip", "netns", "exec", NS, "cat", "/sys/class/net/pnt0/statistics/rx_packets")
             return int(o.stdout.strip())
@@ -498,11 +505,7 @@ def main():
     rows = []
     echos = []
     try:
-        for line in d.stderr:
-            if "forwarding" in line:
-                break
-        else:
-            sys.exit("bench-linux: dataplaned did not start")
+        started(d)
         time.sleep(0.5)
         empty = rss(d.pid)
         n = len(prefixes)
