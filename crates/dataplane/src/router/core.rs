@@ -298,10 +298,8 @@ struct Work {
     seen: Option<(u64, Arc<IfTable>)>,
     /// Indices of the packets the nodes handle, ascending.
     slow: [u16; BURST],
-    /// The labelled packets the fast path switched in this vector (scratch kept
-    /// here, taken out while the vector runs, so no vector clears its own).
-    lfw: Option<Box<[fast::Lfw; BURST]>>,
-    /// The same for the indices of the packets the fast path hands back.
+    /// The indices of the packets the fast path hands back (scratch kept here,
+    /// taken out while the vector runs, so no vector clears its own).
     hback: Option<Box<[u16; BURST]>>,
     /// Where each fast-path key's IPv4 header starts.
     l3s: [u16; BURST],
@@ -442,7 +440,6 @@ impl Core {
                 fd_gen: 1,
                 seen: None,
                 slow: [0; BURST],
-                lfw: Some(Box::new([fast::Lfw::default(); BURST])),
                 hback: Some(Box::new([0; BURST])),
                 l3s: [0; BURST],
                 resumed: [0; 4],

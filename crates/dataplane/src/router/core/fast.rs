@@ -1,5 +1,5 @@
-//! The fast path: plain routed IPv4 and plain label switching in two walks over the
-//! vector.
+//! The fast path: plain routed IPv4 in two walks over the vector, plain label
+//! switching in one.
 //!
 //! Most of a router's traffic is the same few cases: an untagged frame to our MAC
 //! carrying IPv4 (a header without options that checks out, a TTL above 1) or one
@@ -18,10 +18,12 @@
 //!    Ethernet header ([`mpls::LabelGuard::top`]); a pop into IPv4
 //!    ([`mpls::Top::pops_into_ip4`], [`mpls::LabelGuard::pop_into_ip4`]) checks the
 //!    inner header and joins the same batch without a decision to match on, the
-//!    rest goes through [`mpls::LabelGuard::switch_top`]. ARP, VLAN tags, options,
-//!    broadcast, bad headers, label drops and punts go to the nodes untouched.
+//!    rest goes through [`mpls::LabelGuard::switch_top`], and a swap or a pop at
+//!    the penultimate hop gets its L2 header ([`put_l2`]) and leaves right there.
+//!    ARP, VLAN tags, options, broadcast, bad headers, label drops and punts go
+//!    to the nodes untouched.
 //! 2. **lookup** the keys in one batch.
-//! 3. **forward**: labelled packets get their L2 header; for IPv4, a cache kept
+//! 3. **forward** the IPv4 keys: a cache kept
 //!    while the FIB version and interface table stay (see `Work::seen`) says per
 //!    FIB result whether it is a plain forward (a forward leg, a resolved
 //!    adjacency on an up interface, at most [`FAST_LABELS`] labels) and holds the
@@ -235,22 +237,31 @@ impl Work {
         hb.n += 1;
     }
 
-    /// Marks what the classify walk took ([`Next::Fast`], labelled or not) for
-    /// sFlow: the `k` IPv4 keys (a popped one was labelled) and the switched
-    /// packets `lfw`. Before the walks: a packet they hand back gets its whole
-    /// metadata then. (A pass of its own: in the classify walk, the per-packet
+    /// Marks the `k` IPv4 keys the classify walk took ([`Next::Fast`], popped
+    /// from under a label or not) for sFlow. Before the forward walk: a packet it
+    /// hands back gets its whole metadata then. (A pass of its own: in the classify walk, the per-packet
     /// metadata address cost every packet, sFlow on or not.)
     #[cold]
     #[inline(never)]
-    fn note_fast<P: Packet>(&mut self, pkts: &[P], k: usize, lfw: &[Lfw]) {
+    fn note_fast<P: Packet>(&mut self, pkts: &[P], k: usize) {
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let popped = popped_at(&pkts[i], usize::from(self.l3s[j]));
             self.meta[i].next = Next::Fast(popped);
         }
-        for l in lfw {
-            self.meta[usize::from(l.i)].next = Next::Fast(true);
+    }
+
+    /// Notes what sFlow reads of switched packet `i`, sent through adjacency `adj`
+    /// (slot `rs`): [`Next::Fast`] when `light_meta`, its adjacency and the
+    /// ifIndex it left by.
+    #[cold]
+    #[inline(never)]
+    fn note_switched(&mut self, i: usize, adj: u32, rs: usize, light_meta: bool) {
+        if light_meta {
+            self.meta[i].next = Next::Fast(true);
         }
+        self.obs.fast_adj[i & (BURST - 1)] = adj;
+        self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs & (RW_CACHE - 1)]);
     }
 
     /// Whether packet `i` resumes in the nodes (see [`Work::resume`]).
@@ -281,11 +292,6 @@ impl Work {
         // another table take the general path).
         let port0 = pkts.first().map_or(u16::MAX, |p| p.port());
         let vt = RxIf::of(port0, ift, 0).table;
-        // Labelled packets switched here (the scratch goes back at the end).
-        let mut lfw = self
-            .lfw
-            .take()
-            .unwrap_or_else(|| Box::new([Lfw::default(); BURST]));
         // Packets handed back part-way.
         let mut hb = Handback {
             ift,
@@ -306,7 +312,7 @@ impl Work {
             pt: None,
             k2: 0,
             n_slow: 0,
-            n_lfw: 0,
+            sent: 0,
             switched: 0,
             guard: None,
         };
@@ -338,7 +344,7 @@ impl Work {
             } else {
                 self.ip4_run::<false, P>(pkts, i, n, &mut c)
             };
-            i = self.mpls_run(pkts, i, n, &mut c, labels, &mut lfw, &mut hb);
+            i = self.mpls_run(pkts, out, i, n, &mut c, labels, &mut hb);
             let Some(p) = pkts.get(i).filter(|_| i < n) else {
                 break;
             };
@@ -364,7 +370,7 @@ impl Work {
             pt,
             k2,
             mut n_slow,
-            n_lfw,
+            sent,
             switched,
             guard,
             ..
@@ -372,22 +378,15 @@ impl Work {
         drop(guard);
         rx_flush(&self.stats, rxif.ifindex, rx_pkts, rx_bytes);
         if light_meta {
-            self.note_fast(pkts, k, &lfw[..n_lfw]);
+            self.note_fast(pkts, k);
         }
         // Packets taken: the IPv4 keys that were not popped, and the switched ones.
         let t1 = acc.add(Stage::EthernetInput, n - n_slow, t0);
         acc.count(Stage::MplsLookup, switched);
 
-        // Labelled packets: the L2 header, or the general rewrite (incomplete
-        // adjacency, interface down, no headroom).
         // The receiving interface of the packets that leave the fast path after
         // the classify walk.
         hb.fb_if = rxif;
-        let done = if n_lfw > 0 {
-            self.label_walk(pkts, out, &lfw[..n_lfw], view, &mut hb)
-        } else {
-            0
-        };
 
         let mut done_ip4 = if k > 0 {
             view.lookup_burst(vt, &self.keys[..k], &mut self.fwd[..k]);
@@ -406,7 +405,7 @@ impl Work {
             self.sel.copy_within(from.., 0);
             self.l3s.copy_within(from.., 0);
             if light_meta {
-                self.note_fast(pkts, k2, &[]);
+                self.note_fast(pkts, k2);
             }
             view.lookup_burst(pt, &self.keys[..k2], &mut self.fwd[..k2]);
             hb.vt = pt;
@@ -414,7 +413,7 @@ impl Work {
             hb.vt = vt;
         }
         acc.add(Stage::Ip4Lookup, done_ip4, t1);
-        acc.count(Stage::Rewrite, done + done_ip4);
+        acc.count(Stage::Rewrite, sent + done_ip4);
         let (back, n_back) = (&mut hb.back, hb.n);
         if n_back > 0 {
             // Merge the two ascending index lists.
@@ -432,7 +431,6 @@ impl Work {
             n_slow = m;
         }
         // (the scratch lent for the vector goes back)
-        self.lfw = Some(lfw);
         self.hback = Some(hb.back);
         // sFlow reads the receiving interface of every packet: for a vector the
         // fast path took whole from one port, that is one value; otherwise each
@@ -505,20 +503,22 @@ impl Work {
 
     /// The classify walk's run of labelled packets from `pkts[i0]` on: untagged
     /// frames on `c.rxif`'s port to its MAC with EtherType MPLS, switched
-    /// ([`mpls::LabelGuard::switch`]). A swap or PHP waits in `lfw` for its L2
-    /// header; a pop into IPv4 checks the inner header and joins the IPv4 keys (or
-    /// resumes in the general IPv4 stage); any other decision leaves the packet
-    /// untouched for the general path. Returns where the run ends.
+    /// ([`mpls::LabelGuard::switch`]). A swap or PHP gets its L2 header and leaves
+    /// in the same walk (or resumes in the general rewrite: incomplete adjacency,
+    /// interface down, no headroom, MTU); a pop into IPv4 checks the inner header
+    /// and joins the IPv4 keys (or resumes in the general IPv4 stage); any other
+    /// decision leaves the packet untouched for the general path. Returns where
+    /// the run ends.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn mpls_run<'g, P: Packet>(
         &mut self,
         pkts: &mut [P],
+        out: &mut [Out],
         i0: usize,
         n: usize,
         c: &mut Cls<'g>,
         labels: &'g mpls::LabelReader,
-        lfw: &mut [Lfw; BURST],
         hb: &mut Handback<'_, '_>,
     ) -> usize {
         let (rxif, vt) = (c.rxif, c.vt);
@@ -532,9 +532,16 @@ impl Work {
             return i0;
         }
         let g = c.guard.get_or_insert_with(|| labels.pin());
-        let (mut k, mut n_lfw, mut n_slow) = (c.k, c.n_lfw, c.n_slow);
+        let (mut k, mut sent, mut n_slow) = (c.k, c.sent, c.n_slow);
         let (mut pt, mut k2) = (c.pt, c.k2);
         let (mut taken, mut bytes, mut i) = (0usize, 0u64, i0);
+        let notes = hb.light_meta | self.obs.tx_ifs;
+        // The adjacency of the last packet switched, its slot, and what was sent
+        // through it since (added to its counters when another one comes, and at
+        // the end: one label's packets mostly leave by one adjacency, and a
+        // read-modify-write of its counters per packet is a store-to-load chain).
+        let mut last = (u32::MAX, 0usize);
+        let (mut tx_pkts, mut tx_bytes) = (0u64, 0u64);
         while i < n {
             let Some(p) = run_next(pkts, i, rxif.port) else {
                 break;
@@ -628,18 +635,43 @@ impl Work {
                     continue;
                 }
             };
-            lfw[n_lfw & (BURST - 1)] = Lfw {
-                i: i as u16,
-                l3: off as u16,
-                et,
-                adj,
+            let rs = if adj == last.0 {
+                last.1
+            } else {
+                // (before the slot lookup: a slot taken over flushes its counters)
+                self.add_tx(last.1, tx_pkts, tx_bytes);
+                (tx_pkts, tx_bytes) = (0, 0);
+                let rs = self.rw_slot(adj, hb.ift, hb.view);
+                last = (adj, rs);
+                rs
             };
-            n_lfw += 1;
+            let rw = &self.rw[rs & (RW_CACHE - 1)];
+            // (the window still spans the frame as received)
+            let sent_len = if rw.ok {
+                put_l2(p, off, et, end, rw)
+            } else {
+                None
+            };
+            match sent_len {
+                Some(l) => {
+                    if let Some(o) = out.get_mut(i) {
+                        *o = Out::Tx(rw.port);
+                    }
+                    tx_pkts += 1;
+                    tx_bytes += l as u64;
+                    sent += 1;
+                    if notes {
+                        self.note_switched(i, adj, rs, hb.light_meta);
+                    }
+                }
+                None => self.label_resume(i, off, end, et, adj, rxif.ifindex, hb),
+            }
             taken += 1;
             bytes += len as u64;
             i += 1;
         }
-        (c.k, c.n_lfw, c.n_slow) = (k, n_lfw, n_slow);
+        self.add_tx(last.1, tx_pkts, tx_bytes);
+        (c.k, c.sent, c.n_slow) = (k, sent, n_slow);
         (c.pt, c.k2) = (pt, k2);
         c.switched += taken;
         c.rx_pkts += taken as u64;
@@ -775,77 +807,43 @@ impl Work {
         self.fd[slot].generation = self.fd_gen;
     }
 
-    /// The L2 header of the labelled packets the classify walk switched (`lfw`),
-    /// or the general rewrite for them (incomplete adjacency, interface down, no
-    /// headroom); returns how many it sent.
-    #[inline(never)]
-    fn label_walk<P: Packet>(
-        &mut self,
-        pkts: &mut [P],
-        out: &mut [Out],
-        lfw: &[Lfw],
-        view: &fib::FibView<'_>,
-        hb: &mut Handback<'_, '_>,
-    ) -> usize {
-        let ift = hb.ift;
-        let extra = hb.light_meta | self.obs.tx_ifs;
-        // (what is not sent resumes: the count of those says how many were sent)
-        let resumed_before = hb.n;
-        // (one label's packets go to one adjacency: the last one's slot)
-        let mut last = (u32::MAX, 0usize);
-        for &l in lfw {
-            let Lfw { i, l3, et, adj } = l;
-            let i = usize::from(i);
-            let rs = if adj == last.0 {
-                last.1
-            } else {
-                let rs = self.rw_slot(adj, ift, view);
-                last = (adj, rs);
-                rs
-            };
-            let rw = &mut self.rw[rs];
-            // The window still spans the frame as received.
-            let (start, len) = pkts[i].window();
-            let end = start + len;
-            let sent = if rw.ok {
-                // (the window still ends where the frame received did)
-                put_l2(&mut pkts[i], usize::from(l3), et, end, rw)
-            } else {
-                None
-            };
-            let Some(sent_len) = sent else {
-                self.label_resume(&pkts[i], l, end, hb);
-                continue;
-            };
-            out[i] = count_tx(rw, sent_len);
-            // (as in the forward walk: one test, both notes unconditionally)
-            if !extra {
-                continue;
-            }
-            self.obs.fast_adj[i] = adj;
-            self.obs.txs[i] = tx_ifindex(&self.rw[rs]);
-        }
-        lfw.len() - (hb.n - resumed_before)
+    /// Adds `pkts` packets of `bytes` bytes to what adjacency cache slot `rs` sent
+    /// in this vector.
+    #[inline(always)]
+    fn add_tx(&mut self, rs: usize, pkts: u64, bytes: u64) {
+        let rw = &mut self.rw[rs & (RW_CACHE - 1)];
+        rw.tx_pkts += pkts;
+        rw.tx_bytes += bytes;
     }
 
-    /// Hands switched packet `l` (its frame as received ended at `end`) to the
-    /// general rewrite.
+    /// Hands switched packet `i` (the payload of its new L2 header at `l3`, with
+    /// EtherType `et`, for adjacency `adj`; its frame as received ended at `end`;
+    /// received on `rx_if`) to the general rewrite.
     #[cold]
+    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn label_resume<P: Packet>(&mut self, p: &P, l: Lfw, end: usize, hb: &mut Handback<'_, '_>) {
-        hb.follow(p.port());
+    fn label_resume(
+        &mut self,
+        i: usize,
+        l3: usize,
+        end: usize,
+        et: u16,
+        adj: u32,
+        rx_if: u16,
+        hb: &mut Handback<'_, '_>,
+    ) {
         let m = Meta {
             next: Next::Rewrite,
-            l3: l.l3,
+            l3: l3 as u16,
             end: end as u16,
-            rx_if: hb.fb_if.ifindex,
-            ethertype: l.et,
+            rx_if,
+            ethertype: et,
             table: hb.vt,
-            adj: l.adj,
+            adj,
             path: ETH | MPLS,
             ..Meta::default()
         };
-        self.resume(usize::from(l.i), m, hb);
+        self.resume(i, m, hb);
     }
 
     /// Hands packet `i` (IPv4 header at `l3`, frame up to `end`, received on
@@ -989,8 +987,8 @@ struct Cls<'g> {
     k2: usize,
     /// Packets for the general path so far (`Work::slow`).
     n_slow: usize,
-    /// Labelled packets switched, waiting for their L2 header.
-    n_lfw: usize,
+    /// Labelled packets switched and sent.
+    sent: usize,
     /// Packets the label switch took (counted under `mpls-lookup`).
     switched: usize,
     /// The label table, pinned at the first labelled packet.
@@ -1021,19 +1019,6 @@ impl Handback<'_, '_> {
     fn follow(&mut self, port: u16) {
         self.fb_if.follow(port, self.ift, self.vt);
     }
-}
-
-/// A labelled packet the classify walk switched, waiting for its L2 header.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Lfw {
-    /// Its index in the vector.
-    i: u16,
-    /// Where the payload of the new header starts (the top label, or IPv4 after
-    /// a penultimate hop's pop).
-    l3: u16,
-    /// EtherType of the new header.
-    et: u16,
-    adj: u32,
 }
 
 /// Forwards one checked IPv4 packet (header at `l3`) through a plain-forward

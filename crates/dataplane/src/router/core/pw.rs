@@ -9,7 +9,7 @@
 //! its LSP (relabel, reroute) with the FIB's publication. Every label leaves
 //! with TTL 255.
 //!
-//! Decapsulation, in the fast path's label walk (or `mpls-lookup`): the label
+//! Decapsulation, in the fast path's classify walk (or `mpls-lookup`): the label
 //! table's `Xconnect` entry popped the pseudowire's label; the control word
 //! goes, and the frame leaves on the circuit as the remote circuit received it
 //! (a sub-interface's tag pushed back).
