@@ -620,7 +620,16 @@ impl Work {
                         ..Meta::default()
                     };
                     pw::pw_decap(&self.stats, p, &mut m, pw, off, hb.ift);
-                    self.resume(i, m, hb);
+                    match m.pw_circuit() {
+                        Some(_) => {
+                            out[i] = Out::Tx(m.adj as u16);
+                            if notes {
+                                self.note_decap(i, m);
+                            }
+                        }
+                        // (dropped and counted: the general path frees it)
+                        None => self.resume(i, m, hb),
+                    }
                     taken += 1;
                     bytes += len as u64;
                     i += 1;
@@ -805,6 +814,17 @@ impl Work {
         // (last: decoding the leg may have dropped the cache)
         self.fd[slot].key = id.wrapping_add(1);
         self.fd[slot].generation = self.fd_gen;
+    }
+
+    /// Notes what sFlow reads of packet `i`, out of a pseudowire's circuit with
+    /// metadata `m` (the general path's, `Meta::pw_circuit`).
+    #[cold]
+    #[inline(never)]
+    fn note_decap(&mut self, i: usize, m: Meta) {
+        if let Some(ac) = m.pw_circuit().filter(|_| self.obs.tx_ifs) {
+            self.obs.txs[i & (BURST - 1)] = ac as u8;
+        }
+        self.meta[i & (BURST - 1)] = m;
     }
 
     /// Adds `pkts` packets of `bytes` bytes to what adjacency cache slot `rs` sent
