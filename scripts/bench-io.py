@@ -13,6 +13,14 @@ warm-up.
                    l3fwd in LPM mode with its default 16-route table (built by
                    scripts/build-l3fwd.sh from Debian's dpdk-doc; rate read with
                    dpdk-proc-info).
+  --mode router-full: the same with the 512,621-prefix table (RIB_V4, default
+                   ../shared/data/rib-v4-2014-05-13.txt.gz) in both, every prefix
+                   via port1, and frames to 4,096 addresses drawn from its
+                   prefixes (seeded): ours with the table as [[route]], l3fwd
+                   rebuilt with its LPM sized for 2^20 rules and 2^16 tbl8 groups
+                   (scripts/build-l3fwd.sh --full-table) reading it with
+                   --rule_ipv4; each waits until forwarding starts (rte_lpm takes
+                   ~20 s to load the table).
 
   --mode linux:    the router with [linux] (TAP twins, netlink learner) run twice
                    per round: control plane idle, then busy (50,000 /32 routes
@@ -47,15 +55,18 @@ warm-up.
                    goal: >= 0.95 at 1:10). --sflow-max-samples N sets the agent's
                    export limit (default: the daemon's, 20000/s; 0: no limit).
 
-    scripts/bench-io.py [--mode xconnect|router|sflow|linux|mpls-swap|mpls-push|mpls-pop|mpls-mix]
+    scripts/bench-io.py [--mode xconnect|router|router-full|sflow|linux|mpls-swap|mpls-push|mpls-pop|mpls-mix]
                         [--rounds 3] [--seconds 10]
 
 Prints a table (Mpps, TSC cycles/packet, ratio) and writes it to
 target/bench-io/<mode>.md. Needs root and hugepages (scripts/setup.sh).
 """
 import argparse
+import glob
+import gzip
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -106,18 +117,21 @@ def run_testpmd(pcap, seconds):
     return statistics.median(rates), cpp
 
 
-def run_l3fwd(pcap, seconds, binary):
+def run_l3fwd(pcap, seconds, binary, rules=()):
     prefix = "dpbench_l3fwd"
+    # (the pcap by its name, in its directory: dpdk-proc-info attaching to an
+    # l3fwd whose rx_pcap is a long absolute path crashed before printing)
+    here = os.path.dirname(os.path.abspath(pcap))
     cmd = [binary, "-l", "1", "--no-pci", f"--file-prefix={prefix}", "--log-level=*:error",
-           f"--vdev=net_pcap0,rx_pcap={pcap},infinite_rx=1", "--vdev=net_null0,no-rx=1", "--",
-           "-p", "0x3", "-P", "--lookup=lpm", "--parse-ptype", "--config=(0,0,1),(1,0,1)"]
+           f"--vdev=net_pcap0,rx_pcap={os.path.basename(pcap)},infinite_rx=1", "--vdev=net_null0,no-rx=1", "--",
+           "-p", "0x3", "-P", "--lookup=lpm", "--parse-ptype", "--config=(0,0,1),(1,0,1)", *rules]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         stdin=subprocess.DEVNULL)
+                         stdin=subprocess.DEVNULL, cwd=here)
 
     def tx1():
         out = subprocess.run(["dpdk-proc-info", f"--file-prefix={prefix}", "--no-pci",
                               "--log-level=*:error", "--", "--stats"],
-                             capture_output=True, text=True, timeout=30).stdout
+                             capture_output=True, text=True, timeout=30, cwd=here).stdout
         blocks = out.split("NIC statistics for port")
         for b in blocks[1:]:
             if b.strip().startswith("1"):
@@ -127,7 +141,17 @@ def run_l3fwd(pcap, seconds, binary):
         return None, time.monotonic()
 
     try:
-        time.sleep(3)
+        # Forwarding has started when port 1's tx counter moves (the LPM is loaded
+        # first: ~20 s for a full table).
+        deadline = time.monotonic() + 180
+        a, ta = tx1()
+        while p.poll() is None and time.monotonic() < deadline:
+            time.sleep(1)
+            b, tb = tx1()
+            if a is not None and b is not None and b > a:
+                break
+            a, ta = b, tb
+        time.sleep(1)
         rates = []
         a, ta = tx1()
         for _ in range(seconds):
@@ -142,9 +166,13 @@ def run_l3fwd(pcap, seconds, binary):
             p.wait(timeout=20)
         except subprocess.TimeoutExpired:
             p.kill()
+            p.wait()
+        # (its hugepage files outlive it: the next contender needs the pages)
+        for f in glob.glob(f"/dev/hugepages/{prefix}map_*"):
+            os.unlink(f)
     rates = rates[1:] or rates
     if not rates:
-        sys.exit(f"l3fwd gave no rates: {p.stderr.read()[-2000:] if p.stderr else ''}")
+        sys.exit(f"l3fwd gave no rates (exit status {p.returncode}): {p.stderr.read()[-2000:] if p.stderr else ''}")
     mpps = statistics.median(rates)
     hz = 2.0e9  # l3fwd's core is 100 % busy: cycles/packet = TSC Hz / pps
     try:
@@ -401,7 +429,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--pcap")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/dataplaned"))
-    ap.add_argument("--l3fwd", default=os.path.join(ROOT, "target/l3fwd/l3fwd/build/l3fwd"))
+    ap.add_argument("--l3fwd", default=L3FWD)
     ap.add_argument("--sflow-rate", type=int, default=10)
     ap.add_argument("--sflow-direction", default="rx", choices=["rx", "tx", "both"])
     ap.add_argument("--sflow-max-samples", type=int)
@@ -409,14 +437,17 @@ def main():
     outdir = os.path.join(ROOT, "target", "bench-io")
     os.makedirs(outdir, exist_ok=True)
     mpls = a.mode.startswith("mpls-")
+    full = a.mode == "router-full"
     kind, prefixes = mpls_setup(a.mode)[2:] if mpls else ("ipv4", 0)
-    count = 65536 if prefixes else 254
-    pcap = a.pcap or os.path.join(outdir, f"{kind}{'-mix' if prefixes else ''}64.pcap")
+    count = 65536 if prefixes else FULL_DSTS if full else 254
+    pcap = a.pcap or os.path.join(outdir, f"{kind}{'-mix' if prefixes else '-full' if full else ''}64.pcap")
+    table = read_rib() if full else []
     if not a.pcap:
         # destination MAC = net_pcap0's MAC, so the router's MAC check accepts the frames
+        extra = ["--dsts", full_dsts(table, outdir)] if full else []
         subprocess.run([sys.executable, os.path.join(ROOT, "scripts/mkpcap.py"), pcap, "--kind", kind,
                         "--count", str(count), "--size", "64", "--dst-mac", "02:70:63:61:70:00",
-                        "--prefixes", str(prefixes)], check=True)
+                        "--prefixes", str(prefixes), *extra], check=True)
     cfg = os.path.join(outdir, f"{a.mode}.toml")
     with open(cfg, "w") as f:
         f.write(f"""[eal]
@@ -438,16 +469,31 @@ socket = "{outdir}/bench.sock"
 """)
         if mpls:
             f.write(ROUTER_CFG)
-        elif a.mode in ("router", "sflow", "linux"):
+        elif a.mode in ("router", "router-full", "sflow", "linux"):
             f.write(ROUTER_CFG)
             if a.mode == "linux":
                 f.write(f'[linux]\nnetns = "{LINUX_NS}"\n')
-            # l3fwd's default LPM table: 198.18.N.0/24 -> port N, N = 0..15
-            for n in range(16):
-                f.write(f'[[route]]\nprefix = "198.18.{n}.0/24"\nvia = [{{ gateway = "192.0.2.2", interface = "port1" }}]\n')
+            # l3fwd's default LPM table: 198.18.N.0/24 -> port N, N = 0..15; or the
+            # full table, every prefix via port1 (l3fwd's rules say port 1)
+            routes = [f"{net}/{plen}" for net, plen in table] or [f"198.18.{n}.0/24" for n in range(16)]
+            for r in routes:
+                f.write(f'[[route]]\nprefix = "{r}"\nvia = [{{ gateway = "192.0.2.2", interface = "port1" }}]\n')
         else:
             f.write('[forwarding]\nmode = "xconnect"\n')
-    if a.mode == "router" and not os.path.exists(a.l3fwd):
+    rules = []
+    if full:
+        if a.l3fwd == L3FWD:
+            a.l3fwd = L3FWD_FULL
+        if not os.path.exists(a.l3fwd):
+            subprocess.run([os.path.join(ROOT, "scripts/build-l3fwd.sh"), "--full-table"], check=True)
+        v4 = os.path.join(outdir, "full-v4.cfg")
+        with open(v4, "w") as f:
+            for net, plen in table:
+                f.write(f"R{net}/{plen} 1\n")
+        # (l3fwd reads rule files only in pairs: its default IPv6 table)
+        v6 = os.path.join(os.path.dirname(os.path.dirname(a.l3fwd)), "lpm_default_v6.cfg")
+        rules = [f"--rule_ipv4={v4}", f"--rule_ipv6={v6}"]
+    elif a.mode == "router" and not os.path.exists(a.l3fwd):
         subprocess.run([os.path.join(ROOT, "scripts/build-l3fwd.sh")], check=True)
     load = os.getloadavg()[0]
     if mpls:
@@ -462,16 +508,63 @@ socket = "{outdir}/bench.sock"
         peer.append(run_testpmd(pcap, a.seconds))
         line = (f"round {r + 1}: dataplaned {ours[-1][0]:.2f} Mpps {ours[-1][1]:.1f} cyc/pkt | "
                 f"testpmd io {peer[-1][0]:.2f} Mpps {peer[-1][1]:.1f} cyc/pkt")
-        if a.mode == "router":
-            l3.append(run_l3fwd(pcap, a.seconds, a.l3fwd))
+        if a.mode in ("router", "router-full"):
+            l3.append(run_l3fwd(pcap, a.seconds, a.l3fwd, rules))
             line += f" | l3fwd lpm {l3[-1][0]:.2f} Mpps {l3[-1][1]:.1f} cyc/pkt"
         print(line, flush=True)
-    what = {"xconnect": "xconnect", "router": "IPv4 routing, 16 routes"}[a.mode]
+    what = {"xconnect": "xconnect", "router": "IPv4 routing, 16 routes",
+            "router-full": f"IPv4 routing, {len(table):,} prefixes, {FULL_DSTS:,} destinations"}[a.mode]
     table, runs = peer_table(what, ours, [("testpmd io", peer)] + ([("l3fwd lpm", l3)] if l3 else []))
     report(a, outdir, table, runs, load)
 
 
 LINUX_NS = "dpbench-io"
+L3FWD = os.path.join(ROOT, "target/l3fwd/l3fwd/build/l3fwd")
+L3FWD_FULL = os.path.join(ROOT, "target/l3fwd-full/l3fwd/build/l3fwd")
+RIB = os.environ.get("RIB_V4", os.path.join(ROOT, "..", "shared", "data", "rib-v4-2014-05-13.txt.gz"))
+# Destinations of router-full's frames: l3fwd's mbuf pool (8,192) holds the
+# replayed pcap and its rings.
+FULL_DSTS = 4096
+
+
+def read_rib():
+    """(network, length) of every prefix of the table, host bits cleared."""
+    table = []
+    with gzip.open(RIB, "rt") as f:
+        for line in f:
+            if not line[0].isdigit():
+                continue
+            net, _, plen = line.split()[0].partition("/")
+            try:
+                a = [int(x) for x in net.split(".")]
+                n = int(plen)
+            except ValueError:
+                continue
+            if len(a) != 4 or not 0 <= n <= 32:
+                continue
+            v = (a[0] << 24 | a[1] << 16 | a[2] << 8 | a[3]) & ((0xFFFFFFFF << (32 - n)) & 0xFFFFFFFF)
+            table.append((".".join(str(v >> s & 255) for s in (24, 16, 8, 0)), n))
+    if len(table) < 500_000:
+        sys.exit(f"{RIB}: only {len(table)} prefixes")
+    return table
+
+
+def full_dsts(table, outdir):
+    """Writes FULL_DSTS addresses, each in a prefix of `table` drawn at random
+    (seeded; none in the ports' subnets), and returns the file's path."""
+    rng = random.Random(4)
+    path = os.path.join(outdir, "full-dsts.txt")
+    with open(path, "w") as f:
+        for _ in range(FULL_DSTS):
+            net, plen = table[rng.randrange(len(table))]
+            while net.startswith(("192.0.2.", "198.18.", "198.19.")):
+                # (not into the ports' own subnets)
+                net, plen = table[rng.randrange(len(table))]
+            a = [int(x) for x in net.split(".")]
+            v = a[0] << 24 | a[1] << 16 | a[2] << 8 | a[3]
+            v |= rng.getrandbits(32 - plen) if plen < 32 else 0
+            f.write(".".join(str(v >> s & 255) for s in (24, 16, 8, 0)) + "\n")
+    return path
 
 
 def run_linux(a, cfg, outdir, busy):

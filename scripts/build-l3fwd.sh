@@ -3,11 +3,21 @@
 # target/l3fwd/ -- nothing of it is kept in this repository. Two edits make it run on
 # virtual devices, which offer no rx checksum offload: the requested rx offloads are
 # masked with what the device supports (port and queue configuration).
+#
+#   scripts/build-l3fwd.sh [--full-table]
+#
+# --full-table: into target/l3fwd-full/, its IPv4 LPM sized for a full table (2^20
+# rules, 2^16 tbl8 groups; the stock one takes 1,024 rules and 256 groups).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=/usr/share/dpdk/examples
 [ -d "$src/l3fwd" ] || { echo "build-l3fwd: $src/l3fwd missing: install dpdk-doc (scripts/setup.sh)"; exit 1; }
-out=target/l3fwd
+full=${1:-}
+case "$full" in
+    "") out=target/l3fwd ;;
+    --full-table) out=target/l3fwd-full ;;
+    *) echo "usage: build-l3fwd.sh [--full-table]"; exit 2 ;;
+esac
 rm -rf "$out"
 mkdir -p "$out"
 cp -r "$src/l3fwd" "$src/common" "$out/"
@@ -15,5 +25,11 @@ cd "$out/l3fwd"
 sed -i 's|^\(\t*\)local_port_conf.rx_adv_conf.rss_conf.rss_hf &=|\1local_port_conf.rxmode.offloads \&= dev_info.rx_offload_capa;\n&|' main.c
 sed -i 's|rxq_conf.offloads = port_conf.rxmode.offloads;|rxq_conf.offloads = port_conf.rxmode.offloads \& dev_info.rx_offload_capa;|' main.c
 grep -q 'rxmode.offloads &= dev_info.rx_offload_capa' main.c || { echo "build-l3fwd: could not patch main.c"; exit 1; }
+if [ -n "$full" ]; then
+    sed -i -e 's|^#define IPV4_L3FWD_LPM_MAX_RULES .*|#define IPV4_L3FWD_LPM_MAX_RULES (1 << 20)|' \
+        -e 's|^#define IPV4_L3FWD_LPM_NUMBER_TBL8S .*|#define IPV4_L3FWD_LPM_NUMBER_TBL8S (1 << 16)|' l3fwd_lpm.c
+    grep -q 'IPV4_L3FWD_LPM_MAX_RULES (1 << 20)' l3fwd_lpm.c && grep -q 'NUMBER_TBL8S (1 << 16)' l3fwd_lpm.c \
+        || { echo "build-l3fwd: could not size the LPM in l3fwd_lpm.c"; exit 1; }
+fi
 make -s shared > /dev/null
 echo "$PWD/build/l3fwd"

@@ -2,12 +2,14 @@
 """Write a pcap of synthetic Ethernet frames for benchmarks and tests.
 
     scripts/mkpcap.py OUT.pcap [--kind ipv4|mpls] [--count N] [--size BYTES] [--prefixes P]
+                      [--dsts FILE]
 
 ipv4: UDP/IPv4 frames to 198.18.1.1 .. 198.18.1.N (RFC 2544 benchmark range), from
 198.18.0.1, TTL 64, valid header checksums. mpls: the same IPv4 packets under one
 label (100, S=1, TTL 64). --prefixes P: frame i goes to 10.a.b.h instead, where
 a.b is i mod P (one /24 of 10.0.0.0/8 each) and h the round (i div P) + 1, and
-its UDP source port is 1024 + i mod 60000: N distinct flows over P prefixes. Frame size includes the 4-byte FCS the wire would add, so
+its UDP source port is 1024 + i mod 60000: N distinct flows over P prefixes. --dsts
+FILE: frame i goes to line i mod L of FILE (L dotted-quad addresses). Frame size includes the 4-byte FCS the wire would add, so
 --size 64 writes 60-byte frames, as testpmd and the DPDK docs count them.
 Uses only the standard library.
 """
@@ -24,9 +26,11 @@ def csum(data: bytes) -> int:
     return ~s & 0xFFFF
 
 
-def ipv4_udp(i: int, payload_len: int, prefixes: int = 0) -> bytes:
+def ipv4_udp(i: int, payload_len: int, prefixes: int = 0, to: bytes = b"") -> bytes:
     src = bytes([198, 18, 0, 1])
-    if prefixes:
+    if to:
+        dst, sport = to, 1024 + i % 1000
+    elif prefixes:
         p, h = (i - 1) % prefixes, (i - 1) // prefixes
         dst = bytes([10, p >> 8, p & 0xFF, 1 + h % 254])
         sport = 1024 + (i - 1) % 60000
@@ -48,7 +52,12 @@ def main() -> None:
     ap.add_argument("--dst-mac", default="02:00:00:00:00:02")
     ap.add_argument("--src-mac", default="02:00:00:00:00:01")
     ap.add_argument("--prefixes", type=int, default=0)
+    ap.add_argument("--dsts")
     a = ap.parse_args()
+    dsts = []
+    if a.dsts:
+        with open(a.dsts) as f:
+            dsts = [bytes(int(x) for x in l.split(".")) for l in f if l.strip()]
     dst = bytes(int(x, 16) for x in a.dst_mac.split(":"))
     src = bytes(int(x, 16) for x in a.src_mac.split(":"))
     frame_len = max(a.size - 4, 60)
@@ -57,7 +66,8 @@ def main() -> None:
         for i in range(a.count):
             if a.kind == "ipv4":
                 l2 = dst + src + b"\x08\x00"
-                l3 = ipv4_udp(i + 1, max(frame_len - 14 - 28, 0), a.prefixes)
+                to = dsts[i % len(dsts)] if dsts else b""
+                l3 = ipv4_udp(i + 1, max(frame_len - 14 - 28, 0), a.prefixes, to)
             else:
                 l2 = dst + src + b"\x88\x47"
                 lse = struct.pack("!I", (100 << 12) | (1 << 8) | 64)
