@@ -239,8 +239,9 @@ impl Work {
 
     /// Marks the `k` IPv4 keys the classify walk took ([`Next::Fast`], popped
     /// from under a label or not) for sFlow. Before the forward walk: a packet it
-    /// hands back gets its whole metadata then. (A pass of its own: in the classify walk, the per-packet
-    /// metadata address cost every packet, sFlow on or not.)
+    /// hands back gets its whole metadata then. (A pass of its own: in the
+    /// classify walk, the per-packet metadata address cost every packet, sFlow on
+    /// or not.)
     #[cold]
     #[inline(never)]
     fn note_fast<P: Packet>(&mut self, pkts: &[P], k: usize) {
@@ -622,7 +623,9 @@ impl Work {
                     pw::pw_decap(&self.stats, p, &mut m, pw, off, hb.ift);
                     match m.pw_circuit() {
                         Some(_) => {
-                            out[i] = Out::Tx(m.adj as u16);
+                            if let Some(o) = out.get_mut(i) {
+                                *o = Out::Tx(m.adj as u16);
+                            }
                             if notes {
                                 self.note_decap(i, m);
                             }
