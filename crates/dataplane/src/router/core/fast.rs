@@ -623,11 +623,15 @@ impl Work {
                     pw::pw_decap(&self.stats, p, &mut m, pw, off, hb.ift);
                     match m.pw_circuit() {
                         Some(_) => {
-                            if let Some(o) = out.get_mut(i) {
-                                *o = Out::Tx(m.adj as u16);
+                            // (as the general path sends a ready packet)
+                            let o = self.ready_out(i, &m);
+                            if let Some(slot) = out.get_mut(i) {
+                                *slot = o;
                             }
                             if notes {
-                                self.note_decap(i, m);
+                                // (sFlow reads its metadata, as the general
+                                // path leaves it)
+                                self.meta[i & (BURST - 1)] = m;
                             }
                         }
                         // (dropped and counted: the general path frees it)
@@ -817,17 +821,6 @@ impl Work {
         // (last: decoding the leg may have dropped the cache)
         self.fd[slot].key = id.wrapping_add(1);
         self.fd[slot].generation = self.fd_gen;
-    }
-
-    /// Notes what sFlow reads of packet `i`, out of a pseudowire's circuit with
-    /// metadata `m` (the general path's, `Meta::pw_circuit`).
-    #[cold]
-    #[inline(never)]
-    fn note_decap(&mut self, i: usize, m: Meta) {
-        if let Some(ac) = m.pw_circuit().filter(|_| self.obs.tx_ifs) {
-            self.obs.txs[i & (BURST - 1)] = ac as u8;
-        }
-        self.meta[i & (BURST - 1)] = m;
     }
 
     /// Adds `pkts` packets of `bytes` bytes to what adjacency cache slot `rs` sent

@@ -65,13 +65,7 @@ impl Work {
                     }
                     None => Out::Drop,
                 },
-                Next::Ready => {
-                    if let Some(ac) = m.pw_circuit().filter(|_| self.obs.tx_ifs) {
-                        // (out of a pseudowire: its circuit, for tx sampling)
-                        self.obs.txs[i] = ac as u8;
-                    }
-                    Out::Tx(m.adj as u16)
-                }
+                Next::Ready => self.ready_out(i, &m),
                 Next::Punt(r) => {
                     self.stats.punts[r as usize].inc();
                     let (s, _) = pkts[i].window();
@@ -86,6 +80,16 @@ impl Work {
             self.flush_tx(k);
         }
         n_rw
+    }
+
+    /// Where packet `i`, ready with metadata `m`, leaves: port `m.adj`; out of a
+    /// pseudowire, its circuit is noted for tx sampling.
+    #[inline(always)]
+    pub(super) fn ready_out(&mut self, i: usize, m: &Meta) -> Out {
+        if let Some(ac) = m.pw_circuit().filter(|_| self.obs.tx_ifs) {
+            self.obs.txs[i & (BURST - 1)] = ac as u8;
+        }
+        Out::Tx(m.adj as u16)
     }
 
     /// Adds the packets a cache entry sent to its interface's tx counters (the fast
