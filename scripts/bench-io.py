@@ -55,8 +55,19 @@ warm-up.
                    goal: >= 0.95 at 1:10). --sflow-max-samples N sets the agent's
                    export limit (default: the daemon's, 20000/s; 0: no limit).
 
+  --mode router --callgrind: instructions per packet instead of rates, which do
+                   not move with the machine's load: dataplaned routing, its
+                   cross-connect (the I/O alone) and l3fwd, each once under
+                   valgrind's callgrind for SECONDS (EAL without hugepages),
+                   counted inside its forwarding loop and split into the pcap PMD's
+                   rx, the null PMD's tx, other shared objects (the dynamic
+                   loader's TLS lookups, libc) and the program's own work.
+                   Packets: dataplaned's own tx counter; l3fwd's rx calls into the
+                   pcap PMD times its burst of 32 (the replayed file never runs
+                   dry, so every call fills its burst).
+
     scripts/bench-io.py [--mode xconnect|router|router-full|sflow|linux|mpls-swap|mpls-push|mpls-pop|mpls-mix]
-                        [--rounds 3] [--seconds 10]
+                        [--rounds 3] [--seconds 10] [--callgrind]
 
 Prints a table (Mpps, TSC cycles/packet, ratio) and writes it to
 target/bench-io/<mode>.md. Needs root and hugepages (scripts/setup.sh).
@@ -68,6 +79,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import threading
@@ -433,7 +445,10 @@ def main():
     ap.add_argument("--sflow-rate", type=int, default=10)
     ap.add_argument("--sflow-direction", default="rx", choices=["rx", "tx", "both"])
     ap.add_argument("--sflow-max-samples", type=int)
+    ap.add_argument("--callgrind", action="store_true")
     a = ap.parse_args()
+    if a.callgrind and a.mode != "router":
+        sys.exit("--callgrind: with --mode router only")
     outdir = os.path.join(ROOT, "target", "bench-io")
     os.makedirs(outdir, exist_ok=True)
     mpls = a.mode.startswith("mpls-")
@@ -502,6 +517,8 @@ socket = "{outdir}/bench.sock"
         return sflow_main(a, cfg, outdir, load)
     if a.mode == "linux":
         return linux_main(a, cfg, outdir, load)
+    if a.callgrind:
+        return callgrind_main(a, cfg, outdir, pcap)
     ours, peer, l3 = [], [], []
     for r in range(a.rounds):
         ours.append(run_ours(a.binary, cfg, a.seconds))
@@ -516,6 +533,143 @@ socket = "{outdir}/bench.sock"
             "router-full": f"IPv4 routing, {len(table):,} prefixes, {FULL_DSTS:,} destinations"}[a.mode]
     table, runs = peer_table(what, ours, [("testpmd io", peer)] + ([("l3fwd lpm", l3)] if l3 else []))
     report(a, outdir, table, runs, load)
+
+
+# Shared objects by the part of a packet's path their instructions are.
+CG_PARTS = (("pcap rx", "librte_net_pcap"), ("null tx", "librte_net_null"))
+
+
+def callgrind_run(cmd, toggle, seconds, outdir, tag, cwd=None, sigint=False):
+    """Runs `cmd` under callgrind, collecting inside functions matching `toggle`;
+    stops it after `seconds` with SIGINT when `sigint` (else it stops itself).
+    Returns (its profile's path, its output)."""
+    for f in glob.glob(os.path.join(outdir, f"cg.{tag}.*")):
+        os.unlink(f)
+    vg = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={outdir}/cg.{tag}.%p",
+          "--collect-atstart=no", f"--toggle-collect={toggle}"]
+    p = subprocess.Popen(vg + cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         stdin=subprocess.DEVNULL, cwd=cwd)
+    try:
+        if sigint:
+            time.sleep(seconds)
+            p.send_signal(signal.SIGINT)
+        text, _ = p.communicate(timeout=seconds + 300)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        text, _ = p.communicate()
+    # (one file per process: the EAL's helpers collect nothing)
+    files = sorted(glob.glob(os.path.join(outdir, f"cg.{tag}.*")), key=os.path.getsize)
+    if not files:
+        sys.exit(f"callgrind wrote no profile for {cmd[0]}:\n{text[-2000:]}")
+    return files[-1], text
+
+
+def callgrind_split(path):
+    """Instructions of a profile by part: {'pcap rx', 'null tx', 'other', 'own'}."""
+    out = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", path],
+                         capture_output=True, text=True, check=True).stdout
+    parts = dict.fromkeys(["pcap rx", "null tx", "other", "own"], 0)
+    # Lines are `count (percent) file:function [object]`; a function's lines for
+    # code inlined from other files name no object: it is the function's.
+    entries, objs = [], {}
+    for line in out.split("Auto-annotated source")[0].splitlines():
+        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+\S*?:(.*?)(?: \[(.*)\])?$", line)
+        if not m:
+            continue
+        n, func = int(m.group(1).replace(",", "")), m.group(2)
+        if m.group(3):
+            objs[func] = os.path.basename(m.group(3))
+        entries.append((n, func))
+    for n, func in entries:
+        obj = objs.get(func, "")
+        part = next((k for k, sub in CG_PARTS if sub in obj), None)
+        if part is None:
+            # (the program itself is the one object that is not a shared library)
+            part = "other" if ".so" in obj or not obj else "own"
+        parts[part] += n
+    return parts
+
+
+def callgrind_calls_into(path, obj_sub):
+    """Calls from other objects into functions of the shared object named like
+    `obj_sub` (the PMD's rx or tx burst function)."""
+    names, ob, cob, total = {}, None, None, 0
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            m = re.match(r"^(c?ob)=\((\d+)\)(?: (.*))?$", line)
+            if m:
+                if m.group(3):
+                    names[m.group(2)] = m.group(3)
+                if m.group(1) == "ob":
+                    ob, cob = m.group(2), None
+                else:
+                    cob = m.group(2)
+                continue
+            if line.startswith("fn="):
+                cob = None
+                continue
+            m = re.match(r"^calls=(\d+)", line)
+            if m:
+                callee, caller = names.get(cob or ob, ""), names.get(ob, "")
+                if obj_sub in callee and obj_sub not in caller:
+                    total += int(m.group(1))
+                cob = None
+    return total
+
+
+def tx_at_exit(text, port, name):
+    """`port`'s tx-pkts in the table dataplaned prints when it stops."""
+    cols = None
+    for line in text.splitlines():
+        words = line.split()
+        if "tx-pkts" in words:
+            cols = words
+        elif cols and words and words[0] == port and len(words) == len(cols):
+            return int(words[cols.index("tx-pkts")])
+    sys.exit(f"{name}: no tx count for {port} in its output:\n{text[-2000:]}")
+
+
+def callgrind_main(a, cfg, outdir, pcap):
+    """--mode router --callgrind: instructions per packet of dataplaned routing, its
+    cross-connect and l3fwd, by part (see the module docs)."""
+    if not shutil.which("valgrind"):
+        sys.exit("callgrind: valgrind missing: run scripts/setup.sh")
+    rows = []
+    xcfg = os.path.join(outdir, "xconnect.toml")
+    for name, conf, toggle in (("dataplaned xconnect", xcfg, "*XconnectWorker::run*"),
+                               ("dataplaned router", cfg, "*RouterWorker::poll_once*")):
+        if name.endswith("xconnect"):
+            with open(cfg) as f:
+                head = f.read().split("[forwarding]")[0]
+            with open(xcfg, "w") as f:
+                f.write(head + '[forwarding]\nmode = "xconnect"\n')
+        cg_cfg = conf.replace(".toml", "-cg.toml")
+        with open(conf) as f, open(cg_cfg, "w") as g:
+            g.write(f.read().replace('memory = "in-memory"', 'memory = "no-huge"'))
+        path, text = callgrind_run([a.binary, "-c", cg_cfg, "--duration", str(a.seconds)], toggle,
+                                   a.seconds, outdir, name.split()[1])
+        rows.append((name, callgrind_split(path), tx_at_exit(text, "port1", name)))
+    here = os.path.dirname(os.path.abspath(pcap))
+    cmd = [a.l3fwd, "-l", "1", "--no-pci", "--no-huge", "-m", "512", "--no-shconf", "--log-level=*:error",
+           f"--vdev=net_pcap0,rx_pcap={os.path.basename(pcap)},infinite_rx=1", "--vdev=net_null0,no-rx=1", "--",
+           "-p", "0x3", "-P", "--lookup=lpm", "--parse-ptype", "--config=(0,0,1),(1,0,1)"]
+    path, text = callgrind_run(cmd, "lpm_main_loop", a.seconds, outdir, "l3fwd", cwd=here, sigint=True)
+    rows.append(("l3fwd lpm", callgrind_split(path), 32 * callgrind_calls_into(path, "librte_net_pcap")))
+    table = ("| program | pcap rx | null tx | other (TLS, libc) | own work | total |\n"
+             "|---|---:|---:|---:|---:|---:|\n")
+    for name, parts, pkts in rows:
+        if pkts == 0:
+            sys.exit(f"{name}: no packets forwarded under callgrind")
+        per = {k: v / pkts for k, v in parts.items()}
+        table += (f"| {name} | {per['pcap rx']:.1f} | {per['null tx']:.1f} | {per['other']:.1f} "
+                  f"| **{per['own']:.1f}** | {sum(per.values()):.1f} |\n")
+    note = (f"\ninstructions per packet (callgrind, inside the forwarding loop, {a.seconds} s each, "
+            f"{', '.join(f'{n}: {p:,} packets' for n, _, p in rows)}); command: "
+            f"`scripts/bench-io.py --mode router --callgrind --seconds {a.seconds}`\n")
+    print(table + note)
+    with open(os.path.join(outdir, "router-callgrind.md"), "w") as f:
+        f.write(table + note)
 
 
 LINUX_NS = "dpbench-io"
