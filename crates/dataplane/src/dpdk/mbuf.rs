@@ -127,7 +127,7 @@ impl Mbuf {
         // the pktmbuf functions keep data_off + data_len <= buf_len), and we own it.
         unsafe {
             std::slice::from_raw_parts(
-                h.buf_addr.cast::<u8>().add(usize::from(h.data_off)),
+                buf_start(h).add(usize::from(h.data_off)),
                 usize::from(h.data_len),
             )
         }
@@ -141,7 +141,7 @@ impl Mbuf {
         // is guaranteed for mbufs we received or allocated (we never clone them).
         unsafe {
             std::slice::from_raw_parts_mut(
-                h.buf_addr.cast::<u8>().add(usize::from(h.data_off)),
+                buf_start(h).add(usize::from(h.data_off)),
                 usize::from(h.data_len),
             )
         }
@@ -154,7 +154,7 @@ impl Mbuf {
         let h = self.hdr_mut();
         // SAFETY: buf_addr points at buf_len bytes owned by this mbuf (single segment
         // checked by callers that care); &mut self makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(h.buf_addr.cast::<u8>(), usize::from(h.buf_len)) }
+        unsafe { std::slice::from_raw_parts_mut(buf_start(h), usize::from(h.buf_len)) }
     }
 
     /// Where the data starts in the buffer and how long it is (first segment).
@@ -409,4 +409,15 @@ impl Drop for Burst {
     fn drop(&mut self) {
         self.clear();
     }
+}
+
+/// Where mbuf `h`'s buffer starts: never null (a pool's mbufs get their buffer
+/// when the pool is made; an attached external buffer has one too). Said to the
+/// compiler, so a slice of the buffer is not tested for null per packet.
+#[inline(always)]
+fn buf_start(h: &dpdk_sys::rte_mbuf) -> *mut u8 {
+    let p = h.buf_addr.cast::<u8>();
+    // SAFETY: see above: every mbuf of a mempool has a buffer.
+    unsafe { std::hint::assert_unchecked(!p.is_null()) };
+    p
 }

@@ -77,11 +77,12 @@ const PW_OUT: u8 = 1 << 7;
 const IMPLICIT_NULL: u32 = wire::Label::IMPLICIT_NULL.value();
 
 /// Where a packet goes after the core.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Out {
     /// Transmit on this DPDK port.
     Tx(u16),
     /// Free it (already counted).
+    #[default]
     Drop,
     /// Hand it to the control plane: why, and the interface it arrived on.
     Punt(PuntReason, u16),

@@ -312,27 +312,45 @@ pub(super) fn ip4_accept(h: &[u8; 20], avail: usize, nic_good: bool) -> Option<u
     ip4_accept_45(h, avail, nic_good)
 }
 
+/// Whether IPv4 header `h` (20 bytes, no options) has a right checksum.
+///
+/// The header checks out when the ones' complement sum of its 16-bit words is
+/// 0xffff, that is, when their plain sum is a non-zero multiple of 0xffff
+/// (folding the carries back in keeps the value mod 0xffff). 2^16 is 1 mod
+/// 0xffff, and so are 2^32 and 2^64: two 64-bit words and a 32-bit one, as loaded
+/// (little-endian: swapping the bytes of every word multiplies the sum by 2^8,
+/// which keeps it a multiple), added with their carries out of 64 bits added back
+/// in, have the same sum mod 0xffff; it is never 0 (the first byte is 0x45). A
+/// divisibility test by an odd constant is one multiply by its inverse mod 2^64
+/// and one compare.
+#[inline(always)]
+fn sum_ok(h: &[u8; 20]) -> bool {
+    let (a, rest) = h.split_first_chunk::<8>().unwrap_or((&[0; 8], &[]));
+    let b = rest.first_chunk::<8>().unwrap_or(&[0; 8]);
+    let c = h.last_chunk::<4>().unwrap_or(&[0; 4]);
+    let (s, o1) = u64::from_le_bytes(*a).overflowing_add(u64::from_le_bytes(*b));
+    let (s, o2) = s.overflowing_add(u64::from(u32::from_le_bytes(*c)) + u64::from(o1));
+    // (cannot overflow: after a carry out, `s` is below 2^33)
+    let s = s + u64::from(o2);
+    const INV: u64 = 0xfffe_fffe_fffe_ffff;
+    const _: () = assert!(INV.wrapping_mul(0xffff) == 1);
+    s.wrapping_mul(INV) <= u64::MAX / 0xffff
+}
+
 /// [`ip4_accept`] but for the version and IHL byte, which the caller has seen to
 /// be 0x45.
 #[inline(always)]
 pub(super) fn ip4_accept_45(h: &[u8; 20], avail: usize, nic_good: bool) -> Option<u32> {
+    debug_assert!(avail >= 20, "`h` is the first 20 of `avail` bytes");
     let total = usize::from(rd16(h, field::LENGTH));
-    // (`|`: one branch for the common checks)
-    if (total < 20) | (total > avail) | (h[field::TTL] <= 1) {
+    // (`|`: one branch for the common checks; `total` in 20..=avail in one
+    // compare, `avail` being 20 or more)
+    if (total.wrapping_sub(20) > avail.wrapping_sub(20)) | (h[field::TTL] <= 1) {
         return None;
     }
-    // The header checks out when the ones' complement sum of its 16-bit words is
-    // 0xffff, that is, when their plain sum is a non-zero multiple of 0xffff
-    // (folding the carries back in keeps the value mod 0xffff). 2^16 is 1 mod
-    // 0xffff, so five 32-bit words, as loaded (little-endian: swapping the bytes
-    // of every word multiplies the sum by 2^8, which keeps it a multiple), have
-    // the same sum mod 0xffff; it is never 0 (the first byte is 0x45). A
-    // divisibility test by a constant is one multiply and one compare.
-    let w = |o: usize| u64::from(u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]));
-    let s = w(0) + w(4) + w(8) + w(12) + w(16);
     let bad =
         MARTIAN[usize::from(h[field::SRC_ADDR])] & 2 | MARTIAN[usize::from(h[field::DST_ADDR])] & 1;
-    if ((s % 0xffff != 0) & !nic_good) | (bad != 0) {
+    if (!sum_ok(h) & !nic_good) | (bad != 0) {
         return None;
     }
     Some(rd32(h, field::DST_ADDR))
@@ -479,6 +497,25 @@ mod tests {
                     wire::checksum::verify(&h),
                     "{h:02x?}"
                 );
+            }
+        }
+    }
+
+    /// The sum with its carries folded back agrees with the checksum module on
+    /// headers of mostly 0xff bytes, whose 64-bit words carry out of both adds.
+    #[test]
+    fn header_sum_carries() {
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        for _ in 0..16 {
+            let r = next().to_le_bytes();
+            let mut h = [0xffu8; 20];
+            h[0] = 0x45;
+            // (a few bytes below 0xff, so the words differ from header to header)
+            h[1 + usize::from(r[0] % 8)] = r[1];
+            h[12 + usize::from(r[2] % 8)] = r[3];
+            for ck in 0..=u16::MAX {
+                h[10..12].copy_from_slice(&ck.to_be_bytes());
+                assert_eq!(sum_ok(&h), wire::checksum::verify(&h), "{h:02x?}");
             }
         }
     }

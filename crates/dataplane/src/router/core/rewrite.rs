@@ -206,6 +206,9 @@ pub(super) struct Rw {
     pub(super) stale: bool,
     pub(super) complete: bool,
     pub(super) port: u16,
+    /// Where a packet sent through it goes: `Out::Tx(port)` (stored whole: one
+    /// store per packet).
+    pub(super) out: Out,
     pub(super) mtu: u16,
     pub(super) ifindex: u32,
     /// Neighbour address to resolve (0: none known, use the destination).
@@ -234,6 +237,7 @@ pub(super) fn rw_decode(adj: u32, ift: &IfTable, view: &fib::FibView<'_>) -> Rw 
         return e;
     };
     e.port = ifc.port;
+    e.out = Out::Tx(ifc.port);
     e.ok = ifc.up && a.complete;
     (e.hdr, e.tagged) = l2_hdr(a.dst_mac, a.src_mac, a.vlan.or(ifc.vlan));
     e
@@ -318,5 +322,5 @@ pub(super) fn tx_ifindex(rw: &Rw) -> u8 {
 pub(super) fn count_tx(rw: &mut Rw, len: usize) -> Out {
     rw.tx_pkts += 1;
     rw.tx_bytes += len as u64;
-    Out::Tx(rw.port)
+    rw.out
 }
