@@ -49,7 +49,9 @@ const BURST: usize = 256;
 /// The reader-visible part of one table.
 #[derive(Debug)]
 pub(crate) struct LpmArena {
-    direct: Box<[AtomicU32]>,
+    /// (an array of its fixed size: an index `key >> (32 - DIRECT_BITS)` needs no
+    /// bounds check)
+    direct: Box<[AtomicU32; DIRECT_LEN]>,
     nodes: Box<[AtomicU64]>,
     leaves: Box<[AtomicU32]>,
 }
@@ -60,6 +62,14 @@ fn chunk(key: u32, offset: u32) -> u32 {
     (key << (offset & 31)) >> 26
 }
 
+/// `words` (made [`DIRECT_LEN`] long) as the direct array.
+fn direct_array(words: Box<[AtomicU32]>) -> Box<[AtomicU32; DIRECT_LEN]> {
+    match words.try_into() {
+        Ok(a) => a,
+        Err(_) => unreachable!("the direct array is made DIRECT_LEN words long"),
+    }
+}
+
 /// Bits `0..=v` set.
 #[inline(always)]
 fn upto(v: u32) -> u64 {
@@ -68,7 +78,7 @@ fn upto(v: u32) -> u64 {
 
 impl LpmArena {
     fn new(nodes: usize, leaves: usize) -> Self {
-        let direct = words32(DIRECT_LEN);
+        let direct = direct_array(words32(DIRECT_LEN));
         for d in direct.iter() {
             d.store(LEAF, Ordering::Relaxed);
         }
@@ -81,7 +91,7 @@ impl LpmArena {
 
     fn grown(&self, nodes: usize, leaves: usize) -> Self {
         Self {
-            direct: grow32(&self.direct, DIRECT_LEN),
+            direct: direct_array(grow32(&self.direct[..], DIRECT_LEN)),
             nodes: grow64(&self.nodes, nodes * NODE_WORDS),
             leaves: grow32(&self.leaves, leaves),
         }
