@@ -731,6 +731,8 @@ impl Work {
     ) -> usize {
         // (what is not sent resumes: the count of those says how many were sent)
         let resumed_before = hb.n;
+        // (within the arrays: no bounds check per key)
+        let k = k.min(BURST);
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let l3 = usize::from(self.l3s[j]);
@@ -1110,6 +1112,35 @@ fn popped_at<P: Packet>(p: &P, l3: usize) -> bool {
 /// packet untouched (MTU, headroom).
 #[inline(always)]
 fn forward_plain<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
+    let (start, len) = p.window();
+    if l3 != start + ETH_LEN {
+        // (a header that came from under a label: the L2 header goes elsewhere)
+        return forward_plain_at(p, l3, rw);
+    }
+    // The header sits where it came in: the frame's own window holds it (no
+    // bounds to check against the buffer), and only padding can change the
+    // window.
+    let h = p.data_mut().first_chunk_mut::<HEAD>()?;
+    let total = usize::from(u16::from_be_bytes([h[ETH_LEN + 2], h[ETH_LEN + 3]]));
+    // (the classify walk checked that the total length is within the frame)
+    if total > usize::from(rw.mtu) {
+        return None;
+    }
+    // Every check is done: from here on the packet changes.
+    let ip = h.last_chunk_mut::<20>()?;
+    ttl_dec(ip);
+    write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV4)?;
+    let frame = ETH_LEN + total;
+    if frame != len {
+        // Cannot fail: the window only shrinks.
+        let _ = p.set_window(start, frame);
+    }
+    Some(frame)
+}
+
+/// [`forward_plain`] for a header at `l3` anywhere in the buffer.
+#[inline(always)]
+fn forward_plain_at<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
     let (start, len) = p.window();
     let new_start = l3.checked_sub(ETH_LEN)?;
     let h = p
