@@ -19,7 +19,7 @@
 //!    ([`mpls::Top::pops_into_ip4`], [`mpls::LabelGuard::pop_into_ip4`]) checks the
 //!    inner header and joins the same batch without a decision to match on, the
 //!    rest goes through [`mpls::LabelGuard::switch_top`], and a swap or a pop at
-//!    the penultimate hop gets its L2 header ([`put_l2`]) and leaves right there.
+//!    the penultimate hop gets its L2 header ([`put_l2_in`]) and leaves right there.
 //!    ARP, VLAN tags, options, broadcast, bad headers, label drops and punts go
 //!    to the nodes untouched.
 //! 2. **lookup** the keys in one batch.
@@ -666,14 +666,19 @@ impl Work {
                 rs
             };
             let rw = &self.rw[rs & (RW_CACHE - 1)];
-            // (the window still spans the frame as received)
-            let sent_len = if rw.ok {
-                put_l2(p, off, et, end, rw)
+            let put = if rw.ok {
+                put_l2_in(frame, off, et, rw)
             } else {
                 None
             };
-            match sent_len {
-                Some(l) => {
+            match put {
+                Some((s, l)) => {
+                    if s != start {
+                        // (a pop or a tagged link: the frame starts elsewhere
+                        // in the buffer; cannot fail, it stays within the frame
+                        // as received)
+                        let _ = p.set_window(s, l);
+                    }
                     if let Some(o) = out.get_mut(i) {
                         *o = rw.out;
                     }

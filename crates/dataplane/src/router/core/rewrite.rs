@@ -262,13 +262,22 @@ pub(super) fn put_l2<P: Packet>(
     end: usize,
     rw: &Rw,
 ) -> Option<usize> {
+    let (start, len) = put_l2_in(p.raw_mut().get_mut(..end)?, l3, et, rw)?;
+    p.set_window(start, len).then_some(len)
+}
+
+/// [`put_l2`] on `frame`, a packet's buffer up to the end of its frame: writes
+/// the header and returns the frame's new start and length, for the caller to
+/// set as the window (a frame whose header took the old one's place keeps it).
+#[inline(always)]
+pub(super) fn put_l2_in(frame: &mut [u8], l3: usize, et: u16, rw: &Rw) -> Option<(usize, usize)> {
+    let end = frame.len();
     if end.checked_sub(l3)? > usize::from(rw.mtu) {
         return None;
     }
     let start = l3.checked_sub(ETH_LEN + VLAN_LEN * usize::from(rw.tagged))?;
-    write_l2(p.raw_mut(), start, &rw.hdr, rw.tagged, et)?;
-    let len = end.checked_sub(start)?;
-    p.set_window(start, len).then_some(len)
+    write_l2(frame, start, &rw.hdr, rw.tagged, et)?;
+    Some((start, end - start))
 }
 
 /// The L2 header to `dst` from `src` on VLAN `vlan` (none: untagged) as
