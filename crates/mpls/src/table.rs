@@ -96,7 +96,9 @@ impl Slot {
 
 /// The memory shared by the writer and the readers.
 pub(crate) struct Shared {
-    entries: Box<[AtomicU32]>,
+    /// (an array of its fixed size: an index made by [`key_of`] needs no bounds
+    /// check)
+    entries: Box<[AtomicU32; KEYS]>,
     slots: Box<[Slot]>,
     freed: Box<[AtomicU64]>,
 }
@@ -150,7 +152,7 @@ impl LabelReader {
 pub struct LabelGuard<'a> {
     // (the two arrays themselves, not the `Shared` holding them: a lookup is one
     // dependent load shorter)
-    entries: &'a [AtomicU32],
+    entries: &'a [AtomicU32; KEYS],
     slots: &'a [Slot],
     _epoch: crossbeam_epoch::Guard,
 }
@@ -305,7 +307,14 @@ impl LabelTable {
     pub fn with_capacity(slots: usize) -> LabelTable {
         let slots = slots.clamp(64, 1 << 24).next_multiple_of(64);
         let shared = Arc::new(Shared {
-            entries: (0..KEYS).map(|_| AtomicU32::new(0)).collect(),
+            entries: match (0..KEYS)
+                .map(|_| AtomicU32::new(0))
+                .collect::<Box<[_]>>()
+                .try_into()
+            {
+                Ok(a) => a,
+                Err(_) => unreachable!("made KEYS entries long"),
+            },
             slots: (0..slots).map(|_| Slot::new()).collect(),
             freed: (0..slots / 64).map(|_| AtomicU64::new(0)).collect(),
         });

@@ -660,6 +660,7 @@ impl Work {
             } else {
                 // (before the slot lookup: a slot taken over flushes its counters)
                 self.add_tx(last.1, tx_pkts, tx_bytes);
+                sent += tx_pkts as usize;
                 (tx_pkts, tx_bytes) = (0, 0);
                 let rs = self.rw_slot(adj, hb.ift, hb.view);
                 last = (adj, rs);
@@ -684,7 +685,6 @@ impl Work {
                     }
                     tx_pkts += 1;
                     tx_bytes += l as u64;
-                    sent += 1;
                     if notes {
                         self.note_switched(i, adj, rs, hb.light_meta);
                     }
@@ -696,6 +696,7 @@ impl Work {
             i += 1;
         }
         self.add_tx(last.1, tx_pkts, tx_bytes);
+        sent += tx_pkts as usize;
         (c.k, c.sent, c.n_slow) = (k, sent, n_slow);
         (c.pt, c.k2) = (pt, k2);
         c.switched += taken;
