@@ -538,8 +538,11 @@ impl Work {
         }
         let g = c.guard.get_or_insert_with(|| labels.pin());
         let (mut k, mut sent, mut n_slow) = (c.k, c.sent, c.n_slow);
+        let n_slow0 = n_slow;
         let (mut pt, mut k2) = (c.pt, c.k2);
-        let (mut taken, mut bytes, mut i) = (0usize, 0u64, i0);
+        // (the packets the switch took are those of the run not left for the
+        // general path: counted at the end)
+        let (mut bytes, mut i) = (0u64, i0);
         let notes = hb.light_meta | self.obs.tx_ifs;
         // The adjacency of the last packet switched, its slot, and what was sent
         // through it since (added to its counters when another one comes, and at
@@ -607,7 +610,6 @@ impl Work {
                         continue;
                     }
                 }
-                taken += 1;
                 bytes += len as u64;
                 i += 1;
                 continue;
@@ -641,7 +643,6 @@ impl Work {
                         // (dropped and counted: the general path frees it)
                         None => self.resume(i, m, hb),
                     }
-                    taken += 1;
                     bytes += len as u64;
                     i += 1;
                     continue;
@@ -691,7 +692,6 @@ impl Work {
                 }
                 None => self.label_resume(i, off, end, et, adj, rxif.ifindex, hb),
             }
-            taken += 1;
             bytes += len as u64;
             i += 1;
         }
@@ -699,6 +699,7 @@ impl Work {
         sent += tx_pkts as usize;
         (c.k, c.sent, c.n_slow) = (k, sent, n_slow);
         (c.pt, c.k2) = (pt, k2);
+        let taken = (i - i0) - (n_slow - n_slow0);
         c.switched += taken;
         c.rx_pkts += taken as u64;
         c.rx_bytes += bytes;
