@@ -636,19 +636,18 @@ def callgrind_main(a, cfg, outdir, pcap):
     if not shutil.which("valgrind"):
         sys.exit("callgrind: valgrind missing: run scripts/setup.sh")
     rows = []
-    xcfg = os.path.join(outdir, "xconnect.toml")
-    for name, conf, toggle in (("dataplaned xconnect", xcfg, "*XconnectWorker::run*"),
-                               ("dataplaned router", cfg, "*RouterWorker::poll_once*")):
-        if name.endswith("xconnect"):
-            with open(cfg) as f:
-                head = f.read().split("[forwarding]")[0]
-            with open(xcfg, "w") as f:
-                f.write(head + '[forwarding]\nmode = "xconnect"\n')
-        cg_cfg = conf.replace(".toml", "-cg.toml")
-        with open(conf) as f, open(cg_cfg, "w") as g:
-            g.write(f.read().replace('memory = "in-memory"', 'memory = "no-huge"'))
+    # (the router's config without hugepages, and the same ports cross-connected)
+    with open(cfg) as f:
+        router = f.read().replace('memory = "in-memory"', 'memory = "no-huge"')
+    xconnect = router.split("[forwarding]")[0] + '[forwarding]\nmode = "xconnect"\n'
+    for name, text, toggle in (("dataplaned xconnect", xconnect, "*XconnectWorker::run*"),
+                               ("dataplaned router", router, "*RouterWorker::poll_once*")):
+        tag = name.split()[1]
+        cg_cfg = os.path.join(outdir, f"{tag}-cg.toml")
+        with open(cg_cfg, "w") as f:
+            f.write(text)
         path, text = callgrind_run([a.binary, "-c", cg_cfg, "--duration", str(a.seconds)], toggle,
-                                   a.seconds, outdir, name.split()[1])
+                                   a.seconds, outdir, tag)
         rows.append((name, callgrind_split(path), tx_at_exit(text, "port1", name)))
     here = os.path.dirname(os.path.abspath(pcap))
     cmd = [a.l3fwd, "-l", "1", "--no-pci", "--no-huge", "-m", "512", "--no-shconf", "--log-level=*:error",

@@ -757,10 +757,7 @@ impl Work {
             let (slot, plain) = if e.plain {
                 (slot, true)
             } else if e.ecmp {
-                let (s, id, hit) = self.ecmp_leg(p, l3, f, hb.view);
-                if !hit {
-                    self.leg_decode_cold(s, id, hb.ift, hb.view);
-                }
+                let s = self.ecmp_leg(p, l3, f, hb.ift, hb.view);
                 (s, self.fd[s].plain)
             } else {
                 (slot, false)
@@ -804,18 +801,18 @@ impl Work {
         self.fwd_decode(slot, f, ift, view);
     }
 
-    /// The slot of the leg cache (`fd[FWD_CACHE..]`) for the leg of ECMP result
-    /// `f` that packet `p` (IPv4 header at `l3`) takes, by the flow hash
-    /// ip4-lookup uses ([`ecmp_hash`]), the leg's id, and whether the slot holds
-    /// it (else [`Work::leg_decode_cold`] decodes it there).
+    /// The slot of the leg cache (`fd[FWD_CACHE..]`) holding the leg of ECMP
+    /// result `f` that packet `p` (IPv4 header at `l3`) takes, by the flow hash
+    /// ip4-lookup uses ([`ecmp_hash`]), decoded on a miss.
     #[inline(always)]
     fn ecmp_leg<P: Packet>(
         &mut self,
         p: &mut P,
         l3: usize,
         f: u32,
+        ift: &IfTable,
         view: &fib::FibView<'_>,
-    ) -> (usize, u32, bool) {
+    ) -> usize {
         let rss = p.rss_hash();
         let raw = p.raw_mut();
         let hash = ecmp_hash(rss, || {
@@ -824,7 +821,10 @@ impl Work {
         });
         let id = view.leg_id(f, hash);
         let slot = FWD_CACHE + (id as usize & (LEG_CACHE - 1));
-        (slot, id, self.fd_hit(slot, id))
+        if !self.fd_hit(slot, id) {
+            self.leg_decode_cold(slot, id, ift, view);
+        }
+        slot
     }
 
     /// Decodes leg `id` into leg cache entry `slot`.
@@ -1119,15 +1119,28 @@ fn popped_at<P: Packet>(p: &P, l3: usize) -> bool {
 /// packet untouched (MTU, headroom).
 #[inline(always)]
 fn forward_plain<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
-    let (start, len) = p.window();
-    if l3 != start + ETH_LEN {
-        // (a header that came from under a label: the L2 header goes elsewhere)
+    if popped_at(p, l3) {
+        // (the L2 header goes where the popped label was)
         return forward_plain_at(p, l3, rw);
     }
+    let (start, len) = p.window();
     // The header sits where it came in: the frame's own window holds it (no
     // bounds to check against the buffer), and only padding can change the
     // window.
-    let h = p.data_mut().first_chunk_mut::<HEAD>()?;
+    let frame = rewrite_plain(p.data_mut().first_chunk_mut::<HEAD>()?, rw)?;
+    if frame != len {
+        // Cannot fail: the window only shrinks.
+        let _ = p.set_window(start, frame);
+    }
+    Some(frame)
+}
+
+/// The rewrite of a plain forward on `h`, the new L2 header's place and the
+/// IPv4 header behind it: the MTU check, then TTL and checksum and the L2 header.
+/// Returns the frame length (the IPv4 total length and the L2 header), or `None`
+/// with nothing changed.
+#[inline(always)]
+fn rewrite_plain(h: &mut [u8; HEAD], rw: &Rw) -> Option<usize> {
     let total = usize::from(u16::from_be_bytes([h[ETH_LEN + 2], h[ETH_LEN + 3]]));
     // (the classify walk checked that the total length is within the frame)
     if total > usize::from(rw.mtu) {
@@ -1137,12 +1150,7 @@ fn forward_plain<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
     let ip = h.last_chunk_mut::<20>()?;
     ttl_dec(ip);
     write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV4)?;
-    let frame = ETH_LEN + total;
-    if frame != len {
-        // Cannot fail: the window only shrinks.
-        let _ = p.set_window(start, frame);
-    }
-    Some(frame)
+    Some(ETH_LEN + total)
 }
 
 /// [`forward_plain`] for a header at `l3` anywhere in the buffer.
@@ -1154,16 +1162,7 @@ fn forward_plain_at<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
         .raw_mut()
         .get_mut(new_start..)?
         .first_chunk_mut::<HEAD>()?;
-    let total = usize::from(u16::from_be_bytes([h[ETH_LEN + 2], h[ETH_LEN + 3]]));
-    // (the classify walk checked that the total length is within the frame)
-    if total > usize::from(rw.mtu) {
-        return None;
-    }
-    // Every check is done: from here on the packet changes.
-    let ip = h.last_chunk_mut::<20>()?;
-    ttl_dec(ip);
-    write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV4)?;
-    let frame = ETH_LEN + total;
+    let frame = rewrite_plain(h, rw)?;
     if (start, len) != (new_start, frame) {
         // Cannot fail: the window only moves inside the buffer of a one-segment
         // packet (the checks saw the whole frame in it).

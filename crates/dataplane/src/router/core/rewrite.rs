@@ -205,9 +205,8 @@ pub(super) struct Rw {
     /// The FIB no longer knows the id.
     pub(super) stale: bool,
     pub(super) complete: bool,
-    pub(super) port: u16,
-    /// Where a packet sent through it goes: `Out::Tx(port)` (stored whole: one
-    /// store per packet).
+    /// Where a packet sent through it goes: `Out::Tx` of its interface's port
+    /// (stored whole: one store per packet).
     pub(super) out: Out,
     pub(super) mtu: u16,
     pub(super) ifindex: u32,
@@ -236,7 +235,6 @@ pub(super) fn rw_decode(adj: u32, ift: &IfTable, view: &fib::FibView<'_>) -> Rw 
     let Some(ifc) = ift.get(a.ifindex) else {
         return e;
     };
-    e.port = ifc.port;
     e.out = Out::Tx(ifc.port);
     e.ok = ifc.up && a.complete;
     (e.hdr, e.tagged) = l2_hdr(a.dst_mac, a.src_mac, a.vlan.or(ifc.vlan));
