@@ -738,8 +738,11 @@ impl Work {
     ) -> usize {
         // (what is not sent resumes: the count of those says how many were sent)
         let resumed_before = hb.n;
-        // (within the arrays: no bounds check per key)
+        // (within the arrays: no bounds check per key; one length for the packets
+        // and their outputs: one check of each key's index for both)
         let k = k.min(BURST);
+        let n = pkts.len().min(out.len());
+        let (pkts, out) = (&mut pkts[..n], &mut out[..n]);
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let l3 = usize::from(self.l3s[j]);
@@ -1095,14 +1098,20 @@ fn forward<P: Packet>(p: &mut P, l3: usize, rw: &Rw, d: &FwdDec) -> Option<usize
 /// run ends there).
 #[inline(always)]
 fn run_next<P: Packet>(pkts: &mut [P], i: usize, port: u16) -> Option<&mut P> {
-    if let Some(p) = pkts.get(i + 2 * PREFETCH) {
-        p.prefetch_meta();
-    }
-    if let Some(p) = pkts.get_mut(i + PREFETCH) {
-        prefetch_data(p);
-    }
-    pkts.get_mut(i)
-        .filter(|p| p.port() == port && p.is_contiguous())
+    // (one length check for the packet and the two ahead of it but in a vector's
+    // last packets)
+    let w = pkts.get_mut(i..)?;
+    let p = if w.len() > 2 * PREFETCH {
+        w[2 * PREFETCH].prefetch_meta();
+        prefetch_data(&mut w[PREFETCH]);
+        &mut w[0]
+    } else {
+        if let Some(p) = w.get_mut(PREFETCH) {
+            prefetch_data(p);
+        }
+        w.first_mut()?
+    };
+    Some(p).filter(|p| p.port() == port && p.is_contiguous())
 }
 
 /// Whether the IPv4 header of fast-path key packet `p` at `l3` came out from
