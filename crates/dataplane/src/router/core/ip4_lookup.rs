@@ -266,18 +266,19 @@ pub(super) fn impose(st: &mut [u8], lse: &[u32], ttl: u8) {
 
 /// TTL - 1 and the checksum with it, on a header whose TTL is above 1. RFC 1624
 /// equation 3 with the changed word folded in: the word (TTL, protocol) drops by
-/// 0x0100, so `~m + m'` is 0xfeff, which is 0xfffe in the byte order the checksum
-/// is loaded in here (little-endian; the ones' complement sum commutes with the
-/// swap). Same result as [`wire::checksum::update_u16`] for every input.
+/// 0x0100, so `~m + m'` is 0xfeff, which is 0xfffe (-1) in the byte order the
+/// checksum is loaded in here (little-endian; the ones' complement sum commutes
+/// with the swap), and `~(~HC + -1)` is HC + 1, where a sum of 0xffff (-0) or
+/// more goes one further (0xfffe gives 0, 0xffff gives 1). Same result as
+/// [`wire::checksum::update_u16`] for every input.
 #[inline(always)]
 pub(super) fn ttl_dec(h: &mut [u8; 20]) -> u8 {
     let ttl = h[field::TTL].wrapping_sub(1);
     h[field::TTL] = ttl;
     let c = field::CHECKSUM;
-    let hc = u16::from_le_bytes([h[c], h[c + 1]]);
-    let s = u32::from(!hc) + 0xfffe;
-    let s = (s & 0xffff) + (s >> 16);
-    let ck = (!(s as u16)).to_le_bytes();
+    let s = u32::from(u16::from_le_bytes([h[c], h[c + 1]])) + 1;
+    let s = s + u32::from(s >= 0xffff);
+    let ck = (s as u16).to_le_bytes();
     h[c] = ck[0];
     h[c + 1] = ck[1];
     ttl
