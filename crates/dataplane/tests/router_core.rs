@@ -1894,6 +1894,15 @@ fn fast_path_matches_general_path() {
 /// labels, as the general path sends it.
 #[test]
 fn fast_path_with_more_adjacencies_than_cache_slots() {
+    // Neighbours in an order that makes slots change hands again and again, with
+    // runs that reuse one.
+    more_adjacencies_than_cache_slots(|j| ((j * 7 + j / 5) % 40) as u8);
+    // Runs of consecutive packets to one neighbour (the forward walk keeps the
+    // last result's decoding), slots changing hands between the runs.
+    more_adjacencies_than_cache_slots(|j| ((j / 3 * 7 + j / 11) % 40) as u8);
+}
+
+fn more_adjacencies_than_cache_slots(order: impl Fn(usize) -> u8) {
     let mut ctl = lsr();
     let nbr = |k: u8| Ipv4Addr::new(10, 2, 0, 10 + k);
     let mac = |k: u8| [0x02, 0, 0, 0x77, 0, k];
@@ -1919,9 +1928,7 @@ fn fast_path_with_more_adjacencies_than_cache_slots() {
     };
     let mut fast = ctl.new_core(cfg(true), tsc_hz()).0;
     let mut general = ctl.new_core(cfg(false), tsc_hz()).0;
-    // Neighbours in an order that makes slots change hands again and again, with
-    // runs that reuse one.
-    let which: Vec<u8> = (0..BURST).map(|j| ((j * 7 + j / 5) % 40) as u8).collect();
+    let which: Vec<u8> = (0..BURST).map(order).collect();
     let frames: Vec<Vec<u8>> = which
         .iter()
         .enumerate()
