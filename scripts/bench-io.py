@@ -141,9 +141,13 @@ def run_l3fwd(pcap, seconds, binary, rules=()):
                          stdin=subprocess.DEVNULL, cwd=here)
 
     def tx1():
-        out = subprocess.run(["dpdk-proc-info", f"--file-prefix={prefix}", "--no-pci",
-                              "--log-level=*:error", "--", "--stats"],
-                             capture_output=True, text=True, timeout=30, cwd=here).stdout
+        try:
+            out = subprocess.run(["dpdk-proc-info", f"--file-prefix={prefix}", "--no-pci",
+                                  "--log-level=*:error", "--", "--stats"],
+                                 capture_output=True, text=True, timeout=30, cwd=here).stdout
+        except subprocess.TimeoutExpired:
+            # (a stalled attach: this sample is lost, the next one is tried)
+            return None, time.monotonic()
         blocks = out.split("NIC statistics for port")
         for b in blocks[1:]:
             if b.strip().startswith("1"):
