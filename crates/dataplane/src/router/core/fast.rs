@@ -743,10 +743,10 @@ impl Work {
         let k = k.min(BURST);
         let n = pkts.len().min(out.len());
         let (pkts, out) = (&mut pkts[..n], &mut out[..n]);
-        // The last result's entry and adjacency slot, and whether it is plain,
-        // kept while no decode runs: a vector's packets mostly share a few
-        // results, consecutive ones the same (u64::MAX: none).
-        let (mut last_f, mut last) = (u64::MAX, (0usize, false, 0usize));
+        // The last result decoded, kept while no decode runs (u64::MAX: none): a
+        // vector's packets mostly share a few results, consecutive ones the same,
+        // and its entry needs no tag check then.
+        let mut last_f = u64::MAX;
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let l3 = usize::from(self.l3s[j]);
@@ -754,31 +754,26 @@ impl Work {
             let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
                 continue;
             };
-            let (slot, plain, rs) = if u64::from(f) == last_f {
-                last
-            } else {
-                let slot = f as usize & (FWD_CACHE - 1);
+            let slot = f as usize & (FWD_CACHE - 1);
+            if u64::from(f) != last_f {
                 if !self.fd_hit(slot, f) {
                     self.fwd_decode_cold(slot, f, hb.ift, hb.view);
                 }
-                // (`plain` first: it implies `ok` and one leg; an ECMP result's
-                // leg comes from the leg cache, which may decode: nothing kept)
-                let e = &self.fd[slot];
-                let (slot, plain) = if e.plain {
-                    last_f = u64::from(f);
-                    (slot, true)
-                } else if e.ecmp {
-                    last_f = u64::MAX;
-                    let s = self.ecmp_leg(p, l3, f, hb.ift, hb.view);
-                    (s, self.fd[s].plain)
-                } else {
-                    last_f = u64::from(f);
-                    (slot, false)
-                };
-                let rs = usize::from(self.fd[slot].rs) & (RW_CACHE - 1);
-                last = (slot, plain, rs);
-                last
+                last_f = u64::from(f);
+            }
+            // (`plain` first: it implies `ok` and one leg; an ECMP result's leg
+            // comes from the leg cache, which may decode: nothing kept then)
+            let e = &self.fd[slot];
+            let (slot, plain) = if e.plain {
+                (slot, true)
+            } else if e.ecmp {
+                last_f = u64::MAX;
+                let s = self.ecmp_leg(p, l3, f, hb.ift, hb.view);
+                (s, self.fd[s].plain)
+            } else {
+                (slot, false)
             };
+            let rs = usize::from(self.fd[slot].rs) & (RW_CACHE - 1);
             let d = &self.fd[slot];
             let rw = &mut self.rw[rs];
             let sent = if plain {
