@@ -130,6 +130,16 @@ def run_testpmd(pcap, seconds):
 
 
 def run_l3fwd(pcap, seconds, binary, rules=()):
+    """l3fwd's rate (Mpps) and cycles/packet; a start that fails is tried once more."""
+    err = ""
+    for _ in range(2):
+        r, err = run_l3fwd_once(pcap, seconds, binary, rules)
+        if r is not None:
+            return r
+    sys.exit(f"l3fwd gave no rates: {err}")
+
+
+def run_l3fwd_once(pcap, seconds, binary, rules):
     prefix = "dpbench_l3fwd"
     # (the pcap by its name, in its directory: dpdk-proc-info attaching to an
     # l3fwd whose rx_pcap is a long absolute path crashed before printing)
@@ -141,6 +151,9 @@ def run_l3fwd(pcap, seconds, binary, rules=()):
                          stdin=subprocess.DEVNULL, cwd=here)
 
     def tx1():
+        if p.poll() is not None:
+            # (no primary to attach to: a secondary would wait for it)
+            return None, time.monotonic()
         try:
             out = subprocess.run(["dpdk-proc-info", f"--file-prefix={prefix}", "--no-pci",
                                   "--log-level=*:error", "--", "--stats"],
@@ -170,7 +183,7 @@ def run_l3fwd(pcap, seconds, binary, rules=()):
         time.sleep(1)
         rates = []
         a, ta = tx1()
-        for _ in range(seconds):
+        for _ in range(seconds if p.poll() is None else 0):
             time.sleep(1)
             b, tb = tx1()
             if a is not None and b is not None:
@@ -188,7 +201,7 @@ def run_l3fwd(pcap, seconds, binary, rules=()):
             os.unlink(f)
     rates = rates[1:] or rates
     if not rates:
-        sys.exit(f"l3fwd gave no rates (exit status {p.returncode}): {p.stderr.read()[-2000:] if p.stderr else ''}")
+        return None, f"exit status {p.returncode}: {p.stderr.read()[-2000:] if p.stderr else ''}"
     mpps = statistics.median(rates)
     hz = 2.0e9  # l3fwd's core is 100 % busy: cycles/packet = TSC Hz / pps
     try:
@@ -198,7 +211,7 @@ def run_l3fwd(pcap, seconds, binary, rules=()):
                 hz = float(m.group(1)) * 1e6
     except OSError:
         pass
-    return mpps, hz / (mpps * 1e6)
+    return (mpps, hz / (mpps * 1e6)), ""
 
 
 ROUTER_CFG = """
