@@ -773,8 +773,8 @@ impl Work {
             } else {
                 (slot, false)
             };
-            let rs = usize::from(self.fd[slot].rs) & (RW_CACHE - 1);
             let d = &self.fd[slot];
+            let rs = usize::from(d.rs) & (RW_CACHE - 1);
             let rw = &mut self.rw[rs];
             let sent = if plain {
                 forward_plain(p, l3, rw)
