@@ -13,11 +13,6 @@ pub(crate) fn words32(n: usize) -> Box<[AtomicU32]> {
     (0..n).map(|_| AtomicU32::new(0)).collect()
 }
 
-/// Allocates `n` zeroed 64-bit atomic words.
-pub(crate) fn words64(n: usize) -> Box<[AtomicU64]> {
-    (0..n).map(|_| AtomicU64::new(0)).collect()
-}
-
 /// Copies `old` into a new array of `n >= old.len()` words.
 pub(crate) fn grow32(old: &[AtomicU32], n: usize) -> Box<[AtomicU32]> {
     (0..n)

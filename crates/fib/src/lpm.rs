@@ -27,7 +27,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::arena::{BlockAlloc, grow32, grow64, words32, words64};
+use crate::arena::{BlockAlloc, grow32, words32};
 use crate::trie::{NIL, Trie, bit};
 
 /// Bits resolved by the direct-pointing array (Poptrie's `s`).
@@ -43,8 +43,6 @@ pub(crate) const LNODE: u32 = 1 << 30;
 pub(crate) const NODE_WORDS: usize = 3;
 const DIRECT_LEN: usize = 1 << DIRECT_BITS;
 const STRIDE: u32 = 6;
-/// Keys handled per level-synchronous pass.
-const BURST: usize = 256;
 
 /// The reader-visible part of one table.
 #[derive(Debug)]
@@ -52,8 +50,23 @@ pub(crate) struct LpmArena {
     /// (an array of its fixed size: an index `key >> (32 - DIRECT_BITS)` needs no
     /// bounds check)
     direct: Box<[AtomicU32; DIRECT_LEN]>,
-    nodes: Box<[AtomicU64]>,
+    /// (one element per node: a node index is checked against the arena once)
+    nodes: Box<[Node]>,
     leaves: Box<[AtomicU32]>,
+}
+
+/// One node's words: `vector`, `leafvec`, `base0 | base1 << 32`.
+type Node = [AtomicU64; NODE_WORDS];
+
+/// `n` zeroed nodes, the first `old.len()` copied from `old`.
+fn grow_nodes(old: &[Node], n: usize) -> Box<[Node]> {
+    (0..n)
+        .map(|i| {
+            std::array::from_fn(|w| {
+                AtomicU64::new(old.get(i).map_or(0, |o| o[w].load(Ordering::Relaxed)))
+            })
+        })
+        .collect()
 }
 
 /// Index of the 6-bit chunk of `key` that starts at bit `offset` (zero-padded past 32).
@@ -84,7 +97,7 @@ impl LpmArena {
         }
         Self {
             direct,
-            nodes: words64(nodes * NODE_WORDS),
+            nodes: grow_nodes(&[], nodes),
             leaves: words32(leaves),
         }
     }
@@ -92,14 +105,14 @@ impl LpmArena {
     fn grown(&self, nodes: usize, leaves: usize) -> Self {
         Self {
             direct: direct_array(grow32(&self.direct[..], DIRECT_LEN)),
-            nodes: grow64(&self.nodes, nodes * NODE_WORDS),
+            nodes: grow_nodes(&self.nodes, nodes),
             leaves: grow32(&self.leaves, leaves),
         }
     }
 
     /// Bytes of the reader-visible arrays.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.direct.len() * 4 + self.nodes.len() * 8 + self.leaves.len() * 4
+        self.direct.len() * 4 + self.nodes.len() * NODE_WORDS * 8 + self.leaves.len() * 4
     }
 
     /// Walks from node `idx` (entered at bit `offset`) to a leaf.
@@ -151,65 +164,39 @@ impl LpmArena {
 
     /// Batched lookup of `min(keys.len(), out.len())` keys.
     ///
-    /// Level-synchronous over the burst: one pass reads every key's direct entry, and
-    /// each further pass takes every unfinished key one node down. The loads inside a
-    /// pass are independent, so the core keeps many cache misses in flight (what
-    /// software prefetch buys `rte_lpm` and VPP), without `unsafe` prefetch intrinsics.
+    /// Two passes over the burst: one reads every key's direct entry, the next takes
+    /// every key to its leaf, through one node for prefixes up to /24 (the leaf-only
+    /// node or the region's root) and out of line below that (longer prefixes are rare
+    /// in real tables). The loads of the first pass are independent, so the core keeps
+    /// many cache misses in flight (what software prefetch buys `rte_lpm` and VPP)
+    /// without `unsafe` prefetch intrinsics.
     #[inline]
     pub(crate) fn lookup_burst(&self, keys: &[u32], out: &mut [u32]) {
         let n = keys.len().min(out.len());
-        for (k, o) in keys[..n].chunks(BURST).zip(out[..n].chunks_mut(BURST)) {
-            self.lookup_chunk(k, o);
-        }
-    }
-
-    #[inline(always)]
-    fn lookup_chunk(&self, keys: &[u32], out: &mut [u32]) {
-        // Pass 1: every direct entry.
+        let (keys, out) = (&keys[..n], &mut out[..n]);
         for (k, o) in keys.iter().zip(out.iter_mut()) {
             *o = self.direct_entry(*k);
         }
-        // Pass 2: one node for every key that needs one; the few that go deeper are
-        // listed for the next passes.
-        let mut todo = [0u16; BURST];
-        let mut node = [0u32; BURST];
-        let mut m = 0usize;
-        for (i, (k, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
+        for (k, o) in keys.iter().zip(out.iter_mut()) {
             let d = *o;
             if d & LEAF != 0 {
                 *o = d & !LEAF;
-                continue;
-            }
-            if d & LNODE != 0 {
+            } else if d & LNODE != 0 {
                 *o = self.leaf_block(*k, d & !LNODE);
-                continue;
-            }
-            match self.child(*k, d, DIRECT_BITS) {
-                Ok(leaf) => *o = leaf,
-                Err(next) => {
-                    todo[m & (BURST - 1)] = i as u16;
-                    node[m & (BURST - 1)] = next;
-                    m += 1;
-                }
+            } else {
+                *o = match self.child(*k, d, DIRECT_BITS) {
+                    Ok(leaf) => leaf,
+                    Err(next) => self.walk_deep(*k, next),
+                };
             }
         }
-        let mut offset = DIRECT_BITS + STRIDE;
-        while m > 0 && offset < 32 {
-            let mut m2 = 0usize;
-            for j in 0..m {
-                let i = usize::from(todo[j]);
-                match self.child(keys[i], node[j], offset) {
-                    Ok(leaf) => out[i] = leaf,
-                    Err(next) => {
-                        todo[m2] = i as u16;
-                        node[m2] = next;
-                        m2 += 1;
-                    }
-                }
-            }
-            m = m2;
-            offset += STRIDE;
-        }
+    }
+
+    /// [`LpmArena::walk`] from a node two levels down (a prefix longer than /24).
+    /// Out of line: inlined, its loop took registers the common case needs.
+    #[inline(never)]
+    fn walk_deep(&self, key: u32, idx: u32) -> u32 {
+        self.walk(key, idx, DIRECT_BITS + STRIDE)
     }
 
     /// Child of `key` in node `idx` entered at bit `offset`: its leaf, or
@@ -218,20 +205,19 @@ impl LpmArena {
     /// match.
     #[inline(always)]
     fn child(&self, key: u32, idx: u32, offset: u32) -> Result<u32, u32> {
-        let base = idx as usize * NODE_WORDS;
-        let Some(w) = self.nodes.get(base..base + NODE_WORDS) else {
+        let Some([w_vector, w_leafvec, w_bases]) = self.nodes.get(idx as usize) else {
             return Ok(0);
         };
-        let vector = w[0].load(Ordering::Relaxed);
+        let vector = w_vector.load(Ordering::Relaxed);
+        let leafvec = w_leafvec.load(Ordering::Relaxed);
+        let bases = w_bases.load(Ordering::Relaxed);
         let v = chunk(key, offset);
         let below = upto(v);
-        let bases = w[2].load(Ordering::Relaxed);
         if vector & (1u64 << v) != 0 {
             return Err(((bases >> 32) as u32)
                 .wrapping_add((vector & below).count_ones())
                 .wrapping_sub(1));
         }
-        let leafvec = w[1].load(Ordering::Relaxed);
         let li = (bases as u32)
             .wrapping_add((leafvec & below).count_ones())
             .wrapping_sub(1);
@@ -250,15 +236,15 @@ impl LpmArena {
 
     /// A same-sized deep copy (the writer continues in the copy).
     pub(crate) fn copy(&self) -> Self {
-        self.grown(self.nodes.len() / NODE_WORDS, self.leaves.len())
+        self.grown(self.nodes.len(), self.leaves.len())
     }
 
     fn node(&self, idx: u32) -> (u64, u64, u64) {
-        let b = idx as usize * NODE_WORDS;
+        let [v, lv, b] = &self.nodes[idx as usize];
         (
-            self.nodes[b].load(Ordering::Relaxed),
-            self.nodes[b + 1].load(Ordering::Relaxed),
-            self.nodes[b + 2].load(Ordering::Relaxed),
+            v.load(Ordering::Relaxed),
+            lv.load(Ordering::Relaxed),
+            b.load(Ordering::Relaxed),
         )
     }
 }
@@ -726,10 +712,10 @@ impl LpmWriter {
                     arena.leaves[base0 as usize + i].store(x, Ordering::Relaxed);
                 }
                 let (_, _, bases) = arena.node(idx);
-                let s = slot as usize * NODE_WORDS;
-                arena.nodes[s].store(vector, Ordering::Relaxed);
-                arena.nodes[s + 1].store(new_lv, Ordering::Relaxed);
-                arena.nodes[s + 2].store(
+                let [v, lv, b] = &arena.nodes[slot as usize];
+                v.store(vector, Ordering::Relaxed);
+                lv.store(new_lv, Ordering::Relaxed);
+                b.store(
                     u64::from(base0) | bases & 0xffff_ffff_0000_0000,
                     Ordering::Relaxed,
                 );
@@ -990,10 +976,10 @@ impl LpmWriter {
                 k += 1;
             }
         }
-        let b = slot as usize * NODE_WORDS;
-        arena.nodes[b].store(vector, Ordering::Relaxed);
-        arena.nodes[b + 1].store(leafvec, Ordering::Relaxed);
-        arena.nodes[b + 2].store(u64::from(base0) | u64::from(base1) << 32, Ordering::Relaxed);
+        let [v, lv, b] = &arena.nodes[slot as usize];
+        v.store(vector, Ordering::Relaxed);
+        lv.store(leafvec, Ordering::Relaxed);
+        b.store(u64::from(base0) | u64::from(base1) << 32, Ordering::Relaxed);
         Ok(())
     }
 }
