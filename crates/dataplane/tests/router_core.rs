@@ -1888,6 +1888,99 @@ fn fast_path_matches_general_path() {
     assert!(counters(fs).len() > 8, "{:?}", counters(fs));
 }
 
+/// Runs of swaps out of one adjacency (the fast path sends those after the first
+/// in a loop of their own) broken by every case that must end such a run: another
+/// label to the same neighbour, one over the MTU, TTL 1, another port, another
+/// neighbour (unresolved), a PHP, a label not at the bottom. Every packet leaves as
+/// the general path sends it, counters alike.
+#[test]
+fn fast_path_runs_of_swaps_to_one_adjacency() {
+    let mut ctl = fuzz_router();
+    let unresolved = ctl.adjacency(3, a("10.3.0.7")).unwrap();
+    ctl.label_add(120, true, LabelAction::swap(unresolved, &[220]))
+        .unwrap();
+    let cfg = |fast_path| CoreConfig {
+        icmp_rate_pps: 1000,
+        icmp_burst: u32::MAX,
+        arp_retry_ms: 0,
+        fast_path,
+        ..CoreConfig::default()
+    };
+    let mut fast = ctl.new_core(cfg(true), tsc_hz()).0;
+    let mut general = ctl.new_core(cfg(false), tsc_hz()).0;
+    let swap = |label: u32, ttl: u8, len: usize| {
+        from_host_mpls(&[(label, ttl)], &host_ip(len, [198, 18], 64, len))
+    };
+    let mut frames: Vec<(Vec<u8>, u16)> = vec![
+        (swap(100, 64, 100), 0),
+        (swap(100, 64, 200), 0),
+        (swap(110, 9, 60), 0),
+        // (over the MTU of 1500: ICMP, or dropped)
+        (swap(100, 64, 1560), 0),
+        (swap(100, 64, 100), 0),
+        (swap(100, 1, 100), 0),
+        (swap(101, 64, 100), 0),
+        (swap(100, 64, 100), 1),
+        (swap(100, 64, 100), 0),
+        (swap(120, 64, 100), 0),
+        (swap(100, 64, 100), 0),
+        (swap(102, 64, 100), 0),
+        (swap(100, 64, 100), 0),
+        (
+            from_host_mpls(&[(100, 64), (300, 64)], &host_ip(1, [198, 18], 64, 80)),
+            0,
+        ),
+        (swap(100, 64, 1499), 0),
+        (swap(100, 64, 1496), 0),
+    ];
+    // (a long run to end the vector)
+    frames.extend((0..40).map(|j| (swap(100, 64, 60 + j), 0)));
+    let mut res = Vec::new();
+    for core in [&mut fast, &mut general] {
+        let mut pkts: Vec<VecPacket> = frames.iter().map(|(f, p)| VecPacket::new(f, *p)).collect();
+        let mut out = vec![Out::Drop; frames.len()];
+        core.process(&mut pkts, &mut out);
+        res.push((
+            out,
+            pkts.iter().map(|p| p.data().to_vec()).collect::<Vec<_>>(),
+        ));
+    }
+    for (j, (f, g)) in res[0].0.iter().zip(&res[1].0).enumerate() {
+        assert_eq!((f, &res[0].1[j]), (g, &res[1].1[j]), "packet {j}");
+    }
+    assert_eq!(counters(fast.stats()), counters(general.stats()));
+    for s in Stage::ALL {
+        assert_eq!(stage(&fast, s), stage(&general, s), "{}", s.name());
+    }
+    for (x, y) in fast
+        .stats()
+        .ifaces
+        .iter()
+        .zip(general.stats().ifaces.iter())
+    {
+        let c = |i: &dataplane::router::IfaceCounters| {
+            [
+                i.rx_pkts.get(),
+                i.rx_bytes.get(),
+                i.tx_pkts.get(),
+                i.tx_bytes.get(),
+                i.drops.get(),
+            ]
+        };
+        assert_eq!(c(x), c(y));
+    }
+    // (the run's swaps left with the new label)
+    let (out, data) = &res[0];
+    assert_eq!(out[1], Out::Tx(1));
+    assert_eq!(
+        u32::from_be_bytes([data[1][14], data[1][15], data[1][16], data[1][17]]) >> 12,
+        200
+    );
+    assert_ne!(out[3], Out::Tx(1));
+    assert_eq!(out[4], Out::Tx(1));
+    assert_eq!(out[frames.len() - 1], Out::Tx(1));
+}
+
 /// More adjacencies in one vector than the per-vector caches hold: the fast path's
 /// decoded results name adjacency cache slots that other adjacencies take over
 /// mid-vector. Every packet still leaves through its own neighbour, with its own

@@ -110,16 +110,13 @@ impl LabelGuard<'_> {
     /// (the same code for these cases, out of line).
     #[inline(always)]
     pub fn switch_top(&self, buf: &mut [u8], off: &mut usize, w: u32, t: Top<'_>) -> MplsDecision {
-        let Top { idx, slot, h } = t;
-        if h & 0xffff == K_SWAP | (1 << 8) && (w & 0xff) > 1 {
-            let nw = slot.word(W_LABELS) | (w & TC_S) | ((w & 0xff) - 1);
+        if let Some((nw, adj)) = t.swap_one(w) {
             if let Some(b) = buf.get_mut(*off..*off + 4) {
                 b.copy_from_slice(&nw.to_be_bytes());
-                return MplsDecision::Forward {
-                    adj: slot.word(W_ARG),
-                };
+                return MplsDecision::Forward { adj };
             }
         }
+        let Top { idx, slot, h } = t;
         // Pop and look up (egress PE, explicit null): a call less per packet.
         if t.pops_into_ip4(w) {
             return ip4_lookup(self.pop_into_ip4(buf, off, w, t));
@@ -331,6 +328,21 @@ impl Top<'_> {
     #[inline(always)]
     pub fn pops_into_ip4(&self, w: u32) -> bool {
         hdr_kind(self.h) == K_IP4 && w & 0xff != 0
+    }
+
+    /// Top entry `w` is swapped for one label with a live TTL (a transit LSR's
+    /// common case): the entry to write in its place (host order) and the
+    /// adjacency it leaves by, what [`LabelGuard::switch_top`] writes and returns
+    /// first. Nothing is written: a caller may look at the adjacency before the
+    /// packet changes.
+    #[inline(always)]
+    pub fn swap_one(&self, w: u32) -> Option<(u32, u32)> {
+        (self.h & 0xffff == K_SWAP | (1 << 8) && (w & 0xff) > 1).then(|| {
+            (
+                self.slot.word(W_LABELS) | (w & TC_S) | ((w & 0xff) - 1),
+                self.slot.word(W_ARG),
+            )
+        })
     }
 }
 

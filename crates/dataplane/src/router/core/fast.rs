@@ -135,6 +135,15 @@ impl StageAcc {
     }
 }
 
+/// Where a [`Work::swap_run`] ended and what it counted.
+struct SwapRun {
+    /// The first packet it did not take.
+    end: usize,
+    tx_pkts: u64,
+    tx_bytes: u64,
+    rx_bytes: u64,
+}
+
 /// The receiving interface as the fast path needs it.
 #[derive(Clone, Copy)]
 struct RxIf {
@@ -544,6 +553,9 @@ impl Work {
         // general path: counted at the end)
         let (mut bytes, mut i) = (0u64, i0);
         let notes = hb.light_meta | self.obs.tx_ifs;
+        // (the swaps that follow one to the same adjacency go out in `swap_run`,
+        // which keeps no sFlow notes or stacks)
+        let swaps_run = !notes && !self.obs.keep_stacks;
         // The adjacency of the last packet switched, its slot, and what was sent
         // through it since (added to its counters when another one comes, and at
         // the end: one label's packets mostly leave by one adjacency, and a
@@ -673,6 +685,7 @@ impl Work {
             } else {
                 None
             };
+            let sent_swap = put.is_some() && et == ETHERTYPE_MPLS;
             match put {
                 Some((s, l)) => {
                     if s != start {
@@ -694,6 +707,13 @@ impl Work {
             }
             bytes += len as u64;
             i += 1;
+            if sent_swap && swaps_run {
+                let r = self.swap_run(pkts, out, i, n, rxif, g, last, hb);
+                i = r.end;
+                tx_pkts += r.tx_pkts;
+                tx_bytes += r.tx_bytes;
+                bytes += r.rx_bytes;
+            }
         }
         self.add_tx(last.1, tx_pkts, tx_bytes);
         sent += tx_pkts as usize;
@@ -704,6 +724,84 @@ impl Work {
         c.rx_pkts += taken as u64;
         c.rx_bytes += bytes;
         i
+    }
+
+    /// The swaps that follow one [`Work::mpls_run`] sent, from `pkts[i0]` on:
+    /// packets of the run whose top entry is swapped for one label
+    /// ([`mpls::Top::swap_one`]) leaving by the same adjacency `adj` (slot `rs` of
+    /// the adjacency cache) go out here, each as `mpls_run` would send it, in a loop
+    /// that keeps few values (in `mpls_run`'s, a swap spilled a dozen). Any other
+    /// packet ends the run untouched, for `mpls_run`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn swap_run<P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        i0: usize,
+        n: usize,
+        rxif: RxIf,
+        g: &mpls::LabelGuard<'_>,
+        (adj, rs): (u32, usize),
+        hb: &mut Handback<'_, '_>,
+    ) -> SwapRun {
+        let n = n.min(pkts.len());
+        let (mut i, mut tx_pkts, mut tx_bytes, mut rx_bytes) = (i0, 0u64, 0u64, 0u64);
+        while i < n {
+            let Some(p) = run_next(pkts, i, rxif.port) else {
+                break;
+            };
+            let (start, len) = p.window();
+            let end = start + len;
+            let Some(frame) = p.raw_mut().get_mut(..end) else {
+                break;
+            };
+            let Some(hd) = frame.get(start..).and_then(|f| f.first_chunk::<HEAD>()) else {
+                break;
+            };
+            let et = u32::from(u16::from_le_bytes([hd[12], hd[13]]));
+            if (mac_word(hd) & MAC_MASK != rxif.mac) | (et != ET_MPLS_LE) {
+                break;
+            }
+            let top = u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]);
+            let Some((lse, _)) = g.top(top).swap_one(top).filter(|&(_, a)| a == adj) else {
+                break;
+            };
+            let l3 = start + ETH_LEN;
+            let Some(b) = frame.get_mut(l3..l3 + 4) else {
+                break;
+            };
+            // (from here on as `mpls_run` sends a swap)
+            b.copy_from_slice(&lse.to_be_bytes());
+            let rw = &self.rw[rs & (RW_CACHE - 1)];
+            let put = if rw.ok {
+                put_l2_in(frame, l3, ETHERTYPE_MPLS, rw)
+            } else {
+                None
+            };
+            match put {
+                Some((s, l)) => {
+                    if s != start {
+                        // (a tagged link; cannot fail, as in `mpls_run`)
+                        let _ = p.set_window(s, l);
+                    }
+                    if let Some(o) = out.get_mut(i) {
+                        *o = rw.out;
+                    }
+                    tx_pkts += 1;
+                    tx_bytes += l as u64;
+                }
+                None => self.label_resume(i, l3, end, ETHERTYPE_MPLS, adj, rxif.ifindex, hb),
+            }
+            rx_bytes += len as u64;
+            i += 1;
+        }
+        SwapRun {
+            end: i,
+            tx_pkts,
+            tx_bytes,
+            rx_bytes,
+        }
     }
 
     /// The forward walk of the fast path over the `k` keys looked up (see the
