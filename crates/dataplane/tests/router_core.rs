@@ -1891,10 +1891,10 @@ fn fast_path_matches_general_path() {
 /// Runs of swaps out of one adjacency (the fast path sends those after the first
 /// in a loop of their own) broken by every case that must end such a run: another
 /// label to the same neighbour, one over the MTU, TTL 1, another port, another
-/// neighbour (unresolved), a PHP, a label not at the bottom. Every packet leaves as
-/// the general path sends it, counters alike.
+/// neighbour (unresolved), a PHP, a label not at the bottom; and runs of pops into
+/// IPv4 likewise. Every packet leaves as the general path sends it, counters alike.
 #[test]
-fn fast_path_runs_of_swaps_to_one_adjacency() {
+fn fast_path_runs_of_swaps_and_pops() {
     let mut ctl = fuzz_router();
     let unresolved = ctl.adjacency(3, a("10.3.0.7")).unwrap();
     ctl.label_add(120, true, LabelAction::swap(unresolved, &[220]))
@@ -1933,6 +1933,35 @@ fn fast_path_runs_of_swaps_to_one_adjacency() {
         (swap(100, 64, 1499), 0),
         (swap(100, 64, 1496), 0),
     ];
+    // Runs of pops into IPv4 (the same label's pops that follow one go through a
+    // loop of their own too) broken likewise: a bad inner header (the frame has
+    // changed: the general IPv4 stage), TTL 0, another label popping into the same
+    // table (explicit null) or into a VRF, the entry that is not at the bottom.
+    let pop = |label: u32, ttl: u8, len: usize| {
+        from_host_mpls(&[(label, ttl)], &host_ip(len, [198, 18], 64, len))
+    };
+    let mut bad_inner = pop(300, 64, 90);
+    bad_inner[18 + 10] ^= 0x5a;
+    frames.extend([
+        (pop(300, 64, 100), 0),
+        (pop(300, 64, 101), 0),
+        (bad_inner, 0),
+        (pop(300, 64, 102), 0),
+        (pop(300, 0, 103), 0),
+        (pop(300, 2, 104), 0),
+        (pop(0, 64, 105), 0),
+        (pop(0, 64, 106), 0),
+        (pop(300, 64, 107), 0),
+        (pop(301, 64, 108), 0),
+        (pop(300, 64, 109), 0),
+        (pop(300, 64, 110), 1),
+        (pop(300, 64, 111), 0),
+        (
+            from_host_mpls(&[(300, 64), (300, 64)], &host_ip(2, [198, 18], 64, 80)),
+            0,
+        ),
+        (pop(300, 64, 112), 0),
+    ]);
     // (a long run to end the vector)
     frames.extend((0..40).map(|j| (swap(100, 64, 60 + j), 0)));
     let mut res = Vec::new();

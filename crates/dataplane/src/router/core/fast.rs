@@ -144,6 +144,13 @@ struct SwapRun {
     rx_bytes: u64,
 }
 
+/// Where a [`Work::pop_run`] ended, the keys taken so far, and the bytes received.
+struct PopRun {
+    end: usize,
+    k: usize,
+    rx_bytes: u64,
+}
+
 /// The receiving interface as the fast path needs it.
 #[derive(Clone, Copy)]
 struct RxIf {
@@ -604,6 +611,14 @@ impl Work {
                             self.sel[k & (BURST - 1)] = i as u16;
                             self.l3s[k & (BURST - 1)] = off as u16;
                             k += 1;
+                            if !self.obs.keep_stacks {
+                                // (the same label's pops that follow)
+                                bytes += len as u64;
+                                let r = self.pop_run(pkts, i + 1, n, rxif, g, (top, t), k, hb);
+                                (i, k) = (r.end, r.k);
+                                bytes += r.rx_bytes;
+                                continue;
+                            }
                         }
                         Some(d) if pt.is_none_or(|t| t == table) => {
                             pt = Some(table);
@@ -800,6 +815,78 @@ impl Work {
             end: i,
             tx_pkts,
             tx_bytes,
+            rx_bytes,
+        }
+    }
+
+    /// The pops into IPv4 that follow one [`Work::mpls_run`] added to the keys of
+    /// the vector's table, from `pkts[i0]` on: packets of the run with the same
+    /// top label (and S bit) as `top`, whose entry `t` pops into that table, join
+    /// the keys here as `mpls_run` adds them, in a loop that keeps few values. Any
+    /// other packet ends the run untouched, for `mpls_run`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn pop_run<P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        i0: usize,
+        n: usize,
+        rxif: RxIf,
+        g: &mpls::LabelGuard<'_>,
+        (top0, t): (u32, mpls::Top<'_>),
+        k0: usize,
+        hb: &mut Handback<'_, '_>,
+    ) -> PopRun {
+        let n = n.min(pkts.len());
+        let (mut i, mut k, mut rx_bytes) = (i0, k0, 0u64);
+        while i < n {
+            let Some(p) = run_next(pkts, i, rxif.port) else {
+                break;
+            };
+            let (start, len) = p.window();
+            let end = start + len;
+            let Some(frame) = p.raw_mut().get_mut(..end) else {
+                break;
+            };
+            let Some(hd) = frame.get(start..).and_then(|f| f.first_chunk::<HEAD>()) else {
+                break;
+            };
+            let et = u32::from(u16::from_le_bytes([hd[12], hd[13]]));
+            if (mac_word(hd) & MAC_MASK != rxif.mac) | (et != ET_MPLS_LE) {
+                break;
+            }
+            let top = u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]);
+            // (label and S bit: the same entry)
+            if (top ^ top0) & 0xffff_f100 != 0 || !t.pops_into_ip4(top) {
+                break;
+            }
+            let mut off = start + ETH_LEN;
+            let Ok(table) = g
+                .pop_into_ip4(frame, &mut off, top, t)
+                .map(|t| mpls::lookup_table(t, rxif.table))
+            else {
+                // (untouched: `mpls_run` leaves it to the general path)
+                break;
+            };
+            // (from here on as `mpls_run` takes a pop)
+            match frame
+                .get(off..)
+                .and_then(|ip| ip4_accept(ip.first_chunk::<20>()?, ip.len(), false))
+            {
+                Some(d) => {
+                    self.keys[k & (BURST - 1)] = d;
+                    self.sel[k & (BURST - 1)] = i as u16;
+                    self.l3s[k & (BURST - 1)] = off as u16;
+                    k += 1;
+                }
+                None => self.ip4_resume_at(i, off, end, rxif.ifindex, table, true, hb),
+            }
+            rx_bytes += len as u64;
+            i += 1;
+        }
+        PopRun {
+            end: i,
+            k,
             rx_bytes,
         }
     }
