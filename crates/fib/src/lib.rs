@@ -77,12 +77,12 @@
 //! here: it is a `#[target_feature]` function, `unsafe` to call from code compiled
 //! without the feature, and this crate forbids `unsafe`.
 //!
-//! The batched lookup is level-synchronous: one pass reads the direct entry of every
-//! key of the burst, each further pass moves every unfinished key one node down.
-//! Loads inside a pass are independent, so the core overlaps their cache misses —
-//! what software prefetch does in `rte_lpm`/VPP. (`_mm_prefetch` is an `unsafe`
-//! call in Rust 1.95 outside a `#[target_feature]` function, and this crate is
-//! `forbid(unsafe_code)`.)
+//! The batched lookup makes two passes: one reads the direct entry of every key of the
+//! burst, the next takes every key to its leaf (one node for prefixes up to /24, the
+//! deeper walk out of line). The first pass's loads are independent, so the core
+//! overlaps their cache misses — what software prefetch does in `rte_lpm`/VPP.
+//! (`_mm_prefetch` is an `unsafe` call in Rust 1.95 outside a `#[target_feature]`
+//! function, and this crate is `forbid(unsafe_code)`.)
 //!
 //! # Concurrency
 //!
