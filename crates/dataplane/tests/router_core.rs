@@ -1891,8 +1891,9 @@ fn fast_path_matches_general_path() {
 /// Runs of swaps out of one adjacency (the fast path sends those after the first
 /// in a loop of their own) broken by every case that must end such a run: another
 /// label to the same neighbour, one over the MTU, TTL 1, another port, another
-/// neighbour (unresolved), a PHP, a label not at the bottom; and runs of pops into
-/// IPv4 likewise. Every packet leaves as the general path sends it, counters alike.
+/// neighbour (unresolved), a PHP, a label not at the bottom; and runs of PHPs and
+/// of pops into IPv4 likewise. Every packet leaves as the general path sends it,
+/// counters alike.
 #[test]
 fn fast_path_runs_of_swaps_and_pops() {
     let mut ctl = fuzz_router();
@@ -1933,6 +1934,27 @@ fn fast_path_runs_of_swaps_and_pops() {
         (swap(100, 64, 1499), 0),
         (swap(100, 64, 1496), 0),
     ];
+    // Runs of PHPs out of one adjacency (the same loop), broken by an IPv6 or
+    // truncated packet under the label (dropped by the general switch), TTL 1, a
+    // swap, and mixed with swaps to the neighbour of another port.
+    let mut not_ip4 = swap(102, 64, 100);
+    not_ip4[18] = 0x65;
+    let mut short = swap(102, 64, 100);
+    short.truncate(30);
+    frames.extend([
+        (swap(102, 64, 100), 0),
+        (swap(102, 64, 101), 0),
+        (not_ip4, 0),
+        (swap(102, 64, 102), 0),
+        (swap(102, 1, 103), 0),
+        (swap(102, 64, 104), 0),
+        (swap(102, 64, 1560), 0),
+        (swap(102, 64, 105), 0),
+        (short, 0),
+        (swap(102, 64, 106), 0),
+        (swap(100, 64, 107), 0),
+        (swap(102, 64, 108), 0),
+    ]);
     // Runs of pops into IPv4 (the same label's pops that follow one go through a
     // loop of their own too) broken likewise: a bad inner header (the frame has
     // changed: the general IPv4 stage), TTL 0, another label popping into the same

@@ -137,6 +137,37 @@ impl LabelGuard<'_> {
         self.run(buf, off, w, idx)
     }
 
+    /// [`switch_top`](Self::switch_top) for the two cases a transit LSR sees most,
+    /// taken only when they leave by adjacency `adj`: a swap for one label
+    /// ([`Top::swap_one`]) or a penultimate hop's pop of the bottom label. Returns
+    /// whether the label was popped (`*off` moved past it to the IPv4 header, as
+    /// for `MplsDecision::Php`), or `None` with `buf` and `*off` untouched for any
+    /// other entry, adjacency or packet, which `switch_top` then decides.
+    #[inline(always)]
+    pub fn switch_one_to(
+        &self,
+        buf: &mut [u8],
+        off: &mut usize,
+        w: u32,
+        t: Top<'_>,
+        adj: u32,
+    ) -> Option<bool> {
+        if let Some((nw, a)) = t.swap_one(w) {
+            let b = buf.get_mut(*off..*off + 4).filter(|_| a == adj)?;
+            b.copy_from_slice(&nw.to_be_bytes());
+            return Some(false);
+        }
+        let Top { slot, h, .. } = t;
+        if hdr_kind(h) == K_PHP && w & S_BIT != 0 && (w & 0xff) > 1 && slot.word(W_ARG) == adj {
+            let next = *off + 4;
+            // (a header it refuses is left as it was, for `switch_top` to drop)
+            dispose_ip4(buf, next, (w as u8) - 1, hdr_uniform(h)).ok()?;
+            *off = next;
+            return Some(true);
+        }
+        None
+    }
+
     #[inline(never)]
     fn run(&self, buf: &mut [u8], off: &mut usize, mut w: u32, mut idx: u32) -> MplsDecision {
         let start = *off;

@@ -134,5 +134,25 @@ proptest! {
         let (mut c, mut oc) = (input.clone(), 0usize);
         prop_assert_eq!(g.switch_word(&mut c, &mut oc, w), want);
         prop_assert_eq!((&c, oc), (&a, oa));
+        // `switch_one_to`: a one-label swap or a PHP out of `adj` exactly as
+        // `switch` does it (every such PHP taken), anything else untouched.
+        for adj in [0u32, 1, 2, 3] {
+            let (mut d, mut od) = (input.clone(), 0usize);
+            match g.switch_one_to(&mut d, &mut od, w, g.top(w), adj) {
+                Some(php) => {
+                    let as_switch = if php {
+                        MplsDecision::Php { adj }
+                    } else {
+                        MplsDecision::Forward { adj }
+                    };
+                    prop_assert_eq!(as_switch, want);
+                    prop_assert_eq!((&d, od), (&a, oa));
+                }
+                None => {
+                    prop_assert_ne!(want, MplsDecision::Php { adj });
+                    prop_assert_eq!((&d, od), (&input, 0));
+                }
+            }
+        }
     }
 }

@@ -135,8 +135,8 @@ impl StageAcc {
     }
 }
 
-/// Where a [`Work::swap_run`] ended and what it counted.
-struct SwapRun {
+/// Where a [`Work::switch_run`] ended and what it counted.
+struct SwitchRun {
     /// The first packet it did not take.
     end: usize,
     tx_pkts: u64,
@@ -560,9 +560,9 @@ impl Work {
         // general path: counted at the end)
         let (mut bytes, mut i) = (0u64, i0);
         let notes = hb.light_meta | self.obs.tx_ifs;
-        // (the swaps that follow one to the same adjacency go out in `swap_run`,
-        // which keeps no sFlow notes or stacks)
-        let swaps_run = !notes && !self.obs.keep_stacks;
+        // (the swaps and PHPs that follow one to the same adjacency go out in
+        // `switch_run`, which keeps no sFlow notes or stacks)
+        let switch_runs = !notes && !self.obs.keep_stacks;
         // The adjacency of the last packet switched, its slot, and what was sent
         // through it since (added to its counters when another one comes, and at
         // the end: one label's packets mostly leave by one adjacency, and a
@@ -700,7 +700,7 @@ impl Work {
             } else {
                 None
             };
-            let sent_swap = put.is_some() && et == ETHERTYPE_MPLS;
+            let sent = put.is_some();
             match put {
                 Some((s, l)) => {
                     if s != start {
@@ -722,8 +722,8 @@ impl Work {
             }
             bytes += len as u64;
             i += 1;
-            if sent_swap && swaps_run {
-                let r = self.swap_run(pkts, out, i, n, rxif, g, last, hb);
+            if sent && switch_runs {
+                let r = self.switch_run(pkts, out, i, n, rxif, g, last, hb);
                 i = r.end;
                 tx_pkts += r.tx_pkts;
                 tx_bytes += r.tx_bytes;
@@ -741,15 +741,16 @@ impl Work {
         i
     }
 
-    /// The swaps that follow one [`Work::mpls_run`] sent, from `pkts[i0]` on:
-    /// packets of the run whose top entry is swapped for one label
-    /// ([`mpls::Top::swap_one`]) leaving by the same adjacency `adj` (slot `rs` of
-    /// the adjacency cache) go out here, each as `mpls_run` would send it, in a loop
-    /// that keeps few values (in `mpls_run`'s, a swap spilled a dozen). Any other
-    /// packet ends the run untouched, for `mpls_run`.
+    /// The swaps and PHPs that follow one [`Work::mpls_run`] sent, from `pkts[i0]`
+    /// on: packets of the run whose top entry is swapped for one label or popped
+    /// at the penultimate hop ([`mpls::LabelGuard::switch_one_to`]) leaving by the
+    /// same adjacency `adj` (slot `rs` of the adjacency cache) go out here, each as
+    /// `mpls_run` would send it, in a loop that keeps few values (in `mpls_run`'s,
+    /// a swap spilled a dozen). Any other packet ends the run untouched, for
+    /// `mpls_run`.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn swap_run<P: Packet>(
+    fn switch_run<P: Packet>(
         &mut self,
         pkts: &mut [P],
         out: &mut [Out],
@@ -759,7 +760,7 @@ impl Work {
         g: &mpls::LabelGuard<'_>,
         (adj, rs): (u32, usize),
         hb: &mut Handback<'_, '_>,
-    ) -> SwapRun {
+    ) -> SwitchRun {
         let n = n.min(pkts.len());
         let (mut i, mut tx_pkts, mut tx_bytes, mut rx_bytes) = (i0, 0u64, 0u64, 0u64);
         while i < n {
@@ -779,25 +780,22 @@ impl Work {
                 break;
             }
             let top = u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]);
-            let Some((lse, _)) = g.top(top).swap_one(top).filter(|&(_, a)| a == adj) else {
+            let mut off = start + ETH_LEN;
+            let Some(php) = g.switch_one_to(frame, &mut off, top, g.top(top), adj) else {
                 break;
             };
-            let l3 = start + ETH_LEN;
-            let Some(b) = frame.get_mut(l3..l3 + 4) else {
-                break;
-            };
-            // (from here on as `mpls_run` sends a swap)
-            b.copy_from_slice(&lse.to_be_bytes());
+            // (from here on as `mpls_run` sends a swap or a PHP)
+            let et = if php { ETHERTYPE_IPV4 } else { ETHERTYPE_MPLS };
             let rw = &self.rw[rs & (RW_CACHE - 1)];
             let put = if rw.ok {
-                put_l2_in(frame, l3, ETHERTYPE_MPLS, rw)
+                put_l2_in(frame, off, et, rw)
             } else {
                 None
             };
             match put {
                 Some((s, l)) => {
                     if s != start {
-                        // (a tagged link; cannot fail, as in `mpls_run`)
+                        // (a PHP or a tagged link; cannot fail, as in `mpls_run`)
                         let _ = p.set_window(s, l);
                     }
                     if let Some(o) = out.get_mut(i) {
@@ -806,12 +804,12 @@ impl Work {
                     tx_pkts += 1;
                     tx_bytes += l as u64;
                 }
-                None => self.label_resume(i, l3, end, ETHERTYPE_MPLS, adj, rxif.ifindex, hb),
+                None => self.label_resume(i, off, end, et, adj, rxif.ifindex, hb),
             }
             rx_bytes += len as u64;
             i += 1;
         }
-        SwapRun {
+        SwitchRun {
             end: i,
             tx_pkts,
             tx_bytes,
