@@ -1909,83 +1909,80 @@ fn fast_path_runs_of_swaps_and_pops() {
     };
     let mut fast = ctl.new_core(cfg(true), tsc_hz()).0;
     let mut general = ctl.new_core(cfg(false), tsc_hz()).0;
-    let swap = |label: u32, ttl: u8, len: usize| {
+    let one_label = |label: u32, ttl: u8, len: usize| {
         from_host_mpls(&[(label, ttl)], &host_ip(len, [198, 18], 64, len))
     };
     let mut frames: Vec<(Vec<u8>, u16)> = vec![
-        (swap(100, 64, 100), 0),
-        (swap(100, 64, 200), 0),
-        (swap(110, 9, 60), 0),
+        (one_label(100, 64, 100), 0),
+        (one_label(100, 64, 200), 0),
+        (one_label(110, 9, 60), 0),
         // (over the MTU of 1500: ICMP, or dropped)
-        (swap(100, 64, 1560), 0),
-        (swap(100, 64, 100), 0),
-        (swap(100, 1, 100), 0),
-        (swap(101, 64, 100), 0),
-        (swap(100, 64, 100), 1),
-        (swap(100, 64, 100), 0),
-        (swap(120, 64, 100), 0),
-        (swap(100, 64, 100), 0),
-        (swap(102, 64, 100), 0),
-        (swap(100, 64, 100), 0),
+        (one_label(100, 64, 1560), 0),
+        (one_label(100, 64, 100), 0),
+        (one_label(100, 1, 100), 0),
+        (one_label(101, 64, 100), 0),
+        (one_label(100, 64, 100), 1),
+        (one_label(100, 64, 100), 0),
+        (one_label(120, 64, 100), 0),
+        (one_label(100, 64, 100), 0),
+        (one_label(102, 64, 100), 0),
+        (one_label(100, 64, 100), 0),
         (
             from_host_mpls(&[(100, 64), (300, 64)], &host_ip(1, [198, 18], 64, 80)),
             0,
         ),
-        (swap(100, 64, 1499), 0),
-        (swap(100, 64, 1496), 0),
+        (one_label(100, 64, 1499), 0),
+        (one_label(100, 64, 1496), 0),
     ];
     // Runs of PHPs out of one adjacency (the same loop), broken by an IPv6 or
     // truncated packet under the label (dropped by the general switch), TTL 1, a
     // swap, and mixed with swaps to the neighbour of another port.
-    let mut not_ip4 = swap(102, 64, 100);
+    let mut not_ip4 = one_label(102, 64, 100);
     not_ip4[18] = 0x65;
-    let mut short = swap(102, 64, 100);
+    let mut short = one_label(102, 64, 100);
     short.truncate(30);
     frames.extend([
-        (swap(102, 64, 100), 0),
-        (swap(102, 64, 101), 0),
+        (one_label(102, 64, 100), 0),
+        (one_label(102, 64, 101), 0),
         (not_ip4, 0),
-        (swap(102, 64, 102), 0),
-        (swap(102, 1, 103), 0),
-        (swap(102, 64, 104), 0),
-        (swap(102, 64, 1560), 0),
-        (swap(102, 64, 105), 0),
+        (one_label(102, 64, 102), 0),
+        (one_label(102, 1, 103), 0),
+        (one_label(102, 64, 104), 0),
+        (one_label(102, 64, 1560), 0),
+        (one_label(102, 64, 105), 0),
         (short, 0),
-        (swap(102, 64, 106), 0),
-        (swap(100, 64, 107), 0),
-        (swap(102, 64, 108), 0),
+        (one_label(102, 64, 106), 0),
+        (one_label(100, 64, 107), 0),
+        (one_label(102, 64, 108), 0),
     ]);
     // Runs of pops into IPv4 (the same label's pops that follow one go through a
     // loop of their own too) broken likewise: a bad inner header (the frame has
     // changed: the general IPv4 stage), TTL 0, another label popping into the same
     // table (explicit null) or into a VRF, the entry that is not at the bottom.
-    let pop = |label: u32, ttl: u8, len: usize| {
-        from_host_mpls(&[(label, ttl)], &host_ip(len, [198, 18], 64, len))
-    };
-    let mut bad_inner = pop(300, 64, 90);
+    let mut bad_inner = one_label(300, 64, 90);
     bad_inner[18 + 10] ^= 0x5a;
     frames.extend([
-        (pop(300, 64, 100), 0),
-        (pop(300, 64, 101), 0),
+        (one_label(300, 64, 100), 0),
+        (one_label(300, 64, 101), 0),
         (bad_inner, 0),
-        (pop(300, 64, 102), 0),
-        (pop(300, 0, 103), 0),
-        (pop(300, 2, 104), 0),
-        (pop(0, 64, 105), 0),
-        (pop(0, 64, 106), 0),
-        (pop(300, 64, 107), 0),
-        (pop(301, 64, 108), 0),
-        (pop(300, 64, 109), 0),
-        (pop(300, 64, 110), 1),
-        (pop(300, 64, 111), 0),
+        (one_label(300, 64, 102), 0),
+        (one_label(300, 0, 103), 0),
+        (one_label(300, 2, 104), 0),
+        (one_label(0, 64, 105), 0),
+        (one_label(0, 64, 106), 0),
+        (one_label(300, 64, 107), 0),
+        (one_label(301, 64, 108), 0),
+        (one_label(300, 64, 109), 0),
+        (one_label(300, 64, 110), 1),
+        (one_label(300, 64, 111), 0),
         (
             from_host_mpls(&[(300, 64), (300, 64)], &host_ip(2, [198, 18], 64, 80)),
             0,
         ),
-        (pop(300, 64, 112), 0),
+        (one_label(300, 64, 112), 0),
     ]);
     // (a long run to end the vector)
-    frames.extend((0..40).map(|j| (swap(100, 64, 60 + j), 0)));
+    frames.extend((0..40).map(|j| (one_label(100, 64, 60 + j), 0)));
     let mut res = Vec::new();
     for core in [&mut fast, &mut general] {
         let mut pkts: Vec<VecPacket> = frames.iter().map(|(f, p)| VecPacket::new(f, *p)).collect();

@@ -702,18 +702,9 @@ impl Work {
             };
             let sent = put.is_some();
             match put {
-                Some((s, l)) => {
-                    if s != start {
-                        // (a pop or a tagged link: the frame starts elsewhere
-                        // in the buffer; cannot fail, it stays within the frame
-                        // as received)
-                        let _ = p.set_window(s, l);
-                    }
-                    if let Some(o) = out.get_mut(i) {
-                        *o = rw.out;
-                    }
+                Some(w) => {
                     tx_pkts += 1;
-                    tx_bytes += l as u64;
+                    tx_bytes += send_switched(p, start, w, out, i, rw);
                     if notes {
                         self.note_switched(i, adj, rs, hb.light_meta);
                     }
@@ -769,17 +760,9 @@ impl Work {
             };
             let (start, len) = p.window();
             let end = start + len;
-            let Some(frame) = p.raw_mut().get_mut(..end) else {
+            let Some((frame, top)) = labelled(p, &rxif) else {
                 break;
             };
-            let Some(hd) = frame.get(start..).and_then(|f| f.first_chunk::<HEAD>()) else {
-                break;
-            };
-            let et = u32::from(u16::from_le_bytes([hd[12], hd[13]]));
-            if (mac_word(hd) & MAC_MASK != rxif.mac) | (et != ET_MPLS_LE) {
-                break;
-            }
-            let top = u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]);
             let mut off = start + ETH_LEN;
             let Some(php) = g.switch_one_to(frame, &mut off, top, g.top(top), adj) else {
                 break;
@@ -793,16 +776,9 @@ impl Work {
                 None
             };
             match put {
-                Some((s, l)) => {
-                    if s != start {
-                        // (a PHP or a tagged link; cannot fail, as in `mpls_run`)
-                        let _ = p.set_window(s, l);
-                    }
-                    if let Some(o) = out.get_mut(i) {
-                        *o = rw.out;
-                    }
+                Some(w) => {
                     tx_pkts += 1;
-                    tx_bytes += l as u64;
+                    tx_bytes += send_switched(p, start, w, out, i, rw);
                 }
                 None => self.label_resume(i, off, end, et, adj, rxif.ifindex, hb),
             }
@@ -843,17 +819,9 @@ impl Work {
             };
             let (start, len) = p.window();
             let end = start + len;
-            let Some(frame) = p.raw_mut().get_mut(..end) else {
+            let Some((frame, top)) = labelled(p, &rxif) else {
                 break;
             };
-            let Some(hd) = frame.get(start..).and_then(|f| f.first_chunk::<HEAD>()) else {
-                break;
-            };
-            let et = u32::from(u16::from_le_bytes([hd[12], hd[13]]));
-            if (mac_word(hd) & MAC_MASK != rxif.mac) | (et != ET_MPLS_LE) {
-                break;
-            }
-            let top = u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]);
             // (label and S bit: the same entry)
             if (top ^ top0) & 0xffff_f100 != 0 || !t.pops_into_ip4(top) {
                 break;
@@ -1303,6 +1271,45 @@ fn run_next<P: Packet>(pkts: &mut [P], i: usize, port: u16) -> Option<&mut P> {
         w.first_mut()?
     };
     Some(p).filter(|p| p.port() == port && p.is_contiguous())
+}
+
+/// The frame of packet `p` up to its end, and its top label stack entry (host
+/// order), if it is one the label runs take: at least [`HEAD`] bytes, untagged, to
+/// `rxif`'s MAC, EtherType MPLS.
+#[inline(always)]
+fn labelled<'p, P: Packet>(p: &'p mut P, rxif: &RxIf) -> Option<(&'p mut [u8], u32)> {
+    let (start, len) = p.window();
+    let frame = p.raw_mut().get_mut(..start + len)?;
+    let hd = frame.get(start..)?.first_chunk::<HEAD>()?;
+    let et = u32::from(u16::from_le_bytes([hd[12], hd[13]]));
+    if (mac_word(hd) & MAC_MASK != rxif.mac) | (et != ET_MPLS_LE) {
+        return None;
+    }
+    let top = u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]);
+    Some((frame, top))
+}
+
+/// Sends switched packet `i` (`p`, its frame at `start` as received) through
+/// adjacency cache entry `rw` once [`put_l2_in`] wrote its L2 header: the window
+/// moves to `(s, l)` when the frame now starts elsewhere (a pop or a tagged link;
+/// it stays within the frame as received, so this cannot fail), and the output is
+/// the adjacency's. Returns the bytes it leaves with.
+#[inline(always)]
+fn send_switched<P: Packet>(
+    p: &mut P,
+    start: usize,
+    (s, l): (usize, usize),
+    out: &mut [Out],
+    i: usize,
+    rw: &Rw,
+) -> u64 {
+    if s != start {
+        let _ = p.set_window(s, l);
+    }
+    if let Some(o) = out.get_mut(i) {
+        *o = rw.out;
+    }
+    l as u64
 }
 
 /// Whether the IPv4 header of fast-path key packet `p` at `l3` came out from
