@@ -116,25 +116,22 @@ impl LabelGuard<'_> {
                 return MplsDecision::Forward { adj };
             }
         }
-        let Top { idx, slot, h } = t;
         // Pop and look up (egress PE, explicit null): a call less per packet.
         if t.pops_into_ip4(w) {
             return ip4_lookup(self.pop_into_ip4(buf, off, w, t));
         }
         // Penultimate hop popping the bottom label: the IPv4 payload goes out.
-        if hdr_kind(h) == K_PHP && w & S_BIT != 0 && (w & 0xff) > 1 {
+        if let Some(adj) = t.php_adj(w) {
             let next = *off + 4;
-            return match dispose_ip4(buf, next, (w as u8) - 1, hdr_uniform(h)) {
+            return match dispose_ip4(buf, next, (w as u8) - 1, hdr_uniform(t.h)) {
                 Ok(()) => {
                     *off = next;
-                    MplsDecision::Php {
-                        adj: slot.word(W_ARG),
-                    }
+                    MplsDecision::Php { adj }
                 }
                 Err(r) => MplsDecision::Drop(r),
             };
         }
-        self.run(buf, off, w, idx)
+        self.run(buf, off, w, t.idx)
     }
 
     /// [`switch_top`](Self::switch_top) for the two cases a transit LSR sees most,
@@ -157,11 +154,10 @@ impl LabelGuard<'_> {
             b.copy_from_slice(&nw.to_be_bytes());
             return Some(false);
         }
-        let Top { slot, h, .. } = t;
-        if hdr_kind(h) == K_PHP && w & S_BIT != 0 && (w & 0xff) > 1 && slot.word(W_ARG) == adj {
+        if t.php_adj(w) == Some(adj) {
             let next = *off + 4;
             // (a header it refuses is left as it was, for `switch_top` to drop)
-            dispose_ip4(buf, next, (w as u8) - 1, hdr_uniform(h)).ok()?;
+            dispose_ip4(buf, next, (w as u8) - 1, hdr_uniform(t.h)).ok()?;
             *off = next;
             return Some(true);
         }
@@ -374,6 +370,14 @@ impl Top<'_> {
                 self.slot.word(W_ARG),
             )
         })
+    }
+
+    /// Top entry `w` is popped at the penultimate hop (the bottom label, a live
+    /// TTL): the adjacency the IPv4 packet under it leaves by.
+    #[inline(always)]
+    fn php_adj(&self, w: u32) -> Option<u32> {
+        (hdr_kind(self.h) == K_PHP && w & S_BIT != 0 && (w & 0xff) > 1)
+            .then(|| self.slot.word(W_ARG))
     }
 }
 

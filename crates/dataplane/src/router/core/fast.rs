@@ -575,18 +575,9 @@ impl Work {
             };
             let (start, len) = p.window();
             let end = start + len;
-            let Some(frame) = p.raw_mut().get_mut(..end) else {
+            let Some((frame, top)) = labelled(p, &rxif) else {
                 break;
             };
-            let Some(hd) = frame.get(start..).and_then(|f| f.first_chunk::<HEAD>()) else {
-                break;
-            };
-            let et = u32::from_le_bytes([hd[12], hd[13], hd[14], hd[15]]);
-            if (mac_word(hd) & MAC_MASK != rxif.mac) | (et & 0xffff != ET_MPLS_LE) {
-                break;
-            }
-            // (the top entry follows the Ethernet header, inside `hd`)
-            let top = u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]);
             let l3 = start + ETH_LEN;
             if self.obs.keep_stacks {
                 // (out of line: the stacks' address is not kept per packet)
