@@ -45,10 +45,6 @@ pub trait Packet {
     /// (the header right behind the Ethernet or 802.1Q header; never one under
     /// labels).
     fn rx_ip4_csum(&self) -> RxCsum;
-    /// Starts loading what the other methods read first (an mbuf's header line), a
-    /// few packets ahead of use. Nothing for buffers whose metadata is inline.
-    #[inline(always)]
-    fn prefetch_meta(&self) {}
 }
 
 impl Packet for Mbuf {
@@ -83,10 +79,6 @@ impl Packet for Mbuf {
     #[inline(always)]
     fn rx_ip4_csum(&self) -> RxCsum {
         Mbuf::rx_ip4_csum(self)
-    }
-    #[inline(always)]
-    fn prefetch_meta(&self) {
-        Mbuf::prefetch_header(self)
     }
 }
 

@@ -44,12 +44,6 @@ impl Mbuf {
         unsafe { self.0.as_mut() }
     }
 
-    /// Starts loading the mbuf's first cache line (data offset, lengths, port).
-    #[inline(always)]
-    pub fn prefetch_header(&self) {
-        super::prefetch0(self.0.as_ptr());
-    }
-
     /// Total packet length (all segments).
     #[inline(always)]
     pub fn pkt_len(&self) -> u32 {

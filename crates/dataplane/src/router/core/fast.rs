@@ -745,6 +745,9 @@ impl Work {
     ) -> SwitchRun {
         let n = n.min(pkts.len());
         let (mut i, mut tx_pkts, mut tx_bytes, mut rx_bytes) = (i0, 0u64, 0u64, 0u64);
+        // (a copy: the loop's writes to packets cannot change it, so it is not
+        // read again per packet; its counters are added by the caller)
+        let rw = self.rw[rs & (RW_CACHE - 1)];
         while i < n {
             let Some(p) = run_next(pkts, i, rxif.port) else {
                 break;
@@ -760,16 +763,15 @@ impl Work {
             };
             // (from here on as `mpls_run` sends a swap or a PHP)
             let et = if php { ETHERTYPE_IPV4 } else { ETHERTYPE_MPLS };
-            let rw = &self.rw[rs & (RW_CACHE - 1)];
             let put = if rw.ok {
-                put_l2_in(frame, off, et, rw)
+                put_l2_in(frame, off, et, &rw)
             } else {
                 None
             };
             match put {
                 Some(w) => {
                     tx_pkts += 1;
-                    tx_bytes += send_switched(p, start, w, out, i, rw);
+                    tx_bytes += send_switched(p, start, w, out, i, &rw);
                 }
                 None => self.label_resume(i, off, end, et, adj, rxif.ifindex, hb),
             }
@@ -1248,17 +1250,13 @@ fn forward<P: Packet>(p: &mut P, l3: usize, rw: &Rw, d: &FwdDec) -> Option<usize
 /// run ends there).
 #[inline(always)]
 fn run_next<P: Packet>(pkts: &mut [P], i: usize, port: u16) -> Option<&mut P> {
-    // (one length check for the packet and the two ahead of it but in a vector's
+    // (one length check for the packet and the one ahead of it but in a vector's
     // last packets)
     let w = pkts.get_mut(i..)?;
-    let p = if w.len() > 2 * PREFETCH {
-        w[2 * PREFETCH].prefetch_meta();
+    let p = if w.len() > PREFETCH {
         prefetch_data(&mut w[PREFETCH]);
         &mut w[0]
     } else {
-        if let Some(p) = w.get_mut(PREFETCH) {
-            prefetch_data(p);
-        }
         w.first_mut()?
     };
     Some(p).filter(|p| p.port() == port && p.is_contiguous())
