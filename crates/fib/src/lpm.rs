@@ -39,6 +39,9 @@ pub(crate) const LEAF: u32 = 1 << 31;
 /// nothing longer than /24, so their root has no child nodes; this saves them the
 /// node load (one dependent cache miss fewer for most addresses).
 pub(crate) const LNODE: u32 = 1 << 30;
+/// Flag of a lookup in [`LpmArena::lookup_burst`]'s output that goes on below /24
+/// from the node it holds (result ids and node indices stay below it).
+const DEEP: u32 = 1 << 31;
 /// 64-bit words per node.
 pub(crate) const NODE_WORDS: usize = 3;
 const DIRECT_LEN: usize = 1 << DIRECT_BITS;
@@ -177,6 +180,9 @@ impl LpmArena {
         for (k, o) in keys.iter().zip(out.iter_mut()) {
             *o = self.direct_entry(*k);
         }
+        // (keys whose walk goes on below /24: their `out` holds the node to go on
+        // from; the loop makes no call, so it keeps its values in registers)
+        let mut deep = false;
         for (k, o) in keys.iter().zip(out.iter_mut()) {
             let d = *o;
             if d & LEAF != 0 {
@@ -186,17 +192,27 @@ impl LpmArena {
             } else {
                 *o = match self.child(*k, d, DIRECT_BITS) {
                     Ok(leaf) => leaf,
-                    Err(next) => self.walk_deep(*k, next),
+                    Err(next) => {
+                        deep = true;
+                        next | DEEP
+                    }
                 };
             }
         }
+        if deep {
+            self.walk_deep(keys, out);
+        }
     }
 
-    /// [`LpmArena::walk`] from a node two levels down (a prefix longer than /24).
-    /// Out of line: inlined, its loop took registers the common case needs.
+    /// The walks [`LpmArena::lookup_burst`] left below /24 (`out` holding
+    /// [`DEEP`] | node index). Out of line: prefixes longer than /24 are rare.
     #[inline(never)]
-    fn walk_deep(&self, key: u32, idx: u32) -> u32 {
-        self.walk(key, idx, DIRECT_BITS + STRIDE)
+    fn walk_deep(&self, keys: &[u32], out: &mut [u32]) {
+        for (k, o) in keys.iter().zip(out.iter_mut()) {
+            if *o & DEEP != 0 {
+                *o = self.walk(*k, *o & !DEEP, DIRECT_BITS + STRIDE);
+            }
+        }
     }
 
     /// Child of `key` in node `idx` entered at bit `offset`: its leaf, or
