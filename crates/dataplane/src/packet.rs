@@ -27,6 +27,11 @@ pub trait Packet {
     fn window(&self) -> (usize, usize);
     /// Moves the data window; false (unchanged) when it does not fit.
     fn set_window(&mut self, start: usize, len: usize) -> bool;
+    /// Shrinks the data window: drops its first `front` bytes and keeps `len`
+    /// from there; false (unchanged) when they are not within it. Cheaper than
+    /// [`Packet::set_window`]: a window inside the old one needs no check against
+    /// the buffer.
+    fn shrink_window(&mut self, front: usize, len: usize) -> bool;
     /// The data window (the frame), writable: `raw_mut()[start..start + len]`
     /// for `(start, len) = window()` (an mbuf builds it without checking that
     /// again).
@@ -63,6 +68,10 @@ impl Packet for Mbuf {
     #[inline(always)]
     fn set_window(&mut self, start: usize, len: usize) -> bool {
         Mbuf::set_window(self, start, len)
+    }
+    #[inline(always)]
+    fn shrink_window(&mut self, front: usize, len: usize) -> bool {
+        Mbuf::shrink_window(self, front, len)
     }
     #[inline(always)]
     fn port(&self) -> u16 {
@@ -146,6 +155,15 @@ impl Packet for VecPacket {
             return false;
         }
         self.start = start;
+        self.len = len;
+        true
+    }
+    #[inline(always)]
+    fn shrink_window(&mut self, front: usize, len: usize) -> bool {
+        if self.len.checked_sub(front).is_none_or(|rest| len > rest) {
+            return false;
+        }
+        self.start += front;
         self.len = len;
         true
     }

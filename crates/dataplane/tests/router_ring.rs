@@ -883,3 +883,42 @@ fn a_flood_on_one_interface_leaves_another_interfaces_adjacencies_alone() {
     );
     assert_eq!(lab.pool.in_use(), 0);
 }
+
+/// `shrink_window` keeps a window inside the old one and refuses anything else,
+/// on an mbuf (its packet length drops by what the segment loses) as on a heap
+/// buffer.
+#[test]
+fn windows_shrink_within_the_data() {
+    use dataplane::packet::Packet;
+    let (eal, _g) = eal();
+    let pool = Mempool::new(eal, "shrink", 63, 0, 2176).unwrap();
+    let frame: Vec<u8> = (0..100u8).collect();
+    let mut m = pool.alloc_with(&frame).unwrap();
+    let mut v = VecPacket::new(&frame, 0);
+    let (m0, _) = Packet::window(&m);
+    let (v0, _) = v.window();
+    // Past the data, in front or behind: refused, unchanged.
+    for (front, len) in [
+        (0, 101),
+        (1, 100),
+        (101, 0),
+        (usize::MAX, 2),
+        (2, usize::MAX),
+    ] {
+        assert!(!m.shrink_window(front, len), "{front} {len}");
+        assert!(!v.shrink_window(front, len), "{front} {len}");
+    }
+    assert_eq!((Packet::window(&m), m.pkt_len()), ((m0, 100), 100));
+    assert_eq!(v.window(), (v0, 100));
+    // Inside: the window moves, the data is what was there.
+    assert!(m.shrink_window(4, 60) && v.shrink_window(4, 60));
+    assert_eq!((Packet::window(&m), m.pkt_len()), ((m0 + 4, 60), 60));
+    assert_eq!(v.window(), (v0 + 4, 60));
+    assert_eq!(m.data(), &frame[4..64]);
+    assert_eq!(v.data(), &frame[4..64]);
+    // To nothing, at the end.
+    assert!(m.shrink_window(60, 0) && v.shrink_window(60, 0));
+    assert_eq!((Packet::window(&m), m.pkt_len()), ((m0 + 64, 0), 0));
+    drop(m);
+    assert_eq!(pool.in_use(), 0);
+}

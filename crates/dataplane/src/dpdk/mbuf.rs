@@ -173,6 +173,24 @@ impl Mbuf {
         true
     }
 
+    /// Shrinks the first segment's data: drops its first `front` bytes and keeps
+    /// `len` from there (the packet length drops by as much). Refuses (returns
+    /// false, unchanged) when they are not within the segment's data.
+    #[inline(always)]
+    pub fn shrink_window(&mut self, front: usize, len: usize) -> bool {
+        let h = self.hdr_mut();
+        let old = usize::from(h.data_len);
+        if old.checked_sub(front).is_none_or(|rest| len > rest) {
+            return false;
+        }
+        // (within the old window, so within the buffer; the packet length is at
+        // least the segment's)
+        h.data_off += front as u16;
+        h.data_len = len as u16;
+        h.pkt_len -= (old - len) as u32;
+        true
+    }
+
     /// Size of the whole buffer (headroom + data room).
     #[inline(always)]
     pub fn buf_len(&self) -> u16 {

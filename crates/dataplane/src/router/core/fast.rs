@@ -812,14 +812,17 @@ impl Work {
             };
             let (start, len) = p.window();
             let end = start + len;
-            let Some((frame, top)) = labelled(p, &rxif) else {
+            // (the frame's own window, offsets from its start: a pop writes
+            // nothing in front of it, and an mbuf's window needs no bounds check)
+            let frame = p.data_mut();
+            let Some(top) = label_top(frame, &rxif) else {
                 break;
             };
             // (label and S bit: the same entry)
             if (top ^ top0) & 0xffff_f100 != 0 || !t.pops_into_ip4(top) {
                 break;
             }
-            let mut off = start + ETH_LEN;
+            let mut off = ETH_LEN;
             let Ok(table) = g
                 .pop_into_ip4(frame, &mut off, top, t)
                 .map(|t| mpls::lookup_table(t, rxif.table))
@@ -828,17 +831,18 @@ impl Work {
                 break;
             };
             // (from here on as `mpls_run` takes a pop)
-            match frame
+            let accepted = frame
                 .get(off..)
-                .and_then(|ip| ip4_accept(ip.first_chunk::<20>()?, ip.len(), false))
-            {
+                .and_then(|ip| ip4_accept(ip.first_chunk::<20>()?, ip.len(), false));
+            let l3 = start + off;
+            match accepted {
                 Some(d) => {
                     self.keys[k & (BURST - 1)] = d;
                     self.sel[k & (BURST - 1)] = i as u16;
-                    self.l3s[k & (BURST - 1)] = off as u16;
+                    self.l3s[k & (BURST - 1)] = l3 as u16;
                     k += 1;
                 }
-                None => self.ip4_resume_at(i, off, end, rxif.ifindex, table, true, hb),
+                None => self.ip4_resume_at(i, l3, end, rxif.ifindex, table, true, hb),
             }
             rx_bytes += len as u64;
             i += 1;
@@ -1269,13 +1273,20 @@ fn run_next<P: Packet>(pkts: &mut [P], i: usize, port: u16) -> Option<&mut P> {
 fn labelled<'p, P: Packet>(p: &'p mut P, rxif: &RxIf) -> Option<(&'p mut [u8], u32)> {
     let (start, len) = p.window();
     let frame = p.raw_mut().get_mut(..start + len)?;
-    let hd = frame.get(start..)?.first_chunk::<HEAD>()?;
+    let top = label_top(frame.get(start..)?, rxif)?;
+    Some((frame, top))
+}
+
+/// The top label stack entry (host order) of frame `f` (starting at its L2
+/// header), if [`labelled`] takes it.
+#[inline(always)]
+fn label_top(f: &[u8], rxif: &RxIf) -> Option<u32> {
+    let hd = f.first_chunk::<HEAD>()?;
     let et = u32::from(u16::from_le_bytes([hd[12], hd[13]]));
     if (mac_word(hd) & MAC_MASK != rxif.mac) | (et != ET_MPLS_LE) {
         return None;
     }
-    let top = u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]);
-    Some((frame, top))
+    Some(u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]))
 }
 
 /// Sends switched packet `i` (`p`, its frame at `start` as received) through
@@ -1319,14 +1330,14 @@ fn forward_plain<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
         // (the L2 header goes where the popped label was)
         return forward_plain_at(p, l3, rw);
     }
-    let (start, len) = p.window();
+    let len = p.window().1;
     // The header sits where it came in: the frame's own window holds it (no
     // bounds to check against the buffer), and only padding can change the
     // window.
     let frame = rewrite_plain(p.data_mut().first_chunk_mut::<HEAD>()?, rw)?;
     if frame != len {
         // Cannot fail: the window only shrinks.
-        let _ = p.set_window(start, frame);
+        let _ = p.shrink_window(0, frame);
     }
     Some(frame)
 }
@@ -1352,17 +1363,12 @@ fn rewrite_plain(h: &mut [u8; HEAD], rw: &Rw) -> Option<usize> {
 /// [`forward_plain`] for a header at `l3` anywhere in the buffer.
 #[inline(always)]
 fn forward_plain_at<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
-    let (start, len) = p.window();
-    let new_start = l3.checked_sub(ETH_LEN)?;
-    let h = p
-        .raw_mut()
-        .get_mut(new_start..)?
-        .first_chunk_mut::<HEAD>()?;
+    // (behind the received L2 header: where the popped labels or the VLAN tag
+    // were, inside the window)
+    let front = l3.checked_sub(p.window().0 + ETH_LEN)?;
+    let h = p.data_mut().get_mut(front..)?.first_chunk_mut::<HEAD>()?;
     let frame = rewrite_plain(h, rw)?;
-    if (start, len) != (new_start, frame) {
-        // Cannot fail: the window only moves inside the buffer of a one-segment
-        // packet (the checks saw the whole frame in it).
-        let _ = p.set_window(new_start, frame);
-    }
+    // Cannot fail: the classify walk saw the IPv4 total length within the frame.
+    let _ = p.shrink_window(front, frame);
     Some(frame)
 }
