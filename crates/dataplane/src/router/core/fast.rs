@@ -823,10 +823,7 @@ impl Work {
                 break;
             }
             let mut off = ETH_LEN;
-            let Ok(table) = g
-                .pop_into_ip4(frame, &mut off, top, t)
-                .map(|t| mpls::lookup_table(t, rxif.table))
-            else {
+            let Ok(table) = g.pop_into_ip4(frame, &mut off, top, t) else {
                 // (untouched: `mpls_run` leaves it to the general path)
                 break;
             };
@@ -842,7 +839,10 @@ impl Work {
                     self.l3s[k & (BURST - 1)] = l3 as u16;
                     k += 1;
                 }
-                None => self.ip4_resume_at(i, l3, end, rxif.ifindex, table, true, hb),
+                None => {
+                    let table = mpls::lookup_table(table, rxif.table);
+                    self.ip4_resume_at(i, l3, end, rxif.ifindex, table, true, hb)
+                }
             }
             rx_bytes += len as u64;
             i += 1;
