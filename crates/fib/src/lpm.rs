@@ -180,10 +180,11 @@ impl LpmArena {
         for (k, o) in keys.iter().zip(out.iter_mut()) {
             *o = self.direct_entry(*k);
         }
-        // (keys whose walk goes on below /24: their `out` holds the node to go on
-        // from; the loop makes no call, so it keeps its values in registers)
-        let mut deep = false;
-        for (k, o) in keys.iter().zip(out.iter_mut()) {
+        // Keys whose walk goes on below /24 keep the node to go on from in `out`
+        // (with DEEP) and a bit in `deep` (past its 256 bits: `far`), for a pass of
+        // their own: this loop makes no call, so it keeps its values in registers.
+        let (mut deep, mut far) = ([0u64; 4], false);
+        for (j, (k, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
             let d = *o;
             if d & LEAF != 0 {
                 *o = d & !LEAF;
@@ -193,25 +194,41 @@ impl LpmArena {
                 *o = match self.child(*k, d, DIRECT_BITS) {
                     Ok(leaf) => leaf,
                     Err(next) => {
-                        deep = true;
+                        match deep.get_mut(j / 64) {
+                            Some(w) => *w |= 1 << (j % 64),
+                            None => far = true,
+                        }
                         next | DEEP
                     }
                 };
             }
         }
-        if deep {
-            self.walk_deep(keys, out);
+        if deep != [0; 4] || far {
+            self.walk_deep(keys, out, deep, far);
         }
     }
 
-    /// The walks [`LpmArena::lookup_burst`] left below /24 (`out` holding
-    /// [`DEEP`] | node index). Out of line: prefixes longer than /24 are rare.
+    /// The walks [`LpmArena::lookup_burst`] left below /24: the keys of the bits
+    /// in `deep`, and with `far` every key past 256 whose `out` has [`DEEP`].
+    /// Out of line: prefixes longer than /24 are rare.
     #[inline(never)]
-    fn walk_deep(&self, keys: &[u32], out: &mut [u32]) {
-        for (k, o) in keys.iter().zip(out.iter_mut()) {
-            if *o & DEEP != 0 {
-                *o = self.walk(*k, *o & !DEEP, DIRECT_BITS + STRIDE);
+    fn walk_deep(&self, keys: &[u32], out: &mut [u32], deep: [u64; 4], far: bool) {
+        let n = keys.len().min(out.len());
+        let mut go_on = |j: usize| {
+            if let (Some(k), Some(o)) = (keys.get(j), out.get_mut(j)) {
+                if *o & DEEP != 0 {
+                    *o = self.walk(*k, *o & !DEEP, DIRECT_BITS + STRIDE);
+                }
             }
+        };
+        for (w, mut bits) in deep.into_iter().enumerate() {
+            while bits != 0 {
+                go_on(w * 64 + bits.trailing_zeros() as usize);
+                bits &= bits - 1;
+            }
+        }
+        if far {
+            (256..n).for_each(go_on);
         }
     }
 
