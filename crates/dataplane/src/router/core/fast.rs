@@ -1360,11 +1360,11 @@ fn rewrite_plain(h: &mut [u8; HEAD], rw: &Rw) -> Option<usize> {
     Some(ETH_LEN + total)
 }
 
-/// [`forward_plain`] for a header at `l3` anywhere in the buffer.
+/// [`forward_plain`] for a header at `l3` further into the frame (behind popped
+/// labels): the new L2 header goes in front of it, inside the window, and the
+/// frame starts there.
 #[inline(always)]
 fn forward_plain_at<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
-    // (behind the received L2 header: where the popped labels or the VLAN tag
-    // were, inside the window)
     let front = l3.checked_sub(p.window().0 + ETH_LEN)?;
     let h = p.data_mut().get_mut(front..)?.first_chunk_mut::<HEAD>()?;
     let frame = rewrite_plain(h, rw)?;
