@@ -122,12 +122,8 @@ impl LabelGuard<'_> {
         }
         // Penultimate hop popping the bottom label: the IPv4 payload goes out.
         if let Some(adj) = t.php_adj(w) {
-            let next = *off + 4;
-            return match dispose_ip4(buf, next, (w as u8) - 1, hdr_uniform(t.h)) {
-                Ok(()) => {
-                    *off = next;
-                    MplsDecision::Php { adj }
-                }
+            return match t.php_pop(buf, off, w) {
+                Ok(()) => MplsDecision::Php { adj },
                 Err(r) => MplsDecision::Drop(r),
             };
         }
@@ -155,10 +151,8 @@ impl LabelGuard<'_> {
             return Some(false);
         }
         if t.php_adj(w) == Some(adj) {
-            let next = *off + 4;
             // (a header it refuses is left as it was, for `switch_top` to drop)
-            dispose_ip4(buf, next, (w as u8) - 1, hdr_uniform(t.h)).ok()?;
-            *off = next;
+            t.php_pop(buf, off, w).ok()?;
             return Some(true);
         }
         None
@@ -378,6 +372,18 @@ impl Top<'_> {
     fn php_adj(&self, w: u32) -> Option<u32> {
         (hdr_kind(self.h) == K_PHP && w & S_BIT != 0 && (w & 0xff) > 1)
             .then(|| self.slot.word(W_ARG))
+    }
+
+    /// The penultimate hop's pop of entry `w` (at `*off` in `buf`; see
+    /// [`Top::php_adj`]): in the uniform model the IPv4 header under it takes the
+    /// label's TTL less one, and `*off` moves to it; on an error `buf` and `*off`
+    /// are untouched.
+    #[inline(always)]
+    fn php_pop(&self, buf: &mut [u8], off: &mut usize, w: u32) -> Result<(), DropReason> {
+        let next = *off + 4;
+        dispose_ip4(buf, next, (w as u8) - 1, hdr_uniform(self.h))?;
+        *off = next;
+        Ok(())
     }
 }
 
