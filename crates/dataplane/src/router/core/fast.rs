@@ -1249,8 +1249,8 @@ fn forward<P: Packet>(p: &mut P, l3: usize, rw: &Rw, d: &FwdDec) -> Option<usize
     Some(frame)
 }
 
-/// Packet `i` of a classify run on `port`'s interface, with the packets ahead
-/// prefetched; `None` when it came in on another port or in several segments (the
+/// Packet `i` of a classify run on `port`'s interface, with the data of the one
+/// [`PREFETCH`] ahead prefetched; `None` when it came in on another port or in several segments (the
 /// run ends there).
 #[inline(always)]
 fn run_next<P: Packet>(pkts: &mut [P], i: usize, port: u16) -> Option<&mut P> {
