@@ -1,26 +1,33 @@
 //! The lookup structure: a Poptrie (Asai & Ohara, "Poptrie: A Compressed Trie with
 //! Population Count for Fast and Scalable Software IP Routing Table Lookup", SIGCOMM
-//! 2015), with a direct-pointing first level of [`DIRECT_BITS`] bits and 6-bit strides.
+//! 2015) below /24, under a direct-pointing first level of [`DIRECT_BITS`] bits and
+//! one uncompressed 6-bit block per region that holds anything longer.
 //!
 //! Layout (all atomic words, see [`crate::arena`]):
-//! - `direct[key >> (32 - DIRECT_BITS)]`: [`LEAF`] | result id, [`LNODE`] | index of a
-//!   leaf-only node in `leaves`, or the index of a node.
-//! - `nodes`: [`NODE_WORDS`] words per node: `vector` (bit v: child v is a node),
-//!   `leafvec` (bit v: a new run of equal leaves starts at child v), and
+//! - `direct[key >> (32 - DIRECT_BITS)]`: [`LEAF`] | result id, or the base in
+//!   `leaves` of the region's *block*: [`BLOCK_LEN`] entries, one per value of the
+//!   key's bits 18..24, each a result id or [`DEEP`] | the index of the node that
+//!   resolves the routes longer than /24 under it. Every lookup of a prefix up to /24
+//!   is two dependent loads (what DIR-24-8 takes for prefixes longer than /24).
+//! - `nodes` (from /24 down): [`NODE_WORDS`] words per node: `vector` (bit v: child v
+//!   is a node), `leafvec` (bit v: a new run of equal leaves starts at child v), and
 //!   `base0 | base1 << 32` (first leaf, first child node). A node's child nodes and its
 //!   leaves are contiguous, so child v is found with one `popcnt` of the bits below v.
-//! - `leaves`: result ids.
+//! - `leaves`: result ids (the nodes' runs) and the region blocks.
 //!
 //! Updates never change the shape of a published node (its `vector`, `leafvec` and
-//! bases): a reader always walks one consistent shape and reads exactly one leaf.
-//! - A change of a route longer than [`DIRECT_BITS`] is patched into its region
+//! bases) and a reader reads exactly one block entry or one leaf, so it always sees
+//! one consistent answer for its address.
+//! - A change of a route of /19 to /24 stores the block entries under it in place
+//!   (one release store each) unless a node lies under it; a region that was a direct
+//!   leaf gets a new block swung in with one release store.
+//! - A change of a route longer than /24 is patched into its node
 //!   ([`LpmWriter::patch`]): if the node's runs of equal leaves still fit the new
-//!   values, the leaves under the prefix get their new result ids in place, one
-//!   release store each, so a lookup returns the old or the new answer for its
-//!   address; otherwise the region's root gets a new leaf block (an internal root: a
-//!   new root node sharing the old root's children), swung in with one release store.
+//!   values, the leaves under the prefix get their new result ids in place; otherwise
+//!   a node at /24 is replaced by a new one sharing its children, swung in with one
+//!   release store into the block entry.
 //! - Anything else (routes of /18 or shorter, nodes added or removed) rebuilds the
-//!   subtree under each changed direct entry into free space and swings the direct
+//!   region under each changed direct entry into free space and swings the direct
 //!   entry with one release store.
 //!
 //! Replaced blocks are reused after a grace period ([`crate::qsbr`]).
@@ -32,16 +39,16 @@ use crate::trie::{NIL, Trie, bit};
 
 /// Bits resolved by the direct-pointing array (Poptrie's `s`).
 pub const DIRECT_BITS: u32 = 18;
-/// Flag of a direct entry that holds a result id rather than a node index.
+/// Flag of a direct entry that holds a result id rather than a block base.
 pub(crate) const LEAF: u32 = 1 << 31;
-/// Flag of a direct entry that points at a leaf-only node: a block in `leaves` of
-/// `leafvec` (two words) followed by the leaves. Most /18 regions of a real table hold
-/// nothing longer than /24, so their root has no child nodes; this saves them the
-/// node load (one dependent cache miss fewer for most addresses).
-pub(crate) const LNODE: u32 = 1 << 30;
-/// Flag of a lookup in [`LpmArena::lookup_burst`]'s output that goes on below /24
-/// from the node it holds (result ids and node indices stay below it).
+/// Flag of a block entry that holds the index of a node rather than a result id, and
+/// of a lookup in [`LpmArena::lookup_burst`]'s output that goes on below /24 from that
+/// node (result ids and node indices stay below it).
 const DEEP: u32 = 1 << 31;
+/// Entries of a region block: one per value of the 6 bits below the direct bits.
+const BLOCK_LEN: usize = 1 << STRIDE;
+/// Bits a direct entry and its block resolve: the depth of the first nodes.
+const BLOCK_END: u32 = DIRECT_BITS + STRIDE;
 /// 64-bit words per node.
 pub(crate) const NODE_WORDS: usize = 3;
 const DIRECT_LEN: usize = 1 << DIRECT_BITS;
@@ -135,44 +142,35 @@ impl LpmArena {
     /// Longest-prefix match of one key: the result id, 0 if nothing matches.
     #[inline]
     pub(crate) fn lookup(&self, key: u32) -> u32 {
-        let d = self
-            .direct
-            .get((key >> (32 - DIRECT_BITS)) as usize)
-            .map_or(LEAF, |d| d.load(Ordering::Acquire));
+        let d = self.direct_entry(key);
         if d & LEAF != 0 {
-            d & !LEAF
-        } else if d & LNODE != 0 {
-            self.leaf_block(key, d & !LNODE)
+            return d & !LEAF;
+        }
+        let e = self.block_entry(key, d);
+        if e & DEEP != 0 {
+            self.walk(key, e & !DEEP, BLOCK_END)
         } else {
-            self.walk(key, d, DIRECT_BITS)
+            e
         }
     }
 
-    /// The leaf of `key` in the leaf-only node at `base` (see [`LNODE`]).
+    /// The entry of `key` in the region block at `base`: a result id, or [`DEEP`] |
+    /// the node to go on from. Past the arena: no match.
     #[inline(always)]
-    fn leaf_block(&self, key: u32, base: u32) -> u32 {
-        let b = base as usize;
-        let Some(w) = self.leaves.get(b..b + 2) else {
-            return 0;
-        };
-        let lv =
-            u64::from(w[0].load(Ordering::Relaxed)) | u64::from(w[1].load(Ordering::Relaxed)) << 32;
-        let i = base
-            .wrapping_add(1)
-            .wrapping_add((lv & upto(chunk(key, DIRECT_BITS))).count_ones());
+    fn block_entry(&self, key: u32, base: u32) -> u32 {
         self.leaves
-            .get(i as usize)
+            .get(base as usize + chunk(key, DIRECT_BITS) as usize)
             .map_or(0, |l| l.load(Ordering::Acquire))
     }
 
     /// Batched lookup of `min(keys.len(), out.len())` keys.
     ///
     /// Two passes over the burst: one reads every key's direct entry, the next takes
-    /// every key to its leaf, through one node for prefixes up to /24 (the leaf-only
-    /// node or the region's root) and out of line below that (longer prefixes are rare
-    /// in real tables). The loads of the first pass are independent, so the core keeps
-    /// many cache misses in flight (what software prefetch buys `rte_lpm` and VPP)
-    /// without `unsafe` prefetch intrinsics.
+    /// every key to its block entry (the answer for prefixes up to /24), and the walks
+    /// below /24 go on out of line (longer prefixes are rare in real tables). The loads
+    /// of each pass are independent, so the core keeps many cache misses in flight
+    /// (what software prefetch buys `rte_lpm` and VPP) without `unsafe` prefetch
+    /// intrinsics.
     #[inline]
     pub(crate) fn lookup_burst(&self, keys: &[u32], out: &mut [u32]) {
         let n = keys.len().min(out.len());
@@ -180,27 +178,23 @@ impl LpmArena {
         for (k, o) in keys.iter().zip(out.iter_mut()) {
             *o = self.direct_entry(*k);
         }
-        // Keys whose walk goes on below /24 keep the node to go on from in `out`
-        // (with DEEP) and a bit in `deep` (past its 256 bits: `far`), for a pass of
-        // their own: this loop makes no call, so it keeps its values in registers.
+        // Keys whose walk goes on below /24 keep their block entry (DEEP | node) in
+        // `out` and a bit in `deep` (past its 256 bits: `far`), for a pass of their
+        // own: this loop makes no call, so it keeps its values in registers.
         let (mut deep, mut far) = ([0u64; 4], false);
         for (j, (k, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
             let d = *o;
             if d & LEAF != 0 {
                 *o = d & !LEAF;
-            } else if d & LNODE != 0 {
-                *o = self.leaf_block(*k, d & !LNODE);
             } else {
-                *o = match self.child(*k, d, DIRECT_BITS) {
-                    Ok(leaf) => leaf,
-                    Err(next) => {
-                        match deep.get_mut(j / 64) {
-                            Some(w) => *w |= 1 << (j % 64),
-                            None => far = true,
-                        }
-                        next | DEEP
+                let e = self.block_entry(*k, d);
+                if e & DEEP != 0 {
+                    match deep.get_mut(j / 64) {
+                        Some(w) => *w |= 1 << (j % 64),
+                        None => far = true,
                     }
-                };
+                }
+                *o = e;
             }
         }
         if deep != [0; 4] || far {
@@ -217,7 +211,7 @@ impl LpmArena {
         let mut go_on = |j: usize| {
             if let (Some(k), Some(o)) = (keys.get(j), out.get_mut(j)) {
                 if *o & DEEP != 0 {
-                    *o = self.walk(*k, *o & !DEEP, DIRECT_BITS + STRIDE);
+                    *o = self.walk(*k, *o & !DEEP, BLOCK_END);
                 }
             }
         };
@@ -320,13 +314,14 @@ pub(crate) struct LpmWriter {
 /// (all tables). See [`crate::Fib::update_stats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UpdateStats {
-    /// Changes applied by storing new result ids into published leaves in place.
+    /// Changes applied by storing new result ids into published block entries or
+    /// leaves in place.
     pub in_place: u64,
-    /// Changes applied by a new leaf-only root block for the region, swung in with
-    /// one store (or by turning the region into one direct leaf).
+    /// Changes applied by a new block for a region that was one direct leaf, or by
+    /// turning a block back into one direct leaf, swung in with one store.
     pub new_block: u64,
-    /// Changes applied by a new root node with new leaves that shares the old root's
-    /// children, swung in with one store.
+    /// Changes applied by a new node at /24 with new leaves that shares the old
+    /// node's children, swung into its block entry with one store.
     pub new_root: u64,
     /// Changes whose leaves already held the right values.
     pub unchanged: u64,
@@ -344,17 +339,6 @@ impl std::ops::AddAssign for UpdateStats {
         self.unchanged += o.unchanged;
         self.regions += o.regions;
     }
-}
-
-/// The node of a region that a patch rewrites.
-#[derive(Clone, Copy)]
-enum Target {
-    /// The region is one direct leaf (no block yet).
-    Leaf(u32),
-    /// Leaf-only root block at this base in `leaves` ([`LNODE`]).
-    Block(u32),
-    /// Node index; `true` for the region's root.
-    Node(u32, bool),
 }
 
 /// Result of a build step that ran out of space: grow and retry.
@@ -489,19 +473,19 @@ impl LpmWriter {
     }
 
     /// Applies the change of route `addr/len` (longer than [`DIRECT_BITS`]) to its
-    /// region without rebuilding the region: only the children of the one node whose
-    /// stride holds the prefix's last bit change, and only those under the prefix
-    /// (its *span*). Their new values come from the trie below the prefix (usually
-    /// just the prefix's own node, `node`); for a removed route (`node` is [`NIL`]),
-    /// from the best route above it on the path down from the region's trie node. The
-    /// other children keep the values the arena holds.
+    /// region without rebuilding the region: only the entries of the one block or node
+    /// whose stride holds the prefix's last bit change, and only those under the
+    /// prefix (its *span*). Their new values come from the trie below the prefix
+    /// (usually just the prefix's own node, `node`); for a removed route (`node` is
+    /// [`NIL`]), from the best route above it on the path down from the region's trie
+    /// node. The other entries keep the values the arena holds.
     ///
-    /// - If the new values fit the node's runs of equal leaves (each run still holds
-    ///   one value), the changed leaves are stored in place: a lookup reads one leaf,
-    ///   so it sees the old or the new answer, never a mix.
-    /// - Otherwise the region's root gets a new leaf block (a leaf-only root: the
-    ///   block; an internal root: a new root node sharing the old children) and the
-    ///   direct entry is swung with one release store; the old block is retired.
+    /// - Up to /24 ([`LpmWriter::patch_block`]): the block entries are stored in place.
+    /// - Longer: if the new values fit the node's runs of equal leaves (each run still
+    ///   holds one value), the changed leaves are stored in place: a lookup reads one
+    ///   leaf, so it sees the old or the new answer, never a mix. Otherwise a node at
+    ///   /24 gets a new node sharing its children, swung into the block entry with one
+    ///   release store; the old node and its leaves are retired.
     ///
     /// Returns `Ok(false)` when the change needs nodes added or removed, or lies under
     /// a deeper node whose runs change; the caller then rebuilds the region whole.
@@ -516,58 +500,274 @@ impl LpmWriter {
     ) -> Result<bool, NeedSpace> {
         let r = addr >> (32 - DIRECT_BITS);
         let len = u32::from(len);
-        let level = (len - DIRECT_BITS - 1) / STRIDE;
-        let depth = DIRECT_BITS + level * STRIDE;
-        // The arena node whose stride holds bit `len - 1`.
         let d = arena.direct[r as usize].load(Ordering::Relaxed);
-        let mut target = if d & LEAF != 0 {
-            Target::Leaf(d & !LEAF)
-        } else if d & LNODE != 0 {
-            Target::Block(d & !LNODE)
-        } else {
-            Target::Node(d, true)
+        if len <= BLOCK_END {
+            return self.patch_block(trie, arena, r, d, (addr, len), node, tag);
+        }
+        if d & LEAF != 0 {
+            return Ok(false); // no block yet: the region gets its first node
+        }
+        // The block entry over the prefix, and the node whose stride holds bit
+        // `len - 1`.
+        let entry = d as usize + chunk(addr, DIRECT_BITS) as usize;
+        let Some(e) = arena.leaves.get(entry).map(|l| l.load(Ordering::Relaxed)) else {
+            return Ok(false);
         };
+        if e & DEEP == 0 {
+            return Ok(false);
+        }
+        let level = (len - BLOCK_END - 1) / STRIDE;
+        let depth = BLOCK_END + level * STRIDE;
+        let mut idx = e & !DEEP;
         for l in 0..level {
-            let Target::Node(idx, _) = target else {
-                return Ok(false);
-            };
             let (vector, _, bases) = arena.node(idx);
-            let v = chunk(addr, DIRECT_BITS + l * STRIDE);
+            let v = chunk(addr, BLOCK_END + l * STRIDE);
             if vector & (1 << v) == 0 {
                 return Ok(false);
             }
-            let child = ((bases >> 32) as u32) + (vector & upto(v)).count_ones() - 1;
-            target = Target::Node(child, false);
+            idx = ((bases >> 32) as u32) + (vector & upto(v)).count_ones() - 1;
         }
         let steps = len - depth;
         let span = 1usize << (STRIDE - steps);
         let c0 = chunk(addr, depth) as usize & !(span - 1);
         let span_bits = (u64::MAX >> (64 - span)) << c0;
-        let (vector, leafvec, first) = match target {
-            Target::Leaf(_) => (0, 1, 0),
-            Target::Block(base) => {
-                let bb = base as usize;
-                let lv = u64::from(arena.leaves[bb].load(Ordering::Relaxed))
-                    | u64::from(arena.leaves[bb + 1].load(Ordering::Relaxed)) << 32;
-                (0, lv, base + 2)
-            }
-            Target::Node(idx, _) => {
-                let (v, lv, bases) = arena.node(idx);
-                (v, lv, bases as u32)
-            }
-        };
+        let (vector, leafvec, bases) = arena.node(idx);
+        let first = bases as u32;
         if vector & span_bits != 0 {
             return Ok(false); // a node under the prefix: its subtree changes too
         }
-        // New values of the span: from the route's node, or for a removed route from
-        // the path down to where it was.
+        let Some(kids) = self.span_values(trie, r, (addr, len), node, steps, c0, span) else {
+            return Ok(false);
+        };
+        if kids[c0..c0 + span]
+            .iter()
+            .any(|k| matches!(k, Child::Node(..)))
+        {
+            return Ok(false); // the prefix now has routes below the stride
+        }
+        let leaf = |v: usize| match kids[v] {
+            Child::Leaf(x) => x,
+            Child::Node(..) => 0,
+        };
+        let nruns = leafvec.count_ones() as usize;
+        let f = first as usize;
+        // Walk only the runs under the span: does each still hold one value?
+        let below = leafvec & upto(c0 as u32);
+        if below == 0 {
+            return Ok(false); // no run starts at or before the span (not built here)
+        }
+        let j0 = below.count_ones() as usize - 1;
+        let mut s = 63 - below.leading_zeros() as usize;
+        let mut new_vals = [0u32; 64];
+        let (mut fits, mut changed, mut n) = (true, false, 0usize);
+        loop {
+            let above = leafvec & !upto(s as u32);
+            let e = if above == 0 {
+                64
+            } else {
+                above.trailing_zeros() as usize
+            };
+            let run_bits = !vector & (u64::MAX >> (64 - (e - s))) << s;
+            let inside = run_bits & span_bits;
+            let x = leaf(inside.trailing_zeros() as usize);
+            let mut rest = inside & (inside - 1);
+            while rest != 0 {
+                fits &= leaf(rest.trailing_zeros() as usize) == x;
+                rest &= rest - 1;
+            }
+            if x != arena.leaves[f + j0 + n].load(Ordering::Relaxed) {
+                changed = true;
+                // Leaves of the run outside the span keep the old value.
+                fits &= run_bits & !span_bits == 0;
+            }
+            new_vals[n] = x;
+            n += 1;
+            if !fits || e >= c0 + span {
+                break;
+            }
+            s = e;
+        }
+        if fits && !changed {
+            self.stats.unchanged += 1;
+            return Ok(true);
+        }
+        if fits {
+            for (j, &x) in new_vals[..n].iter().enumerate() {
+                let l = &arena.leaves[f + j0 + j];
+                if l.load(Ordering::Relaxed) != x {
+                    // Release: the result id's forwarding was written before.
+                    l.store(x, Ordering::Release);
+                }
+            }
+            self.stats.in_place += 1;
+            return Ok(true);
+        }
+        if level != 0 {
+            return Ok(false); // new runs: only a node at /24 is swung with one store
+        }
+        // New runs: every leaf child's value, the span's new ones over the old ones.
+        let mut runs = [0u32; 64];
+        for (o, l) in runs[..nruns].iter_mut().zip(&arena.leaves[f..f + nruns]) {
+            *o = l.load(Ordering::Relaxed);
+        }
+        let mut vals = [0u32; 64];
+        let mut run = 0usize;
+        for (v, val) in vals.iter_mut().enumerate() {
+            if leafvec & (1 << v) != 0 {
+                run += 1;
+            }
+            if vector & (1 << v) == 0 {
+                *val = runs[run.saturating_sub(1)];
+            }
+        }
+        for (v, val) in vals.iter_mut().enumerate().skip(c0).take(span) {
+            *val = leaf(v);
+        }
+        let mut new_lv = 0u64;
+        let mut leaves = [0u32; 64];
+        let mut nleaves = 0usize;
+        let mut prev = None;
+        for (v, &x) in vals.iter().enumerate() {
+            if vector & (1 << v) == 0 && prev != Some(x) {
+                new_lv |= 1 << v;
+                leaves[nleaves] = x;
+                nleaves += 1;
+                prev = Some(x);
+            }
+        }
+        let base0 = self.leaves.alloc(nleaves).map_err(|_| NeedSpace)?;
+        let slot = match self.nodes.alloc(1) {
+            Ok(s) => s,
+            Err(_) => {
+                self.leaves.free_now(base0, nleaves);
+                return Err(NeedSpace);
+            }
+        };
+        for (i, &x) in leaves[..nleaves].iter().enumerate() {
+            arena.leaves[base0 as usize + i].store(x, Ordering::Relaxed);
+        }
+        let [v, lv, b] = &arena.nodes[slot as usize];
+        v.store(vector, Ordering::Relaxed);
+        lv.store(new_lv, Ordering::Relaxed);
+        b.store(
+            u64::from(base0) | bases & 0xffff_ffff_0000_0000,
+            Ordering::Relaxed,
+        );
+        arena.leaves[entry].store(slot | DEEP, Ordering::Release);
+        // The children now belong to the new node: retire only the old node and its
+        // leaves.
+        self.nodes.retire(idx, 1, tag);
+        self.leaves.retire(first, nruns, tag);
+        self.stats.new_root += 1;
+        Ok(true)
+    }
+
+    /// [`LpmWriter::patch`] for a route of /19 to /24 in region `r` (direct entry `d`):
+    /// the block entries under it get their new values in place; a direct leaf gets a
+    /// new block, and a block left with one value everywhere becomes a direct leaf
+    /// (each swung in with one release store).
+    #[allow(clippy::too_many_arguments)]
+    fn patch_block(
+        &mut self,
+        trie: &Trie,
+        arena: &LpmArena,
+        r: u32,
+        d: u32,
+        (addr, len): (u32, u32),
+        node: u32,
+        tag: u64,
+    ) -> Result<bool, NeedSpace> {
+        let steps = len - DIRECT_BITS;
+        let span = 1usize << (STRIDE - steps);
+        let c0 = chunk(addr, DIRECT_BITS) as usize & !(span - 1);
+        let Some(kids) = self.span_values(trie, r, (addr, len), node, steps, c0, span) else {
+            return Ok(false);
+        };
+        let mut vals = [0u32; BLOCK_LEN];
+        for (v, k) in kids.iter().enumerate().skip(c0).take(span) {
+            match *k {
+                Child::Leaf(x) => vals[v] = x,
+                Child::Node(..) => return Ok(false), // routes below /24 under it
+            }
+        }
+        let in_span = |v: usize| (c0..c0 + span).contains(&v);
+        if d & LEAF != 0 {
+            let old = d & !LEAF;
+            if vals[c0..c0 + span].iter().all(|&x| x == old) {
+                self.stats.unchanged += 1;
+                return Ok(true);
+            }
+            let base = self.leaves.alloc(BLOCK_LEN).map_err(|_| NeedSpace)?;
+            let block = &arena.leaves[base as usize..base as usize + BLOCK_LEN];
+            for (v, l) in block.iter().enumerate() {
+                l.store(if in_span(v) { vals[v] } else { old }, Ordering::Relaxed);
+            }
+            self.swing(arena, r, base, d, tag);
+            self.stats.new_block += 1;
+            return Ok(true);
+        }
+        let Some(block) = arena.leaves.get(d as usize..d as usize + BLOCK_LEN) else {
+            return Ok(false);
+        };
+        let value = |v: usize| {
+            if in_span(v) {
+                vals[v]
+            } else {
+                block[v].load(Ordering::Relaxed)
+            }
+        };
+        if block[c0..c0 + span]
+            .iter()
+            .any(|l| l.load(Ordering::Relaxed) & DEEP != 0)
+        {
+            return Ok(false); // a node under the prefix: its leaves change too
+        }
+        let v0 = value(0);
+        if v0 & DEEP == 0 && (1..BLOCK_LEN).all(|v| value(v) == v0) {
+            // Nothing left to tell apart: the region becomes a direct leaf.
+            self.swing(arena, r, LEAF | v0, d, tag);
+            self.stats.new_block += 1;
+            return Ok(true);
+        }
+        let mut changed = false;
+        for (l, &x) in block.iter().zip(&vals).skip(c0).take(span) {
+            if l.load(Ordering::Relaxed) != x {
+                // Release: the result id's forwarding was written before.
+                l.store(x, Ordering::Release);
+                changed = true;
+            }
+        }
+        if changed {
+            self.stats.in_place += 1;
+        } else {
+            self.stats.unchanged += 1;
+        }
+        Ok(true)
+    }
+
+    /// The new children of the span `c0..c0 + span` of the stride that holds bit
+    /// `len - 1` of `addr` (`steps` bits below the stride's top), from the route's
+    /// trie node `node`, or for a removed route ([`NIL`]) from the best route above it
+    /// on the path down from region `r`'s trie node. `None` when that is not known
+    /// here (a short route changed too, or the region empties).
+    #[allow(clippy::too_many_arguments)]
+    fn span_values(
+        &self,
+        trie: &Trie,
+        r: u32,
+        (addr, len): (u32, u32),
+        node: u32,
+        steps: u32,
+        c0: usize,
+        span: usize,
+    ) -> Option<[Child; 64]> {
         let (n, best) = if node != NIL {
             (node, trie.node(node).fwd)
         } else {
             let (w, b) = ((r / 64) as usize, r % 64);
             let region = trie.region_node(r);
             if self.stale_bits[w] & (1 << b) != 0 || region == NIL {
-                return Ok(false); // no best short route known / the region empties
+                return None;
             }
             let mut best = self.best[r as usize];
             let mut n = region;
@@ -594,188 +794,29 @@ impl LpmWriter {
         if n != NIL {
             expand(trie, n, steps, c0 / span, best, &mut kids);
         }
-        if kids[c0..c0 + span]
-            .iter()
-            .any(|k| matches!(k, Child::Node(..)))
-        {
-            return Ok(false); // the prefix now has routes below the stride
-        }
-        let leaf = |v: usize| match kids[v] {
-            Child::Leaf(x) => x,
-            Child::Node(..) => 0,
-        };
-        let nruns = leafvec.count_ones() as usize;
-        let f = first as usize;
-        if !matches!(target, Target::Leaf(_)) {
-            // Walk only the runs under the span: does each still hold one value?
-            let below = leafvec & upto(c0 as u32);
-            if below == 0 {
-                return Ok(false); // no run starts at or before the span (not built here)
-            }
-            let j0 = below.count_ones() as usize - 1;
-            let mut s = 63 - below.leading_zeros() as usize;
-            let mut new_vals = [0u32; 64];
-            let (mut fits, mut changed, mut n) = (true, false, 0usize);
-            loop {
-                let above = leafvec & !upto(s as u32);
-                let e = if above == 0 {
-                    64
-                } else {
-                    above.trailing_zeros() as usize
-                };
-                let run_bits = !vector & (u64::MAX >> (64 - (e - s))) << s;
-                let inside = run_bits & span_bits;
-                let x = leaf(inside.trailing_zeros() as usize);
-                let mut rest = inside & (inside - 1);
-                while rest != 0 {
-                    fits &= leaf(rest.trailing_zeros() as usize) == x;
-                    rest &= rest - 1;
-                }
-                if x != arena.leaves[f + j0 + n].load(Ordering::Relaxed) {
-                    changed = true;
-                    // Leaves of the run outside the span keep the old value.
-                    fits &= run_bits & !span_bits == 0;
-                }
-                new_vals[n] = x;
-                n += 1;
-                if !fits || e >= c0 + span {
-                    break;
-                }
-                s = e;
-            }
-            if fits && !changed {
-                self.stats.unchanged += 1;
-                return Ok(true);
-            }
-            if fits {
-                let value = |j: usize| {
-                    if (j0..j0 + n).contains(&j) {
-                        new_vals[j - j0]
-                    } else {
-                        arena.leaves[f + j].load(Ordering::Relaxed)
-                    }
-                };
-                if matches!(target, Target::Block(_)) && (1..nruns).all(|j| value(j) == value(0)) {
-                    // Nothing left to tell apart: the region becomes a direct leaf.
-                    self.swing(arena, r, LEAF | value(0), d, tag);
-                    self.stats.new_block += 1;
-                    return Ok(true);
-                }
-                for (j, &x) in new_vals[..n].iter().enumerate() {
-                    let l = &arena.leaves[f + j0 + j];
-                    if l.load(Ordering::Relaxed) != x {
-                        // Release: the result id's forwarding was written before.
-                        l.store(x, Ordering::Release);
-                    }
-                }
-                self.stats.in_place += 1;
-                return Ok(true);
-            }
-        }
-        // New runs: every leaf child's value, the span's new ones over the old ones.
-        let mut runs = [0u32; 64];
-        match target {
-            Target::Leaf(v) => runs[0] = v,
-            _ => {
-                for (o, l) in runs[..nruns].iter_mut().zip(&arena.leaves[f..f + nruns]) {
-                    *o = l.load(Ordering::Relaxed);
-                }
-            }
-        }
-        let mut vals = [0u32; 64];
-        let mut run = 0usize;
-        for (v, val) in vals.iter_mut().enumerate() {
-            if leafvec & (1 << v) != 0 {
-                run += 1;
-            }
-            if vector & (1 << v) == 0 {
-                *val = runs[run.saturating_sub(1)];
-            }
-        }
-        let mut changed = false;
-        for (v, val) in vals.iter_mut().enumerate().skip(c0).take(span) {
-            changed |= *val != leaf(v);
-            *val = leaf(v);
-        }
-        if !changed {
-            self.stats.unchanged += 1;
-            return Ok(true);
-        }
-        if let Target::Block(_) = target {
-            if vals.iter().all(|&x| x == vals[0]) {
-                self.swing(arena, r, LEAF | vals[0], d, tag);
-                self.stats.new_block += 1;
-                return Ok(true);
-            }
-        }
-        // New runs: only a root's leaf block can be replaced with one store.
-        let mut new_lv = 0u64;
-        let mut leaves = [0u32; 64];
-        let mut nleaves = 0usize;
-        let mut prev = None;
-        for (v, &x) in vals.iter().enumerate() {
-            if vector & (1 << v) == 0 && prev != Some(x) {
-                new_lv |= 1 << v;
-                leaves[nleaves] = x;
-                nleaves += 1;
-                prev = Some(x);
-            }
-        }
-        match target {
-            Target::Leaf(_) | Target::Block(_) => {
-                let base = self.leaves.alloc(2 + nleaves).map_err(|_| NeedSpace)?;
-                let bb = base as usize;
-                arena.leaves[bb].store(new_lv as u32, Ordering::Relaxed);
-                arena.leaves[bb + 1].store((new_lv >> 32) as u32, Ordering::Relaxed);
-                for (i, &x) in leaves[..nleaves].iter().enumerate() {
-                    arena.leaves[bb + 2 + i].store(x, Ordering::Relaxed);
-                }
-                self.swing(arena, r, LNODE | base, d, tag);
-            }
-            Target::Node(idx, true) => {
-                let base0 = self.leaves.alloc(nleaves).map_err(|_| NeedSpace)?;
-                let slot = match self.nodes.alloc(1) {
-                    Ok(s) => s,
-                    Err(_) => {
-                        self.leaves.free_now(base0, nleaves);
-                        return Err(NeedSpace);
-                    }
-                };
-                for (i, &x) in leaves[..nleaves].iter().enumerate() {
-                    arena.leaves[base0 as usize + i].store(x, Ordering::Relaxed);
-                }
-                let (_, _, bases) = arena.node(idx);
-                let [v, lv, b] = &arena.nodes[slot as usize];
-                v.store(vector, Ordering::Relaxed);
-                lv.store(new_lv, Ordering::Relaxed);
-                b.store(
-                    u64::from(base0) | bases & 0xffff_ffff_0000_0000,
-                    Ordering::Relaxed,
-                );
-                arena.direct[r as usize].store(slot, Ordering::Release);
-                // The children now belong to the new root: retire only the old root
-                // and its leaves.
-                self.nodes.retire(idx, 1, tag);
-                self.leaves.retire(first, nruns, tag);
-                self.stats.new_root += 1;
-                return Ok(true);
-            }
-            Target::Node(_, false) => return Ok(false),
-        }
-        self.stats.new_block += 1;
-        Ok(true)
+        Some(kids)
     }
 
-    /// Stores direct entry `new` for region `r` in place of `old` (a direct leaf or a
-    /// leaf-only block, which is retired).
+    /// Stores direct entry `new` for region `r` in place of `old`, which is retired.
     fn swing(&mut self, arena: &LpmArena, r: u32, new: u32, old: u32, tag: u64) {
         arena.direct[r as usize].store(new, Ordering::Release);
-        if old & LEAF == 0 && old & LNODE != 0 {
-            let b = (old & !LNODE) as usize;
-            let lv = arena.leaves[b].load(Ordering::Relaxed).count_ones()
-                + arena.leaves[b + 1].load(Ordering::Relaxed).count_ones();
-            self.leaves.retire(old & !LNODE, 2 + lv as usize, tag);
+        self.retire_region(arena, old, tag);
+    }
+
+    /// Retires what direct entry `old` held: a block, with the nodes under it.
+    fn retire_region(&mut self, arena: &LpmArena, old: u32, tag: u64) {
+        if old & LEAF != 0 {
+            return;
         }
+        let b = old as usize;
+        for l in &arena.leaves[b..b + BLOCK_LEN] {
+            let e = l.load(Ordering::Relaxed);
+            if e & DEEP != 0 {
+                self.nodes.retire(e & !DEEP, 1, tag);
+                self.retire_subtree(arena, e & !DEEP, tag);
+            }
+        }
+        self.leaves.retire(old, BLOCK_LEN, tag);
     }
 
     pub(crate) fn reclaim(&mut self, safe: u64) {
@@ -864,69 +905,69 @@ impl LpmWriter {
         };
         self.stats.regions += 1;
         let new = if n != NIL && trie.has_children(n) {
-            let mut kids = [Child::Leaf(0); 64];
-            expand(trie, n, 0, 0, best, &mut kids);
-            if kids.iter().all(|k| matches!(k, Child::Leaf(_))) {
-                let mut leafvec = 0u64;
-                let mut leaves = [0u32; 64];
-                let mut nleaves = 0usize;
-                let mut prev = None;
-                for (v, k) in kids.iter().enumerate() {
-                    if let Child::Leaf(x) = *k {
-                        if prev != Some(x) {
-                            leafvec |= 1 << v;
-                            leaves[nleaves] = x;
-                            nleaves += 1;
-                            prev = Some(x);
-                        }
-                    }
-                }
-                let base = self.leaves.alloc(2 + nleaves).map_err(|_| NeedSpace)?;
-                let b = base as usize;
-                arena.leaves[b].store(leafvec as u32, Ordering::Relaxed);
-                arena.leaves[b + 1].store((leafvec >> 32) as u32, Ordering::Relaxed);
-                for (i, &x) in leaves[..nleaves].iter().enumerate() {
-                    arena.leaves[b + 2 + i].store(x, Ordering::Relaxed);
-                }
-                LNODE | base
-            } else {
-                self.internal_root(trie, arena, n, best)?
-            }
+            self.build_block(trie, arena, n, best)?
         } else {
             LEAF | best
         };
         // Single writer: a plain load and a release store (no locked swap needed).
         let old = arena.direct[r as usize].load(Ordering::Relaxed);
-        arena.direct[r as usize].store(new, Ordering::Release);
-        if old & LEAF == 0 {
-            if old & LNODE != 0 {
-                let b = (old & !LNODE) as usize;
-                let lv = arena.leaves[b].load(Ordering::Relaxed).count_ones()
-                    + arena.leaves[b + 1].load(Ordering::Relaxed).count_ones();
-                self.leaves.retire(old & !LNODE, 2 + lv as usize, tag);
-            } else {
-                self.nodes.retire(old, 1, tag);
-                self.retire_subtree(arena, old, tag);
-            }
-        }
+        self.swing(arena, r, new, old, tag);
         Ok(())
     }
 
-    fn internal_root(
+    /// The direct entry for region trie node `n` (best route above it `best`): a
+    /// block with the nodes under it, or a direct leaf when every child holds one
+    /// value.
+    fn build_block(
         &mut self,
         trie: &Trie,
         arena: &LpmArena,
         n: u32,
         best: u32,
     ) -> Result<u32, NeedSpace> {
-        {
-            let slot = self.nodes.alloc(1).map_err(|_| NeedSpace)?;
-            if let Err(e) = self.build_node(trie, arena, n, best, slot) {
-                self.nodes.free_now(slot, 1);
-                return Err(e);
+        let mut kids = [Child::Leaf(0); BLOCK_LEN];
+        expand(trie, n, 0, 0, best, &mut kids);
+        if let Child::Leaf(x) = kids[0] {
+            if kids.iter().all(|k| *k == Child::Leaf(x)) {
+                return Ok(LEAF | x);
             }
-            Ok(slot)
         }
+        let base = self.leaves.alloc(BLOCK_LEN).map_err(|_| NeedSpace)?;
+        let block = &arena.leaves[base as usize..base as usize + BLOCK_LEN];
+        for (v, k) in kids.iter().enumerate() {
+            let e = match *k {
+                Child::Leaf(x) => x,
+                Child::Node(t, b) => {
+                    let built = match self.nodes.alloc(1) {
+                        Ok(slot) => match self.build_node(trie, arena, t, b, slot) {
+                            Ok(()) => Ok(slot),
+                            Err(e) => {
+                                self.nodes.free_now(slot, 1);
+                                Err(e)
+                            }
+                        },
+                        Err(_) => Err(NeedSpace),
+                    };
+                    match built {
+                        Ok(slot) => slot | DEEP,
+                        Err(e) => {
+                            // Undo the nodes built so far, then the block.
+                            for l in &block[..v] {
+                                let e = l.load(Ordering::Relaxed);
+                                if e & DEEP != 0 {
+                                    self.free_subtree_now(arena, e & !DEEP);
+                                    self.nodes.free_now(e & !DEEP, 1);
+                                }
+                            }
+                            self.leaves.free_now(base, BLOCK_LEN);
+                            return Err(e);
+                        }
+                    }
+                }
+            };
+            block[v].store(e, Ordering::Relaxed);
+        }
+        Ok(base)
     }
 
     fn retire_subtree(&mut self, arena: &LpmArena, idx: u32, tag: u64) {

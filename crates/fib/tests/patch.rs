@@ -31,8 +31,9 @@ fn prefix(addr: u32, len: u8) -> Ipv4Prefix {
     Ipv4Prefix::new_truncated(Ipv4Addr::from(BASE | (addr & 0xffff)), len).expect("prefix")
 }
 
-/// Lengths weighted towards what a patch handles: /19-/24 in the region's root, /25-/30
-/// one node down, /31-/32 two down, and some /16-/18 that rebuild regions whole.
+/// Lengths weighted towards what a patch handles: /19-/24 in the region's block,
+/// /25-/30 in the node at /24, /31-/32 one node down, and some /16-/18 that rebuild
+/// regions whole.
 fn length(x: u32) -> u8 {
     const L: [u8; 24] = [
         16, 17, 18, 19, 20, 21, 22, 22, 23, 23, 24, 24, 24, 24, 24, 24, 25, 26, 27, 28, 29, 30, 31,
@@ -206,7 +207,7 @@ fn every_update_path_is_taken_and_correct() {
     eprintln!("{s:?}");
     assert!(s.in_place > 100, "{s:?}");
     assert!(s.new_block > 5, "{s:?}");
-    assert!(s.new_root > 100, "{s:?}");
+    assert!(s.new_root > 20, "{s:?}");
     assert!(s.unchanged > 10, "{s:?}");
     assert!(s.regions > 100, "{s:?}");
 }
