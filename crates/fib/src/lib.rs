@@ -43,14 +43,15 @@
 //!
 //! A Poptrie (Asai & Ohara, SIGCOMM 2015): an 18-bit direct array, then 6-bit-stride
 //! nodes that find a child or a leaf with one `popcnt`, runs of equal leaves merged.
-//! One change: the stride right under the direct array (bits 18..24) is not compressed.
-//! A region (/18) that holds anything longer than /18 has a block of 64 entries, each
-//! a result id or the node at /24 for the rare routes longer than /24, so every
-//! prefix up to /24 is found with two dependent loads and no `popcnt`, and a change of
-//! a /19-/24 route is a few stores in place. The full 2014 table (512,621 prefixes,
-//! 29,959 next hops, 50,156 regions with a block) takes 21 MiB of LPM arrays
-//! (capacity; the direct array is 1 MiB), against `rte_lpm`'s 64 MiB `tbl24` plus its
-//! `tbl8` groups.
+//! Two additions: a region (/18) with nothing longer than /24 — most of them in a real
+//! table — is a single leaf-only node pointed at by the direct entry (one dependent
+//! load fewer), and a region with routes longer than /24 (few in a real table, but
+//! every interface address makes one) has an uncompressed block of 64 entries for bits
+//! 18..24, each a result id or the node at /24, so its prefixes up to /24 take two
+//! dependent loads and no `popcnt`. The full 2014 table (512,621 prefixes, 29,959 next
+//! hops) takes 6 MiB of LPM arrays (capacity; the direct array is 1 MiB), so lookups
+//! run out of L2/L3, where DIR-24-8 (`rte_lpm`, `rte_fib`) has a 64 MiB `tbl24` that
+//! random keys take to DRAM.
 //!
 //! The direct bits were chosen by measurement on this project's 2-core AMD EPYC guest
 //! (shared and noisy; ranges over repeated runs), 2^22 keys in batches of 256, with
@@ -63,12 +64,11 @@
 //! | Poptrie, direct 20 bits | 9.0 MiB | 95-180 M/s | 50-67 M/s |
 //! | DIR-24-8 in safe Rust (4 KiB pages) | 66 MiB | 107-125 M/s | 140-190 M/s |
 //!
-//! Same-run comparison (`cargo bench -p benches --bench lpm`, full table; figures and
-//! their dates in `benches/RESULTS-fib.md`): warm, batch 256, random keys take about
-//! 0.4x the cycles of `rte_lpm` and keys drawn from the table's prefixes about the
-//! same; with every stride compressed (6 MiB) the figures were the same within this
-//! machine's noise, but the block takes 16 instructions per key for a /24 where the
-//! compressed root took 31, which shows in the router's IPv4 and MPLS pop rates.
+//! Same-run comparison: `cargo bench -p benches --bench lpm`, full table, figures and
+//! their dates in `benches/RESULTS-fib.md`. Blocks for every region that holds
+//! anything longer than /18 (21 MiB for the full table) were tried: the same within
+//! the noise warm, slower when the other stages evict the arrays (more pages and
+//! lines to miss), so only regions with nodes get one.
 //!
 //! **Build with hardware `popcnt`.** The x86-64 baseline target has none, so
 //! `count_ones` — the Poptrie's core step — is emulated in about a dozen instructions:
@@ -80,8 +80,8 @@
 //! without the feature, and this crate forbids `unsafe`.
 //!
 //! The batched lookup makes two passes: one reads the direct entry of every key of the
-//! burst, the next takes every key to its block entry (the answer for prefixes up to
-//! /24; the deeper walk goes on out of line). The first pass's loads are independent, so the core
+//! burst, the next takes every key to its leaf or block entry (the answer for
+//! prefixes up to /24; the deeper walk goes on out of line). The first pass's loads are independent, so the core
 //! overlaps their cache misses — what software prefetch does in `rte_lpm`/VPP.
 //! (`_mm_prefetch` is an `unsafe` call in Rust 1.95 outside a `#[target_feature]`
 //! function, and this crate is `forbid(unsafe_code)`.)
@@ -93,8 +93,8 @@
 //! [`FibReader::read`] (one atomic load). The shape of a published node is never
 //! modified and a lookup reads exactly one block entry or leaf. A route longer than
 //! /18 is patched into its region: the block entries or leaves under it get their new
-//! result ids in place (one release store each), or the region gets a new block, or a
-//! node at /24 a new copy, swung in with one release store; other changes rebuild the
+//! result ids in place (one release store each), or the region gets a new leaf-only
+//! node, or a node at /24 a new copy, swung in with one release store; other changes rebuild the
 //! region under each affected 18-bit direct entry into free space and swing the entry. ECMP buckets and adjacency
 //! pointers are single atomic words. So every answer is the answer of some moment.
 //! Freed slots go through QSBR ([`FibReader::read`] announces the epoch, dropping the

@@ -1,26 +1,31 @@
 //! The lookup structure: a Poptrie (Asai & Ohara, "Poptrie: A Compressed Trie with
 //! Population Count for Fast and Scalable Software IP Routing Table Lookup", SIGCOMM
-//! 2015) below /24, under a direct-pointing first level of [`DIRECT_BITS`] bits and
-//! one uncompressed 6-bit block per region that holds anything longer.
+//! 2015), with a direct-pointing first level of [`DIRECT_BITS`] bits and 6-bit strides.
 //!
 //! Layout (all atomic words, see [`crate::arena`]):
-//! - `direct[key >> (32 - DIRECT_BITS)]`: [`LEAF`] | result id, or the base in
-//!   `leaves` of the region's *block*: [`BLOCK_LEN`] entries, one per value of the
-//!   key's bits 18..24, each a result id or [`DEEP`] | the index of the node that
-//!   resolves the routes longer than /24 under it. Every lookup of a prefix up to /24
-//!   is two dependent loads (what DIR-24-8 takes for prefixes longer than /24).
+//! - `direct[key >> (32 - DIRECT_BITS)]`, per region (/18), one of:
+//!   - [`LEAF`] | result id: nothing longer than /18 in the region;
+//!   - [`LNODE`] | the base in `leaves` of a *leaf-only node*, the region's 64
+//!     children at /24 compressed: `leafvec` (two words) and the leaves of its runs
+//!     (most regions of a real table: nothing longer than /24);
+//!   - the base in `leaves` of a *block*: [`BLOCK_LEN`] entries, one per value of the
+//!     key's bits 18..24, each a result id or [`DEEP`] | the index of the node that
+//!     resolves the routes longer than /24 under it (regions with such routes: few in
+//!     a real table, but every interface address makes one). A prefix up to /24 takes
+//!     two dependent loads and no `popcnt`.
 //! - `nodes` (from /24 down): [`NODE_WORDS`] words per node: `vector` (bit v: child v
 //!   is a node), `leafvec` (bit v: a new run of equal leaves starts at child v), and
 //!   `base0 | base1 << 32` (first leaf, first child node). A node's child nodes and its
 //!   leaves are contiguous, so child v is found with one `popcnt` of the bits below v.
-//! - `leaves`: result ids (the nodes' runs) and the region blocks.
+//! - `leaves`: result ids (the nodes' runs), leaf-only nodes and blocks.
 //!
 //! Updates never change the shape of a published node (its `vector`, `leafvec` and
 //! bases) and a reader reads exactly one block entry or one leaf, so it always sees
 //! one consistent answer for its address.
 //! - A change of a route of /19 to /24 stores the block entries under it in place
-//!   (one release store each) unless a node lies under it; a region that was a direct
-//!   leaf gets a new block swung in with one release store.
+//!   (one release store each) unless a node lies under it; in a leaf-only node, the
+//!   leaves under it if its runs of equal leaves still fit the new values, else the
+//!   region gets a new leaf-only node swung in with one release store.
 //! - A change of a route longer than /24 is patched into its node
 //!   ([`LpmWriter::patch`]): if the node's runs of equal leaves still fit the new
 //!   values, the leaves under the prefix get their new result ids in place; otherwise
@@ -39,8 +44,11 @@ use crate::trie::{NIL, Trie, bit};
 
 /// Bits resolved by the direct-pointing array (Poptrie's `s`).
 pub const DIRECT_BITS: u32 = 18;
-/// Flag of a direct entry that holds a result id rather than a block base.
+/// Flag of a direct entry that holds a result id.
 pub(crate) const LEAF: u32 = 1 << 31;
+/// Flag of a direct entry that holds the base of a leaf-only node (without either
+/// flag: of a block).
+pub(crate) const LNODE: u32 = 1 << 30;
 /// Flag of a block entry that holds the index of a node rather than a result id, and
 /// of a lookup in [`LpmArena::lookup_burst`]'s output that goes on below /24 from that
 /// node (result ids and node indices stay below it).
@@ -146,6 +154,9 @@ impl LpmArena {
         if d & LEAF != 0 {
             return d & !LEAF;
         }
+        if d & LNODE != 0 {
+            return self.leaf_block(key, d & !LNODE);
+        }
         let e = self.block_entry(key, d);
         if e & DEEP != 0 {
             self.walk(key, e & !DEEP, BLOCK_END)
@@ -163,10 +174,27 @@ impl LpmArena {
             .map_or(0, |l| l.load(Ordering::Acquire))
     }
 
+    /// The leaf of `key` in the leaf-only node at `base` (see [`LNODE`]).
+    #[inline(always)]
+    fn leaf_block(&self, key: u32, base: u32) -> u32 {
+        let b = base as usize;
+        let Some(w) = self.leaves.get(b..b + 2) else {
+            return 0;
+        };
+        let lv =
+            u64::from(w[0].load(Ordering::Relaxed)) | u64::from(w[1].load(Ordering::Relaxed)) << 32;
+        let i = base
+            .wrapping_add(1)
+            .wrapping_add((lv & upto(chunk(key, DIRECT_BITS))).count_ones());
+        self.leaves
+            .get(i as usize)
+            .map_or(0, |l| l.load(Ordering::Acquire))
+    }
+
     /// Batched lookup of `min(keys.len(), out.len())` keys.
     ///
     /// Two passes over the burst: one reads every key's direct entry, the next takes
-    /// every key to its block entry (the answer for prefixes up to /24), and the walks
+    /// every key to its leaf or block entry (the answer for prefixes up to /24), and the walks
     /// below /24 go on out of line (longer prefixes are rare in real tables). The loads
     /// of each pass are independent, so the core keeps many cache misses in flight
     /// (what software prefetch buys `rte_lpm` and VPP) without `unsafe` prefetch
@@ -186,6 +214,8 @@ impl LpmArena {
             let d = *o;
             if d & LEAF != 0 {
                 *o = d & !LEAF;
+            } else if d & LNODE != 0 {
+                *o = self.leaf_block(*k, d & !LNODE);
             } else {
                 let e = self.block_entry(*k, d);
                 if e & DEEP != 0 {
@@ -480,7 +510,8 @@ impl LpmWriter {
     /// [`NIL`]), from the best route above it on the path down from the region's trie
     /// node. The other entries keep the values the arena holds.
     ///
-    /// - Up to /24 ([`LpmWriter::patch_block`]): the block entries are stored in place.
+    /// - Up to /24 in a block ([`LpmWriter::patch_block`]): the entries are stored in
+    ///   place; in a leaf-only node or a direct leaf: [`LpmWriter::patch_leaf_only`].
     /// - Longer: if the new values fit the node's runs of equal leaves (each run still
     ///   holds one value), the changed leaves are stored in place: a lookup reads one
     ///   leaf, so it sees the old or the new answer, never a mix. Otherwise a node at
@@ -502,9 +533,13 @@ impl LpmWriter {
         let len = u32::from(len);
         let d = arena.direct[r as usize].load(Ordering::Relaxed);
         if len <= BLOCK_END {
-            return self.patch_block(trie, arena, r, d, (addr, len), node, tag);
+            return if d & (LEAF | LNODE) == 0 {
+                self.patch_block(trie, arena, r, d, (addr, len), node, tag)
+            } else {
+                self.patch_leaf_only(trie, arena, r, d, (addr, len), node, tag)
+            };
         }
-        if d & LEAF != 0 {
+        if d & (LEAF | LNODE) != 0 {
             return Ok(false); // no block yet: the region gets its first node
         }
         // The block entry over the prefix, and the node whose stride holds bit
@@ -530,111 +565,35 @@ impl LpmWriter {
         let steps = len - depth;
         let span = 1usize << (STRIDE - steps);
         let c0 = chunk(addr, depth) as usize & !(span - 1);
-        let span_bits = (u64::MAX >> (64 - span)) << c0;
         let (vector, leafvec, bases) = arena.node(idx);
-        let first = bases as u32;
-        if vector & span_bits != 0 {
+        let first = bases as usize;
+        if vector & span_mask(c0, span) != 0 {
             return Ok(false); // a node under the prefix: its subtree changes too
         }
         let Some(kids) = self.span_values(trie, r, (addr, len), node, steps, c0, span) else {
             return Ok(false);
         };
-        if kids[c0..c0 + span]
-            .iter()
-            .any(|k| matches!(k, Child::Node(..)))
-        {
-            return Ok(false); // the prefix now has routes below the stride
-        }
-        let leaf = |v: usize| match kids[v] {
-            Child::Leaf(x) => x,
-            Child::Node(..) => 0,
-        };
         let nruns = leafvec.count_ones() as usize;
-        let f = first as usize;
-        // Walk only the runs under the span: does each still hold one value?
-        let below = leafvec & upto(c0 as u32);
-        if below == 0 {
-            return Ok(false); // no run starts at or before the span (not built here)
-        }
-        let j0 = below.count_ones() as usize - 1;
-        let mut s = 63 - below.leading_zeros() as usize;
-        let mut new_vals = [0u32; 64];
-        let (mut fits, mut changed, mut n) = (true, false, 0usize);
-        loop {
-            let above = leafvec & !upto(s as u32);
-            let e = if above == 0 {
-                64
-            } else {
-                above.trailing_zeros() as usize
-            };
-            let run_bits = !vector & (u64::MAX >> (64 - (e - s))) << s;
-            let inside = run_bits & span_bits;
-            let x = leaf(inside.trailing_zeros() as usize);
-            let mut rest = inside & (inside - 1);
-            while rest != 0 {
-                fits &= leaf(rest.trailing_zeros() as usize) == x;
-                rest &= rest - 1;
+        let Some(runs) = arena.leaves.get(first..first + nruns) else {
+            return Ok(false);
+        };
+        match fit_runs(runs, vector, leafvec, c0, span, &kids) {
+            None => return Ok(false),
+            Some(Runs::Unchanged) => {
+                self.stats.unchanged += 1;
+                return Ok(true);
             }
-            if x != arena.leaves[f + j0 + n].load(Ordering::Relaxed) {
-                changed = true;
-                // Leaves of the run outside the span keep the old value.
-                fits &= run_bits & !span_bits == 0;
+            Some(Runs::Fit { j0, n, vals }) => {
+                store_changed(&runs[j0..j0 + n], &vals[..n]);
+                self.stats.in_place += 1;
+                return Ok(true);
             }
-            new_vals[n] = x;
-            n += 1;
-            if !fits || e >= c0 + span {
-                break;
-            }
-            s = e;
+            Some(Runs::Split) if level != 0 => return Ok(false), // only a node at /24 swings
+            Some(Runs::Split) => {}
         }
-        if fits && !changed {
-            self.stats.unchanged += 1;
-            return Ok(true);
-        }
-        if fits {
-            for (j, &x) in new_vals[..n].iter().enumerate() {
-                let l = &arena.leaves[f + j0 + j];
-                if l.load(Ordering::Relaxed) != x {
-                    // Release: the result id's forwarding was written before.
-                    l.store(x, Ordering::Release);
-                }
-            }
-            self.stats.in_place += 1;
-            return Ok(true);
-        }
-        if level != 0 {
-            return Ok(false); // new runs: only a node at /24 is swung with one store
-        }
-        // New runs: every leaf child's value, the span's new ones over the old ones.
-        let mut runs = [0u32; 64];
-        for (o, l) in runs[..nruns].iter_mut().zip(&arena.leaves[f..f + nruns]) {
-            *o = l.load(Ordering::Relaxed);
-        }
-        let mut vals = [0u32; 64];
-        let mut run = 0usize;
-        for (v, val) in vals.iter_mut().enumerate() {
-            if leafvec & (1 << v) != 0 {
-                run += 1;
-            }
-            if vector & (1 << v) == 0 {
-                *val = runs[run.saturating_sub(1)];
-            }
-        }
-        for (v, val) in vals.iter_mut().enumerate().skip(c0).take(span) {
-            *val = leaf(v);
-        }
-        let mut new_lv = 0u64;
-        let mut leaves = [0u32; 64];
-        let mut nleaves = 0usize;
-        let mut prev = None;
-        for (v, &x) in vals.iter().enumerate() {
-            if vector & (1 << v) == 0 && prev != Some(x) {
-                new_lv |= 1 << v;
-                leaves[nleaves] = x;
-                nleaves += 1;
-                prev = Some(x);
-            }
-        }
+        let old = load_runs(runs);
+        let (vals, _) = new_values(&old[..nruns], vector, leafvec, c0, span, &kids);
+        let (new_lv, leaves, nleaves) = compress(&vals, vector);
         let base0 = self.leaves.alloc(nleaves).map_err(|_| NeedSpace)?;
         let slot = match self.nodes.alloc(1) {
             Ok(s) => s,
@@ -657,15 +616,14 @@ impl LpmWriter {
         // The children now belong to the new node: retire only the old node and its
         // leaves.
         self.nodes.retire(idx, 1, tag);
-        self.leaves.retire(first, nruns, tag);
+        self.leaves.retire(first as u32, nruns, tag);
         self.stats.new_root += 1;
         Ok(true)
     }
 
-    /// [`LpmWriter::patch`] for a route of /19 to /24 in region `r` (direct entry `d`):
-    /// the block entries under it get their new values in place; a direct leaf gets a
-    /// new block, and a block left with one value everywhere becomes a direct leaf
-    /// (each swung in with one release store).
+    /// [`LpmWriter::patch`] for a route of /19 to /24 in region `r` whose direct
+    /// entry `d` is a block: the block entries under it get their new values in
+    /// place, and a block left with one value everywhere becomes a direct leaf.
     #[allow(clippy::too_many_arguments)]
     fn patch_block(
         &mut self,
@@ -683,45 +641,27 @@ impl LpmWriter {
         let Some(kids) = self.span_values(trie, r, (addr, len), node, steps, c0, span) else {
             return Ok(false);
         };
-        let mut vals = [0u32; BLOCK_LEN];
-        for (v, k) in kids.iter().enumerate().skip(c0).take(span) {
-            match *k {
-                Child::Leaf(x) => vals[v] = x,
-                Child::Node(..) => return Ok(false), // routes below /24 under it
-            }
-        }
-        let in_span = |v: usize| (c0..c0 + span).contains(&v);
-        if d & LEAF != 0 {
-            let old = d & !LEAF;
-            if vals[c0..c0 + span].iter().all(|&x| x == old) {
-                self.stats.unchanged += 1;
-                return Ok(true);
-            }
-            let base = self.leaves.alloc(BLOCK_LEN).map_err(|_| NeedSpace)?;
-            let block = &arena.leaves[base as usize..base as usize + BLOCK_LEN];
-            for (v, l) in block.iter().enumerate() {
-                l.store(if in_span(v) { vals[v] } else { old }, Ordering::Relaxed);
-            }
-            self.swing(arena, r, base, d, tag);
-            self.stats.new_block += 1;
-            return Ok(true);
-        }
         let Some(block) = arena.leaves.get(d as usize..d as usize + BLOCK_LEN) else {
             return Ok(false);
         };
+        let mut vals = [0u32; BLOCK_LEN];
+        for (v, k) in kids.iter().enumerate().skip(c0).take(span) {
+            match *k {
+                // (a node under the prefix, or routes below /24 under it now)
+                Child::Node(..) => return Ok(false),
+                Child::Leaf(_) if block[v].load(Ordering::Relaxed) & DEEP != 0 => {
+                    return Ok(false);
+                }
+                Child::Leaf(x) => vals[v] = x,
+            }
+        }
         let value = |v: usize| {
-            if in_span(v) {
+            if (c0..c0 + span).contains(&v) {
                 vals[v]
             } else {
                 block[v].load(Ordering::Relaxed)
             }
         };
-        if block[c0..c0 + span]
-            .iter()
-            .any(|l| l.load(Ordering::Relaxed) & DEEP != 0)
-        {
-            return Ok(false); // a node under the prefix: its leaves change too
-        }
         let v0 = value(0);
         if v0 & DEEP == 0 && (1..BLOCK_LEN).all(|v| value(v) == v0) {
             // Nothing left to tell apart: the region becomes a direct leaf.
@@ -729,20 +669,113 @@ impl LpmWriter {
             self.stats.new_block += 1;
             return Ok(true);
         }
-        let mut changed = false;
-        for (l, &x) in block.iter().zip(&vals).skip(c0).take(span) {
-            if l.load(Ordering::Relaxed) != x {
-                // Release: the result id's forwarding was written before.
-                l.store(x, Ordering::Release);
-                changed = true;
-            }
-        }
-        if changed {
+        if store_changed(&block[c0..c0 + span], &vals[c0..c0 + span]) {
             self.stats.in_place += 1;
         } else {
             self.stats.unchanged += 1;
         }
         Ok(true)
+    }
+
+    /// [`LpmWriter::patch`] for a route of /19 to /24 in region `r` whose direct
+    /// entry `d` is a leaf-only node or a direct leaf: the leaves under the prefix in
+    /// place if the node's runs still fit, else a new leaf-only node (or a direct leaf
+    /// when one value is left) swung in with one release store.
+    #[allow(clippy::too_many_arguments)]
+    fn patch_leaf_only(
+        &mut self,
+        trie: &Trie,
+        arena: &LpmArena,
+        r: u32,
+        d: u32,
+        (addr, len): (u32, u32),
+        node: u32,
+        tag: u64,
+    ) -> Result<bool, NeedSpace> {
+        let steps = len - DIRECT_BITS;
+        let span = 1usize << (STRIDE - steps);
+        let c0 = chunk(addr, DIRECT_BITS) as usize & !(span - 1);
+        let Some(kids) = self.span_values(trie, r, (addr, len), node, steps, c0, span) else {
+            return Ok(false);
+        };
+        if kids[c0..c0 + span]
+            .iter()
+            .any(|k| matches!(k, Child::Node(..)))
+        {
+            return Ok(false); // the prefix now has routes below /24
+        }
+        // The runs of equal leaves: a direct leaf is one run.
+        let leaf = [AtomicU32::new(d & !LEAF)];
+        let (leafvec, runs) = if d & LEAF != 0 {
+            (1u64, &leaf[..])
+        } else {
+            let b = (d & !LNODE) as usize;
+            let Some(w) = arena.leaves.get(b..b + 2) else {
+                return Ok(false);
+            };
+            let lv = u64::from(w[0].load(Ordering::Relaxed))
+                | u64::from(w[1].load(Ordering::Relaxed)) << 32;
+            let n = lv.count_ones() as usize;
+            let Some(runs) = arena.leaves.get(b + 2..b + 2 + n) else {
+                return Ok(false);
+            };
+            (lv, runs)
+        };
+        let (old, nruns) = (load_runs(runs), runs.len());
+        if d & LEAF == 0 {
+            match fit_runs(runs, 0, leafvec, c0, span, &kids) {
+                None => return Ok(false),
+                Some(Runs::Unchanged) => {
+                    self.stats.unchanged += 1;
+                    return Ok(true);
+                }
+                Some(Runs::Fit { j0, n, vals }) => {
+                    let value = |j: usize| {
+                        if (j0..j0 + n).contains(&j) {
+                            vals[j - j0]
+                        } else {
+                            old[j]
+                        }
+                    };
+                    if (1..nruns).all(|j| value(j) == value(0)) {
+                        // Nothing left to tell apart: the region becomes a direct leaf.
+                        self.swing(arena, r, LEAF | value(0), d, tag);
+                        self.stats.new_block += 1;
+                    } else {
+                        store_changed(&runs[j0..j0 + n], &vals[..n]);
+                        self.stats.in_place += 1;
+                    }
+                    return Ok(true);
+                }
+                Some(Runs::Split) => {}
+            }
+        }
+        let (vals, changed) = new_values(&old[..nruns], 0, leafvec, c0, span, &kids);
+        if !changed {
+            self.stats.unchanged += 1;
+            return Ok(true);
+        }
+        let new = self.leaf_only(arena, &vals)?;
+        self.swing(arena, r, new, d, tag);
+        self.stats.new_block += 1;
+        Ok(true)
+    }
+
+    /// The direct entry for a region whose 64 children at /24 are the leaves `vals`:
+    /// a direct leaf if they hold one value, else a new leaf-only node.
+    fn leaf_only(&mut self, arena: &LpmArena, vals: &[u32; 64]) -> Result<u32, NeedSpace> {
+        let (leafvec, leaves, nleaves) = compress(vals, 0);
+        if nleaves == 1 {
+            return Ok(LEAF | leaves[0]);
+        }
+        let base = self.leaves.alloc(2 + nleaves).map_err(|_| NeedSpace)?;
+        let b = base as usize;
+        arena.leaves[b].store(leafvec as u32, Ordering::Relaxed);
+        arena.leaves[b + 1].store((leafvec >> 32) as u32, Ordering::Relaxed);
+        for (i, &x) in leaves[..nleaves].iter().enumerate() {
+            arena.leaves[b + 2 + i].store(x, Ordering::Relaxed);
+        }
+        Ok(LNODE | base)
     }
 
     /// The new children of the span `c0..c0 + span` of the stride that holds bit
@@ -803,9 +836,17 @@ impl LpmWriter {
         self.retire_region(arena, old, tag);
     }
 
-    /// Retires what direct entry `old` held: a block, with the nodes under it.
+    /// Retires what direct entry `old` held: a leaf-only node, or a block with the
+    /// nodes under it.
     fn retire_region(&mut self, arena: &LpmArena, old: u32, tag: u64) {
         if old & LEAF != 0 {
+            return;
+        }
+        if old & LNODE != 0 {
+            let b = (old & !LNODE) as usize;
+            let lv = arena.leaves[b].load(Ordering::Relaxed).count_ones()
+                + arena.leaves[b + 1].load(Ordering::Relaxed).count_ones();
+            self.leaves.retire(old & !LNODE, 2 + lv as usize, tag);
             return;
         }
         let b = old as usize;
@@ -916,8 +957,8 @@ impl LpmWriter {
     }
 
     /// The direct entry for region trie node `n` (best route above it `best`): a
-    /// block with the nodes under it, or a direct leaf when every child holds one
-    /// value.
+    /// direct leaf when every child at /24 holds one value, a leaf-only node when no
+    /// route is longer than /24, else a block with the nodes under it.
     fn build_block(
         &mut self,
         trie: &Trie,
@@ -927,10 +968,12 @@ impl LpmWriter {
     ) -> Result<u32, NeedSpace> {
         let mut kids = [Child::Leaf(0); BLOCK_LEN];
         expand(trie, n, 0, 0, best, &mut kids);
-        if let Child::Leaf(x) = kids[0] {
-            if kids.iter().all(|k| *k == Child::Leaf(x)) {
-                return Ok(LEAF | x);
-            }
+        if kids.iter().all(|k| matches!(k, Child::Leaf(_))) {
+            let vals = std::array::from_fn(|v| match kids[v] {
+                Child::Leaf(x) => x,
+                Child::Node(..) => 0,
+            });
+            return self.leaf_only(arena, &vals);
         }
         let base = self.leaves.alloc(BLOCK_LEN).map_err(|_| NeedSpace)?;
         let block = &arena.leaves[base as usize..base as usize + BLOCK_LEN];
@@ -1086,4 +1129,157 @@ fn expand(trie: &Trie, t: u32, steps: u32, pos: usize, best: u32, kids: &mut [Ch
             expand(trie, c, steps + 1, p, nb, kids);
         }
     }
+}
+
+/// Bits `c0..c0 + span` set.
+fn span_mask(c0: usize, span: usize) -> u64 {
+    (u64::MAX >> (64 - span)) << c0
+}
+
+/// How the new values of a span fit a node's runs of equal leaves.
+#[allow(clippy::large_enum_variant)] // (one on the stack per route change)
+enum Runs {
+    /// Every run under the span keeps its value.
+    Unchanged,
+    /// Runs `j0..j0 + n` (leaf indices) take `vals[..n]`, each still one value.
+    Fit {
+        j0: usize,
+        n: usize,
+        vals: [u32; 64],
+    },
+    /// A run would hold two values: the node needs new runs.
+    Split,
+}
+
+/// How the span `c0..c0 + span`'s new values `kids` fit the runs of the node
+/// (`vector`, `leafvec`; a leaf-only node has no `vector`) whose run leaves are
+/// `runs`. `None` when no run starts at or before the span (not a shape built here).
+fn fit_runs(
+    runs: &[AtomicU32],
+    vector: u64,
+    leafvec: u64,
+    c0: usize,
+    span: usize,
+    kids: &[Child; 64],
+) -> Option<Runs> {
+    let leaf = |v: usize| match kids[v] {
+        Child::Leaf(x) => x,
+        Child::Node(..) => 0,
+    };
+    let span_bits = span_mask(c0, span);
+    let below = leafvec & upto(c0 as u32);
+    if below == 0 {
+        return None;
+    }
+    let j0 = below.count_ones() as usize - 1;
+    let mut s = 63 - below.leading_zeros() as usize;
+    let mut vals = [0u32; 64];
+    let (mut fits, mut changed, mut n) = (true, false, 0usize);
+    loop {
+        let above = leafvec & !upto(s as u32);
+        let e = if above == 0 {
+            64
+        } else {
+            above.trailing_zeros() as usize
+        };
+        let run_bits = !vector & (u64::MAX >> (64 - (e - s))) << s;
+        let inside = run_bits & span_bits;
+        let x = leaf(inside.trailing_zeros() as usize);
+        let mut rest = inside & (inside - 1);
+        while rest != 0 {
+            fits &= leaf(rest.trailing_zeros() as usize) == x;
+            rest &= rest - 1;
+        }
+        if x != runs.get(j0 + n)?.load(Ordering::Relaxed) {
+            changed = true;
+            // Leaves of the run outside the span keep the old value.
+            fits &= run_bits & !span_bits == 0;
+        }
+        vals[n] = x;
+        n += 1;
+        if !fits || e >= c0 + span {
+            break;
+        }
+        s = e;
+    }
+    Some(if !fits {
+        Runs::Split
+    } else if !changed {
+        Runs::Unchanged
+    } else {
+        Runs::Fit { j0, n, vals }
+    })
+}
+
+/// The values of a node's 64 children after the change: each leaf child's run value
+/// (`runs`, by `leafvec`; child nodes, in `vector`, 0), the span's new values over
+/// them; and whether any changed.
+fn new_values(
+    runs: &[u32],
+    vector: u64,
+    leafvec: u64,
+    c0: usize,
+    span: usize,
+    kids: &[Child; 64],
+) -> ([u32; 64], bool) {
+    let mut vals = [0u32; 64];
+    let mut run = 0usize;
+    for (v, val) in vals.iter_mut().enumerate() {
+        if leafvec & (1 << v) != 0 {
+            run += 1;
+        }
+        if vector & (1 << v) == 0 {
+            *val = runs.get(run.saturating_sub(1)).copied().unwrap_or(0);
+        }
+    }
+    let mut changed = false;
+    for (v, val) in vals.iter_mut().enumerate().skip(c0).take(span) {
+        let x = match kids[v] {
+            Child::Leaf(x) => x,
+            Child::Node(..) => 0,
+        };
+        changed |= *val != x;
+        *val = x;
+    }
+    (vals, changed)
+}
+
+/// The runs of equal values among the leaf children (not in `vector`) of `vals`:
+/// `leafvec`, the runs' values and their count.
+fn compress(vals: &[u32; 64], vector: u64) -> (u64, [u32; 64], usize) {
+    let mut leafvec = 0u64;
+    let mut leaves = [0u32; 64];
+    let mut n = 0usize;
+    let mut prev = None;
+    for (v, &x) in vals.iter().enumerate() {
+        if vector & (1 << v) == 0 && prev != Some(x) {
+            leafvec |= 1 << v;
+            leaves[n] = x;
+            n += 1;
+            prev = Some(x);
+        }
+    }
+    (leafvec, leaves, n)
+}
+
+/// The values of a node's run leaves (at most 64).
+fn load_runs(runs: &[AtomicU32]) -> [u32; 64] {
+    let mut old = [0u32; 64];
+    for (o, l) in old.iter_mut().zip(runs) {
+        *o = l.load(Ordering::Relaxed);
+    }
+    old
+}
+
+/// Stores `vals` into the published words `at` that differ (release: the result ids'
+/// forwarding was written before). Returns whether any did.
+fn store_changed(at: &[AtomicU32], vals: &[u32]) -> bool {
+    let mut changed = false;
+    for (l, &x) in at.iter().zip(vals) {
+        if l.load(Ordering::Relaxed) != x {
+            l.store(x, Ordering::Release);
+            changed = true;
+        }
+    }
+    changed
 }
