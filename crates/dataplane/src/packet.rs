@@ -46,6 +46,12 @@ pub trait Packet {
     fn rss_hash(&self) -> u32;
     /// Whether the packet is in one segment (multi-segment packets are dropped).
     fn is_contiguous(&self) -> bool;
+    /// Whether the packet came in on `port` in one segment (what the fast path's
+    /// classify runs take).
+    #[inline(always)]
+    fn whole_from(&self, port: u16) -> bool {
+        self.port() == port && self.is_contiguous()
+    }
     /// What the NIC found of the IPv4 header checksum of the frame as received
     /// (the header right behind the Ethernet or 802.1Q header; never one under
     /// labels).
@@ -84,6 +90,10 @@ impl Packet for Mbuf {
     #[inline(always)]
     fn is_contiguous(&self) -> bool {
         Mbuf::is_contiguous(self)
+    }
+    #[inline(always)]
+    fn whole_from(&self, port: u16) -> bool {
+        Mbuf::whole_from(self, port)
     }
     #[inline(always)]
     fn rx_ip4_csum(&self) -> RxCsum {

@@ -44,6 +44,30 @@ impl Mbuf {
         unsafe { self.0.as_mut() }
     }
 
+    /// Appends `tail` (one segment or more) as this packet's last segments, as
+    /// `rte_pktmbuf_chain` does: `Err(tail)`, nothing changed, when the segment count
+    /// would not fit. (The dataplane's pools hold whole frames; chained packets come
+    /// from PMDs that scatter, and the fast path and the stages refuse them.)
+    pub fn chain(&mut self, tail: Mbuf) -> Result<(), Mbuf> {
+        let Some(segs) = self.hdr().nb_segs.checked_add(tail.hdr().nb_segs) else {
+            return Err(tail);
+        };
+        let tail_len = tail.hdr().pkt_len;
+        let mut last = self.0.as_ptr();
+        // SAFETY: we own this packet and every segment it links to; `next` is
+        // either null or a valid segment of it.
+        unsafe {
+            while !(*last).next.is_null() {
+                last = (*last).next;
+            }
+            (*last).next = tail.into_raw();
+        }
+        let h = self.hdr_mut();
+        h.nb_segs = segs;
+        h.pkt_len += tail_len;
+        Ok(())
+    }
+
     /// Total packet length (all segments).
     #[inline(always)]
     pub fn pkt_len(&self) -> u32 {
@@ -60,6 +84,14 @@ impl Mbuf {
     #[inline(always)]
     pub fn is_contiguous(&self) -> bool {
         self.hdr().nb_segs == 1
+    }
+
+    /// Whether the packet came in on `port` in one segment: the segment count and
+    /// the port id are neighbours in the header, so one compare tests both.
+    #[inline(always)]
+    pub fn whole_from(&self, port: u16) -> bool {
+        let h = self.hdr();
+        (u32::from(h.nb_segs) | u32::from(h.port) << 16) == (1 | u32::from(port) << 16)
     }
 
     /// Bytes free in front of the data (room for pushed headers).

@@ -157,14 +157,14 @@ struct RxIf {
     port: u16,
     ifindex: u16,
     table: u32,
-    /// Its MAC in the low 48 bits of a little-endian load; [`NO_MAC`] (which no
-    /// masked load equals) when the port has no untagged interface that is up.
+    /// Its MAC as [`mac_key`] has a frame's destination MAC; [`NO_MAC`] (which no
+    /// key equals) when the port has no untagged interface that is up.
     mac: u64,
     /// IPv4 may take the fast path: the interface is up and in the vector's table.
     v4: bool,
 }
 
-/// The MAC of an [`RxIf`] that takes nothing: no 48-bit load equals it.
+/// The MAC of an [`RxIf`] that takes nothing: no [`mac_key`] equals it.
 const NO_MAC: u64 = u64::MAX;
 
 impl RxIf {
@@ -190,7 +190,7 @@ impl RxIf {
                     port,
                     ifindex: i.ifindex as u16,
                     table: i.table,
-                    mac: u64::from_le_bytes(b),
+                    mac: u64::from_le_bytes(b) << 16,
                     v4: i.table == vt,
                 }
             }
@@ -205,8 +205,6 @@ impl RxIf {
     }
 }
 
-const MAC_MASK: u64 = 0xffff_ffff_ffff;
-
 /// `Meta::path` bits of the stages a packet went through.
 const ETH: u8 = 1 << Stage::EthernetInput as u8;
 const MPLS: u8 = 1 << Stage::MplsLookup as u8;
@@ -220,11 +218,11 @@ const ET_IP4_LE: u16 = 0x0008;
 /// EtherType MPLS unicast, its two bytes at offset 12 read little-endian.
 const ET_MPLS_LE: u32 = 0x4788;
 
-/// The first eight bytes of a frame read little-endian (the destination MAC in the
-/// low 48 bits).
+/// The destination MAC of a frame in the high 48 bits of a word (its first eight
+/// bytes read little-endian, shifted: one load and one shift, no mask).
 #[inline(always)]
-fn mac_word(h: &[u8; HEAD]) -> u64 {
-    u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]])
+fn mac_key(h: &[u8; HEAD]) -> u64 {
+    u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]) << 16
 }
 
 /// Counts `pkts` packets and `bytes` bytes received on interface `ifindex`.
@@ -500,7 +498,7 @@ impl Work {
             // (the EtherType and the version byte apart: two compares with the
             // frame's bytes, where a 3-byte value took five instructions)
             let et = u16::from_le_bytes([hd[12], hd[13]]);
-            if (mac_word(hd) & MAC_MASK != rxif.mac) | (et != ET_IP4_LE) | (hd[14] != 0x45) {
+            if (mac_key(hd) != rxif.mac) | (et != ET_IP4_LE) | (hd[14] != 0x45) {
                 break;
             }
             let Some(dst) = hd
@@ -1263,7 +1261,7 @@ fn run_next<P: Packet>(pkts: &mut [P], i: usize, port: u16) -> Option<&mut P> {
     } else {
         w.first_mut()?
     };
-    Some(p).filter(|p| p.port() == port && p.is_contiguous())
+    Some(p).filter(|p| p.whole_from(port))
 }
 
 /// The frame of packet `p` up to its end, and its top label stack entry (host
@@ -1283,7 +1281,7 @@ fn labelled<'p, P: Packet>(p: &'p mut P, rxif: &RxIf) -> Option<(&'p mut [u8], u
 fn label_top(f: &[u8], rxif: &RxIf) -> Option<u32> {
     let hd = f.first_chunk::<HEAD>()?;
     let et = u32::from(u16::from_le_bytes([hd[12], hd[13]]));
-    if (mac_word(hd) & MAC_MASK != rxif.mac) | (et != ET_MPLS_LE) {
+    if (mac_key(hd) != rxif.mac) | (et != ET_MPLS_LE) {
         return None;
     }
     Some(u32::from_be_bytes([hd[14], hd[15], hd[16], hd[17]]))
