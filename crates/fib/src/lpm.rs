@@ -533,10 +533,17 @@ impl LpmWriter {
         let len = u32::from(len);
         let d = arena.direct[r as usize].load(Ordering::Relaxed);
         if len <= BLOCK_END {
+            // The span under the prefix in the region's stride (bits 18..24).
+            let steps = len - DIRECT_BITS;
+            let span = 1usize << (STRIDE - steps);
+            let c0 = chunk(addr, DIRECT_BITS) as usize & !(span - 1);
+            let Some(kids) = self.span_values(trie, r, (addr, len), node, steps, c0, span) else {
+                return Ok(false);
+            };
             return if d & (LEAF | LNODE) == 0 {
-                self.patch_block(trie, arena, r, d, (addr, len), node, tag)
+                self.patch_block(arena, (r, d), c0, span, &kids, tag)
             } else {
-                self.patch_leaf_only(trie, arena, r, d, (addr, len), node, tag)
+                self.patch_leaf_only(arena, (r, d), c0, span, &kids, tag)
             };
         }
         if d & (LEAF | LNODE) != 0 {
@@ -622,25 +629,18 @@ impl LpmWriter {
     }
 
     /// [`LpmWriter::patch`] for a route of /19 to /24 in region `r` whose direct
-    /// entry `d` is a block: the block entries under it get their new values in
-    /// place, and a block left with one value everywhere becomes a direct leaf.
-    #[allow(clippy::too_many_arguments)]
+    /// entry `d` is a block, `kids` the new values of its span `c0..c0 + span`: the
+    /// block entries under it get them in place, and a block left with one value
+    /// everywhere becomes a direct leaf.
     fn patch_block(
         &mut self,
-        trie: &Trie,
         arena: &LpmArena,
-        r: u32,
-        d: u32,
-        (addr, len): (u32, u32),
-        node: u32,
+        (r, d): (u32, u32),
+        c0: usize,
+        span: usize,
+        kids: &[Child; 64],
         tag: u64,
     ) -> Result<bool, NeedSpace> {
-        let steps = len - DIRECT_BITS;
-        let span = 1usize << (STRIDE - steps);
-        let c0 = chunk(addr, DIRECT_BITS) as usize & !(span - 1);
-        let Some(kids) = self.span_values(trie, r, (addr, len), node, steps, c0, span) else {
-            return Ok(false);
-        };
         let Some(block) = arena.leaves.get(d as usize..d as usize + BLOCK_LEN) else {
             return Ok(false);
         };
@@ -678,26 +678,19 @@ impl LpmWriter {
     }
 
     /// [`LpmWriter::patch`] for a route of /19 to /24 in region `r` whose direct
-    /// entry `d` is a leaf-only node or a direct leaf: the leaves under the prefix in
-    /// place if the node's runs still fit, else a new leaf-only node (or a direct leaf
-    /// when one value is left) swung in with one release store.
-    #[allow(clippy::too_many_arguments)]
+    /// entry `d` is a leaf-only node or a direct leaf, `kids` the new values of its
+    /// span `c0..c0 + span`: the leaves under the prefix in place if the node's runs
+    /// still fit, else a new leaf-only node (or a direct leaf when one value is left)
+    /// swung in with one release store.
     fn patch_leaf_only(
         &mut self,
-        trie: &Trie,
         arena: &LpmArena,
-        r: u32,
-        d: u32,
-        (addr, len): (u32, u32),
-        node: u32,
+        (r, d): (u32, u32),
+        c0: usize,
+        span: usize,
+        kids: &[Child; 64],
         tag: u64,
     ) -> Result<bool, NeedSpace> {
-        let steps = len - DIRECT_BITS;
-        let span = 1usize << (STRIDE - steps);
-        let c0 = chunk(addr, DIRECT_BITS) as usize & !(span - 1);
-        let Some(kids) = self.span_values(trie, r, (addr, len), node, steps, c0, span) else {
-            return Ok(false);
-        };
         if kids[c0..c0 + span]
             .iter()
             .any(|k| matches!(k, Child::Node(..)))
@@ -723,7 +716,7 @@ impl LpmWriter {
         };
         let (old, nruns) = (load_runs(runs), runs.len());
         if d & LEAF == 0 {
-            match fit_runs(runs, 0, leafvec, c0, span, &kids) {
+            match fit_runs(runs, 0, leafvec, c0, span, kids) {
                 None => return Ok(false),
                 Some(Runs::Unchanged) => {
                     self.stats.unchanged += 1;
@@ -750,7 +743,7 @@ impl LpmWriter {
                 Some(Runs::Split) => {}
             }
         }
-        let (vals, changed) = new_values(&old[..nruns], 0, leafvec, c0, span, &kids);
+        let (vals, changed) = new_values(&old[..nruns], 0, leafvec, c0, span, kids);
         if !changed {
             self.stats.unchanged += 1;
             return Ok(true);
