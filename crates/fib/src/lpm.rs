@@ -697,10 +697,11 @@ impl LpmWriter {
         {
             return Ok(false); // the prefix now has routes below /24
         }
-        // The runs of equal leaves: a direct leaf is one run.
-        let leaf = [AtomicU32::new(d & !LEAF)];
-        let (leafvec, runs) = if d & LEAF != 0 {
-            (1u64, &leaf[..])
+        // The runs of equal leaves: a direct leaf is one run (and new runs follow).
+        let (leafvec, old, nruns) = if d & LEAF != 0 {
+            let mut old = [0u32; 64];
+            old[0] = d & !LEAF;
+            (1u64, old, 1)
         } else {
             let b = (d & !LNODE) as usize;
             let Some(w) = arena.leaves.get(b..b + 2) else {
@@ -708,15 +709,12 @@ impl LpmWriter {
             };
             let lv = u64::from(w[0].load(Ordering::Relaxed))
                 | u64::from(w[1].load(Ordering::Relaxed)) << 32;
-            let n = lv.count_ones() as usize;
-            let Some(runs) = arena.leaves.get(b + 2..b + 2 + n) else {
+            let nruns = lv.count_ones() as usize;
+            let Some(runs) = arena.leaves.get(b + 2..b + 2 + nruns) else {
                 return Ok(false);
             };
-            (lv, runs)
-        };
-        let (old, nruns) = (load_runs(runs), runs.len());
-        if d & LEAF == 0 {
-            match fit_runs(runs, 0, leafvec, c0, span, kids) {
+            let old = load_runs(runs);
+            match fit_runs(runs, 0, lv, c0, span, kids) {
                 None => return Ok(false),
                 Some(Runs::Unchanged) => {
                     self.stats.unchanged += 1;
@@ -740,9 +738,9 @@ impl LpmWriter {
                     }
                     return Ok(true);
                 }
-                Some(Runs::Split) => {}
+                Some(Runs::Split) => (lv, old, nruns),
             }
-        }
+        };
         let (vals, changed) = new_values(&old[..nruns], 0, leafvec, c0, span, kids);
         if !changed {
             self.stats.unchanged += 1;
@@ -939,7 +937,7 @@ impl LpmWriter {
         };
         self.stats.regions += 1;
         let new = if n != NIL && trie.has_children(n) {
-            self.build_block(trie, arena, n, best)?
+            self.build_region(trie, arena, n, best)?
         } else {
             LEAF | best
         };
@@ -952,7 +950,7 @@ impl LpmWriter {
     /// The direct entry for region trie node `n` (best route above it `best`): a
     /// direct leaf when every child at /24 holds one value, a leaf-only node when no
     /// route is longer than /24, else a block with the nodes under it.
-    fn build_block(
+    fn build_region(
         &mut self,
         trie: &Trie,
         arena: &LpmArena,

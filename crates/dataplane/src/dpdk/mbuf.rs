@@ -46,13 +46,17 @@ impl Mbuf {
 
     /// Appends `tail` (one segment or more) as this packet's last segments, as
     /// `rte_pktmbuf_chain` does: `Err(tail)`, nothing changed, when the segment count
-    /// would not fit. (The dataplane's pools hold whole frames; chained packets come
-    /// from PMDs that scatter, and the fast path and the stages refuse them.)
+    /// or the packet length would not fit. (The dataplane's pools hold whole frames;
+    /// chained packets come from PMDs that scatter, and the fast path and the stages
+    /// refuse them.)
     pub fn chain(&mut self, tail: Mbuf) -> Result<(), Mbuf> {
-        let Some(segs) = self.hdr().nb_segs.checked_add(tail.hdr().nb_segs) else {
+        let (h, t) = (self.hdr(), tail.hdr());
+        let (Some(segs), Some(len)) = (
+            h.nb_segs.checked_add(t.nb_segs),
+            h.pkt_len.checked_add(t.pkt_len),
+        ) else {
             return Err(tail);
         };
-        let tail_len = tail.hdr().pkt_len;
         let mut last = self.0.as_ptr();
         // SAFETY: we own this packet and every segment it links to; `next` is
         // either null or a valid segment of it.
@@ -64,7 +68,7 @@ impl Mbuf {
         }
         let h = self.hdr_mut();
         h.nb_segs = segs;
-        h.pkt_len += tail_len;
+        h.pkt_len = len;
         Ok(())
     }
 
