@@ -257,7 +257,7 @@ fn update_rate(rib: &Rib, keys: &[u32]) {
         sched0.set((cpu, wait));
         format!(
             "writer on CPU {:.0} ns/change ({:.0} k changes per CPU-second), waited for a CPU {:.0} ms\n  \
-             LPM: {} in place, {} new blocks, {} new nodes at /24, {} unchanged, {} /18 regions rebuilt",
+             LPM: {} in place, {} new leaf-only nodes, {} new nodes at /24, {} unchanged, {} /18 regions rebuilt",
             (cpu - cpu0) as f64 / changes,
             changes / (cpu - cpu0).max(1) as f64 * 1e6,
             (wait - wait0) as f64 / 1e6,

@@ -347,8 +347,8 @@ pub struct UpdateStats {
     /// Changes applied by storing new result ids into published block entries or
     /// leaves in place.
     pub in_place: u64,
-    /// Changes applied by a new block for a region that was one direct leaf, or by
-    /// turning a block back into one direct leaf, swung in with one store.
+    /// Changes applied by a new leaf-only node for the region, or by turning the
+    /// region into one direct leaf, swung in with one store.
     pub new_block: u64,
     /// Changes applied by a new node at /24 with new leaves that shares the old
     /// node's children, swung into its block entry with one store.
