@@ -1957,14 +1957,27 @@ fn fast_path_runs_of_swaps_and_pops() {
     ]);
     // Runs of pops into IPv4 (the same label's pops that follow one go through a
     // loop of their own too) broken likewise: a bad inner header (the frame has
-    // changed: the general IPv4 stage), TTL 0, another label popping into the same
-    // table (explicit null) or into a VRF, the entry that is not at the bottom.
+    // changed: the general IPv4 stage), options or IPv6 or nothing under the label,
+    // TTL 0, another label popping into the same table (explicit null) or into a
+    // VRF, the entry that is not at the bottom.
     let mut bad_inner = one_label(300, 64, 90);
     bad_inner[18 + 10] ^= 0x5a;
+    let mut options = one_label(300, 64, 90);
+    options[18] = 0x46;
+    let mut ip6_inner = one_label(300, 64, 90);
+    ip6_inner[18] = 0x65;
+    let mut cut = one_label(300, 64, 90);
+    cut.truncate(36);
     frames.extend([
         (one_label(300, 64, 100), 0),
         (one_label(300, 64, 101), 0),
         (bad_inner, 0),
+        (one_label(300, 64, 102), 0),
+        (options, 0),
+        (one_label(300, 64, 102), 0),
+        (ip6_inner, 0),
+        (one_label(300, 64, 102), 0),
+        (cut, 0),
         (one_label(300, 64, 102), 0),
         (one_label(300, 0, 103), 0),
         (one_label(300, 2, 104), 0),

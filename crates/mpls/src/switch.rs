@@ -95,10 +95,27 @@ impl LabelGuard<'_> {
         w: u32,
         t: Top<'_>,
     ) -> Result<u32, DropReason> {
+        self.pop_ip4(buf, off, w, t)?;
+        Ok(t.ip4_table())
+    }
+
+    /// [`pop_into_ip4`](Self::pop_into_ip4) without reading the table: for a
+    /// caller that needs [`Top::ip4_table`] only now and then.
+    #[inline(always)]
+    pub fn pop_ip4(
+        &self,
+        buf: &mut [u8],
+        off: &mut usize,
+        w: u32,
+        t: Top<'_>,
+    ) -> Result<(), DropReason> {
         if !t.pops_into_ip4(w) {
             return Err(DropReason::NoLabel);
         }
-        self.pop_lookup(buf, off, *off + 4, w as u8, t.slot)
+        let ip = *off + 4;
+        dispose_ip4(buf, ip, w as u8, hdr_uniform(t.h))?;
+        *off = ip;
+        Ok(())
     }
 
     /// The second half of [`switch_word`](Self::switch_word): `t` is
@@ -224,7 +241,7 @@ impl LabelGuard<'_> {
                     if ttl == 0 {
                         return MplsDecision::Drop(DropReason::TtlExpired);
                     }
-                    return ip4_lookup(self.pop_lookup(buf, off, o + 4, ttl, slot));
+                    return ip4_lookup(self.pop_lookup(buf, off, o + 4, ttl, (h, slot)));
                 }
                 K_POP | K_ELI => {
                     if ttl == 0 {
@@ -245,7 +262,7 @@ impl LabelGuard<'_> {
                         if el & S_BIT != 0 {
                             // The pair was the bottom: the payload is what the label
                             // above carried, IPv4 here (looked up like explicit null).
-                            return ip4_lookup(self.pop_lookup(buf, off, o, ttl, slot));
+                            return ip4_lookup(self.pop_lookup(buf, off, o, ttl, (h, slot)));
                         }
                     }
                     let Some(nw) = read_word(buf, o) else {
@@ -282,9 +299,9 @@ impl LabelGuard<'_> {
         }
     }
 
-    /// Pops down to the IPv4 header at `ip` for pop-and-lookup entry `slot`, with
-    /// label TTL `ttl`: the table to look it up in, or the reason to drop (`buf`
-    /// and `*off` untouched).
+    /// Pops down to the IPv4 header at `ip` for pop-and-lookup entry `slot` (its
+    /// header word `h` as read for the decision), with label TTL `ttl`: the table
+    /// to look it up in, or the reason to drop (`buf` and `*off` untouched).
     #[inline(always)]
     fn pop_lookup(
         &self,
@@ -292,9 +309,9 @@ impl LabelGuard<'_> {
         off: &mut usize,
         ip: usize,
         ttl: u8,
-        slot: &Slot,
+        (h, slot): (u32, &Slot),
     ) -> Result<u32, DropReason> {
-        dispose_ip4(buf, ip, ttl, hdr_uniform(slot.word(W_HDR)))?;
+        dispose_ip4(buf, ip, ttl, hdr_uniform(h))?;
         *off = ip;
         Ok(slot.word(W_ARG))
     }
@@ -349,6 +366,13 @@ impl Top<'_> {
     #[inline(always)]
     pub fn pops_into_ip4(&self, w: u32) -> bool {
         hdr_kind(self.h) == K_IP4 && w & 0xff != 0
+    }
+
+    /// The routing table a pop into an IPv4 lookup looks the packet up in (for an
+    /// entry that [`pops_into_ip4`](Self::pops_into_ip4)).
+    #[inline(always)]
+    pub fn ip4_table(&self) -> u32 {
+        self.slot.word(W_ARG)
     }
 
     /// Top entry `w` is swapped for one label with a live TTL (a transit LSR's

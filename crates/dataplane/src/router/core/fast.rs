@@ -213,6 +213,10 @@ const MPLS: u8 = 1 << Stage::MplsLookup as u8;
 /// options (shorter frames go to the general path).
 const HEAD: usize = ETH_LEN + 20;
 
+/// Bytes a pop run reads at once: Ethernet, one label and an IPv4 header without
+/// options.
+const POPPED_HEAD: usize = ETH_LEN + 4 + 20;
+
 /// EtherType IPv4, its two bytes at offset 12 read little-endian.
 const ET_IP4_LE: u16 = 0x0008;
 /// EtherType MPLS unicast, its two bytes at offset 12 read little-endian.
@@ -813,6 +817,14 @@ impl Work {
             // (the frame's own window, offsets from its start: a pop writes
             // nothing in front of it, and an mbuf's window needs no bounds check)
             let frame = p.data_mut();
+            // (one length check for the L2 header, the label and the IPv4 header
+            // under it; a header with options or another version ends the run)
+            if frame
+                .first_chunk::<POPPED_HEAD>()
+                .is_none_or(|h| h[POPPED_HEAD - 20] != 0x45)
+            {
+                break;
+            }
             let Some(top) = label_top(frame, &rxif) else {
                 break;
             };
@@ -821,7 +833,8 @@ impl Work {
                 break;
             }
             let mut off = ETH_LEN;
-            let Ok(table) = g.pop_into_ip4(frame, &mut off, top, t) else {
+            // (the table is read only for a packet handed back)
+            let Ok(()) = g.pop_ip4(frame, &mut off, top, t) else {
                 // (untouched: `mpls_run` leaves it to the general path)
                 break;
             };
@@ -838,7 +851,7 @@ impl Work {
                     k += 1;
                 }
                 None => {
-                    let table = mpls::lookup_table(table, rxif.table);
+                    let table = mpls::lookup_table(t.ip4_table(), rxif.table);
                     self.ip4_resume_at(i, l3, end, rxif.ifindex, table, true, hb)
                 }
             }
