@@ -310,6 +310,8 @@ struct Work {
     nic_csum_ports: u64,
     /// Packets waiting for their next hop to resolve.
     hold: hold::Hold,
+    /// The worker's copy of [`ip4_lookup::MARTIAN`] (the fast path's).
+    martian: [u8; 256],
 }
 
 /// What the observers of the core (sFlow, `core/sflow_hook.rs`; the trace,
@@ -449,6 +451,7 @@ impl Core {
                     cfg.hold_per_neighbor,
                     tsc_hz / 1000 * u64::from(cfg.hold_ms),
                 ),
+                martian: MARTIAN,
             },
         }
     }

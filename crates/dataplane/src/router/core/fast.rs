@@ -482,6 +482,7 @@ impl Work {
         // (every packet of the run is a key: packet `i`'s is key `i + kd`, one
         // counter for both)
         let kd = c.k.wrapping_sub(i0);
+        let mt = &self.martian;
         let (mut bytes, mut i) = (0u64, i0);
         while i < n {
             let Some(p) = run_next(pkts, i, rxif.port) else {
@@ -507,7 +508,7 @@ impl Work {
             }
             let Some(dst) = hd
                 .last_chunk::<20>()
-                .and_then(|h| ip4_accept_45(h, len - ETH_LEN, csum == RxCsum::Good))
+                .and_then(|h| ip4_accept_45_in(h, len - ETH_LEN, csum == RxCsum::Good, mt))
             else {
                 break;
             };
@@ -839,9 +840,10 @@ impl Work {
                 break;
             };
             // (from here on as `mpls_run` takes a pop)
-            let accepted = frame
-                .get(off..)
-                .and_then(|ip| ip4_accept(ip.first_chunk::<20>()?, ip.len(), false));
+            // (0x45 seen above, where the pop left `off`)
+            let accepted = frame.get(off..).and_then(|ip| {
+                ip4_accept_45_in(ip.first_chunk::<20>()?, ip.len(), false, &self.martian)
+            });
             let l3 = start + off;
             match accepted {
                 Some(d) => {

@@ -287,7 +287,7 @@ pub(super) fn ttl_dec(h: &mut [u8; 20]) -> u8 {
 /// Per first octet of an address: bit 0, a forwarded destination may not have it
 /// (0/8, 127/8, 224/4 and up: RFC 1812 §5.3.7; multicast is not routed here); bit 1,
 /// a forwarded source may not have it (127/8, 224/4).
-static MARTIAN: [u8; 256] = {
+pub(super) static MARTIAN: [u8; 256] = {
     let mut t = [0u8; 256];
     t[0] = 1;
     t[127] = 3;
@@ -342,6 +342,19 @@ fn sum_ok(h: &[u8; 20]) -> bool {
 /// be 0x45.
 #[inline(always)]
 pub(super) fn ip4_accept_45(h: &[u8; 20], avail: usize, nic_good: bool) -> Option<u32> {
+    ip4_accept_45_in(h, avail, nic_good, &MARTIAN)
+}
+
+/// [`ip4_accept_45`] with `mt`, a copy of [`MARTIAN`] (a worker's own, addressed
+/// from the register that holds its state: no load of the table's address per
+/// packet).
+#[inline(always)]
+pub(super) fn ip4_accept_45_in(
+    h: &[u8; 20],
+    avail: usize,
+    nic_good: bool,
+    mt: &[u8; 256],
+) -> Option<u32> {
     debug_assert!(avail >= 20, "`h` is the first 20 of `avail` bytes");
     let total = usize::from(rd16(h, field::LENGTH));
     // (`|`: one branch for the common checks; `total` in 20..=avail in one
@@ -349,8 +362,7 @@ pub(super) fn ip4_accept_45(h: &[u8; 20], avail: usize, nic_good: bool) -> Optio
     if (total.wrapping_sub(20) > avail.wrapping_sub(20)) | (h[field::TTL] <= 1) {
         return None;
     }
-    let bad =
-        MARTIAN[usize::from(h[field::SRC_ADDR])] & 2 | MARTIAN[usize::from(h[field::DST_ADDR])] & 1;
+    let bad = mt[usize::from(h[field::SRC_ADDR])] & 2 | mt[usize::from(h[field::DST_ADDR])] & 1;
     if (!sum_ok(h) & !nic_good) | (bad != 0) {
         return None;
     }

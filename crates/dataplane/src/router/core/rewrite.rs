@@ -193,8 +193,15 @@ pub(super) fn rw_index(adj: u32) -> usize {
 /// adjacencies in place, then bumps the version); a cached entry is the answer of
 /// one moment, as the FIB promises, both stages see the same one, and the next
 /// vector after the bump decodes it again.
+///
+/// The two counters are apart (fields in this order): side by side, the
+/// compiler adds to both with one vector add, five instructions per packet
+/// sent where two scalar adds do.
 #[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
 pub(super) struct Rw {
+    /// Packets sent through it in this vector, not yet counted.
+    pub(super) tx_pkts: u64,
     /// Adjacency id + 1; 0 marks an empty slot.
     pub(super) key: u32,
     /// Destination and source MAC, then for a tagged interface 0x8100 and the tag.
@@ -212,8 +219,7 @@ pub(super) struct Rw {
     pub(super) ifindex: u32,
     /// Neighbour address to resolve (0: none known, use the destination).
     pub(super) nbr: u32,
-    /// Packets and bytes sent through it in this vector, not yet counted.
-    pub(super) tx_pkts: u64,
+    /// Bytes sent through it in this vector, not yet counted.
     pub(super) tx_bytes: u64,
 }
 
