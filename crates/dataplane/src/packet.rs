@@ -32,6 +32,13 @@ pub trait Packet {
     /// [`Packet::set_window`]: a window inside the old one needs no check against
     /// the buffer.
     fn shrink_window(&mut self, front: usize, len: usize) -> bool;
+    /// Drops the window's first `n` bytes (as `rte_pktmbuf_adj`); false
+    /// (unchanged) when it is shorter.
+    #[inline(always)]
+    fn drop_front(&mut self, n: usize) -> bool {
+        let len = self.window().1;
+        len >= n && self.shrink_window(n, len - n)
+    }
     /// The data window (the frame), writable: `raw_mut()[start..start + len]`
     /// for `(start, len) = window()` (an mbuf builds it without checking that
     /// again).
@@ -78,6 +85,10 @@ impl Packet for Mbuf {
     #[inline(always)]
     fn shrink_window(&mut self, front: usize, len: usize) -> bool {
         Mbuf::shrink_window(self, front, len)
+    }
+    #[inline(always)]
+    fn drop_front(&mut self, n: usize) -> bool {
+        Mbuf::drop_front(self, n)
     }
     #[inline(always)]
     fn port(&self) -> u16 {

@@ -916,8 +916,16 @@ fn windows_shrink_within_the_data() {
     assert_eq!(v.window(), (v0 + 4, 60));
     assert_eq!(m.data(), &frame[4..64]);
     assert_eq!(v.data(), &frame[4..64]);
+    // The front dropped: past the data refused, inside the rest stays.
+    assert!(!m.drop_front(61) && !v.drop_front(61));
+    assert!(!m.drop_front(usize::MAX) && !v.drop_front(usize::MAX));
+    assert!(m.drop_front(4) && v.drop_front(4));
+    assert_eq!((Packet::window(&m), m.pkt_len()), ((m0 + 8, 56), 56));
+    assert_eq!(v.window(), (v0 + 8, 56));
+    assert_eq!(m.data(), &frame[8..64]);
+    assert_eq!(v.data(), &frame[8..64]);
     // To nothing, at the end.
-    assert!(m.shrink_window(60, 0) && v.shrink_window(60, 0));
+    assert!(m.shrink_window(56, 0) && v.shrink_window(56, 0));
     assert_eq!((Packet::window(&m), m.pkt_len()), ((m0 + 64, 0), 0));
     drop(m);
     assert_eq!(pool.in_use(), 0);

@@ -227,6 +227,22 @@ impl Mbuf {
         true
     }
 
+    /// Drops the first segment's first `n` bytes (the packet length drops by as
+    /// much), as `rte_pktmbuf_adj`. Refuses (returns false, unchanged) when the
+    /// segment is shorter.
+    #[inline(always)]
+    pub fn drop_front(&mut self, n: usize) -> bool {
+        let h = self.hdr_mut();
+        let Some(rest) = usize::from(h.data_len).checked_sub(n) else {
+            return false;
+        };
+        // (within the old window; the packet length is at least the segment's)
+        h.data_off += n as u16;
+        h.data_len = rest as u16;
+        h.pkt_len -= n as u32;
+        true
+    }
+
     /// Size of the whole buffer (headroom + data room).
     #[inline(always)]
     pub fn buf_len(&self) -> u16 {

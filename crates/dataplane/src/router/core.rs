@@ -306,6 +306,9 @@ struct Work {
     l3s: [u16; BURST],
     /// Packets the fast path handed to the nodes part-way (bit per packet).
     resumed: [u64; 4],
+    /// Packets a pop run took (bit per packet, the runs' whole ranges): their
+    /// window starts past the label once popped, so the frame alone does not say.
+    pop_runs: [u64; 4],
     /// `CoreConfig::nic_csum_ports`.
     nic_csum_ports: u64,
     /// Packets waiting for their next hop to resolve.
@@ -446,6 +449,7 @@ impl Core {
                 hback: Some(Box::new([0; BURST])),
                 l3s: [0; BURST],
                 resumed: [0; 4],
+                pop_runs: [0; 4],
                 nic_csum_ports: cfg.nic_csum_ports,
                 hold: hold::Hold::new(
                     cfg.hold_per_neighbor,
@@ -538,6 +542,7 @@ impl Work {
         self.obs.rx_one = None;
         // (each vector marks its own resumed packets: the fast path's handbacks)
         self.resumed = [0; 4];
+        self.pop_runs = [0; 4];
         // The fast path first; what it leaves goes through the nodes. A
         // traced vector takes the nodes whole (same fate for every
         // packet, and the trace shows each node it passed).

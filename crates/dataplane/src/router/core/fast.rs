@@ -264,7 +264,7 @@ impl Work {
     fn note_fast<P: Packet>(&mut self, pkts: &[P], k: usize) {
         for j in 0..k {
             let i = usize::from(self.sel[j]);
-            let popped = popped_at(&pkts[i], usize::from(self.l3s[j]));
+            let popped = self.popped(&pkts[i], i, usize::from(self.l3s[j]));
             self.meta[i].next = Next::Fast(popped);
         }
     }
@@ -280,6 +280,14 @@ impl Work {
         }
         self.obs.fast_adj[i & (BURST - 1)] = adj;
         self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs & (RW_CACHE - 1)]);
+    }
+
+    /// Whether fast-path key packet `i` (`p`, IPv4 header at `l3`) came from under
+    /// a label: its frame still holds the label ([`popped_at`]), or a pop run
+    /// moved its window past it (`pop_runs`).
+    #[inline(always)]
+    fn popped<P: Packet>(&self, p: &P, i: usize, l3: usize) -> bool {
+        popped_at(p, l3) || self.pop_runs[(i >> 6) & 3] >> (i & 63) & 1 != 0
     }
 
     /// Whether packet `i` resumes in the nodes (see [`Work::resume`]).
@@ -851,6 +859,10 @@ impl Work {
                     self.sel[k & (BURST - 1)] = i as u16;
                     self.l3s[k & (BURST - 1)] = l3 as u16;
                     k += 1;
+                    // The frame starts where its new L2 header goes: the forward
+                    // walk sends it as an IPv4 packet received so (its length
+                    // checked above; `pop_runs` says it was popped).
+                    let _ = p.drop_front(off - ETH_LEN);
                 }
                 None => {
                     let table = mpls::lookup_table(t.ip4_table(), rxif.table);
@@ -860,6 +872,7 @@ impl Work {
             rx_bytes += len as u64;
             i += 1;
         }
+        mark_range(&mut self.pop_runs, i0, i);
         PopRun {
             end: i,
             k,
@@ -1082,7 +1095,7 @@ impl Work {
     fn ip4_resume<P: Packet>(&mut self, p: &P, i: usize, l3: usize, hb: &mut Handback<'_, '_>) {
         hb.follow(p.port());
         let (start, len) = p.window();
-        let popped = popped_at(p, l3);
+        let popped = self.popped(p, i, l3);
         let (rx_if, vt) = (hb.fb_if.ifindex, hb.vt);
         self.ip4_resume_at(i, l3, start + len, rx_if, vt, popped, hb);
         if !popped && nic_csum(self.nic_csum_ports, p.port()) {
@@ -1334,6 +1347,22 @@ fn popped_at<P: Packet>(p: &P, l3: usize) -> bool {
     l3 != p.window().0 + ETH_LEN
 }
 
+/// Sets bits `a..b` of `bits` (a word at a time).
+#[inline(always)]
+fn mark_range(bits: &mut [u64; 4], a: usize, b: usize) {
+    let b = b.min(BURST);
+    let mut j = a;
+    while j < b {
+        let (w, lo) = (j >> 6, j & 63);
+        // (bits `lo..hi` of word `w`, at least one)
+        let hi = (b - (w << 6)).min(64);
+        if let Some(x) = bits.get_mut(w) {
+            *x |= (u64::MAX >> (64 - (hi - lo))) << lo;
+        }
+        j = (w + 1) << 6;
+    }
+}
+
 /// [`forward`] for a plain decision (see [`FwdDec::plain`]): IPv4 out of an
 /// untagged interface, nothing pushed. Returns the frame length, or `None` with the
 /// packet untouched (MTU, headroom).
@@ -1384,4 +1413,23 @@ fn forward_plain_at<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
     // Cannot fail: the classify walk saw the IPv4 total length within the frame.
     let _ = p.shrink_window(front, frame);
     Some(frame)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mark_range_sets_exactly_the_range() {
+        for a in 0..=BURST {
+            for b in a..=BURST + 3 {
+                let mut bits = [0u64; 4];
+                mark_range(&mut bits, a, b);
+                for j in 0..BURST {
+                    let set = bits[j >> 6] >> (j & 63) & 1 != 0;
+                    assert_eq!(set, (a..b).contains(&j), "{a}..{b} bit {j}");
+                }
+            }
+        }
+    }
 }
