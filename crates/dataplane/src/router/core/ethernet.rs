@@ -11,6 +11,7 @@
 //! `multi_segment`.
 
 use super::*;
+use crate::packet::VecPacket;
 
 impl Work {
     /// ethernet-input over the packets `self.slow[..n_slow]` of `pkts` (those
@@ -256,11 +257,12 @@ pub(super) fn flush_rx(stats: &WorkerStats, run: &Run) {
 /// (the later stages find the lines it brought in).
 pub(super) const PREFETCH: usize = 4;
 
-/// Starts loading the cache line where the packet's data begins.
+/// Starts loading the cache line where a received packet's data begins: behind
+/// the headroom (RTE_PKTMBUF_HEADROOM, where PMDs put it, and `VecPacket`'s). A
+/// hint only: its address needs no load of the packet's data offset.
 #[inline(always)]
 pub(super) fn prefetch_data<P: Packet>(p: &mut P) {
-    let (start, _) = p.window();
-    crate::dpdk::prefetch0(p.raw_mut().as_ptr().wrapping_add(start));
+    crate::dpdk::prefetch0(p.raw_mut().as_ptr().wrapping_add(VecPacket::HEADROOM));
 }
 
 /// Packets and bytes of a run of packets on one interface, added to its counters
