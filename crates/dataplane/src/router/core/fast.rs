@@ -17,7 +17,9 @@
 //!    collected as an LPM key, or the label switch on the top entry read with the
 //!    Ethernet header ([`mpls::LabelGuard::top`]); a pop into IPv4
 //!    ([`mpls::Top::pops_into_ip4`], [`mpls::LabelGuard::pop_into_ip4`]) checks the
-//!    inner header and joins the same batch without a decision to match on, the
+//!    inner header and joins the same batch without a decision to match on (the
+//!    pops of a run of one label leave with their window moved past the label, as
+//!    IPv4 frames: [`Work::pop_run`]), the
 //!    rest goes through [`mpls::LabelGuard::switch_top`], and a swap or a pop at
 //!    the penultimate hop gets its L2 header ([`put_l2_in`]) and leaves right there.
 //!    ARP, VLAN tags, options, broadcast, bad headers, label drops and punts go
@@ -801,7 +803,9 @@ impl Work {
     /// the vector's table, from `pkts[i0]` on: packets of the run with the same
     /// top label (and S bit) as `top`, whose entry `t` pops into that table, join
     /// the keys here as `mpls_run` adds them, in a loop that keeps few values. Any
-    /// other packet ends the run untouched, for `mpls_run`.
+    /// other packet ends the run untouched, for `mpls_run`. A packet that joins the
+    /// keys has its window moved past the label (the forward walk sends it as an
+    /// IPv4 frame received so), and the run's packets are marked in `pop_runs`.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn pop_run<P: Packet>(
