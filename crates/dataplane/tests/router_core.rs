@@ -1994,6 +1994,19 @@ fn fast_path_runs_of_swaps_and_pops() {
         ),
         (one_label(300, 64, 112), 0),
     ]);
+    // Pops inside a run that the forward walk hands back (an unresolved
+    // neighbour, over the MTU, the router's own address): the general path takes
+    // each as it came in.
+    let popped = |ip: Vec<u8>| from_host_mpls(&[(300, 64)], &ip);
+    frames.extend([
+        (one_label(300, 64, 113), 0),
+        (popped(host_ip(5, [198, 25], 64, 100)), 0),
+        (one_label(300, 64, 114), 0),
+        (one_label(300, 64, 1560), 0),
+        (one_label(300, 64, 115), 0),
+        (popped(ip4(a("10.1.0.2"), a("10.1.0.1"), 64, 7, 60)), 0),
+        (one_label(300, 64, 116), 0),
+    ]);
     // (a long run to end the vector)
     frames.extend((0..40).map(|j| (one_label(100, 64, 60 + j), 0)));
     let mut res = Vec::new();

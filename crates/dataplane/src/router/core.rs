@@ -302,13 +302,12 @@ struct Work {
     /// The indices of the packets the fast path hands back (scratch kept here,
     /// taken out while the vector runs, so no vector clears its own).
     hback: Option<Box<[u16; BURST]>>,
-    /// Where each fast-path key's IPv4 header starts.
-    l3s: [u16; BURST],
     /// Packets the fast path handed to the nodes part-way (bit per packet).
     resumed: [u64; 4],
-    /// Packets a pop run took (bit per packet, the runs' whole ranges): their
-    /// window starts past the label once popped, so the frame alone does not say.
-    pop_runs: [u64; 4],
+    /// Fast-path keys popped from under a label (bit per packet; a pop run marks
+    /// its whole range): their window starts past the label, so the frame does
+    /// not say.
+    popped: [u64; 4],
     /// `CoreConfig::nic_csum_ports`.
     nic_csum_ports: u64,
     /// Packets waiting for their next hop to resolve.
@@ -447,9 +446,8 @@ impl Core {
                 seen: None,
                 slow: [0; BURST],
                 hback: Some(Box::new([0; BURST])),
-                l3s: [0; BURST],
                 resumed: [0; 4],
-                pop_runs: [0; 4],
+                popped: [0; 4],
                 nic_csum_ports: cfg.nic_csum_ports,
                 hold: hold::Hold::new(
                     cfg.hold_per_neighbor,
@@ -542,7 +540,7 @@ impl Work {
         self.obs.rx_one = None;
         // (each vector marks its own resumed packets: the fast path's handbacks)
         self.resumed = [0; 4];
-        self.pop_runs = [0; 4];
+        self.popped = [0; 4];
         // The fast path first; what it leaves goes through the nodes. A
         // traced vector takes the nodes whole (same fate for every
         // packet, and the trace shows each node it passed).

@@ -215,9 +215,12 @@ const MPLS: u8 = 1 << Stage::MplsLookup as u8;
 /// options (shorter frames go to the general path).
 const HEAD: usize = ETH_LEN + 20;
 
+/// A label stack entry's bytes: what a pop into IPv4 takes off.
+const LABEL_LEN: usize = 4;
+
 /// Bytes a pop run reads at once: Ethernet, one label and an IPv4 header without
 /// options.
-const POPPED_HEAD: usize = ETH_LEN + 4 + 20;
+const POPPED_HEAD: usize = ETH_LEN + LABEL_LEN + 20;
 
 /// EtherType IPv4, its two bytes at offset 12 read little-endian.
 const ET_IP4_LE: u16 = 0x0008;
@@ -263,11 +266,10 @@ impl Work {
     /// or not.)
     #[cold]
     #[inline(never)]
-    fn note_fast<P: Packet>(&mut self, pkts: &[P], k: usize) {
+    fn note_fast(&mut self, k: usize) {
         for j in 0..k {
             let i = usize::from(self.sel[j]);
-            let popped = self.popped(&pkts[i], i, usize::from(self.l3s[j]));
-            self.meta[i].next = Next::Fast(popped);
+            self.meta[i].next = Next::Fast(self.popped(i));
         }
     }
 
@@ -284,12 +286,21 @@ impl Work {
         self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs & (RW_CACHE - 1)]);
     }
 
-    /// Whether fast-path key packet `i` (`p`, IPv4 header at `l3`) came from under
-    /// a label: its frame still holds the label ([`popped_at`]), or a pop run
-    /// moved its window past it (`pop_runs`).
+    /// Whether fast-path key packet `i` came from under a label (its window
+    /// starts past the label: the frame does not say).
     #[inline(always)]
-    fn popped<P: Packet>(&self, p: &P, i: usize, l3: usize) -> bool {
-        popped_at(p, l3) || self.pop_runs[(i >> 6) & 3] >> (i & 63) & 1 != 0
+    fn popped(&self, i: usize) -> bool {
+        self.popped[(i >> 6) & 3] >> (i & 63) & 1 != 0
+    }
+
+    /// Key packet `i` (`p`) had the label behind its L2 header popped: its
+    /// window moves past the label (the forward walk sends it as an IPv4 frame
+    /// received so; the classify walk saw the IPv4 header in the frame, and
+    /// [`Work::ip4_resume`] moves it back) and it is marked popped.
+    #[inline(always)]
+    fn popped_key<P: Packet>(&mut self, p: &mut P, i: usize) {
+        let _ = p.drop_front(LABEL_LEN);
+        self.popped[(i >> 6) & 3] |= 1 << (i & 63);
     }
 
     /// Whether packet `i` resumes in the nodes (see [`Work::resume`]).
@@ -406,7 +417,7 @@ impl Work {
         drop(guard);
         rx_flush(&self.stats, rxif.ifindex, rx_pkts, rx_bytes);
         if light_meta {
-            self.note_fast(pkts, k);
+            self.note_fast(k);
         }
         // Packets taken: the IPv4 keys that were not popped, and the switched ones.
         let t1 = acc.add(Stage::EthernetInput, n - n_slow, t0);
@@ -428,12 +439,10 @@ impl Work {
             let from = BURST - k2;
             self.keys[from..].reverse();
             self.sel[from..].reverse();
-            self.l3s[from..].reverse();
             self.keys.copy_within(from.., 0);
             self.sel.copy_within(from.., 0);
-            self.l3s.copy_within(from.., 0);
             if light_meta {
-                self.note_fast(pkts, k2);
+                self.note_fast(k2);
             }
             view.lookup_burst(pt, &self.keys[..k2], &mut self.fwd[..k2]);
             hb.vt = pt;
@@ -498,7 +507,6 @@ impl Work {
             let Some(p) = run_next(pkts, i, rxif.port) else {
                 break;
             };
-            let (start, _) = p.window();
             // (a checksum the NIC found wrong: the general path drops and counts it)
             let csum = if NIC {
                 p.rx_ip4_csum()
@@ -525,7 +533,6 @@ impl Work {
             let k = i.wrapping_add(kd) & (BURST - 1);
             self.keys[k] = dst;
             self.sel[k] = i as u16;
-            self.l3s[k] = (start + ETH_LEN) as u16;
             bytes += len as u64;
             i += 1;
         }
@@ -613,8 +620,8 @@ impl Work {
                         Some(d) if table == vt => {
                             self.keys[k & (BURST - 1)] = d;
                             self.sel[k & (BURST - 1)] = i as u16;
-                            self.l3s[k & (BURST - 1)] = off as u16;
                             k += 1;
+                            self.popped_key(p, i);
                             if !self.obs.keep_stacks {
                                 // (the same label's pops that follow)
                                 bytes += len as u64;
@@ -629,8 +636,8 @@ impl Work {
                             let j = (BURST - 1 - k2) & (BURST - 1);
                             self.keys[j] = d;
                             self.sel[j] = i as u16;
-                            self.l3s[j] = off as u16;
                             k2 += 1;
+                            self.popped_key(p, i);
                         }
                         _ => self.ip4_resume_at(i, off, end, rxif.ifindex, table, true, hb),
                     },
@@ -805,7 +812,7 @@ impl Work {
     /// the keys here as `mpls_run` adds them, in a loop that keeps few values. Any
     /// other packet ends the run untouched, for `mpls_run`. A packet that joins the
     /// keys has its window moved past the label (the forward walk sends it as an
-    /// IPv4 frame received so), and the run's packets are marked in `pop_runs`.
+    /// IPv4 frame received so), and the run's packets are marked `popped`.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn pop_run<P: Packet>(
@@ -861,12 +868,9 @@ impl Work {
                 Some(d) => {
                     self.keys[k & (BURST - 1)] = d;
                     self.sel[k & (BURST - 1)] = i as u16;
-                    self.l3s[k & (BURST - 1)] = l3 as u16;
                     k += 1;
-                    // The frame starts where its new L2 header goes: the forward
-                    // walk sends it as an IPv4 packet received so (its length
-                    // checked above; `pop_runs` says it was popped).
-                    let _ = p.drop_front(off - ETH_LEN);
+                    // (as `popped_key`; the run's range is marked at the end)
+                    let _ = p.drop_front(LABEL_LEN);
                 }
                 None => {
                     let table = mpls::lookup_table(t.ip4_table(), rxif.table);
@@ -876,7 +880,7 @@ impl Work {
             rx_bytes += len as u64;
             i += 1;
         }
-        mark_range(&mut self.pop_runs, i0, i);
+        mark_range(&mut self.popped, i0, i);
         PopRun {
             end: i,
             k,
@@ -927,11 +931,12 @@ impl Work {
         let mut last_f = u64::MAX;
         for j in 0..k {
             let i = usize::from(self.sel[j]);
-            let l3 = usize::from(self.l3s[j]);
             let f = self.fwd[j];
             let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
                 continue;
             };
+            // (every key's IPv4 header is right behind its frame's L2 header)
+            let l3 = p.window().0 + ETH_LEN;
             let slot = f as usize & (FWD_CACHE - 1);
             if u64::from(f) != last_f {
                 if !self.fd_hit(slot, f) {
@@ -955,7 +960,7 @@ impl Work {
             let rs = usize::from(d.rs) & (RW_CACHE - 1);
             let rw = &mut self.rw[rs];
             let sent = if plain {
-                forward_plain(p, l3, rw)
+                forward_plain(p, rw)
             } else if d.ok {
                 forward(p, l3, rw, d)
             } else {
@@ -1096,10 +1101,18 @@ impl Work {
     /// general IPv4 stage.
     #[cold]
     #[inline(never)]
-    fn ip4_resume<P: Packet>(&mut self, p: &P, i: usize, l3: usize, hb: &mut Handback<'_, '_>) {
+    fn ip4_resume<P: Packet>(&mut self, p: &mut P, i: usize, l3: usize, hb: &mut Handback<'_, '_>) {
         hb.follow(p.port());
+        let popped = self.popped(i);
+        if popped {
+            // (the frame as the general path takes it: from its L2 header on, the
+            // popped label in it, as it came in)
+            let (start, len) = p.window();
+            if let Some(s) = start.checked_sub(LABEL_LEN) {
+                let _ = p.set_window(s, len + LABEL_LEN);
+            }
+        }
         let (start, len) = p.window();
-        let popped = self.popped(p, i, l3);
         let (rx_if, vt) = (hb.fb_if.ifindex, hb.vt);
         self.ip4_resume_at(i, l3, start + len, rx_if, vt, popped, hb);
         if !popped && nic_csum(self.nic_csum_ports, p.port()) {
@@ -1342,15 +1355,6 @@ fn send_switched<P: Packet>(
     l as u64
 }
 
-/// Whether the IPv4 header of fast-path key packet `p` at `l3` came out from
-/// under a label the classify walk popped: a plain one sits right behind the
-/// Ethernet header of the frame as received (the fast path takes untagged frames
-/// only). Asked before the forward walk changes the packet.
-#[inline(always)]
-fn popped_at<P: Packet>(p: &P, l3: usize) -> bool {
-    l3 != p.window().0 + ETH_LEN
-}
-
 /// Sets bits `a..b` of `bits` (a word at a time).
 #[inline(always)]
 fn mark_range(bits: &mut [u64; 4], a: usize, b: usize) {
@@ -1369,17 +1373,13 @@ fn mark_range(bits: &mut [u64; 4], a: usize, b: usize) {
 
 /// [`forward`] for a plain decision (see [`FwdDec::plain`]): IPv4 out of an
 /// untagged interface, nothing pushed. Returns the frame length, or `None` with the
-/// packet untouched (MTU, headroom).
+/// packet untouched (MTU).
 #[inline(always)]
-fn forward_plain<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
-    if popped_at(p, l3) {
-        // (the L2 header goes where the popped label was)
-        return forward_plain_at(p, l3, rw);
-    }
+fn forward_plain<P: Packet>(p: &mut P, rw: &Rw) -> Option<usize> {
     let len = p.window().1;
-    // The header sits where it came in: the frame's own window holds it (no
-    // bounds to check against the buffer), and only padding can change the
-    // window.
+    // The header sits right behind the frame's L2 header (a popped packet's
+    // window starts past its label): the frame's own window holds it (no bounds
+    // to check against the buffer), and only padding can change the window.
     let frame = rewrite_plain(p.data_mut().first_chunk_mut::<HEAD>()?, rw)?;
     if frame != len {
         // Cannot fail: the window only shrinks.
@@ -1404,19 +1404,6 @@ fn rewrite_plain(h: &mut [u8; HEAD], rw: &Rw) -> Option<usize> {
     ttl_dec(ip);
     write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV4)?;
     Some(ETH_LEN + total)
-}
-
-/// [`forward_plain`] for a header at `l3` further into the frame (behind popped
-/// labels): the new L2 header goes in front of it, inside the window, and the
-/// frame starts there.
-#[inline(always)]
-fn forward_plain_at<P: Packet>(p: &mut P, l3: usize, rw: &Rw) -> Option<usize> {
-    let front = l3.checked_sub(p.window().0 + ETH_LEN)?;
-    let h = p.data_mut().get_mut(front..)?.first_chunk_mut::<HEAD>()?;
-    let frame = rewrite_plain(h, rw)?;
-    // Cannot fail: the classify walk saw the IPv4 total length within the frame.
-    let _ = p.shrink_window(front, frame);
-    Some(frame)
 }
 
 #[cfg(test)]
