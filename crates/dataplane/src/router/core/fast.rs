@@ -935,8 +935,8 @@ impl Work {
             let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
                 continue;
             };
-            // (every key's IPv4 header is right behind its frame's L2 header)
-            let l3 = p.window().0 + ETH_LEN;
+            // (every key's IPv4 header is right behind its frame's L2 header: at
+            // `key_l3`, asked only where needed)
             let slot = f as usize & (FWD_CACHE - 1);
             if u64::from(f) != last_f {
                 if !self.fd_hit(slot, f) {
@@ -951,7 +951,7 @@ impl Work {
                 (slot, true)
             } else if e.ecmp {
                 last_f = u64::MAX;
-                let s = self.ecmp_leg(p, l3, f, hb.ift, hb.view);
+                let s = self.ecmp_leg(p, key_l3(p), f, hb.ift, hb.view);
                 (s, self.fd[s].plain)
             } else {
                 (slot, false)
@@ -962,13 +962,13 @@ impl Work {
             let sent = if plain {
                 forward_plain(p, rw)
             } else if d.ok {
-                forward(p, l3, rw, d)
+                forward(p, key_l3(p), rw, d)
             } else {
                 None
             };
             let Some(len) = sent else {
                 // Untouched by the IPv4 part: the general IPv4 stage takes over.
-                self.ip4_resume(p, i, l3, hb);
+                self.ip4_resume(p, i, hb);
                 continue;
             };
             *o = count_tx(rw, len);
@@ -1097,12 +1097,13 @@ impl Work {
         self.resume(i, m, hb);
     }
 
-    /// Hands IPv4 packet `i` (header at `l3`, untouched by the forward walk) to the
-    /// general IPv4 stage.
+    /// Hands key packet `i` (`p`, untouched by the forward walk) to the general
+    /// IPv4 stage.
     #[cold]
     #[inline(never)]
-    fn ip4_resume<P: Packet>(&mut self, p: &mut P, i: usize, l3: usize, hb: &mut Handback<'_, '_>) {
+    fn ip4_resume<P: Packet>(&mut self, p: &mut P, i: usize, hb: &mut Handback<'_, '_>) {
         hb.follow(p.port());
+        let l3 = key_l3(p);
         let popped = self.popped(i);
         if popped {
             // (the frame as the general path takes it: from its L2 header on, the
@@ -1353,6 +1354,13 @@ fn send_switched<P: Packet>(
         *o = rw.out;
     }
     l as u64
+}
+
+/// Where the IPv4 header of fast-path key packet `p` starts: right behind the
+/// frame's L2 header (a popped packet's window starts past its label).
+#[inline(always)]
+fn key_l3<P: Packet>(p: &P) -> usize {
+    p.window().0 + ETH_LEN
 }
 
 /// Sets bits `a..b` of `bits` (a word at a time).
