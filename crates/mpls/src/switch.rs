@@ -112,10 +112,7 @@ impl LabelGuard<'_> {
         if !t.pops_into_ip4(w) {
             return Err(DropReason::NoLabel);
         }
-        let ip = *off + 4;
-        dispose_ip4(buf, ip, w as u8, hdr_uniform(t.h))?;
-        *off = ip;
-        Ok(())
+        pop_to_ip4(buf, off, *off + 4, w as u8, t.h)
     }
 
     /// The second half of [`switch_word`](Self::switch_word): `t` is
@@ -299,9 +296,8 @@ impl LabelGuard<'_> {
         }
     }
 
-    /// Pops down to the IPv4 header at `ip` for pop-and-lookup entry `slot` (its
-    /// header word `h` as read for the decision), with label TTL `ttl`: the table
-    /// to look it up in, or the reason to drop (`buf` and `*off` untouched).
+    /// [`pop_to_ip4`] for pop-and-lookup entry `slot` (its header word `h` as read
+    /// for the decision): the table to look the packet up in.
     #[inline(always)]
     fn pop_lookup(
         &self,
@@ -311,8 +307,7 @@ impl LabelGuard<'_> {
         ttl: u8,
         (h, slot): (u32, &Slot),
     ) -> Result<u32, DropReason> {
-        dispose_ip4(buf, ip, ttl, hdr_uniform(h))?;
-        *off = ip;
+        pop_to_ip4(buf, off, ip, ttl, h)?;
         Ok(slot.word(W_ARG))
     }
 
@@ -330,6 +325,22 @@ impl LabelGuard<'_> {
             s
         }
     }
+}
+
+/// Pops down to the IPv4 header at `ip` for a pop-and-lookup entry with header
+/// word `h`, with label TTL `ttl` (the uniform model writes it into the header),
+/// and moves `*off` there; or the reason to drop, with `buf` and `*off` untouched.
+#[inline(always)]
+fn pop_to_ip4(
+    buf: &mut [u8],
+    off: &mut usize,
+    ip: usize,
+    ttl: u8,
+    h: u32,
+) -> Result<(), DropReason> {
+    dispose_ip4(buf, ip, ttl, hdr_uniform(h))?;
+    *off = ip;
+    Ok(())
 }
 
 /// The decision for a pop into an IPv4 lookup.

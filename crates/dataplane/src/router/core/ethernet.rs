@@ -11,7 +11,6 @@
 //! `multi_segment`.
 
 use super::*;
-use crate::packet::VecPacket;
 
 impl Work {
     /// ethernet-input over the packets `self.slow[..n_slow]` of `pkts` (those
@@ -258,11 +257,12 @@ pub(super) fn flush_rx(stats: &WorkerStats, run: &Run) {
 pub(super) const PREFETCH: usize = 4;
 
 /// Starts loading the cache line where a received packet's data begins: behind
-/// the headroom (RTE_PKTMBUF_HEADROOM, where PMDs put it, and `VecPacket`'s). A
-/// hint only: its address needs no load of the packet's data offset.
+/// the headroom (`RTE_PKTMBUF_HEADROOM`, where PMDs put it; `VecPacket` keeps the
+/// same). A hint only: its address needs no load of the packet's data offset.
 #[inline(always)]
 pub(super) fn prefetch_data<P: Packet>(p: &mut P) {
-    crate::dpdk::prefetch0(p.raw_mut().as_ptr().wrapping_add(VecPacket::HEADROOM));
+    let headroom = dpdk_sys::RTE_PKTMBUF_HEADROOM as usize;
+    crate::dpdk::prefetch0(p.raw_mut().as_ptr().wrapping_add(headroom));
 }
 
 /// Packets and bytes of a run of packets on one interface, added to its counters
