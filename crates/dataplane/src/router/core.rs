@@ -299,6 +299,9 @@ struct Work {
     seen: Option<(u64, Arc<IfTable>)>,
     /// Indices of the packets the nodes handle, ascending.
     slow: [u16; BURST],
+    /// The keys of a forward run its adjacency did not take, handed back at the
+    /// run's end (see `Work::forward_run`).
+    held: [u16; BURST],
     /// The indices of the packets the fast path hands back (scratch kept here,
     /// taken out while the vector runs, so no vector clears its own).
     hback: Option<Box<[u16; BURST]>>,
@@ -308,6 +311,9 @@ struct Work {
     /// its whole range): their window starts past the label, so the frame does
     /// not say.
     popped: [u64; 4],
+    /// Fast-path keys whose Ethernet padding was cut, and the length of their
+    /// window as received (see `fast::Padded`).
+    padded: fast::Padded,
     /// `CoreConfig::nic_csum_ports`.
     nic_csum_ports: u64,
     /// Packets waiting for their next hop to resolve.
@@ -445,9 +451,11 @@ impl Core {
                 fd_gen: 1,
                 seen: None,
                 slow: [0; BURST],
+                held: [0; BURST],
                 hback: Some(Box::new([0; BURST])),
                 resumed: [0; 4],
                 popped: [0; 4],
+                padded: fast::Padded::default(),
                 nic_csum_ports: cfg.nic_csum_ports,
                 hold: hold::Hold::new(
                     cfg.hold_per_neighbor,
@@ -541,6 +549,7 @@ impl Work {
         // (each vector marks its own resumed packets: the fast path's handbacks)
         self.resumed = [0; 4];
         self.popped = [0; 4];
+        self.padded.bits = [0; 4];
         // The fast path first; what it leaves goes through the nodes. A
         // traced vector takes the nodes whole (same fate for every
         // packet, and the trace shows each node it passed).

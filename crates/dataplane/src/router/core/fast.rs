@@ -14,7 +14,8 @@
 //!    its own): Ethernet (our MAC, untagged) and then, by EtherType, the IPv4
 //!    header test of `ip4-lookup` ([`ip4_accept`]: version and IHL, lengths,
 //!    checksum or the NIC's verdict, TTL, martians) with the destination
-//!    collected as an LPM key, or the label switch on the top entry read with the
+//!    collected as an LPM key (its window cut to the IPv4 packet: Ethernet
+//!    padding dropped, put back if it is handed back), or the label switch on the top entry read with the
 //!    Ethernet header ([`mpls::LabelGuard::top`]); a pop into IPv4
 //!    ([`mpls::Top::pops_into_ip4`], [`mpls::LabelGuard::pop_into_ip4`]) checks the
 //!    inner header and joins the same batch without a decision to match on (the
@@ -30,9 +31,10 @@
 //!    FIB result whether it is a plain forward (a forward leg, a resolved
 //!    adjacency on an up interface, at most [`FAST_LABELS`] labels) and holds the
 //!    label stack entries ready to write ([`leg_stack`]; an ECMP result's leg is
-//!    picked per packet by [`ecmp_hash`] and decoded once per leg); per packet: MTU
-//!    and headroom, then the steps `ip4-lookup` and `rewrite` use: [`ttl_dec`],
-//!    [`impose`], [`write_l2`].
+//!    picked per packet by [`ecmp_hash`] and decoded once per leg). A run of
+//!    keys with one result goes out of line ([`Work::forward_run`]), in a loop
+//!    that holds its adjacency and counters; per packet: MTU and headroom, then the steps
+//!    `ip4-lookup` and `rewrite` use: [`ttl_dec`], [`impose`], [`write_l2`].
 //!
 //! So the fast path decides which packets it takes and batches them; each
 //! per-packet step is the nodes' own. A packet it does not finish goes to the
@@ -100,6 +102,35 @@ pub(super) struct FwdDec {
     rs: u8,
     /// Label stack entries, top first, S bit on the last, TTL 0 (filled per packet).
     lse: [u32; FAST_LABELS],
+}
+
+/// The fast-path keys whose window was cut to their IPv4 packet (Ethernet
+/// padding dropped: [`cut_padding`]), with the length of their window as
+/// received: a key handed back gets its frame as it came in.
+#[derive(Debug)]
+pub(super) struct Padded {
+    /// Bit per packet; cleared per vector.
+    pub(super) bits: [u64; 4],
+    /// The window's length as received, of the packets of `bits`.
+    len: [u16; BURST],
+}
+
+impl Default for Padded {
+    fn default() -> Self {
+        Self {
+            bits: [0; 4],
+            len: [0; BURST],
+        }
+    }
+}
+
+impl Padded {
+    /// The window length packet `i` was received with, if it was cut.
+    #[inline(always)]
+    fn received(&self, i: usize) -> Option<usize> {
+        (self.bits[(i >> 6) & 3] >> (i & 63) & 1 != 0)
+            .then(|| usize::from(self.len[i & (BURST - 1)]))
+    }
 }
 
 /// Per-stage packets and cycles of one vector, committed once at its end (one call
@@ -296,10 +327,11 @@ impl Work {
     /// Key packet `i` (`p`) had the label behind its L2 header popped: its
     /// window moves past the label (the forward walk sends it as an IPv4 frame
     /// received so; the classify walk saw the IPv4 header in the frame, and
-    /// [`Work::ip4_resume`] moves it back) and it is marked popped.
+    /// [`Work::ip4_resume`] moves it back), ends at `frame` (the L2 header and
+    /// the IPv4 total length: Ethernet padding cut) and is marked popped.
     #[inline(always)]
-    fn popped_key<P: Packet>(&mut self, p: &mut P, i: usize) {
-        let _ = p.drop_front(LABEL_LEN);
+    fn popped_key<P: Packet>(&mut self, p: &mut P, i: usize, frame: usize) {
+        pop_window(p, i, frame, &mut self.padded);
         self.popped[(i >> 6) & 3] |= 1 << (i & 63);
     }
 
@@ -524,12 +556,19 @@ impl Work {
             if (mac_key(hd) != rxif.mac) | (et != ET_IP4_LE) | (hd[14] != 0x45) {
                 break;
             }
-            let Some(dst) = hd
-                .last_chunk::<20>()
-                .and_then(|h| ip4_accept_45_in(h, len - ETH_LEN, csum == RxCsum::Good, mt))
-            else {
+            let Some(ip) = hd.last_chunk::<20>() else {
                 break;
             };
+            // (a key's frame ends where its total length says: a frame of
+            // exactly that length, nearly all, needs one compare, which also
+            // holds the total length at 20 or more; Ethernet padding is cut)
+            let frame = ETH_LEN + usize::from(rd16(ip, 2));
+            let Some(dst) = ip4_accept_sized(ip, csum == RxCsum::Good, mt) else {
+                break;
+            };
+            if frame != len && !cut_padding(p, i, frame, len, &mut self.padded) {
+                break;
+            }
             let k = i.wrapping_add(kd) & (BURST - 1);
             self.keys[k] = dst;
             self.sel[k] = i as u16;
@@ -613,15 +652,18 @@ impl Work {
                     .pop_into_ip4(frame, &mut off, top, t)
                     .map(|t| mpls::lookup_table(t, rxif.table))
                 {
-                    Ok(table) => match frame
-                        .get(off..)
-                        .and_then(|ip| ip4_accept(ip.first_chunk::<20>()?, ip.len(), false))
-                    {
-                        Some(d) if table == vt => {
+                    Ok(table) => match frame.get(off..).and_then(|ip| {
+                        let h = ip.first_chunk::<20>()?;
+                        Some((
+                            ip4_accept(h, ip.len(), false)?,
+                            ETH_LEN + usize::from(rd16(h, 2)),
+                        ))
+                    }) {
+                        Some((d, fl)) if table == vt => {
                             self.keys[k & (BURST - 1)] = d;
                             self.sel[k & (BURST - 1)] = i as u16;
                             k += 1;
-                            self.popped_key(p, i);
+                            self.popped_key(p, i, fl);
                             if !self.obs.keep_stacks {
                                 // (the same label's pops that follow)
                                 bytes += len as u64;
@@ -631,13 +673,13 @@ impl Work {
                                 continue;
                             }
                         }
-                        Some(d) if pt.is_none_or(|t| t == table) => {
+                        Some((d, fl)) if pt.is_none_or(|t| t == table) => {
                             pt = Some(table);
                             let j = (BURST - 1 - k2) & (BURST - 1);
                             self.keys[j] = d;
                             self.sel[j] = i as u16;
                             k2 += 1;
-                            self.popped_key(p, i);
+                            self.popped_key(p, i, fl);
                         }
                         _ => self.ip4_resume_at(i, off, end, rxif.ifindex, table, true, hb),
                     },
@@ -838,11 +880,13 @@ impl Work {
             // nothing in front of it, and an mbuf's window needs no bounds check)
             let frame = p.data_mut();
             // (one length check for the L2 header, the label and the IPv4 header
-            // under it; a header with options or another version ends the run)
-            if frame
-                .first_chunk::<POPPED_HEAD>()
-                .is_none_or(|h| h[POPPED_HEAD - 20] != 0x45)
-            {
+            // under it; a header with options or another version ends the run,
+            // and so does a total length other than the frame's: Ethernet
+            // padding, for `mpls_run` to cut, or a bad length)
+            if frame.first_chunk::<POPPED_HEAD>().is_none_or(|h| {
+                (h[POPPED_HEAD - 20] != 0x45)
+                    | (POPPED_HEAD - 20 + usize::from(rd16(h, POPPED_HEAD - 18)) != len)
+            }) {
                 break;
             }
             let Some(top) = label_top(frame, &rxif) else {
@@ -859,17 +903,18 @@ impl Work {
                 break;
             };
             // (from here on as `mpls_run` takes a pop)
-            // (0x45 seen above, where the pop left `off`)
-            let accepted = frame.get(off..).and_then(|ip| {
-                ip4_accept_45_in(ip.first_chunk::<20>()?, ip.len(), false, &self.martian)
-            });
+            // (0x45 and the total length seen above, where the pop left `off`)
+            let accepted = frame
+                .get(off..)
+                .and_then(|ip| ip4_accept_sized(ip.first_chunk::<20>()?, false, &self.martian));
             let l3 = start + off;
             match accepted {
                 Some(d) => {
                     self.keys[k & (BURST - 1)] = d;
                     self.sel[k & (BURST - 1)] = i as u16;
                     k += 1;
-                    // (as `popped_key`; the run's range is marked at the end)
+                    // (as `popped_key`, nothing to cut; the run's range is
+                    // marked at the end)
                     let _ = p.drop_front(LABEL_LEN);
                 }
                 None => {
@@ -929,21 +974,33 @@ impl Work {
         // vector's packets mostly share a few results, consecutive ones the same,
         // and its entry needs no tag check then.
         let mut last_f = u64::MAX;
-        for j in 0..k {
-            let i = usize::from(self.sel[j]);
+        let mut j = 0;
+        while j < k {
             let f = self.fwd[j];
-            let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
-                continue;
-            };
-            // (every key's IPv4 header is right behind its frame's L2 header: at
-            // `key_l3`, asked only where needed)
             let slot = f as usize & (FWD_CACHE - 1);
             if u64::from(f) != last_f {
                 if !self.fd_hit(slot, f) {
                     self.fwd_decode_cold(slot, f, hb.ift, hb.view);
                 }
                 last_f = u64::from(f);
+            } else if self.fwd.get(j + 1..j + 3).is_some_and(|r| r == [f, f]) && j + 3 <= k {
+                // A run of one result (the key before this one had it, the next
+                // two have it): out of line, in a loop that holds its decision,
+                // adjacency and counters (worth its call). `last_f` held the
+                // decode of a result with one leg.
+                let d = self.fd[slot];
+                j = if d.plain {
+                    self.forward_run::<NOTES, true, P>(pkts, out, j, k, f, &d, hb)
+                } else {
+                    self.forward_run::<NOTES, false, P>(pkts, out, j, k, f, &d, hb)
+                };
+                continue;
             }
+            let i = usize::from(self.sel[j]);
+            j += 1;
+            let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
+                continue;
+            };
             // (`plain` first: it implies `ok` and one leg; an ECMP result's leg
             // comes from the leg cache, which may decode: nothing kept then)
             let e = &self.fd[slot];
@@ -960,7 +1017,7 @@ impl Work {
             let rs = usize::from(d.rs) & (RW_CACHE - 1);
             let rw = &mut self.rw[rs];
             let sent = if plain {
-                forward_plain(p, rw)
+                forward_plain(p, rw, plain_max(rw))
             } else if d.ok {
                 forward(p, key_l3(p), rw, d)
             } else {
@@ -980,6 +1037,75 @@ impl Work {
             }
         }
         k - (hb.n - resumed_before)
+    }
+
+    /// The keys from `j` on whose FIB result is `f` (decoded as `d`, one leg, not
+    /// ECMP), up to `k`: each sent through `d`'s adjacency ([`forward_plain`] if
+    /// `PLAIN`, else [`forward`]) or handed back. Returns where the run ends.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn forward_run<const NOTES: bool, const PLAIN: bool, P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        mut j: usize,
+        k: usize,
+        f: u32,
+        d: &FwdDec,
+        hb: &mut Handback<'_, '_>,
+    ) -> usize {
+        let rs = usize::from(d.rs) & (RW_CACHE - 1);
+        let max = plain_max(&self.rw[rs]);
+        let (k, j0) = (k.min(BURST), j);
+        let n = pkts.len().min(out.len());
+        let (pkts, out) = (&mut pkts[..n], &mut out[..n]);
+        // (the run's bytes: added to the adjacency's once, at the end, with its
+        // packets: those of the run not held; the held ones are handed back after
+        // the loop, which so makes no call and keeps its values in registers)
+        let (mut tx_bytes, mut held) = (0u64, 0usize);
+        while j < k && self.fwd[j] == f {
+            let i = usize::from(self.sel[j]);
+            j += 1;
+            let sent = match (pkts.get_mut(i), out.get_mut(i)) {
+                (Some(p), Some(o)) => {
+                    let rw = &self.rw[rs];
+                    let sent = if PLAIN {
+                        forward_plain(p, rw, max)
+                    } else if d.ok {
+                        forward(p, key_l3(p), rw, d)
+                    } else {
+                        None
+                    };
+                    if sent.is_some() {
+                        *o = rw.out;
+                    }
+                    sent
+                }
+                _ => None,
+            };
+            let Some(len) = sent else {
+                self.held[held & (BURST - 1)] = i as u16;
+                held += 1;
+                continue;
+            };
+            tx_bytes += len as u64;
+            // (both notes unconditionally: each is read only when it is meant to
+            // be, `txs` while `tx_ifs`, `fast_adj` for `Next::Fast` packets)
+            if NOTES {
+                self.obs.fast_adj[i & (BURST - 1)] = d.adj;
+                self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
+            }
+        }
+        // Untouched by the IPv4 part: the general IPv4 stage takes over.
+        for h in 0..held.min(BURST) {
+            let i = usize::from(self.held[h]);
+            if let Some(p) = pkts.get_mut(i) {
+                self.ip4_resume(p, i, hb);
+            }
+        }
+        let tx_pkts = (j - j0) - held;
+        self.add_tx(rs, tx_pkts as u64, tx_bytes);
+        j
     }
 
     /// Entry `slot` holds FIB result `f`, decoded in this generation.
@@ -1105,12 +1231,14 @@ impl Work {
         hb.follow(p.port());
         let l3 = key_l3(p);
         let popped = self.popped(i);
-        if popped {
-            // (the frame as the general path takes it: from its L2 header on, the
-            // popped label in it, as it came in)
-            let (start, len) = p.window();
-            if let Some(s) = start.checked_sub(LABEL_LEN) {
-                let _ = p.set_window(s, len + LABEL_LEN);
+        // (the frame as the general path takes it, as it came in: from its L2
+        // header on, a popped label in it, padding not cut)
+        let (start, len) = p.window();
+        let back = if popped { LABEL_LEN } else { 0 };
+        let received = self.padded.received(i).unwrap_or(len + back);
+        if (back, received) != (0, len) {
+            if let Some(s) = start.checked_sub(back) {
+                let _ = p.set_window(s, received);
             }
         }
         let (start, len) = p.window();
@@ -1380,38 +1508,67 @@ fn mark_range(bits: &mut [u64; 4], a: usize, b: usize) {
 }
 
 /// [`forward`] for a plain decision (see [`FwdDec::plain`]): IPv4 out of an
-/// untagged interface, nothing pushed. Returns the frame length, or `None` with the
-/// packet untouched (MTU).
+/// untagged interface, nothing pushed, for a frame no longer than `max` (the
+/// adjacency's MTU and the L2 header). Returns the frame length, or `None` with
+/// the packet untouched (MTU).
+///
+/// A key's frame ends where its IPv4 total length says (the classify walks cut
+/// Ethernet padding: [`cut_padding`]), and its header sits right behind the
+/// frame's L2 header (a popped packet's window starts past its label): the
+/// frame's own window holds it (no bounds to check against the buffer).
 #[inline(always)]
-fn forward_plain<P: Packet>(p: &mut P, rw: &Rw) -> Option<usize> {
-    let len = p.window().1;
-    // The header sits right behind the frame's L2 header (a popped packet's
-    // window starts past its label): the frame's own window holds it (no bounds
-    // to check against the buffer), and only padding can change the window.
-    let frame = rewrite_plain(p.data_mut().first_chunk_mut::<HEAD>()?, rw)?;
-    if frame != len {
-        // Cannot fail: the window only shrinks.
-        let _ = p.shrink_window(0, frame);
-    }
-    Some(frame)
-}
-
-/// The rewrite of a plain forward on `h`, the new L2 header's place and the
-/// IPv4 header behind it: the MTU check, then TTL and checksum and the L2 header.
-/// Returns the frame length (the IPv4 total length and the L2 header), or `None`
-/// with nothing changed.
-#[inline(always)]
-fn rewrite_plain(h: &mut [u8; HEAD], rw: &Rw) -> Option<usize> {
-    let total = usize::from(u16::from_be_bytes([h[ETH_LEN + 2], h[ETH_LEN + 3]]));
-    // (the classify walk checked that the total length is within the frame)
-    if total > usize::from(rw.mtu) {
+fn forward_plain<P: Packet>(p: &mut P, rw: &Rw, max: usize) -> Option<usize> {
+    let frame = p.data_mut();
+    let len = frame.len();
+    let h = frame.first_chunk_mut::<HEAD>()?;
+    if len > max {
         return None;
     }
     // Every check is done: from here on the packet changes.
-    let ip = h.last_chunk_mut::<20>()?;
-    ttl_dec(ip);
+    ttl_dec(h.last_chunk_mut::<20>()?);
     write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV4)?;
-    Some(ETH_LEN + total)
+    Some(len)
+}
+
+/// The largest frame a plain forward through `rw` sends: its MTU and an
+/// untagged L2 header.
+#[inline(always)]
+fn plain_max(rw: &Rw) -> usize {
+    usize::from(rw.mtu) + ETH_LEN
+}
+
+/// Moves popped key packet `p` (packet `i`)'s window past its label and ends it
+/// at `frame` (the L2 header and the IPv4 total length, checked within the
+/// frame), noting in `padded` a cut.
+#[inline(always)]
+fn pop_window<P: Packet>(p: &mut P, i: usize, frame: usize, padded: &mut Padded) {
+    let received = p.window().1;
+    // (cannot fail: the frame holds the label and the IPv4 header)
+    let _ = p.drop_front(LABEL_LEN);
+    if frame != p.window().1 {
+        let _ = cut_padding(p, i, frame, received, padded);
+    }
+}
+
+/// Cuts the Ethernet padding of key packet `p` (packet `i`, its window
+/// `received` long as it came in): its window ends at `frame`, the L2 header
+/// and the IPv4 total length, when that is a header's length or more and
+/// shorter than the window; false (untouched) otherwise. Notes the cut in
+/// `padded`. Inline: a call in the classify walk's loop spills its values.
+#[inline(always)]
+fn cut_padding<P: Packet>(
+    p: &mut P,
+    i: usize,
+    frame: usize,
+    received: usize,
+    padded: &mut Padded,
+) -> bool {
+    if !(HEAD..p.window().1).contains(&frame) {
+        return false;
+    }
+    padded.bits[(i >> 6) & 3] |= 1 << (i & 63);
+    padded.len[i & (BURST - 1)] = received as u16;
+    p.shrink_window(0, frame)
 }
 
 #[cfg(test)]

@@ -357,13 +357,20 @@ pub(super) fn ip4_accept_45_in(
 ) -> Option<u32> {
     debug_assert!(avail >= 20, "`h` is the first 20 of `avail` bytes");
     let total = usize::from(rd16(h, field::LENGTH));
-    // (`|`: one branch for the common checks; `total` in 20..=avail in one
-    // compare, `avail` being 20 or more)
-    if (total.wrapping_sub(20) > avail.wrapping_sub(20)) | (h[field::TTL] <= 1) {
+    // (`total` in 20..=avail in one compare, `avail` being 20 or more)
+    if total.wrapping_sub(20) > avail.wrapping_sub(20) {
         return None;
     }
+    ip4_accept_sized(h, nic_good, mt)
+}
+
+/// [`ip4_accept_45_in`] but for the total length, which the caller has seen to
+/// be 20 or more and within the frame.
+#[inline(always)]
+pub(super) fn ip4_accept_sized(h: &[u8; 20], nic_good: bool, mt: &[u8; 256]) -> Option<u32> {
     let bad = mt[usize::from(h[field::SRC_ADDR])] & 2 | mt[usize::from(h[field::DST_ADDR])] & 1;
-    if (!sum_ok(h) & !nic_good) | (bad != 0) {
+    // (`|`: one branch for the common checks)
+    if (h[field::TTL] <= 1) | (!sum_ok(h) & !nic_good) | (bad != 0) {
         return None;
     }
     Some(rd32(h, field::DST_ADDR))
