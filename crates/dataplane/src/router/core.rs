@@ -319,7 +319,7 @@ struct Work {
     /// Packets waiting for their next hop to resolve.
     hold: hold::Hold,
     /// The worker's copy of [`ip4_lookup::MARTIAN`] (the fast path's).
-    martian: [u8; 256],
+    martian: ip4_lookup::Martians,
 }
 
 /// What the observers of the core (sFlow, `core/sflow_hook.rs`; the trace,

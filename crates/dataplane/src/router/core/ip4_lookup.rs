@@ -284,16 +284,22 @@ pub(super) fn ttl_dec(h: &mut [u8; 20]) -> u8 {
     ttl
 }
 
-/// Per first octet of an address: bit 0, a forwarded destination may not have it
-/// (0/8, 127/8, 224/4 and up: RFC 1812 §5.3.7; multicast is not routed here); bit 1,
-/// a forwarded source may not have it (127/8, 224/4).
-pub(super) static MARTIAN: [u8; 256] = {
-    let mut t = [0u8; 256];
-    t[0] = 1;
-    t[127] = 3;
+/// Per first octet of an address, non-zero where a forwarded packet may not have
+/// it: `[0]` as its source (127/8, 224/4), `[1]` as its destination (0/8, 127/8,
+/// 224/4 and up: RFC 1812 §5.3.7; multicast is not routed here). Two tables: the
+/// test is two loads and an OR.
+pub(super) type Martians = [[u8; 256]; 2];
+
+/// The [`Martians`].
+pub(super) static MARTIAN: Martians = {
+    let mut t = [[0u8; 256]; 2];
+    t[1][0] = 1;
+    t[0][127] = 1;
+    t[1][127] = 1;
     let mut o = 224;
     while o < 256 {
-        t[o] = if o < 240 { 3 } else { 1 };
+        t[0][o] = (o < 240) as u8;
+        t[1][o] = 1;
         o += 1;
     }
     t
@@ -353,7 +359,7 @@ pub(super) fn ip4_accept_45_in(
     h: &[u8; 20],
     avail: usize,
     nic_good: bool,
-    mt: &[u8; 256],
+    mt: &Martians,
 ) -> Option<u32> {
     debug_assert!(avail >= 20, "`h` is the first 20 of `avail` bytes");
     let total = usize::from(rd16(h, field::LENGTH));
@@ -367,8 +373,8 @@ pub(super) fn ip4_accept_45_in(
 /// [`ip4_accept_45_in`] but for the total length, which the caller has seen to
 /// be 20 or more and within the frame.
 #[inline(always)]
-pub(super) fn ip4_accept_sized(h: &[u8; 20], nic_good: bool, mt: &[u8; 256]) -> Option<u32> {
-    let bad = mt[usize::from(h[field::SRC_ADDR])] & 2 | mt[usize::from(h[field::DST_ADDR])] & 1;
+pub(super) fn ip4_accept_sized(h: &[u8; 20], nic_good: bool, mt: &Martians) -> Option<u32> {
+    let bad = mt[0][usize::from(h[field::SRC_ADDR])] | mt[1][usize::from(h[field::DST_ADDR])];
     // (`|`: one branch for the common checks)
     if (h[field::TTL] <= 1) | (!sum_ok(h) & !nic_good) | (bad != 0) {
         return None;
