@@ -15,8 +15,8 @@
 //!    header test of `ip4-lookup` ([`ip4_accept`]: version and IHL, lengths,
 //!    checksum or the NIC's verdict, TTL, martians) with the destination
 //!    collected as an LPM key (its window cut to the IPv4 packet: Ethernet
-//!    padding dropped, put back if it is handed back), or the label switch on the top entry read with the
-//!    Ethernet header ([`mpls::LabelGuard::top`]); a pop into IPv4
+//!    padding dropped, put back if it is handed back), or the label switch on the
+//!    top entry read with the Ethernet header ([`mpls::LabelGuard::top`]); a pop into IPv4
 //!    ([`mpls::Top::pops_into_ip4`], [`mpls::LabelGuard::pop_into_ip4`]) checks the
 //!    inner header and joins the same batch without a decision to match on (the
 //!    pops of a run of one label leave with their window moved past the label, as
@@ -33,8 +33,9 @@
 //!    label stack entries ready to write ([`leg_stack`]; an ECMP result's leg is
 //!    picked per packet by [`ecmp_hash`] and decoded once per leg). A run of
 //!    keys with one result goes out of line ([`Work::forward_run`]), in a loop
-//!    that holds its adjacency and counters; per packet: MTU and headroom, then the steps
-//!    `ip4-lookup` and `rewrite` use: [`ttl_dec`], [`impose`], [`write_l2`].
+//!    that holds its adjacency and counters; per packet: MTU and headroom, then
+//!    the steps `ip4-lookup` and `rewrite` use: [`ttl_dec`], [`impose`],
+//!    [`write_l2`].
 //!
 //! So the fast path decides which packets it takes and batches them; each
 //! per-packet step is the nodes' own. A packet it does not finish goes to the
