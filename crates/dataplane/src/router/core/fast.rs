@@ -514,7 +514,7 @@ impl Work {
 
     /// The classify walk's run of plain IPv4 packets from `pkts[i0]` on:
     /// untagged frames on `c.rxif`'s port (up, in the vector's table) to its MAC
-    /// carrying an IPv4 header that passes [`ip4_accept_45`]. Their destinations
+    /// carrying an IPv4 header that passes [`ip4_accept_sized`]. Their destinations
     /// become the next keys. Returns where the run ends.
     /// `NIC`: read the NIC's checksum verdicts (the port's device checks them; a
     /// port whose device does not gets a loop that never reads one).
@@ -1017,14 +1017,7 @@ impl Work {
             let d = &self.fd[slot];
             let rs = usize::from(d.rs) & (RW_CACHE - 1);
             let rw = &mut self.rw[rs];
-            let sent = if plain {
-                forward_plain(p, rw, plain_max(rw))
-            } else if d.ok {
-                forward(p, key_l3(p), rw, d)
-            } else {
-                None
-            };
-            let Some(len) = sent else {
+            let Some(len) = send(p, rw, d, plain, plain_max(rw)) else {
                 // Untouched by the IPv4 part: the general IPv4 stage takes over.
                 self.ip4_resume(p, i, hb);
                 continue;
@@ -1070,13 +1063,7 @@ impl Work {
             let sent = match (pkts.get_mut(i), out.get_mut(i)) {
                 (Some(p), Some(o)) => {
                     let rw = &self.rw[rs];
-                    let sent = if PLAIN {
-                        forward_plain(p, rw, max)
-                    } else if d.ok {
-                        forward(p, key_l3(p), rw, d)
-                    } else {
-                        None
-                    };
+                    let sent = send(p, rw, d, PLAIN, max);
                     if sent.is_some() {
                         *o = rw.out;
                     }
@@ -1529,6 +1516,20 @@ fn forward_plain<P: Packet>(p: &mut P, rw: &Rw, max: usize) -> Option<usize> {
     ttl_dec(h.last_chunk_mut::<20>()?);
     write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV4)?;
     Some(len)
+}
+
+/// Sends key packet `p` by decision `d` through its adjacency `rw`
+/// ([`forward_plain`] up to `max` if `plain`, else [`forward`] if `d` is ok):
+/// the frame length, or `None` with the packet untouched.
+#[inline(always)]
+fn send<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec, plain: bool, max: usize) -> Option<usize> {
+    if plain {
+        forward_plain(p, rw, max)
+    } else if d.ok {
+        forward(p, key_l3(p), rw, d)
+    } else {
+        None
+    }
 }
 
 /// The largest frame a plain forward through `rw` sends: its MTU and an

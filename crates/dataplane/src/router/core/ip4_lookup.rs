@@ -310,13 +310,20 @@ pub(super) static MARTIAN: Martians = {
 /// frame, TTL above 1, the checksum right (or `nic_good`: the receiving NIC
 /// checked it), no martian or multicast address. Returns the destination; `None`
 /// for everything else, which [`ip4_check_slow`] sorts out. Both paths take
-/// their packets through it: the fast path's classify walk and [`ip4_check`].
+/// their packets through it: [`ip4_check`] and the fast path's pops whole, the
+/// classify walks its tail ([`ip4_accept_sized`]) after their own length test.
 #[inline(always)]
 pub(super) fn ip4_accept(h: &[u8; 20], avail: usize, nic_good: bool) -> Option<u32> {
     if h[field::VER_IHL] != 0x45 {
         return None;
     }
-    ip4_accept_45(h, avail, nic_good)
+    debug_assert!(avail >= 20, "`h` is the first 20 of `avail` bytes");
+    let total = usize::from(rd16(h, field::LENGTH));
+    // (`total` in 20..=avail in one compare, `avail` being 20 or more)
+    if total.wrapping_sub(20) > avail.wrapping_sub(20) {
+        return None;
+    }
+    ip4_accept_sized(h, nic_good, &MARTIAN)
 }
 
 /// Whether IPv4 header `h` (20 bytes, no options) has a right checksum.
@@ -344,34 +351,10 @@ fn sum_ok(h: &[u8; 20]) -> bool {
     s.wrapping_mul(INV) <= u64::MAX / 0xffff
 }
 
-/// [`ip4_accept`] but for the version and IHL byte, which the caller has seen to
-/// be 0x45.
-#[inline(always)]
-pub(super) fn ip4_accept_45(h: &[u8; 20], avail: usize, nic_good: bool) -> Option<u32> {
-    ip4_accept_45_in(h, avail, nic_good, &MARTIAN)
-}
-
-/// [`ip4_accept_45`] with `mt`, a copy of [`MARTIAN`] (a worker's own, addressed
-/// from the register that holds its state: no load of the table's address per
-/// packet).
-#[inline(always)]
-pub(super) fn ip4_accept_45_in(
-    h: &[u8; 20],
-    avail: usize,
-    nic_good: bool,
-    mt: &Martians,
-) -> Option<u32> {
-    debug_assert!(avail >= 20, "`h` is the first 20 of `avail` bytes");
-    let total = usize::from(rd16(h, field::LENGTH));
-    // (`total` in 20..=avail in one compare, `avail` being 20 or more)
-    if total.wrapping_sub(20) > avail.wrapping_sub(20) {
-        return None;
-    }
-    ip4_accept_sized(h, nic_good, mt)
-}
-
-/// [`ip4_accept_45_in`] but for the total length, which the caller has seen to
-/// be 20 or more and within the frame.
+/// [`ip4_accept`] but for the version and IHL byte and the total length, which
+/// the caller has seen to be 0x45 and 20 or more and within the frame; with `mt`,
+/// [`MARTIAN`] or a worker's copy of it (addressed from the register that holds
+/// its state: no load of the table's address per packet).
 #[inline(always)]
 pub(super) fn ip4_accept_sized(h: &[u8; 20], nic_good: bool, mt: &Martians) -> Option<u32> {
     let bad = mt[0][usize::from(h[field::SRC_ADDR])] | mt[1][usize::from(h[field::DST_ADDR])];
