@@ -290,10 +290,11 @@ struct Work {
     /// The fast path is on.
     fast: bool,
     /// FIB results decoded (fast path), then the legs of ECMP results by leg id.
-    /// An entry holds while its `generation` is `fd_gen`.
+    /// An entry holds while its tag is its key's in `fd_gen` (`fast::fd_tag`).
     fd: Box<[FwdDec; FWD_CACHE + LEG_CACHE]>,
-    /// The generation of the valid `fd` entries (never 0).
-    fd_gen: u16,
+    /// The generation of the valid `fd` entries, in the high half of a tag
+    /// (never 0).
+    fd_gen: u64,
     /// The FIB version and interface table that `rw` and `fd` were decoded from
     /// (they are dropped when either changes).
     seen: Option<(u64, Arc<IfTable>)>,
@@ -448,7 +449,7 @@ impl Core {
                     .into_boxed_slice()
                     .try_into()
                     .unwrap_or_else(|_| unreachable!("the length is the array's")),
-                fd_gen: 1,
+                fd_gen: 1 << 32,
                 seen: None,
                 slow: [0; BURST],
                 held: [0; BURST],
@@ -675,11 +676,11 @@ impl Work {
 
     /// Drops every decoded FIB result (`fd`): a new generation.
     fn fd_invalidate(&mut self) {
-        self.fd_gen = self.fd_gen.wrapping_add(1);
+        self.fd_gen = self.fd_gen.wrapping_add(1 << 32);
         if self.fd_gen == 0 {
             // (wrapped: entries of generation 1 could look valid again)
             self.fd.fill(FwdDec::default());
-            self.fd_gen = 1;
+            self.fd_gen = 1 << 32;
         }
     }
 }

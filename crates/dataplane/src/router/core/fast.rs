@@ -35,7 +35,9 @@
 //!    keys with one result goes out of line ([`Work::forward_run`]), in a loop
 //!    that holds its adjacency and counters; per packet: MTU and headroom, then
 //!    the steps `ip4-lookup` and `rewrite` use: [`ttl_dec`], [`impose`],
-//!    [`write_l2`].
+//!    [`write_l2`] (a plain forward and a push of one label out of an untagged
+//!    link each in one slice of the buffer: [`forward_plain`],
+//!    [`forward_push1`]).
 //!
 //! So the fast path decides which packets it takes and batches them; each
 //! per-packet step is the nodes' own. A packet it does not finish goes to the
@@ -78,24 +80,37 @@ pub(super) const FWD_CACHE: usize = 4096;
 /// so a packet of an ECMP route pays for its hash and two loads, not for a decode.
 pub(super) const LEG_CACHE: usize = 64;
 
+/// How the fast path sends the packets of a FIB result (or an ECMP leg).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum How {
+    /// Not a plain forward (no forward leg, an incomplete adjacency or one on a
+    /// down interface, more labels than [`FAST_LABELS`]): the general path's.
+    #[default]
+    No,
+    /// One leg, nothing to push, an untagged interface: the forward walk's
+    /// inline case ([`forward_plain`]).
+    Plain,
+    /// One leg, one label to push, an untagged interface ([`forward_push1`]).
+    Push1,
+    /// One leg, labels or a tagged interface ([`forward`]).
+    Other,
+    /// Several buckets: each packet's leg is picked by its flow hash, and found
+    /// decoded in the leg cache (`fd[FWD_CACHE..]`, see [`LEG_CACHE`]).
+    Ecmp,
+}
+
 /// What one FIB result means for the fast path, decoded once per FIB version.
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(align(32))]
 pub(super) struct FwdDec {
-    /// FIB result + 1; 0 marks an empty slot.
-    key: u32,
-    /// Valid while this is `Work::fd_gen`.
-    generation: u16,
-    /// A plain forward the fast path can finish.
-    ok: bool,
-    /// Several buckets: each packet's leg is picked by its flow hash, and found
-    /// decoded in the leg cache (`fd[FWD_CACHE..]`, see [`LEG_CACHE`]).
-    ecmp: bool,
+    /// The result (or leg id) it holds and its generation ([`fd_tag`]; 0: none).
+    tag: u64,
+    how: How,
+    /// `how` is [`How::Plain`]: the forward walk's first test (a byte of its
+    /// own, or the compiler orders the other cases' tests before it).
+    plain: bool,
     /// Labels to push (implicit null excluded).
     push: u8,
-    /// `ok`, one leg, nothing to push, an untagged interface: the forward walk's
-    /// inline case ([`forward_plain`]).
-    plain: bool,
     /// The adjacency.
     adj: u32,
     /// Its slot in the adjacency cache (`rw`); a slot taken over by another
@@ -103,6 +118,17 @@ pub(super) struct FwdDec {
     rs: u8,
     /// Label stack entries, top first, S bit on the last, TTL 0 (filled per packet).
     lse: [u32; FAST_LABELS],
+}
+
+// (a cache line holds two: the forward walk reads one per result)
+const _: () = assert!(std::mem::size_of::<FwdDec>() == 32);
+
+/// The tag of FIB result (or leg id) `f` decoded in generation `generation`
+/// (see `Work::fd_gen`): the result + 1 in the low half, so 0 is no entry; one
+/// compare tells an entry's key and generation.
+#[inline(always)]
+pub(super) fn fd_tag(generation: u64, f: u32) -> u64 {
+    generation | u64::from(f.wrapping_add(1))
 }
 
 /// The fast-path keys whose window was cut to their IPv4 packet (Ethernet
@@ -1002,22 +1028,18 @@ impl Work {
             let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
                 continue;
             };
-            // (`plain` first: it implies `ok` and one leg; an ECMP result's leg
-            // comes from the leg cache, which may decode: nothing kept then)
-            let e = &self.fd[slot];
-            let (slot, plain) = if e.plain {
-                (slot, true)
-            } else if e.ecmp {
+            // (an ECMP result's leg comes from the leg cache, which may decode:
+            // nothing kept then)
+            let slot = if self.fd[slot].how == How::Ecmp {
                 last_f = u64::MAX;
-                let s = self.ecmp_leg(p, key_l3(p), f, hb.ift, hb.view);
-                (s, self.fd[s].plain)
+                self.ecmp_leg(p, key_l3(p), f, hb.ift, hb.view)
             } else {
-                (slot, false)
+                slot
             };
             let d = &self.fd[slot];
             let rs = usize::from(d.rs) & (RW_CACHE - 1);
             let rw = &mut self.rw[rs];
-            let Some(len) = send(p, rw, d, plain, plain_max(rw)) else {
+            let Some(len) = send(p, rw, d, d.plain, plain_max(rw)) else {
                 // Untouched by the IPv4 part: the general IPv4 stage takes over.
                 self.ip4_resume(p, i, hb);
                 continue;
@@ -1096,11 +1118,11 @@ impl Work {
         j
     }
 
-    /// Entry `slot` holds FIB result `f`, decoded in this generation.
+    /// Entry `slot` holds FIB result `f`, decoded in this generation (one
+    /// compare: see `Work::fd_tag`).
     #[inline(always)]
     fn fd_hit(&self, slot: usize, f: u32) -> bool {
-        let e = &self.fd[slot];
-        (e.key == f.wrapping_add(1)) & (e.generation == self.fd_gen)
+        self.fd[slot].tag == fd_tag(self.fd_gen, f)
     }
 
     /// [`Work::fwd_decode`] out of the forward walk's loop.
@@ -1140,8 +1162,7 @@ impl Work {
     fn leg_decode_cold(&mut self, slot: usize, id: u32, ift: &IfTable, view: &fib::FibView<'_>) {
         self.leg_decode(slot, view.leg_at(id), ift, view);
         // (last: decoding the leg may have dropped the cache)
-        self.fd[slot].key = id.wrapping_add(1);
-        self.fd[slot].generation = self.fd_gen;
+        self.fd[slot].tag = fd_tag(self.fd_gen, id);
     }
 
     /// Adds `pkts` packets of `bytes` bytes to what adjacency cache slot `rs` sent
@@ -1269,22 +1290,17 @@ impl Work {
     #[inline(always)]
     fn fwd_decode(&mut self, slot: usize, f: u32, ift: &IfTable, view: &fib::FibView<'_>) {
         match view.only_leg(f) {
-            Some(leg) => {
-                self.leg_decode(slot, leg, ift, view);
-                self.fd[slot].ecmp = false;
-            }
+            Some(leg) => self.leg_decode(slot, leg, ift, view),
             None => {
-                self.fd[slot].ok = false;
+                self.fd[slot].how = How::Ecmp;
                 self.fd[slot].plain = false;
-                self.fd[slot].ecmp = true;
             }
         }
         // (last: decoding the leg may have dropped the cache)
-        self.fd[slot].key = f.wrapping_add(1);
-        self.fd[slot].generation = self.fd_gen;
+        self.fd[slot].tag = fd_tag(self.fd_gen, f);
     }
 
-    /// Decodes `leg` into entry `slot` (its `ok`, `push`, `lse`, `adj`, `rs`).
+    /// Decodes `leg` into entry `slot` (its `how`, `push`, `lse`, `adj`, `rs`).
     #[inline(always)]
     fn leg_decode(
         &mut self,
@@ -1293,7 +1309,7 @@ impl Work {
         ift: &IfTable,
         view: &fib::FibView<'_>,
     ) {
-        self.fd[slot].ok = false;
+        self.fd[slot].how = How::No;
         self.fd[slot].plain = false;
         if leg.action() != fib::Action::Forward {
             return;
@@ -1310,8 +1326,13 @@ impl Work {
         e.push = push as u8;
         e.adj = adj;
         e.rs = rs as u8;
-        e.ok = ok;
-        e.plain = ok & (push == 0) & !tagged;
+        e.how = match (ok, push, tagged) {
+            (false, ..) => How::No,
+            (true, 0, false) => How::Plain,
+            (true, 1, false) => How::Push1,
+            _ => How::Other,
+        };
+        e.plain = e.how == How::Plain;
     }
 }
 
@@ -1495,7 +1516,7 @@ fn mark_range(bits: &mut [u64; 4], a: usize, b: usize) {
     }
 }
 
-/// [`forward`] for a plain decision (see [`FwdDec::plain`]): IPv4 out of an
+/// [`forward`] for a plain decision (see [`How::Plain`]): IPv4 out of an
 /// untagged interface, nothing pushed, for a frame no longer than `max` (the
 /// adjacency's MTU and the L2 header). Returns the frame length, or `None` with
 /// the packet untouched (MTU).
@@ -1518,17 +1539,44 @@ fn forward_plain<P: Packet>(p: &mut P, rw: &Rw, max: usize) -> Option<usize> {
     Some(len)
 }
 
+/// [`forward`] for a decision with one label to push out of an untagged
+/// interface (see [`How::Push1`]), for a frame that is no longer than `max`
+/// (the adjacency's MTU and an untagged L2 header) with its label: the frame
+/// grows into its headroom by the label, the L2 header, the label and the IPv4
+/// header in one slice of the buffer. Returns the frame length, or `None` with
+/// the packet untouched (MTU, headroom).
+#[inline(always)]
+fn forward_push1<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec, max: usize) -> Option<usize> {
+    let (start, len) = p.window();
+    let frame = len + LABEL_LEN;
+    let s = start.checked_sub(LABEL_LEN).filter(|_| frame <= max)?;
+    let h = p
+        .raw_mut()
+        .get_mut(s..)?
+        .first_chunk_mut::<{ LABEL_LEN + HEAD }>()?;
+    // Every check is done: from here on the packet changes.
+    let ttl = ttl_dec(h.last_chunk_mut::<20>()?);
+    let lse = (d.lse[0] | u32::from(ttl)).to_be_bytes();
+    h[ETH_LEN..ETH_LEN + LABEL_LEN].copy_from_slice(&lse);
+    write_l2(h, 0, &rw.hdr, false, ETHERTYPE_MPLS)?;
+    // (cannot fail: the window grows into the bytes just written)
+    let _ = p.set_window(s, frame);
+    Some(frame)
+}
+
 /// Sends key packet `p` by decision `d` through its adjacency `rw`
-/// ([`forward_plain`] up to `max` if `plain`, else [`forward`] if `d` is ok):
-/// the frame length, or `None` with the packet untouched.
+/// ([`forward_plain`] up to `max` if `plain`, [`forward_push1`] if `d` pushes
+/// one label, else [`forward`] if `d` is ok): the frame length, or `None` with
+/// the packet untouched.
 #[inline(always)]
 fn send<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec, plain: bool, max: usize) -> Option<usize> {
     if plain {
-        forward_plain(p, rw, max)
-    } else if d.ok {
-        forward(p, key_l3(p), rw, d)
-    } else {
-        None
+        return forward_plain(p, rw, max);
+    }
+    match d.how {
+        How::Push1 => forward_push1(p, rw, d, max),
+        How::Other => forward(p, key_l3(p), rw, d),
+        _ => None,
     }
 }
 
@@ -1536,7 +1584,7 @@ fn send<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec, plain: bool, max: usize) -> O
 /// untagged L2 header.
 #[inline(always)]
 fn plain_max(rw: &Rw) -> usize {
-    usize::from(rw.mtu) + ETH_LEN
+    usize::from(rw.frame_max)
 }
 
 /// Moves popped key packet `p` (packet `i`)'s window past its label and ends it

@@ -216,6 +216,9 @@ pub(super) struct Rw {
     /// (stored whole: one store per packet).
     pub(super) out: Out,
     pub(super) mtu: u16,
+    /// The longest untagged IPv4 frame it sends: the MTU and an Ethernet header
+    /// (a plain forward's one test; saturated).
+    pub(super) frame_max: u16,
     pub(super) ifindex: u32,
     /// Neighbour address to resolve (0: none known, use the destination).
     pub(super) nbr: u32,
@@ -236,6 +239,7 @@ pub(super) fn rw_decode(adj: u32, ift: &IfTable, view: &fib::FibView<'_>) -> Rw 
     };
     e.complete = a.complete;
     e.mtu = a.mtu;
+    e.frame_max = a.mtu.saturating_add(ETH_LEN as u16);
     e.ifindex = a.ifindex;
     e.nbr = a.neighbor.map_or(0, u32::from);
     let Some(ifc) = ift.get(a.ifindex) else {
