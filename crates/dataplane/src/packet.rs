@@ -32,6 +32,11 @@ pub trait Packet {
     /// [`Packet::set_window`]: a window inside the old one needs no check against
     /// the buffer.
     fn shrink_window(&mut self, front: usize, len: usize) -> bool;
+    /// Grows the window by `n` bytes in front (as `rte_pktmbuf_prepend`); false
+    /// (unchanged) when the headroom is shorter. Cheaper than
+    /// [`Packet::set_window`]: the window's end stays, so it needs no check
+    /// against the buffer's end.
+    fn grow_front(&mut self, n: usize) -> bool;
     /// Drops the window's first `n` bytes (as `rte_pktmbuf_adj`); false
     /// (unchanged) when it is shorter.
     #[inline(always)]
@@ -85,6 +90,10 @@ impl Packet for Mbuf {
     #[inline(always)]
     fn shrink_window(&mut self, front: usize, len: usize) -> bool {
         Mbuf::shrink_window(self, front, len)
+    }
+    #[inline(always)]
+    fn grow_front(&mut self, n: usize) -> bool {
+        Mbuf::grow_front(self, n)
     }
     #[inline(always)]
     fn drop_front(&mut self, n: usize) -> bool {
@@ -186,6 +195,15 @@ impl Packet for VecPacket {
         }
         self.start += front;
         self.len = len;
+        true
+    }
+    #[inline(always)]
+    fn grow_front(&mut self, n: usize) -> bool {
+        if self.start < n {
+            return false;
+        }
+        self.start -= n;
+        self.len += n;
         true
     }
     #[inline(always)]

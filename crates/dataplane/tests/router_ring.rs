@@ -886,7 +886,7 @@ fn a_flood_on_one_interface_leaves_another_interfaces_adjacencies_alone() {
 
 /// `shrink_window` keeps a window inside the old one and refuses anything else,
 /// on an mbuf (its packet length drops by what the segment loses) as on a heap
-/// buffer.
+/// buffer; `grow_front` grows it into the headroom and no further.
 #[test]
 fn windows_shrink_within_the_data() {
     use dataplane::packet::Packet;
@@ -924,6 +924,18 @@ fn windows_shrink_within_the_data() {
     assert_eq!(v.window(), (v0 + 8, 56));
     assert_eq!(m.data(), &frame[8..64]);
     assert_eq!(v.data(), &frame[8..64]);
+    // Grown back in front: the bytes there come back into the window; past
+    // the headroom refused, unchanged.
+    assert!(m.grow_front(4) && v.grow_front(4));
+    assert_eq!((Packet::window(&m), m.pkt_len()), ((m0 + 4, 60), 60));
+    assert_eq!(v.window(), (v0 + 4, 60));
+    assert_eq!(m.data(), &frame[4..64]);
+    assert_eq!(v.data(), &frame[4..64]);
+    assert!(!m.grow_front(m0 + 5) && !v.grow_front(v0 + 5));
+    assert!(!m.grow_front(usize::MAX) && !v.grow_front(usize::MAX));
+    assert_eq!((Packet::window(&m), m.pkt_len()), ((m0 + 4, 60), 60));
+    assert_eq!(v.window(), (v0 + 4, 60));
+    assert!(m.drop_front(4) && v.drop_front(4));
     // To nothing, at the end.
     assert!(m.shrink_window(56, 0) && v.shrink_window(56, 0));
     assert_eq!((Packet::window(&m), m.pkt_len()), ((m0 + 64, 0), 0));

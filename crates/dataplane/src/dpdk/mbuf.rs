@@ -227,6 +227,22 @@ impl Mbuf {
         true
     }
 
+    /// Grows the first segment's data by `n` bytes in front, into the headroom
+    /// (the packet length grows by as much), as `rte_pktmbuf_prepend` without
+    /// the call. Refuses (returns false, unchanged) when the headroom is shorter.
+    #[inline(always)]
+    pub fn grow_front(&mut self, n: usize) -> bool {
+        let h = self.hdr_mut();
+        if usize::from(h.data_off) < n {
+            return false;
+        }
+        // (the data's end stays where it was, within the buffer)
+        h.data_off -= n as u16;
+        h.data_len += n as u16;
+        h.pkt_len += n as u32;
+        true
+    }
+
     /// Drops the first segment's first `n` bytes (the packet length drops by as
     /// much), as `rte_pktmbuf_adj`. Refuses (returns false, unchanged) when the
     /// segment is shorter.

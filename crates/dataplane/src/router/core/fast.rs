@@ -1544,28 +1544,25 @@ fn forward_plain<P: Packet>(p: &mut P, rw: &Rw, max: usize) -> Option<usize> {
 /// [`forward`] for a decision with one label to push out of an untagged
 /// interface (see [`How::Push1`]), for a frame that is no longer than `max`
 /// (the adjacency's MTU and an untagged L2 header) with its label: the frame
-/// grows into its headroom by the label, the L2 header, the label and the IPv4
-/// header in one slice of the buffer. Returns the frame length, or `None` with
-/// the packet untouched (MTU, headroom).
+/// grows into its headroom by the label ([`Packet::grow_front`]), then its L2
+/// header, label and IPv4 header are written in one slice of it. Returns the
+/// frame length, or `None` with the packet untouched (MTU, headroom).
 #[inline(always)]
 fn forward_push1<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec, max: usize) -> Option<usize> {
-    let (start, len) = p.window();
-    let frame = len + LABEL_LEN;
-    if (frame > max) | (start < LABEL_LEN) {
+    let frame = p.window().1 + LABEL_LEN;
+    if frame > max || !p.grow_front(LABEL_LEN) {
         return None;
     }
-    let s = start - LABEL_LEN;
-    let h = p
-        .raw_mut()
-        .get_mut(s..)?
-        .first_chunk_mut::<{ LABEL_LEN + HEAD }>()?;
+    let Some(h) = p.data_mut().first_chunk_mut::<{ LABEL_LEN + HEAD }>() else {
+        // (cannot happen: a key's frame holds its L2 and IPv4 headers)
+        let _ = p.drop_front(LABEL_LEN);
+        return None;
+    };
     // Every check is done: from here on the packet changes.
     let ttl = ttl_dec(h.last_chunk_mut::<20>()?);
     let lse = (d.lse[0] | u32::from(ttl)).to_be_bytes();
     h[ETH_LEN..ETH_LEN + LABEL_LEN].copy_from_slice(&lse);
     write_l2(h, 0, &rw.hdr, false, ETHERTYPE_MPLS)?;
-    // (cannot fail: the window grows into the bytes just written)
-    let _ = p.set_window(s, frame);
     Some(frame)
 }
 
