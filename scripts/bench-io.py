@@ -65,6 +65,8 @@ warm-up.
                    Packets: dataplaned's own tx counter; l3fwd's rx calls into the
                    pcap PMD times its burst of 32 (the replayed file never runs
                    dry, so every call fills its burst).
+  --mode mpls-* --callgrind: the same count for dataplaned alone on that mode's
+                   configuration.
 
     scripts/bench-io.py [--mode xconnect|router|router-full|sflow|linux|mpls-swap|mpls-push|mpls-pop|mpls-mix]
                         [--rounds 3] [--seconds 10] [--callgrind]
@@ -395,6 +397,8 @@ def mpls_main(a, cfg, outdir, load, pcap):
     ours_cfg, peers, _, _ = mpls_setup(a.mode)
     with open(cfg, "a") as f:
         f.write(ours_cfg)
+    if a.callgrind:
+        return mpls_callgrind(a, cfg, outdir)
     ours, theirs = [], [[] for _ in peers]
     for r in range(a.rounds):
         ours.append(run_ours(a.binary, cfg, a.seconds))
@@ -413,6 +417,35 @@ def mpls_main(a, cfg, outdir, load, pcap):
     table, runs = peer_table(what, ours, [(name, xs) for (name, _), xs in zip(peers, theirs)])
     version = subprocess.run([OVS_VSWITCHD, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     report(a, outdir, table, runs, load, f"peer: {version}; ")
+
+
+def mpls_callgrind(a, cfg, outdir):
+    """--mode mpls-* --callgrind: instructions per packet of dataplaned on the
+    mode's configuration, by part (OVS does not run under valgrind)."""
+    if not shutil.which("valgrind"):
+        sys.exit("callgrind: valgrind missing: run scripts/setup.sh")
+    with open(cfg) as f:
+        text = f.read().replace('memory = "in-memory"', 'memory = "no-huge"')
+    tag = a.mode
+    cg_cfg = os.path.join(outdir, f"{tag}-cg.toml")
+    with open(cg_cfg, "w") as f:
+        f.write(text)
+    path, out = callgrind_run([a.binary, "-c", cg_cfg, "--duration", str(a.seconds)],
+                              "*RouterWorker::poll_once*", a.seconds, outdir, tag)
+    pkts = tx_at_exit(out, "port1", "dataplaned")
+    if pkts == 0:
+        sys.exit("dataplaned: no packets forwarded under callgrind")
+    per = {k: v / pkts for k, v in callgrind_split(path).items()}
+    table = ("| program | pcap rx | null tx | other (TLS, libc) | own work | total |\n"
+             "|---|---:|---:|---:|---:|---:|\n"
+             f"| dataplaned {a.mode} | {per['pcap rx']:.1f} | {per['null tx']:.1f} | {per['other']:.1f} "
+             f"| **{per['own']:.1f}** | {sum(per.values()):.1f} |\n")
+    note = (f"\ninstructions per packet (callgrind, inside the forwarding loop, {a.seconds} s, "
+            f"{pkts:,} packets); command: `scripts/bench-io.py --mode {a.mode} --callgrind "
+            f"--seconds {a.seconds}`\n")
+    print(table + note)
+    with open(os.path.join(outdir, f"{a.mode}-callgrind.md"), "w") as f:
+        f.write(table + note)
 
 
 class Collector:
@@ -464,8 +497,8 @@ def main():
     ap.add_argument("--sflow-max-samples", type=int)
     ap.add_argument("--callgrind", action="store_true")
     a = ap.parse_args()
-    if a.callgrind and a.mode != "router":
-        sys.exit("--callgrind: with --mode router only")
+    if a.callgrind and a.mode != "router" and not a.mode.startswith("mpls-"):
+        sys.exit("--callgrind: with --mode router or an mpls mode only")
     outdir = os.path.join(ROOT, "target", "bench-io")
     os.makedirs(outdir, exist_ok=True)
     mpls = a.mode.startswith("mpls-")

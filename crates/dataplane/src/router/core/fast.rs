@@ -896,10 +896,7 @@ impl Work {
         hb: &mut Handback<'_, '_>,
     ) -> PopRun {
         let n = n.min(pkts.len());
-        // (every packet of the run but a last one handed back is a key: packet
-        // `i`'s is key `i + kd`, one counter for both)
-        let kd = k0.wrapping_sub(i0);
-        let (mut i, mut back, mut rx_bytes) = (i0, 0, 0u64);
+        let (mut i, mut k, mut rx_bytes) = (i0, k0, 0u64);
         while i < n {
             let Some(p) = run_next(pkts, i, rxif.port) else {
                 break;
@@ -937,27 +934,28 @@ impl Work {
             let accepted = frame
                 .get(off..)
                 .and_then(|ip| ip4_accept_sized(ip.first_chunk::<20>()?, false, &self.martian));
+            let l3 = start + off;
+            match accepted {
+                Some(d) => {
+                    self.keys[k & (BURST - 1)] = d;
+                    self.sel[k & (BURST - 1)] = i as u16;
+                    k += 1;
+                    // (as `popped_key`, nothing to cut; the run's range is
+                    // marked at the end)
+                    let _ = p.drop_front(LABEL_LEN);
+                }
+                None => {
+                    let table = mpls::lookup_table(t.ip4_table(), rxif.table);
+                    self.ip4_resume_at(i, l3, end, rxif.ifindex, table, true, hb)
+                }
+            }
             rx_bytes += len as u64;
-            let Some(d) = accepted else {
-                // (popped: the general IPv4 stage takes it; the run ends
-                // behind it)
-                let table = mpls::lookup_table(t.ip4_table(), rxif.table);
-                self.ip4_resume_at(i, start + off, end, rxif.ifindex, table, true, hb);
-                (i, back) = (i + 1, 1);
-                break;
-            };
-            let k = i.wrapping_add(kd) & (BURST - 1);
-            self.keys[k] = d;
-            self.sel[k] = i as u16;
-            // (as `popped_key`, nothing to cut; the run's range is marked at
-            // the end)
-            let _ = p.drop_front(LABEL_LEN);
             i += 1;
         }
         mark_range(&mut self.popped, i0, i);
         PopRun {
             end: i,
-            k: i.wrapping_add(kd) - back,
+            k,
             rx_bytes,
         }
     }
