@@ -360,9 +360,25 @@ def report(a, outdir, table, runs, load, peer=""):
     note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s (per-round Mpps: {runs}); {peer}"
             f"load average at start {load:.2f}; command: `scripts/bench-io.py --mode {a.mode} "
             f"--rounds {a.rounds} --seconds {a.seconds}`\n")
-    print(table + note)
-    with open(os.path.join(outdir, f"{a.mode}.md"), "w") as f:
-        f.write(table + note)
+    emit(outdir, f"{a.mode}.md", table + note)
+
+
+def emit(outdir, name, text):
+    """Prints `text` and writes it to target/bench-io/NAME."""
+    print(text)
+    with open(os.path.join(outdir, name), "w") as f:
+        f.write(text)
+
+
+CG_HEAD = ("| program | pcap rx | null tx | other (TLS, libc) | own work | total |\n"
+           "|---|---:|---:|---:|---:|---:|\n")
+
+
+def cg_row(name, parts, pkts):
+    """A row of CG_HEAD: `parts` (callgrind_split) per packet."""
+    per = {k: v / pkts for k, v in parts.items()}
+    return (f"| {name} | {per['pcap rx']:.1f} | {per['null tx']:.1f} | {per['other']:.1f} "
+            f"| **{per['own']:.1f}** | {sum(per.values()):.1f} |\n")
 
 
 def peer_table(what, ours, peers):
@@ -435,17 +451,11 @@ def mpls_callgrind(a, cfg, outdir):
     pkts = tx_at_exit(out, "port1", "dataplaned")
     if pkts == 0:
         sys.exit("dataplaned: no packets forwarded under callgrind")
-    per = {k: v / pkts for k, v in callgrind_split(path).items()}
-    table = ("| program | pcap rx | null tx | other (TLS, libc) | own work | total |\n"
-             "|---|---:|---:|---:|---:|---:|\n"
-             f"| dataplaned {a.mode} | {per['pcap rx']:.1f} | {per['null tx']:.1f} | {per['other']:.1f} "
-             f"| **{per['own']:.1f}** | {sum(per.values()):.1f} |\n")
+    table = CG_HEAD + cg_row(f"dataplaned {a.mode}", callgrind_split(path), pkts)
     note = (f"\ninstructions per packet (callgrind, inside the forwarding loop, {a.seconds} s, "
             f"{pkts:,} packets); command: `scripts/bench-io.py --mode {a.mode} --callgrind "
             f"--seconds {a.seconds}`\n")
-    print(table + note)
-    with open(os.path.join(outdir, f"{a.mode}-callgrind.md"), "w") as f:
-        f.write(table + note)
+    emit(outdir, f"{a.mode}-callgrind.md", table + note)
 
 
 class Collector:
@@ -705,20 +715,15 @@ def callgrind_main(a, cfg, outdir, pcap):
            "-p", "0x3", "-P", "--lookup=lpm", "--parse-ptype", "--config=(0,0,1),(1,0,1)"]
     path, text = callgrind_run(cmd, "lpm_main_loop", a.seconds, outdir, "l3fwd", cwd=here, sigint=True)
     rows.append(("l3fwd lpm", callgrind_split(path), 32 * callgrind_calls_into(path, "librte_net_pcap")))
-    table = ("| program | pcap rx | null tx | other (TLS, libc) | own work | total |\n"
-             "|---|---:|---:|---:|---:|---:|\n")
+    table = CG_HEAD
     for name, parts, pkts in rows:
         if pkts == 0:
             sys.exit(f"{name}: no packets forwarded under callgrind")
-        per = {k: v / pkts for k, v in parts.items()}
-        table += (f"| {name} | {per['pcap rx']:.1f} | {per['null tx']:.1f} | {per['other']:.1f} "
-                  f"| **{per['own']:.1f}** | {sum(per.values()):.1f} |\n")
+        table += cg_row(name, parts, pkts)
     note = (f"\ninstructions per packet (callgrind, inside the forwarding loop, {a.seconds} s each, "
             f"{', '.join(f'{n}: {p:,} packets' for n, _, p in rows)}); command: "
             f"`scripts/bench-io.py --mode router --callgrind --seconds {a.seconds}`\n")
-    print(table + note)
-    with open(os.path.join(outdir, "router-callgrind.md"), "w") as f:
-        f.write(table + note)
+    emit(outdir, "router-callgrind.md", table + note)
 
 
 LINUX_NS = "dpbench-io"
@@ -826,9 +831,7 @@ def linux_main(a, cfg, outdir, load):
     )
     note = (f"\nmedians of {a.rounds} alternating rounds of {a.seconds} s; load average at start {load:.2f}; "
             f"command: `scripts/bench-io.py --mode linux --rounds {a.rounds} --seconds {a.seconds}`\n")
-    print(table + note)
-    with open(os.path.join(outdir, "linux.md"), "w") as f:
-        f.write(table + note)
+    emit(outdir, "linux.md", table + note)
 
 
 def sflow_main(a, cfg, outdir, load):
@@ -865,9 +868,7 @@ def sflow_main(a, cfg, outdir, load):
             f"--sflow-rate {a.sflow_rate} --sflow-direction {a.sflow_direction} "
             + ("" if a.sflow_max_samples is None else f"--sflow-max-samples {a.sflow_max_samples} ")
             + f"--rounds {a.rounds} --seconds {a.seconds}`\n")
-    print(table + note)
-    with open(os.path.join(outdir, "sflow.md"), "w") as f:
-        f.write(table + note)
+    emit(outdir, "sflow.md", table + note)
 
 
 if __name__ == "__main__":
