@@ -40,11 +40,6 @@ void shim_rte_pktmbuf_free_bulk(struct rte_mbuf **mbufs, unsigned int count)
 	rte_pktmbuf_free_bulk(mbufs, count);
 }
 
-char *shim_rte_pktmbuf_prepend(struct rte_mbuf *m, uint16_t len)
-{
-	return rte_pktmbuf_prepend(m, len);
-}
-
 char *shim_rte_pktmbuf_append(struct rte_mbuf *m, uint16_t len)
 {
 	return rte_pktmbuf_append(m, len);

@@ -18,7 +18,6 @@ int shim_rte_pktmbuf_alloc_bulk(struct rte_mempool *pool, struct rte_mbuf **mbuf
                                 unsigned int count);
 void shim_rte_pktmbuf_free(struct rte_mbuf *m);
 void shim_rte_pktmbuf_free_bulk(struct rte_mbuf **mbufs, unsigned int count);
-char *shim_rte_pktmbuf_prepend(struct rte_mbuf *m, uint16_t len);
 char *shim_rte_pktmbuf_append(struct rte_mbuf *m, uint16_t len);
 char *shim_rte_pktmbuf_adj(struct rte_mbuf *m, uint16_t len);
 int shim_rte_pktmbuf_trim(struct rte_mbuf *m, uint16_t len);

@@ -266,16 +266,14 @@ impl Mbuf {
     }
 
     /// Grows the packet at the front by `n` bytes and returns them, or `None` (packet
-    /// unchanged) when the headroom is too small.
+    /// unchanged) when the headroom is too small ([`Mbuf::grow_front`]).
     #[inline(always)]
     pub fn prepend(&mut self, n: u16) -> Option<&mut [u8]> {
-        // SAFETY: we own the mbuf; rte_pktmbuf_prepend checks headroom itself.
-        let p = unsafe { dpdk_sys::shim_rte_pktmbuf_prepend(self.0.as_ptr(), n) };
-        if p.is_null() {
+        let n = usize::from(n);
+        if !self.grow_front(n) {
             return None;
         }
-        // SAFETY: on success p points at n writable bytes inside our buffer.
-        Some(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), usize::from(n)) })
+        self.data_mut().get_mut(..n)
     }
 
     /// Removes `n` bytes from the front. `false` (packet unchanged) if the first

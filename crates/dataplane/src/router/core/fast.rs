@@ -1558,8 +1558,7 @@ fn forward_push1<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec, max: usize) -> Optio
     };
     // Every check is done: from here on the packet changes.
     let ttl = ttl_dec(h.last_chunk_mut::<20>()?);
-    let lse = (d.lse[0] | u32::from(ttl)).to_be_bytes();
-    h[ETH_LEN..ETH_LEN + LABEL_LEN].copy_from_slice(&lse);
+    impose(&mut h[ETH_LEN..ETH_LEN + LABEL_LEN], &d.lse, ttl);
     write_l2(h, 0, &rw.hdr, false, ETHERTYPE_MPLS)?;
     Some(frame)
 }
