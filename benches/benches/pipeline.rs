@@ -30,6 +30,7 @@ use std::net::Ipv4Addr;
 use benches::cycles::{Tsc, rdtsc, tsc_hz};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use dataplane::dpdk::BURST;
+use dataplane::dpdk::peers::RteLpm;
 use dataplane::dpdk::{Eal, Mempool};
 use dataplane::packet::{Packet, VecPacket};
 use dataplane::router::{Core, CoreConfig, Interface, Out, RouterControl, Stage};
@@ -419,6 +420,7 @@ fn per_packet(v: &mut [u64]) -> (f64, f64) {
 
 /// The router with the table, and the destinations of the cases.
 struct Setup {
+    rib: Vec<(u32, u8, u32)>,
     ctl: RouterControl,
     plain: Vec<u32>,
     labelled: Vec<u32>,
@@ -437,6 +439,7 @@ fn setup() -> Setup {
         .map(|_| ECMP_BASE | rng.random_range(0..1u32 << 18))
         .collect();
     Setup {
+        rib,
         ctl,
         plain,
         labelled,
@@ -452,6 +455,7 @@ fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8], u16) -> P) -> Vec<Case<P>>
         plain,
         labelled,
         ecmp,
+        ..
     } = s;
     vec![
         Case::new(
@@ -519,6 +523,167 @@ fn pw_frames(dsts: &[u32]) -> Vec<Vec<Vec<u8>>> {
         .collect()
 }
 
+/// The peer in the same run: DPDK l3fwd's per-packet work in its LPM mode, over
+/// the IPv4 case's frames in the same buffers with the same table in DPDK's
+/// `rte_lpm` (what l3fwd looks up in): four destinations read, `rte_lpm_lookupx4`
+/// (a miss goes back out of the receiving port), then per packet the RFC 1812
+/// step l3fwd does (TTL decremented and the checksum patched, a header whose
+/// version/IHL or total length is wrong sent to an invalid port) and the
+/// destination and source MACs of the output port written. The EtherType stands
+/// for the NIC's packet type. No checksum verified, no destination MAC, TTL or
+/// martian test, no counters, no MTU: the floor of what forwarding one packet
+/// costs on this machine, not a router.
+struct L3fwdWork<'l, P: Packet> {
+    lpm: &'l RteLpm,
+    templates: Vec<Vec<Vec<u8>>>,
+    pkts: Vec<P>,
+    /// Output port per packet (`BAD_PORT`: dropped).
+    ports: [u16; BURST],
+    /// Destination and source MAC per output port.
+    eth: [[u8; 12]; 8],
+    next: usize,
+}
+
+/// l3fwd's port for a packet it drops.
+const BAD_PORT: u16 = u16::MAX;
+
+impl<'l, P: Packet> L3fwdWork<'l, P> {
+    fn new(lpm: &'l RteLpm, dsts: &[u32], mk: &dyn Fn(&[u8], u16) -> P) -> Self {
+        let templates: Vec<Vec<Vec<u8>>> = dsts
+            .chunks(BURST)
+            .map(|c| {
+                c.iter()
+                    .enumerate()
+                    .map(|(i, &d)| frame(0, &[], d, 1024 + i as u16))
+                    .collect()
+            })
+            .collect();
+        let pkts = templates[0].iter().map(|f| mk(f, 0)).collect();
+        let eth = std::array::from_fn(|p| {
+            let mut e = [0u8; 12];
+            e[..6].copy_from_slice(&mac_n(p as u8));
+            e[6..].copy_from_slice(&mac_r(p as u8));
+            e
+        });
+        let mut w = L3fwdWork {
+            lpm,
+            templates,
+            pkts,
+            ports: [0; BURST],
+            eth,
+            next: 0,
+        };
+        w.check();
+        w
+    }
+
+    /// Every frame leaves on a neighbour port with its TTL one lower.
+    fn check(&mut self) {
+        for t in 0..self.templates.len() {
+            self.refill(t);
+            self.process();
+            for (i, p) in self.pkts.iter_mut().enumerate() {
+                let (port, d) = (self.ports[i], data(p));
+                assert!(
+                    (1..=4).contains(&port) && d[22] == 63 && d[..6] == mac_n(port as u8),
+                    "l3fwd_work: template {t} frame {i}: port {port}"
+                );
+            }
+        }
+    }
+
+    fn refill(&mut self, t: usize) {
+        for (p, f) in self.pkts.iter_mut().zip(&self.templates[t]) {
+            let ok = p.set_window(VecPacket::HEADROOM, f.len());
+            debug_assert!(ok);
+            p.raw_mut()[VecPacket::HEADROOM..VecPacket::HEADROOM + f.len()].copy_from_slice(f);
+        }
+    }
+
+    /// One vector, four packets at a time.
+    #[inline(never)]
+    fn process(&mut self) {
+        let n = self.pkts.len().min(BURST) & !3;
+        for c in (0..n).step_by(4) {
+            let mut dst = [0u32; 4];
+            let mut rx = 0;
+            for (k, d) in dst.iter_mut().enumerate() {
+                let p = &mut self.pkts[c + k];
+                rx = p.port();
+                let f = p.data_mut();
+                if f.len() >= 34 && f[12..14] == [0x08, 0x00] {
+                    *d = u32::from_be_bytes([f[30], f[31], f[32], f[33]]);
+                }
+            }
+            let mut hop = [0u32; 4];
+            self.lpm.lookupx4(&dst, &mut hop, u32::from(rx));
+            for (k, &h) in hop.iter().enumerate() {
+                let f = self.pkts[c + k].data_mut();
+                let mut port = h as u16;
+                if let Some(ip) = f.get_mut(14..34) {
+                    let ihl = ip[0].wrapping_sub(0x45);
+                    ip[8] = ip[8].wrapping_sub(1);
+                    let ck = u16::from_ne_bytes([ip[10], ip[11]]).wrapping_add(1);
+                    ip[10..12].copy_from_slice(&ck.to_ne_bytes());
+                    let tl = u16::from_ne_bytes([ip[2], ip[3]]);
+                    if ihl > 0x0f || (tl as u8 == 0 && u16::from_be(tl) < 20) {
+                        port = BAD_PORT;
+                    }
+                } else {
+                    port = BAD_PORT;
+                }
+                if let Some(e) = self.eth.get(usize::from(port)) {
+                    f[..12].copy_from_slice(e);
+                }
+                self.ports[c + k] = port;
+            }
+        }
+    }
+
+    fn timed(&mut self, iters: u64) -> u64 {
+        let mut total = 0;
+        for _ in 0..iters {
+            self.refill(self.next);
+            self.next = (self.next + 1) % self.templates.len();
+            let t0 = rdtsc();
+            self.process();
+            total += rdtsc() - t0;
+            black_box(&self.ports);
+        }
+        total
+    }
+
+    fn summary(&mut self, hz: u64) {
+        let mut v: Vec<u64> = (0..2001).map(|_| self.timed(1)).collect();
+        let (med, p10) = per_packet(&mut v);
+        println!(
+            "{:<18} {:>7.1} {:>7.1} {:>7.1} {:>6} {:>5}   (l3fwd's work per packet: see L3fwdWork)",
+            "l3fwd_work",
+            med,
+            p10,
+            hz as f64 / med / 1e6,
+            "",
+            ""
+        );
+    }
+}
+
+/// The table in `rte_lpm` (next hop: the output port of the router's route).
+fn rte_lpm(eal: &Eal, rib: &[(u32, u8, u32)]) -> RteLpm {
+    let mut lpm =
+        RteLpm::new(eal, "pipeline_lpm", 1 << 20, 1 << 16).unwrap_or_else(|e| panic!("{e}"));
+    for &(a, l, asn) in rib {
+        let p = (asn % 4) + 1;
+        let a = if l == 0 {
+            0
+        } else {
+            a & (u32::MAX << (32 - l))
+        };
+        lpm.add(a, l, p).unwrap_or_else(|e| panic!("{e}"));
+    }
+    lpm
+}
+
 /// The FIB lookup alone over the IPv4 case's destinations: the floor under the
 /// IPv4 paths (a batched LPM of 256 keys per vector, same keys in the same order).
 struct LpmOnly {
@@ -575,33 +740,49 @@ fn main() {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(4096);
-        let t = if std::env::var_os("PIPELINE_MBUF").is_some() {
-            let eal = Eal::init(&[
+        let mbuf = std::env::var_os("PIPELINE_MBUF").is_some();
+        let eal = (mbuf || name == "l3fwd_work").then(|| {
+            Eal::init(&[
                 "pipeline-bench",
                 "--no-pci",
                 "--no-huge",
                 "-m",
-                "512",
+                "1024",
                 "--no-shconf",
                 "-l",
                 "1",
                 "--log-level=*:error",
             ])
-            .unwrap_or_else(|e| panic!("EAL: {e}"));
-            let pool =
-                Mempool::new(eal, "bench_pool", 4095, 0, 2176).unwrap_or_else(|e| panic!("{e}"));
-            let mk = |f: &[u8], rx: u16| {
-                let mut m = pool.alloc_with(f).expect("mbuf");
-                m.set_port(rx);
-                m
-            };
-            profile(&mut cases(&mut st, &mk), &name, vectors)
-        } else {
-            profile(
-                &mut cases(&mut st, &|f: &[u8], rx: u16| VecPacket::new(f, rx)),
-                &name,
-                vectors,
-            )
+            .unwrap_or_else(|e| panic!("EAL: {e}"))
+        });
+        let heap = |f: &[u8], rx: u16| VecPacket::new(f, rx);
+        let t = match eal {
+            Some(eal) if name == "l3fwd_work" => {
+                let lpm = rte_lpm(eal, &st.rib);
+                if mbuf {
+                    let pool = Mempool::new(eal, "bench_pool", 4095, 0, 2176)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    let mk = |f: &[u8], rx: u16| {
+                        let mut m = pool.alloc_with(f).expect("mbuf");
+                        m.set_port(rx);
+                        m
+                    };
+                    L3fwdWork::new(&lpm, &st.plain, &mk).timed(vectors)
+                } else {
+                    L3fwdWork::new(&lpm, &st.plain, &heap).timed(vectors)
+                }
+            }
+            Some(eal) => {
+                let pool = Mempool::new(eal, "bench_pool", 4095, 0, 2176)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let mk = |f: &[u8], rx: u16| {
+                    let mut m = pool.alloc_with(f).expect("mbuf");
+                    m.set_port(rx);
+                    m
+                };
+                profile(&mut cases(&mut st, &mk), &name, vectors)
+            }
+            None => profile(&mut cases(&mut st, &heap), &name, vectors),
         };
         println!(
             "{name}: {:.1} cycles/packet over {vectors} vectors",
@@ -609,13 +790,31 @@ fn main() {
         );
         return;
     }
-    let mut cs = cases(&mut st, &|f: &[u8], rx: u16| VecPacket::new(f, rx));
+    // (DPDK for the peer's rte_lpm and the mbufs; without it, neither)
+    let eal = Eal::init(&[
+        "pipeline-bench",
+        "--no-pci",
+        "--in-memory",
+        "-l",
+        "1",
+        "--log-level=*:error",
+    ]);
+    let eal = eal.map_err(|e| println!("(no l3fwd_work and no mbuf run: EAL: {e})"));
+    let rlpm = eal.as_ref().ok().map(|eal| rte_lpm(eal, &st.rib));
+    let heap = |f: &[u8], rx: u16| VecPacket::new(f, rx);
+    let mut peer = rlpm.as_ref().map(|l| L3fwdWork::new(l, &st.plain, &heap));
+    let mut cs = cases(&mut st, &heap);
     {
         let mut g = c.benchmark_group("pipeline");
         g.throughput(Throughput::Elements(BURST as u64));
         g.bench_function(BenchmarkId::from_parameter("lpm_only"), |b| {
             b.iter_custom(|iters| lpm.timed(iters))
         });
+        if let Some(peer) = peer.as_mut() {
+            g.bench_function(BenchmarkId::from_parameter("l3fwd_work"), |b| {
+                b.iter_custom(|iters| peer.timed(iters))
+            });
+        }
         for case in cs.iter_mut() {
             g.bench_function(BenchmarkId::from_parameter(case.name), |b| {
                 b.iter_custom(|iters| case.timed(iters))
@@ -651,26 +850,17 @@ fn main() {
         "",
         ""
     );
+    if let Some(peer) = peer.as_mut() {
+        peer.summary(hz);
+    }
     for case in cs.iter_mut() {
         case.summary(hz);
     }
 
     // The same paths on DPDK mbufs from a hugepage pool: what a worker sees (the
     // heap buffers above span 140 4 KiB pages per vector; mbufs sit in 2 MiB pages).
-    let eal = Eal::init(&[
-        "pipeline-bench",
-        "--no-pci",
-        "--in-memory",
-        "-l",
-        "1",
-        "--log-level=*:error",
-    ]);
-    let eal = match eal {
-        Ok(e) => e,
-        Err(e) => {
-            println!("\n(no mbuf run: EAL: {e})");
-            return;
-        }
+    let (Ok(eal), Some(rlpm)) = (eal, rlpm.as_ref()) else {
+        return;
     };
     let pool = Mempool::new(eal, "bench_pool", 4095, 0, 2176).unwrap_or_else(|e| panic!("{e}"));
     let mk = |f: &[u8], rx: u16| {
@@ -681,6 +871,7 @@ fn main() {
     let mut ms = cases(&mut st, &mk);
     println!("\nthe same on mbufs (hugepage mempool), TSC cycles/packet:");
     header();
+    L3fwdWork::new(rlpm, &st.plain, &mk).summary(hz);
     for case in ms.iter_mut() {
         case.summary(hz);
     }
