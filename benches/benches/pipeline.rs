@@ -623,10 +623,13 @@ impl<'l, P: Packet> L3fwdWork<'l, P> {
                 if let Some(ip) = f.get_mut(14..34) {
                     let ihl = ip[0].wrapping_sub(0x45);
                     ip[8] = ip[8].wrapping_sub(1);
-                    let ck = u16::from_ne_bytes([ip[10], ip[11]]).wrapping_add(1);
-                    ip[10..12].copy_from_slice(&ck.to_ne_bytes());
-                    let tl = u16::from_ne_bytes([ip[2], ip[3]]);
-                    if ihl > 0x0f || (tl as u8 == 0 && u16::from_be(tl) < 20) {
+                    // (the checksum patched as l3fwd does: + 0x0100 in network
+                    // order, one add on the little-endian value, no end-around
+                    // carry)
+                    let ck = u16::from_le_bytes([ip[10], ip[11]]).wrapping_add(1);
+                    ip[10..12].copy_from_slice(&ck.to_le_bytes());
+                    // (version 4, IHL 5 to 15; total length 20 or more)
+                    if ihl > 0x0a || u16::from_be_bytes([ip[2], ip[3]]) < 20 {
                         port = BAD_PORT;
                     }
                 } else {
