@@ -1318,6 +1318,7 @@ fn mtu_exceeded_with_df_sends_frag_needed_with_the_next_hop_mtu() {
     let mut ctl = router();
     route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
     route(&mut ctl, "198.19.0.0/16", &["10.2.0.2"], &[1000]);
+    route(&mut ctl, "198.20.0.0/16", &["10.2.0.2"], &[1000, 2000]);
     ctl.set_mtu(2, 1000).unwrap();
     let mut core = core(&mut ctl);
     let df = |mut p: Vec<u8>| {
@@ -1325,7 +1326,8 @@ fn mtu_exceeded_with_df_sends_frag_needed_with_the_next_hop_mtu() {
         ip_fix(&mut p);
         p
     };
-    for (net, mtu) in [([198, 18], 1000u16), ([198, 19], 996)] {
+    // (plain, one label, two labels: each its own send in the fast path)
+    for (net, mtu) in [([198, 18], 1000u16), ([198, 19], 996), ([198, 20], 992)] {
         let ips: Vec<Vec<u8>> = (0..N)
             .map(|i| df(host_ip(i, net, 64, usize::from(mtu) + 1 + i)))
             .collect();
@@ -1354,9 +1356,9 @@ fn mtu_exceeded_with_df_sends_frag_needed_with_the_next_hop_mtu() {
     assert_eq!(
         counters(core.stats()),
         expect(&[
-            ("ip4_mtu_exceeded", 2 * n),
+            ("ip4_mtu_exceeded", 3 * n),
             ("ip4_fragmentation_needed", n),
-            ("icmp_errors", 2 * n)
+            ("icmp_errors", 3 * n)
         ])
     );
 }

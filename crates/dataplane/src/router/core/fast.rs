@@ -35,9 +35,9 @@
 //!    keys with one result goes out of line ([`Work::forward_run`]), in a loop
 //!    that holds its adjacency and counters; per packet: MTU and headroom, then
 //!    the steps `ip4-lookup` and `rewrite` use: [`ttl_dec`], [`impose`],
-//!    [`write_l2`] (a plain forward and a push of one label out of an untagged
-//!    link each in one slice of the buffer: [`forward_plain`],
-//!    [`forward_push1`]).
+//!    [`write_l2`] (a plain forward and a push of one or two labels out of an
+//!    untagged link each in one slice of the buffer: [`forward_plain`],
+//!    [`forward_push`]).
 //!
 //! So the fast path decides which packets it takes and batches them; each
 //! per-packet step is the nodes' own. A packet it does not finish goes to the
@@ -90,8 +90,11 @@ pub(super) enum How {
     /// One leg, nothing to push, an untagged interface: the forward walk's
     /// inline case ([`forward_plain`]).
     Plain,
-    /// One leg, one label to push, an untagged interface ([`forward_push1`]).
+    /// One leg, one label to push, an untagged interface ([`forward_push`]).
     Push1,
+    /// One leg, two labels to push (an LSP's over a VPN's), an untagged
+    /// interface ([`forward_push`]).
+    Push2,
     /// One leg, labels or a tagged interface ([`forward`]).
     Other,
     /// Several buckets: each packet's leg is picked by its flow hash, and found
@@ -1330,6 +1333,7 @@ impl Work {
             (false, ..) => How::No,
             (true, 0, false) => How::Plain,
             (true, 1, false) => How::Push1,
+            (true, 2, false) => How::Push2,
             _ => How::Other,
         };
         e.plain = e.how == How::Plain;
@@ -1539,41 +1543,50 @@ fn forward_plain<P: Packet>(p: &mut P, rw: &Rw, max: usize) -> Option<usize> {
     Some(len)
 }
 
-/// [`forward`] for a decision with one label to push out of an untagged
-/// interface (see [`How::Push1`]), for a frame that is no longer than `max`
-/// (the adjacency's MTU and an untagged L2 header) with its label: the frame
-/// grows into its headroom by the label ([`Packet::grow_front`]), then its L2
-/// header, label and IPv4 header are written in one slice of it. Returns the
-/// frame length, or `None` with the packet untouched (MTU, headroom).
+/// [`forward`] for a decision with `N` labels to push out of an untagged
+/// interface (see [`How::Push1`], [`How::Push2`]), for a frame that is no longer
+/// than `max` (the adjacency's MTU and an untagged L2 header) with its labels:
+/// the frame grows into its headroom by the labels ([`Packet::grow_front`]),
+/// then its L2 header, labels and IPv4 header are written in one slice of it,
+/// `W` bytes (`N` labels and [`HEAD`]). Returns the frame length, or `None`
+/// with the packet untouched (MTU, headroom).
 #[inline(always)]
-fn forward_push1<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec, max: usize) -> Option<usize> {
-    let frame = p.window().1 + LABEL_LEN;
-    if frame > max || !p.grow_front(LABEL_LEN) {
+fn forward_push<const N: usize, const W: usize, P: Packet>(
+    p: &mut P,
+    rw: &Rw,
+    d: &FwdDec,
+    max: usize,
+) -> Option<usize> {
+    const { assert!(W == N * LABEL_LEN + HEAD && N <= FAST_LABELS) };
+    let grow = N * LABEL_LEN;
+    let frame = p.window().1 + grow;
+    if frame > max || !p.grow_front(grow) {
         return None;
     }
-    let Some(h) = p.data_mut().first_chunk_mut::<{ LABEL_LEN + HEAD }>() else {
+    let Some(h) = p.data_mut().first_chunk_mut::<W>() else {
         // (cannot happen: a key's frame holds its L2 and IPv4 headers)
-        let _ = p.drop_front(LABEL_LEN);
+        let _ = p.drop_front(grow);
         return None;
     };
     // Every check is done: from here on the packet changes.
     let ttl = ttl_dec(h.last_chunk_mut::<20>()?);
-    impose(&mut h[ETH_LEN..ETH_LEN + LABEL_LEN], &d.lse, ttl);
+    impose(&mut h[ETH_LEN..ETH_LEN + grow], &d.lse, ttl);
     write_l2(h, 0, &rw.hdr, false, ETHERTYPE_MPLS)?;
     Some(frame)
 }
 
 /// Sends key packet `p` by decision `d` through its adjacency `rw`
-/// ([`forward_plain`] up to `max` if `plain`, [`forward_push1`] if `d` pushes
-/// one label, else [`forward`] if `d` is ok): the frame length, or `None` with
-/// the packet untouched.
+/// ([`forward_plain`] up to `max` if `plain`, [`forward_push`] if `d` pushes
+/// one or two labels out of an untagged interface, else [`forward`] if `d` is
+/// ok): the frame length, or `None` with the packet untouched.
 #[inline(always)]
 fn send<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec, plain: bool, max: usize) -> Option<usize> {
     if plain {
         return forward_plain(p, rw, max);
     }
     match d.how {
-        How::Push1 => forward_push1(p, rw, d, max),
+        How::Push1 => forward_push::<1, { LABEL_LEN + HEAD }, P>(p, rw, d, max),
+        How::Push2 => forward_push::<2, { 2 * LABEL_LEN + HEAD }, P>(p, rw, d, max),
         How::Other => forward(p, key_l3(p), rw, d),
         _ => None,
     }
