@@ -411,6 +411,18 @@ const STAGES: [Stage; 5] = [
     Stage::Rewrite,
 ];
 
+/// A summary line of what is not a router case (no goal, VPP or stages): the
+/// median, p10 and Mpps of the timings `v`, and `note`.
+fn other_row(name: &str, v: &mut [u64], hz: u64, note: &str) {
+    let (med, p10) = per_packet(v);
+    println!(
+        "{name:<18} {med:>7.1} {p10:>7.1} {:>7.1} {:>6} {:>5}   ({note})",
+        hz as f64 / med / 1e6,
+        "",
+        ""
+    );
+}
+
 /// Median and 10th percentile of `v`, per packet.
 fn per_packet(v: &mut [u64]) -> (f64, f64) {
     v.sort_unstable();
@@ -658,15 +670,11 @@ impl<'l, P: Packet> L3fwdWork<'l, P> {
 
     fn summary(&mut self, hz: u64) {
         let mut v: Vec<u64> = (0..2001).map(|_| self.timed(1)).collect();
-        let (med, p10) = per_packet(&mut v);
-        println!(
-            "{:<18} {:>7.1} {:>7.1} {:>7.1} {:>6} {:>5}   (l3fwd's work per packet: see L3fwdWork)",
+        other_row(
             "l3fwd_work",
-            med,
-            p10,
-            hz as f64 / med / 1e6,
-            "",
-            ""
+            &mut v,
+            hz,
+            "l3fwd's work per packet: see L3fwdWork",
         );
     }
 }
@@ -843,16 +851,7 @@ fn main() {
     };
     header();
     let mut v: Vec<u64> = (0..2001).map(|_| lpm.timed(1)).collect();
-    let (med, p10) = per_packet(&mut v);
-    println!(
-        "{:<18} {:>7.1} {:>7.1} {:>7.1} {:>6} {:>5}   (fib lookup_burst alone)",
-        "lpm_only",
-        med,
-        p10,
-        hz as f64 / med / 1e6,
-        "",
-        ""
-    );
+    other_row("lpm_only", &mut v, hz, "fib lookup_burst alone");
     if let Some(peer) = peer.as_mut() {
         peer.summary(hz);
     }
