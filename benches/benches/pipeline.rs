@@ -31,7 +31,7 @@ use benches::cycles::{Tsc, rdtsc, tsc_hz};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use dataplane::dpdk::BURST;
 use dataplane::dpdk::peers::RteLpm;
-use dataplane::dpdk::{Eal, Mempool};
+use dataplane::dpdk::{Eal, Mbuf, Mempool};
 use dataplane::packet::{Packet, VecPacket};
 use dataplane::router::{Core, CoreConfig, Interface, Out, RouterControl, Stage};
 use fib::{Ipv4Prefix, Path, RouteKind};
@@ -211,6 +211,43 @@ fn frame(rx: u16, labels: &[u32], dst: u32, sport: u16) -> Vec<u8> {
     f
 }
 
+/// Template vectors of frames from the host on port `rx` to `dsts` under
+/// `labels` (see [`frame`]), `BURST` per vector.
+fn templates(dsts: &[u32], rx: u16, labels: &[u32]) -> Vec<Vec<Vec<u8>>> {
+    dsts.chunks(BURST)
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .map(|(i, &d)| frame(rx, labels, d, 1024 + i as u16))
+                .collect()
+        })
+        .collect()
+}
+
+/// Puts the frames of a template vector back into the packets (at the usual
+/// 128-byte headroom).
+fn refill<P: Packet>(pkts: &mut [P], frames: &[Vec<u8>]) {
+    for (p, f) in pkts.iter_mut().zip(frames) {
+        let ok = p.set_window(VecPacket::HEADROOM, f.len());
+        debug_assert!(ok);
+        p.raw_mut()[VecPacket::HEADROOM..VecPacket::HEADROOM + f.len()].copy_from_slice(f);
+    }
+}
+
+/// Packets made from frames in DPDK mbufs of `pool`.
+fn mbufs(pool: &Mempool) -> impl Fn(&[u8], u16) -> Mbuf + '_ {
+    |f: &[u8], rx: u16| {
+        let mut m = pool.alloc_with(f).expect("mbuf");
+        m.set_port(rx);
+        m
+    }
+}
+
+/// The benches' mbuf pool.
+fn bench_pool(eal: &Eal) -> std::sync::Arc<Mempool> {
+    Mempool::new(eal, "bench_pool", 4095, 0, 2176).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// One forwarding path: template vectors and the EtherType every frame must leave
 /// with (checked once before timing, so no case measures drops). Generic over the
 /// packet type: heap `VecPacket`s, or DPDK mbufs from a hugepage pool.
@@ -277,15 +314,7 @@ impl<P: Packet> Case<P> {
         labels: &[u32],
         out_ethertype: u16,
     ) -> Self {
-        let templates: Vec<Vec<Vec<u8>>> = dsts
-            .chunks(BURST)
-            .map(|c| {
-                c.iter()
-                    .enumerate()
-                    .map(|(i, &d)| frame(rx, labels, d, 1024 + i as u16))
-                    .collect()
-            })
-            .collect();
+        let templates = templates(dsts, rx, labels);
         Self::of_frames(ctl, mk, rx, name, vpp, goal, templates, out_ethertype)
     }
 
@@ -336,13 +365,8 @@ impl<P: Packet> Case<P> {
         }
     }
 
-    /// Puts template `t` back into the packets (at the usual 128-byte headroom).
     fn refill(&mut self, t: usize) {
-        for (p, f) in self.pkts.iter_mut().zip(&self.templates[t]) {
-            let ok = p.set_window(VecPacket::HEADROOM, f.len());
-            debug_assert!(ok);
-            p.raw_mut()[VecPacket::HEADROOM..VecPacket::HEADROOM + f.len()].copy_from_slice(f);
-        }
+        refill(&mut self.pkts, &self.templates[t]);
     }
 
     /// `iters` vectors, each refilled from the next template untimed; returns the
@@ -561,15 +585,7 @@ const BAD_PORT: u16 = u16::MAX;
 
 impl<'l, P: Packet> L3fwdWork<'l, P> {
     fn new(lpm: &'l RteLpm, dsts: &[u32], mk: &dyn Fn(&[u8], u16) -> P) -> Self {
-        let templates: Vec<Vec<Vec<u8>>> = dsts
-            .chunks(BURST)
-            .map(|c| {
-                c.iter()
-                    .enumerate()
-                    .map(|(i, &d)| frame(0, &[], d, 1024 + i as u16))
-                    .collect()
-            })
-            .collect();
+        let templates = templates(dsts, 0, &[]);
         let pkts = templates[0].iter().map(|f| mk(f, 0)).collect();
         let eth = std::array::from_fn(|p| {
             let mut e = [0u8; 12];
@@ -605,11 +621,7 @@ impl<'l, P: Packet> L3fwdWork<'l, P> {
     }
 
     fn refill(&mut self, t: usize) {
-        for (p, f) in self.pkts.iter_mut().zip(&self.templates[t]) {
-            let ok = p.set_window(VecPacket::HEADROOM, f.len());
-            debug_assert!(ok);
-            p.raw_mut()[VecPacket::HEADROOM..VecPacket::HEADROOM + f.len()].copy_from_slice(f);
-        }
+        refill(&mut self.pkts, &self.templates[t]);
     }
 
     /// One vector, four packets at a time.
@@ -767,33 +779,17 @@ fn main() {
             .unwrap_or_else(|e| panic!("EAL: {e}"))
         });
         let heap = |f: &[u8], rx: u16| VecPacket::new(f, rx);
-        let t = match eal {
-            Some(eal) if name == "l3fwd_work" => {
+        let pool = eal.filter(|_| mbuf).map(bench_pool);
+        let t = match (eal, &pool) {
+            (Some(eal), pool) if name == "l3fwd_work" => {
                 let lpm = rte_lpm(eal, &st.rib);
-                if mbuf {
-                    let pool = Mempool::new(eal, "bench_pool", 4095, 0, 2176)
-                        .unwrap_or_else(|e| panic!("{e}"));
-                    let mk = |f: &[u8], rx: u16| {
-                        let mut m = pool.alloc_with(f).expect("mbuf");
-                        m.set_port(rx);
-                        m
-                    };
-                    L3fwdWork::new(&lpm, &st.plain, &mk).timed(vectors)
-                } else {
-                    L3fwdWork::new(&lpm, &st.plain, &heap).timed(vectors)
+                match pool {
+                    Some(pool) => L3fwdWork::new(&lpm, &st.plain, &mbufs(pool)).timed(vectors),
+                    None => L3fwdWork::new(&lpm, &st.plain, &heap).timed(vectors),
                 }
             }
-            Some(eal) => {
-                let pool = Mempool::new(eal, "bench_pool", 4095, 0, 2176)
-                    .unwrap_or_else(|e| panic!("{e}"));
-                let mk = |f: &[u8], rx: u16| {
-                    let mut m = pool.alloc_with(f).expect("mbuf");
-                    m.set_port(rx);
-                    m
-                };
-                profile(&mut cases(&mut st, &mk), &name, vectors)
-            }
-            None => profile(&mut cases(&mut st, &heap), &name, vectors),
+            (_, Some(pool)) => profile(&mut cases(&mut st, &mbufs(pool)), &name, vectors),
+            (_, None) => profile(&mut cases(&mut st, &heap), &name, vectors),
         };
         println!(
             "{name}: {:.1} cycles/packet over {vectors} vectors",
@@ -864,12 +860,8 @@ fn main() {
     let (Ok(eal), Some(rlpm)) = (eal, rlpm.as_ref()) else {
         return;
     };
-    let pool = Mempool::new(eal, "bench_pool", 4095, 0, 2176).unwrap_or_else(|e| panic!("{e}"));
-    let mk = |f: &[u8], rx: u16| {
-        let mut m = pool.alloc_with(f).expect("mbuf");
-        m.set_port(rx);
-        m
-    };
+    let pool = bench_pool(eal);
+    let mk = mbufs(&pool);
     let mut ms = cases(&mut st, &mk);
     println!("\nthe same on mbufs (hugepage mempool), TSC cycles/packet:");
     header();

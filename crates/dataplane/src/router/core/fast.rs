@@ -95,7 +95,7 @@ pub(super) enum How {
     /// One leg, two labels to push (an LSP's over a VPN's), an untagged
     /// interface ([`forward_push`]).
     Push2,
-    /// One leg, labels or a tagged interface ([`forward`]).
+    /// One leg, three or more labels or a tagged interface ([`forward`]).
     Other,
     /// Several buckets: each packet's leg is picked by its flow hash, and found
     /// decoded in the leg cache (`fd[FWD_CACHE..]`, see [`LEG_CACHE`]).
