@@ -42,6 +42,12 @@ const MAX_DEPTH: usize = 8;
 /// Single updates between two grace-period checks.
 const RECLAIM_EVERY: u32 = 32;
 
+/// The most distinct results (path lists, each with its own result id) a FIB
+/// holds: 2^22. Result ids stay far below the flag bits of the lookup arrays
+/// (2^30), so none can alias another; past the limit a route is refused
+/// ([`FibError::ResultsFull`]), never folded onto another's result.
+pub const MAX_RESULTS: usize = 1 << 22;
+
 const INIT_LB: usize = 1024;
 const INIT_BUCKETS: usize = 4096;
 const INIT_LEGS: usize = 1024;
@@ -227,13 +233,19 @@ pub struct Fib {
     pl_hot: Vec<(u32, u32)>,
     pl_free: Vec<u32>,
     pl_index: HashMap<PlIndexKey, u32>,
-    route_deps: HashMap<RouteKey, Vec<u32>>,
+    /// Per route, the path lists that resolve through it (a set: a per-prefix
+    /// path list, one per labelled route, leaves its cover's set in O(1)).
+    route_deps: HashMap<RouteKey, HashSet<u32>>,
     work: Vec<u32>,
     in_work: HashSet<u32>,
     batch: bool,
     since_reclaim: u32,
     /// Update counters of deleted tables.
     lpm_stats_gone: UpdateStats,
+    /// Most path lists (result ids) held at once: see [`Fib::set_result_limit`].
+    result_limit: usize,
+    /// Routes refused because they needed a result past `result_limit`.
+    results_refused: u64,
 }
 
 impl Default for Fib {
@@ -360,6 +372,8 @@ impl Fib {
             batch: false,
             since_reclaim: 0,
             lpm_stats_gone: UpdateStats::default(),
+            result_limit: MAX_RESULTS,
+            results_refused: 0,
         };
         // Table 0 cannot fail to be created in an empty FIB.
         let _ = fib.table_add(0);
@@ -582,7 +596,7 @@ impl Fib {
             .get(&table)
             .and_then(|t| t.index.get(prefix.addr_u32(), prefix.prefix_len()));
         let seed = existing.map(|e| e.pl);
-        let pl = self.pl_acquire(PlKey { table, kind }, seed);
+        let pl = self.pl_acquire(PlKey { table, kind }, seed)?;
         let fwd = self.pl_hot.get(pl as usize).map_or(0, |h| h.1);
         let (addr, len) = (prefix.addr_u32(), prefix.prefix_len());
         let rk = (table, addr, len);
@@ -690,6 +704,25 @@ impl Fib {
         if !was_held {
             self.commit(true);
         }
+    }
+
+    /// Caps the distinct results (path lists: one per distinct set of paths in a
+    /// table) held at once; a route that needs one more is refused with
+    /// [`FibError::ResultsFull`] and counted ([`Fib::results_refused`]). The default
+    /// and the most is [`MAX_RESULTS`]; a lower cap bounds memory (about 400 bytes
+    /// per result with the control state, see the README's limits).
+    pub fn set_result_limit(&mut self, limit: usize) {
+        self.result_limit = limit.min(MAX_RESULTS);
+    }
+
+    /// Distinct results held (path lists).
+    pub fn result_count(&self) -> usize {
+        self.pl_index.len()
+    }
+
+    /// Routes refused since the FIB was made because the result limit was reached.
+    pub fn results_refused(&self) -> u64 {
+        self.results_refused
     }
 
     /// Memory held, by part.
@@ -1011,13 +1044,19 @@ impl Fib {
         self.pls.get(id as usize).and_then(Option::as_ref)
     }
 
-    fn pl_acquire(&mut self, key: PlKey, seed: Option<u32>) -> u32 {
+    /// The path list for `key` (one more route on it), made if new; a new one
+    /// past the result limit is refused and counted.
+    fn pl_acquire(&mut self, key: PlKey, seed: Option<u32>) -> Result<u32, FibError> {
         let key = PlIndexKey::from(key);
         if let Some(&id) = self.pl_index.get(&key) {
             if let Some(h) = self.pl_hot.get_mut(id as usize) {
                 h.0 += 1;
             }
-            return id;
+            return Ok(id);
+        }
+        if self.pl_index.len() >= self.result_limit {
+            self.results_refused += 1;
+            return Err(FibError::ResultsFull(self.result_limit));
         }
         let fwd = self.alloc(Arr::Lb, 1);
         let pl = PathList {
@@ -1047,7 +1086,7 @@ impl Fib {
         self.pl_index.insert(key, id);
         self.recompute(id);
         self.run_work();
-        id
+        Ok(id)
     }
 
     fn pl_release(&mut self, id: u32) {
@@ -1083,7 +1122,7 @@ impl Fib {
     fn unlink_via(&mut self, id: u32, via: &[(RouteKey, u32)]) {
         for (rk, y) in via {
             if let Some(v) = self.route_deps.get_mut(rk) {
-                v.retain(|&x| x != id);
+                v.remove(&id);
                 if v.is_empty() {
                     self.route_deps.remove(rk);
                 }
@@ -1106,7 +1145,7 @@ impl Fib {
         let Some(list) = self.route_deps.get(&rk) else {
             return;
         };
-        let list = list.clone();
+        let list: Vec<u32> = list.iter().copied().collect();
         for id in list {
             let hit = match (inside, self.pl(id)) {
                 (None, _) => true,
@@ -1332,7 +1371,7 @@ impl Fib {
         let old_via = self.pl(id).map(|p| p.via.clone()).unwrap_or_default();
         self.unlink_via(id, &old_via);
         for (rk, y) in &via {
-            self.route_deps.entry(*rk).or_default().push(id);
+            self.route_deps.entry(*rk).or_default().insert(id);
             if let Some(Some(yp)) = self.pls.get_mut(*y as usize) {
                 yp.dependents.insert(id);
             }

@@ -141,7 +141,7 @@ mod reader;
 mod trie;
 
 pub use arena::{FastHasher, FastMap, FastSet};
-pub use fib::{Batch, Fib, MAX_BUCKETS, MemoryUsage};
+pub use fib::{Batch, Fib, MAX_BUCKETS, MAX_RESULTS, MemoryUsage};
 pub use lpm::{DIRECT_BITS, UpdateStats};
 pub use model::{
     Action, Adjacency, FibError, Interface, Ipv4Prefix, MAX_LABEL_VALUE, MAX_LABELS, MAX_PATHS,

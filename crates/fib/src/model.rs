@@ -80,6 +80,10 @@ pub enum FibError {
     /// A label value above 2^20 - 1.
     #[error("label {0} does not fit in 20 bits")]
     LabelValue(u32),
+    /// The route needs a result (a path list of its own) and the FIB holds its
+    /// limit of them ([`crate::MAX_RESULTS`] or [`crate::Fib::set_result_limit`]).
+    #[error("the FIB holds its limit of {0} distinct results (path lists)")]
+    ResultsFull(usize),
     /// A next-hop table on a path whose next hop is not a recursive gateway.
     #[error("a next-hop table needs a gateway without an interface")]
     ViaTableNeedsRecursive,

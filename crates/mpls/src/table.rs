@@ -26,7 +26,7 @@ use crate::{ConfigError, DropReason, MAX_SWAP_LABELS, PuntReason};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use wire::Label;
 
 /// Number of entries: every label (20 bits) × bottom-of-stack (1 bit).
@@ -101,6 +101,9 @@ pub(crate) struct Shared {
     entries: Box<[AtomicU32; KEYS]>,
     slots: Box<[Slot]>,
     freed: Box<[AtomicU64]>,
+    /// Slots marked in `freed` and not harvested yet: the writer scans `freed`
+    /// (a word per 64 slots) only once enough have come back to pay for it.
+    freed_count: AtomicUsize,
 }
 
 impl Shared {
@@ -111,6 +114,8 @@ impl Shared {
     }
 
     fn mark_freed(&self, start: u32, len: u32) {
+        // Counted before marked: a harvest never takes more than is counted.
+        self.freed_count.fetch_add(len as usize, Ordering::Release);
         for i in start..start + len {
             if let Some(w) = self.freed.get((i / 64) as usize) {
                 w.fetch_or(1 << (i % 64), Ordering::Release);
@@ -317,6 +322,7 @@ impl LabelTable {
             },
             slots: (0..slots).map(|_| Slot::new()).collect(),
             freed: (0..slots / 64).map(|_| AtomicU64::new(0)).collect(),
+            freed_count: AtomicUsize::new(0),
         });
         let mut t = LabelTable {
             shared,
@@ -547,13 +553,18 @@ impl LabelTable {
 
     fn harvest(&mut self) -> usize {
         let mut n = 0;
+        let mut taken = 0;
         for (u, f) in self.used.iter_mut().zip(self.shared.freed.iter()) {
             let bits = f.swap(0, Ordering::Acquire);
             if bits != 0 {
+                taken += bits.count_ones() as usize;
                 n += (*u & bits).count_ones() as usize;
                 *u &= !bits;
             }
         }
+        // (a slot counted but not marked yet when its word was read stays counted
+        // for the next harvest)
+        self.shared.freed_count.fetch_sub(taken, Ordering::AcqRel);
         self.in_use -= n;
         self.retired = self.retired.saturating_sub(n);
         n
@@ -587,7 +598,8 @@ impl LabelTable {
 
     fn alloc_run(&mut self, len: usize) -> Option<u32> {
         let cap = self.shared.slots.len();
-        if len == 0 || len > cap {
+        // (a full arena answers at once, not after a scan of every slot)
+        if len == 0 || self.in_use + len > cap {
             return None;
         }
         let mut start = self.cursor;
@@ -617,9 +629,19 @@ impl LabelTable {
     }
 
     fn alloc_run_reclaiming(&mut self, len: usize) -> Result<u32, ConfigError> {
-        self.harvest();
+        // A harvest scans a word per 64 slots: done when at least that many slots
+        // came back (a word per slot at most, amortized), or when the arena is full.
+        let worth = (self.used.len()).max(64);
+        if self.shared.freed_count.load(Ordering::Acquire) >= worth {
+            self.harvest();
+        }
         if let Some(i) = self.alloc_run(len) {
             return Ok(i);
+        }
+        if self.harvest() > 0 {
+            if let Some(i) = self.alloc_run(len) {
+                return Ok(i);
+            }
         }
         // Full, but slots are waiting for readers to pass a quiescent point: wait for
         // them (readers unpin once per burst, so this is microseconds), at most 100 ms.

@@ -1,7 +1,6 @@
 //! Shared helpers: the real RIB (or a stand-in of its size) and a naive reference LPM.
 #![allow(dead_code, unreachable_pub)]
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -74,10 +73,7 @@ pub fn rib_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("RIB_V4") {
         return Some(PathBuf::from(p));
     }
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|d| d.join("shared/data").join(RIB_FILE))
-        .find(|p| p.is_file())
+    shared_data(RIB_FILE)
 }
 
 /// Loads (prefix, asn) pairs from the snapshot. Without it (a clone that has no
@@ -161,13 +157,13 @@ pub fn synthetic_rib() -> Vec<(Ipv4Prefix, u32)> {
 /// Naive LPM: one hash map per prefix length, probed from /32 down.
 #[derive(Default)]
 pub struct Reference {
-    by_len: Vec<HashMap<u32, u32>>,
+    by_len: Vec<fib::FastMap<u32, u32>>,
 }
 
 impl Reference {
     pub fn new() -> Self {
         Self {
-            by_len: vec![HashMap::new(); 33],
+            by_len: vec![fib::FastMap::default(); 33],
         }
     }
     pub fn insert(&mut self, p: Ipv4Prefix, v: u32) {
@@ -176,13 +172,111 @@ impl Reference {
     pub fn remove(&mut self, p: Ipv4Prefix) -> Option<u32> {
         self.by_len[p.prefix_len() as usize].remove(&p.addr_u32())
     }
+    /// The values of every prefix that covers `a`, longest first.
+    pub fn covering(&self, a: u32) -> Vec<u32> {
+        (0..=32u32)
+            .rev()
+            .filter_map(|len| {
+                let m = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+                self.by_len[len as usize].get(&(a & m)).copied()
+            })
+            .collect()
+    }
     pub fn lookup(&self, a: u32) -> u32 {
         for len in (0..=32u32).rev() {
+            let t = &self.by_len[len as usize];
+            if t.is_empty() {
+                continue;
+            }
             let m = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-            if let Some(&v) = self.by_len[len as usize].get(&(a & m)) {
+            if let Some(&v) = t.get(&(a & m)) {
                 return v;
             }
         }
         0
+    }
+}
+
+/// `shared/data/` beside the workspace or beside any directory above it.
+fn shared_data(file: &str) -> Option<PathBuf> {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|d| d.join("shared/data").join(file))
+        .find(|p| p.is_file())
+}
+
+/// The 2024 table's IPv4 prefixes (`prefixes-2024-v4v6.txt.gz`, one `prefix/len`
+/// per line, both families), if the shared data is beside the clone.
+pub fn load_prefixes_2024() -> Option<Vec<Ipv4Prefix>> {
+    let path = shared_data("prefixes-2024-v4v6.txt.gz")?;
+    let f = std::fs::File::open(&path)
+        .unwrap_or_else(|e| panic!("{} cannot be opened: {e}", path.display()));
+    let mut out = Vec::with_capacity(910_000);
+    for line in BufReader::new(flate2::read::GzDecoder::new(f)).lines() {
+        let line = line.expect("read table");
+        let Some((a, l)) = line.trim().split_once('/') else {
+            continue;
+        };
+        let Ok(a) = a.parse::<Ipv4Addr>() else {
+            continue; // IPv6
+        };
+        out.push(Ipv4Prefix::new_truncated(a, l.parse().expect("length")).expect("len"));
+    }
+    Some(out)
+}
+
+/// `n` distinct prefixes with about the 2024 table's length mix (per mille:
+/// /24 596, /22 120, /23 107, /21 56, /20 47, /19 28, /16-/18 39, a few
+/// shorter), with a few more longer than /24 than it has, so that the lookup's
+/// nodes below /24 are exercised too.
+pub fn synthetic_2024(n: usize) -> Vec<Ipv4Prefix> {
+    use rand::{Rng, SeedableRng};
+    const MIX: [(u8, u32); 17] = [
+        (8, 1),
+        (12, 1),
+        (14, 2),
+        (15, 2),
+        (16, 15),
+        (17, 9),
+        (18, 15),
+        (19, 28),
+        (20, 47),
+        (21, 56),
+        (22, 120),
+        (23, 107),
+        (24, 596),
+        (25, 2),
+        (26, 2),
+        (28, 2),
+        (32, 3),
+    ];
+    let total: u32 = MIX.iter().map(|m| m.1).sum();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2024);
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let mut w = rng.random_range(0..total);
+        let len = MIX
+            .iter()
+            .find(|m| {
+                let hit = w < m.1;
+                w = w.saturating_sub(m.1);
+                hit
+            })
+            .map_or(24, |m| m.0);
+        let p = Ipv4Prefix::new_truncated(Ipv4Addr::from(rng.random::<u32>()), len).expect("len");
+        if seen.insert((p.addr_u32(), len)) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The network mask of `p`.
+pub fn mask(p: Ipv4Prefix) -> u32 {
+    if p.prefix_len() == 0 {
+        0
+    } else {
+        u32::MAX << (32 - p.prefix_len())
     }
 }
