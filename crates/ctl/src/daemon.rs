@@ -510,7 +510,12 @@ fn run_router(
             mac: p.mac(),
         })
         .collect();
-    let mut ctl = RouterControl::new();
+    let mut ctl = RouterControl::with_label_slots(
+        plan.routing
+            .router
+            .label_slots
+            .unwrap_or(mpls::DEFAULT_SLOTS),
+    );
     apply(&plan.routing, &infos, &mut ctl).map_err(|e| anyhow!(e))?;
     // The Linux control plane: twins and the first netlink dump before the
     // workers start, so they forward on the kernel's state from the first packet.

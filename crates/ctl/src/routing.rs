@@ -9,6 +9,8 @@
 //! neighbor_reachable_s = 300      # ARP-learned neighbours: probed after this long
 //!                                 # without being heard (0: they never age)
 //! neighbor_probes = 3             # unicast probes, 1 s apart, before forgetting
+//! label_slots = 65536             # label entries the table holds (64 B each; at
+//!                                 # start only): 1048576 for a label per prefix
 //!
 //! [[interface]]                   # the port's own interface (named like the port)
 //! name = "port0"
@@ -81,6 +83,10 @@ pub struct RouterSection {
     /// "fpm", "kernel"]`).
     #[serde(default)]
     pub route_preference: Option<Vec<String>>,
+    /// Action slots of the label table (default 65,536; one per plain label
+    /// entry; 64 bytes each, allocated at start; read at start only).
+    #[serde(default)]
+    pub label_slots: Option<usize>,
 }
 
 /// The route preference of `[router]`, if the file sets one.
@@ -1119,6 +1125,27 @@ addresses = ["192.168.11.10/31"]
                 mac: [2, 0, 0, 0, 0, i as u8 + 1],
             })
             .collect()
+    }
+
+    /// `[router] label_slots` sizes the label table: past it a label is refused
+    /// with the table's error and the entries before it stay.
+    #[test]
+    fn label_slots_size_the_label_table() {
+        let r = routing("[router]\nlabel_slots = 256\n");
+        assert_eq!(r.router.label_slots, Some(256));
+        let mut ctl = RouterControl::with_label_slots(r.router.label_slots.unwrap());
+        apply(&r, &ports(), &mut ctl).unwrap();
+        let mut added = 0u32;
+        let err = loop {
+            match ctl.label_add(1000 + added, true, mpls::LabelAction::Drop) {
+                Ok(()) => added += 1,
+                Err(e) => break e,
+            }
+        };
+        assert!((200..256).contains(&added), "{added} added");
+        assert!(err.to_string().contains("full"), "{err}");
+        assert!(ctl.labels().get(1000, true).is_some());
+        assert!(ctl.labels().get(1000 + added, true).is_none());
     }
 
     #[test]

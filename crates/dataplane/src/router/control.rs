@@ -313,9 +313,15 @@ impl Default for RouterControl {
 impl RouterControl {
     /// An empty router: table 0, no interfaces, no routes, no labels.
     pub fn new() -> RouterControl {
+        Self::with_label_slots(mpls::DEFAULT_SLOTS)
+    }
+
+    /// An empty router whose label table holds `slots` action slots (see
+    /// [`mpls::LabelTable::with_capacity`]): past them a label is refused.
+    pub fn with_label_slots(slots: usize) -> RouterControl {
         RouterControl {
             fib: fib::Fib::new(),
-            labels: mpls::LabelTable::new(),
+            labels: mpls::LabelTable::with_capacity(slots),
             ifaces: Arc::new(ArcSwap::from_pointee(IfTable::default())),
             iface_list: BTreeMap::new(),
             addr_rib: rib::Rib::new(),
