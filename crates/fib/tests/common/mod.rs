@@ -111,8 +111,6 @@ pub fn load_rib() -> Vec<(Ipv4Prefix, u32)> {
 /// roughly the 2014 table's length mix (/24 more than half, then /22-/23, /16-/21,
 /// a few short and long ones) and 45,000 origin ASes.
 pub fn synthetic_rib() -> Vec<(Ipv4Prefix, u32)> {
-    use rand::{Rng, SeedableRng};
-    // (length, weight in thousandths)
     const MIX: [(u8, u32); 17] = [
         (8, 1),
         (12, 2),
@@ -132,13 +130,24 @@ pub fn synthetic_rib() -> Vec<(Ipv4Prefix, u32)> {
         (28, 5),
         (32, 25),
     ];
-    let total: u32 = MIX.iter().map(|m| m.1).sum();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(2014);
-    let mut seen = std::collections::HashSet::with_capacity(RIB_PREFIXES);
-    let mut out = Vec::with_capacity(RIB_PREFIXES);
-    while out.len() < RIB_PREFIXES {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(45_000);
+    synthetic(RIB_PREFIXES, &MIX, 2014)
+        .into_iter()
+        .map(|p| (p, rng.random_range(1..=45_000)))
+        .collect()
+}
+
+/// `n` distinct prefixes with lengths drawn from `mix` ((length, weight) pairs).
+pub fn synthetic(n: usize, mix: &[(u8, u32)], seed: u64) -> Vec<Ipv4Prefix> {
+    use rand::{Rng, SeedableRng};
+    let total: u32 = mix.iter().map(|m| m.1).sum();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
         let mut w = rng.random_range(0..total);
-        let len = MIX
+        let len = mix
             .iter()
             .find(|m| {
                 let hit = w < m.1;
@@ -148,7 +157,7 @@ pub fn synthetic_rib() -> Vec<(Ipv4Prefix, u32)> {
             .map_or(24, |m| m.0);
         let p = Ipv4Prefix::new_truncated(Ipv4Addr::from(rng.random::<u32>()), len).expect("len");
         if seen.insert((p.addr_u32(), len)) {
-            out.push((p, rng.random_range(1..=45_000)));
+            out.push(p);
         }
     }
     out
@@ -230,7 +239,6 @@ pub fn load_prefixes_2024() -> Option<Vec<Ipv4Prefix>> {
 /// shorter), with a few more longer than /24 than it has, so that the lookup's
 /// nodes below /24 are exercised too.
 pub fn synthetic_2024(n: usize) -> Vec<Ipv4Prefix> {
-    use rand::{Rng, SeedableRng};
     const MIX: [(u8, u32); 17] = [
         (8, 1),
         (12, 1),
@@ -250,26 +258,7 @@ pub fn synthetic_2024(n: usize) -> Vec<Ipv4Prefix> {
         (28, 2),
         (32, 3),
     ];
-    let total: u32 = MIX.iter().map(|m| m.1).sum();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(2024);
-    let mut seen = std::collections::HashSet::with_capacity(n);
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
-        let mut w = rng.random_range(0..total);
-        let len = MIX
-            .iter()
-            .find(|m| {
-                let hit = w < m.1;
-                w = w.saturating_sub(m.1);
-                hit
-            })
-            .map_or(24, |m| m.0);
-        let p = Ipv4Prefix::new_truncated(Ipv4Addr::from(rng.random::<u32>()), len).expect("len");
-        if seen.insert((p.addr_u32(), len)) {
-            out.push(p);
-        }
-    }
-    out
+    synthetic(n, &MIX, 2024)
 }
 
 /// The network mask of `p`.
