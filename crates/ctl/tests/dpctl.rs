@@ -192,6 +192,17 @@ fn dpctl_at(sock: &Path, args: &str) -> (i32, String, String) {
     )
 }
 
+/// dpctl's exit status for a bad request `args`: 2 when its own parser refuses
+/// it (nothing is sent), 1 when dataplaned does.
+fn refused_with(args: &str) -> i32 {
+    let words: Vec<String> = args.split_whitespace().map(String::from).collect();
+    let syntax = dpctl::cli::vrf_words(&words, |_| Ok(0))
+        .map_err(dpctl::cli::ParseError)
+        .and_then(|w| dpctl::cli::parse(&w))
+        .is_err();
+    if syntax { 2 } else { 1 }
+}
+
 /// Sends raw bytes on a fresh connection and returns the answer line (if any).
 /// The daemon may answer and close before the last bytes are written (a request
 /// over the limit): the write then fails with a broken pipe and the answer waits
@@ -390,7 +401,8 @@ fn bad_input_is_refused_and_changes_nothing() {
     for (args, want) in cases {
         let (code, out, err) = d.dpctl(args);
         assert_eq!(
-            code, 1,
+            code,
+            refused_with(args),
             "dpctl {args}: exit code (stdout {out:?}, stderr {err:?})"
         );
         assert!(
@@ -406,6 +418,10 @@ fn bad_input_is_refused_and_changes_nothing() {
         );
         assert_eq!(d.state(), before, "dpctl {args} changed the router");
     }
+    // The exit status tells a bad command (2) from a refused request (1).
+    assert_eq!(d.dpctl("frobnicate").0, 2);
+    assert_eq!(d.dpctl("route add 10.0.9.0 via 192.168.11.8 port0").0, 2);
+    assert_eq!(d.dpctl("route add 10.0.9.0/24 via 192.168.11.8 port9").0, 1);
     // The daemon checks for itself: the same bad requests straight on the socket,
     // bypassing dpctl's parser, are refused with the same words.
     for (args, want) in [
@@ -632,7 +648,7 @@ fn socket_is_private_and_exclusive_and_stale_ones_are_replaced() {
     assert!(d.stop().success());
     assert!(!d.sock.exists(), "socket removed at exit");
     let (code, _, err) = d.dpctl("show run");
-    assert_eq!(code, 1);
+    assert_eq!(code, 3, "no daemon: exit 3");
     assert!(
         err.contains("dataplaned is not running: no control socket at"),
         "{err}"
@@ -641,7 +657,7 @@ fn socket_is_private_and_exclusive_and_stale_ones_are_replaced() {
     // and replaced by the next daemon.
     drop(std::os::unix::net::UnixListener::bind(&d.sock).unwrap());
     let (code, _, err) = d.dpctl("show run");
-    assert_eq!(code, 1);
+    assert_eq!(code, 3, "no daemon: exit 3");
     assert!(
         err.contains("dataplaned is not running: nothing answers on"),
         "{err}"
@@ -1097,7 +1113,7 @@ fn vrfs_name_tables_and_vpn_routes_resolve_in_the_default_one() {
         ),
     ] {
         let (code, _, err) = d.dpctl(cmd);
-        assert_eq!(code, 1, "{cmd}");
+        assert_eq!(code, refused_with(cmd), "{cmd}");
         assert!(err.contains(want), "{cmd}: {err}");
     }
     assert_eq!(d.state(), before);
@@ -1155,7 +1171,7 @@ fn pseudowires_from_dpctl() {
         ),
     ] {
         let (code, _, err) = d.dpctl(cmd);
-        assert_eq!(code, 1, "{cmd}");
+        assert_eq!(code, refused_with(cmd), "{cmd}");
         assert!(err.contains(want), "{cmd}: {err}");
     }
     assert_eq!(d.state(), before);

@@ -7,8 +7,10 @@
 //! dpctl --json show interfaces
 //! ```
 //!
-//! Exit code 0 when the daemon applied the command (or answered the show), 1 with one
-//! `dpctl: error: ...` line on stderr otherwise.
+//! Exit status 0 when the daemon applied the command (or answered the show);
+//! otherwise one `dpctl: error: ...` line on stderr and 1 (dataplaned refused the
+//! request), 2 (a command or option dpctl does not know; nothing sent) or 3 (no
+//! dataplaned answered).
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
@@ -19,7 +21,7 @@ use clap::{CommandFactory, Parser};
 
 use dpctl::cli::{self, USAGE};
 use dpctl::manual;
-use dpctl::proto::{Client, DEFAULT_SOCKET};
+use dpctl::proto::{Client, DEFAULT_SOCKET, EXIT_BAD_COMMAND};
 use dpctl::render::render;
 
 /// Configure and inspect a running dataplaned.
@@ -66,8 +68,12 @@ fn main() -> ExitCode {
             ("Commands", USAGE),
             (
                 "Exit status",
-                "0 when dataplaned applied the command or answered the show;\n\
-                 1 with one `dpctl: error: ...` line on stderr otherwise.",
+                "0 when dataplaned applied the command or answered the show; otherwise one\n\
+                 `dpctl: error: ...` line on stderr and\n\
+                 1: dataplaned refused the request (it changed nothing);\n\
+                 2: a command or option dpctl does not know (nothing was sent);\n\
+                 3: no dataplaned answered (not running, stale socket, permission,\n\
+                 timeout, broken connection).",
             ),
             ("See also", "dataplaned(8)"),
         ];
@@ -89,7 +95,7 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             eprintln!("dpctl: error: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(EXIT_BAD_COMMAND);
         }
     };
     let timeout = Duration::try_from_secs_f64(args.timeout)
@@ -110,7 +116,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("dpctl: error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_status())
         }
     }
 }

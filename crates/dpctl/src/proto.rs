@@ -135,6 +135,26 @@ pub enum ClientError {
     Refused(String),
 }
 
+impl ClientError {
+    /// dpctl's exit status for this error: 1 when dataplaned refused the request,
+    /// 3 when no dataplaned answered it (see [`EXIT_REFUSED`], [`EXIT_NO_DAEMON`]).
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            ClientError::Refused(_) => EXIT_REFUSED,
+            _ => EXIT_NO_DAEMON,
+        }
+    }
+}
+
+/// Exit status: dataplaned refused the request (it changed nothing).
+pub const EXIT_REFUSED: u8 = 1;
+/// Exit status: the command is not one dpctl knows (bad syntax, bad options);
+/// nothing was sent.
+pub const EXIT_BAD_COMMAND: u8 = 2;
+/// Exit status: no dataplaned answered (not running, a stale socket, no
+/// permission, no answer in time, a broken connection or a bad answer).
+pub const EXIT_NO_DAEMON: u8 = 3;
+
 /// Whether a daemon answers at a socket path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Probe {
