@@ -16,6 +16,10 @@ fi
 PKG_CONFIG_LIBDIR=/nonexistent LIBCLANG_PATH=/nonexistent \
     cargo build -q -p dpctl --target-dir target/dpctl-alone
 target/dpctl-alone/debug/dpctl --help >/dev/null
+echo "== router-state alone, without DPDK"
+if cargo tree -p router-state -e normal,build --prefix none | grep -E '^(dpdk-sys|bindgen|clang-sys) '; then
+    echo "router-state must not depend on DPDK"; exit 1
+fi
 echo "== Debian package"; scripts/test-deb.sh
 echo "== benches build"; cargo test --workspace --benches --no-run
 echo "== fuzz, briefly"; scripts/fuzz.sh "${FUZZ_SECONDS:-20}"

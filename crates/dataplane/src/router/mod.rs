@@ -5,18 +5,17 @@
 mod control;
 mod core;
 mod iface;
-mod neigh;
 mod reasons;
 pub mod report;
 mod sessions;
 mod stats;
 mod worker;
 
-pub use control::{Pw, RouteSource, RouterControl, RouterError, WorkerHandle};
+pub use control::{Pw, RouteSource, RouterControl, RouterError, RouterState, WorkerHandle};
 pub use core::{Core, CoreConfig, Event, HOLD_BYTES, HOLD_PACKETS, Out, SflowHook, Tables};
 pub use iface::{IfTable, Interface, PwEntry};
-pub use neigh::{ArpProbe, NeighborAging};
 pub use reasons::{Discard, DropReason, PuntClass, PuntReason};
+pub use router_state::neigh::{ArpProbe, NeighborAging};
 pub use sessions::Sessions;
 pub use stats::{
     IfaceCounters, MAX_IFACES, MAX_PWS, PwCounters, Stage, StageCounters, TRACE_BYTES, TraceRecord,

@@ -10,11 +10,7 @@ use crate::counters::Counter;
 
 use super::reasons::{DropReason, PuntClass, PuntReason};
 
-/// Most interfaces (ifIndex values 1..MAX_IFACES-1); index 0 is unused.
-pub const MAX_IFACES: usize = 256;
-
-/// Most pseudowires (indexes 0..MAX_PWS-1).
-pub const MAX_PWS: usize = 256;
+pub use router_state::{MAX_IFACES, MAX_PWS};
 
 /// One pseudowire's counters in one worker.
 #[derive(Debug, Default)]

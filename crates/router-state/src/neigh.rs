@@ -3,7 +3,7 @@
 //! A neighbour the workers learned (from an ARP request or reply it heard) is
 //! trusted for [`NeighborAging::reachable`] after it was last heard. Then the
 //! control thread probes it: a unicast ARP request to the MAC it has, sent through
-//! a worker ([`RouterControl::age_neighbors`] returns the frames), up to
+//! a worker ([`RouterState::age_neighbors`] returns the frames), up to
 //! [`NeighborAging::probes`] times, [`NeighborAging::probe_every`] apart, while
 //! traffic keeps using the entry (RFC 1122 §2.3.2.1: refresh a cache entry before it
 //! is lost, by unicast). An answer (any ARP the neighbour sends) makes it reachable
@@ -13,7 +13,7 @@
 //! Configured neighbours (`set_neighbor` from the configuration or `dpctl`) never
 //! age.
 //!
-//! [`RouterControl::age_neighbors`]: super::RouterControl::age_neighbors
+//! [`RouterState::age_neighbors`]: crate::RouterState::age_neighbors
 
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
@@ -23,7 +23,7 @@ use wire::{
     VlanRepr, VlanTag,
 };
 
-use super::iface::Interface;
+use crate::iface::Interface;
 
 /// How learned neighbours age. `reachable` zero: they never do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl RouterControl {
+impl RouterState {
     /// Adds pseudowire `name` from `source`, or replaces it: its circuit takes
     /// no IPv4 or MPLS of its own any more (it must have no address), and label
     /// `in_label` (bottom of stack) becomes its (refused if another entry has it).
@@ -117,7 +117,7 @@ impl RouterControl {
     }
 
     /// Removes VRF `name` and its table (refused while the table is in use, as
-    /// [`RouterControl::table_del`]).
+    /// [`RouterState::table_del`]).
     pub fn vrf_del(&mut self, name: &str) -> Result<(), RouterError> {
         if name == "default" {
             return Err(RouterError::Vrf("the default VRF (table 0) stays".into()));

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl RouterControl {
+impl RouterState {
     /// Forgets the IPv4 neighbours on `ifindex` (and their host routes).
     pub(super) fn forget_neighbors(&mut self, ifindex: u32) {
         let nbrs: Vec<Ipv4Addr> = self
@@ -29,7 +29,7 @@ impl RouterControl {
     }
 
     /// Installs a neighbour as if learned from ARP (it ages; see
-    /// [`RouterControl::age_neighbors`]).
+    /// [`RouterState::age_neighbors`]).
     pub fn learn_neighbor(
         &mut self,
         ifindex: u32,
@@ -165,7 +165,7 @@ impl RouterControl {
 
     /// The IPv6 next hops (interface, address) workers held packets for since
     /// the last call, unresolved: the host stack beside the dataplane is asked
-    /// to resolve them (the answer comes back as [`RouterControl::set_neighbor6`]).
+    /// to resolve them (the answer comes back as [`RouterState::set_neighbor6`]).
     pub fn take_unresolved6(&mut self) -> Vec<(u32, std::net::Ipv6Addr)> {
         std::mem::take(&mut self.unresolved6)
             .into_iter()
@@ -293,7 +293,7 @@ impl RouterControl {
 
     /// The adjacency id of neighbour `ip` on `ifindex`, creating an incomplete one
     /// (resolved by ARP when traffic uses it) if there is none. For label entries:
-    /// [`RouterControl::label_add`] holds the adjacencies its entry names, so an id
+    /// [`RouterState::label_add`] holds the adjacencies its entry names, so an id
     /// stays valid for the label whatever happens to the routes that share it.
     pub fn adjacency(&mut self, ifindex: u32, ip: Ipv4Addr) -> Result<u32, RouterError> {
         self.iface(ifindex)?;
@@ -310,7 +310,7 @@ impl RouterControl {
     }
 
     /// Takes a reference on every adjacency `action` sends to (adopting one that
-    /// [`RouterControl::adjacency`] created for it). Nothing held on error.
+    /// [`RouterState::adjacency`] created for it). Nothing held on error.
     pub(super) fn hold_adjacencies(
         &mut self,
         action: &mpls::LabelAction,

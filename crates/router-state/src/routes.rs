@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl RouterControl {
+impl RouterState {
     /// Orders the sources, most preferred first; every source once. Only before
     /// any source's route or label entry exists (at start).
     pub fn set_route_preference(&mut self, order: &[RouteSource]) -> Result<(), RouterError> {
@@ -46,7 +46,7 @@ impl RouterControl {
     }
 
     /// Adds or replaces the configuration file's route (see
-    /// [`RouterControl::route_add_from`]).
+    /// [`RouterState::route_add_from`]).
     pub fn route_add(
         &mut self,
         table: TableId,
@@ -56,7 +56,7 @@ impl RouterControl {
         self.route_add_from(RouteSource::Config, table, prefix, kind)
     }
 
-    /// Deletes the configuration file's route (see [`RouterControl::route_del_from`]).
+    /// Deletes the configuration file's route (see [`RouterState::route_del_from`]).
     pub fn route_del(&mut self, table: TableId, prefix: Ipv4Prefix) -> Result<(), RouterError> {
         self.route_del_from(RouteSource::Config, table, prefix)
     }
@@ -78,7 +78,7 @@ impl RouterControl {
     /// Adds or replaces `source`'s route for `prefix` with `metric`: a source
     /// may hold several for one prefix (as the kernel does), and the lowest
     /// metric of the most preferred source forwards (see
-    /// [`RouterControl::route_add_from`]).
+    /// [`RouterState::route_add_from`]).
     pub fn route_add_metric(
         &mut self,
         source: RouteSource,
@@ -109,7 +109,7 @@ impl RouterControl {
     }
 
     /// Starts a refresh of `source`'s routes: those it does not add again
-    /// before [`RouterControl::route_sweep`] go then.
+    /// before [`RouterState::route_sweep`] go then.
     pub fn route_mark(&mut self, source: RouteSource) {
         self.rib.mark(Origin::of(source));
     }
@@ -129,7 +129,7 @@ impl RouterControl {
     }
 
     /// Ends a refresh of `source`'s routes: deletes those not added since
-    /// [`RouterControl::route_mark`]. Returns them (table, prefix, metric).
+    /// [`RouterState::route_mark`]. Returns them (table, prefix, metric).
     pub fn route_sweep(&mut self, source: RouteSource) -> Vec<(TableId, Ipv4Prefix, u32)> {
         let stale = self.rib.sweep(Origin::of(source));
         let mut gone = Vec::with_capacity(stale.len());

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl RouterControl {
+impl RouterState {
     /// Adds an interface (its addresses included).
     pub fn add_interface(&mut self, iface: Interface) -> Result<(), RouterError> {
         let bad = |msg: &str| RouterError::InvalidInterface {
@@ -157,7 +157,7 @@ impl RouterControl {
     }
 
     /// Adds the configuration file's address (see
-    /// [`RouterControl::add_address_from`]).
+    /// [`RouterState::add_address_from`]).
     pub fn add_address(
         &mut self,
         ifindex: u32,
@@ -168,7 +168,7 @@ impl RouterControl {
     }
 
     /// Removes the configuration file's address (see
-    /// [`RouterControl::del_address_from`]).
+    /// [`RouterState::del_address_from`]).
     pub fn del_address(
         &mut self,
         ifindex: u32,

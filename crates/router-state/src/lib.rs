@@ -1,36 +1,69 @@
-//! The control side of the router: the single writer of the FIB, the label table and
-//! the interface table, and the reader of the workers' counters and events. It runs
-//! on the control thread; workers never wait for it and it never stops them.
+//! The router's state and its rules, without DPDK: interfaces and their
+//! addresses, neighbours of both families, routes and label entries from every
+//! source (dpctl, the configuration file, FPM, the kernel) ranked in a RIB, VRFs,
+//! pseudowires, the router id and the adjacencies routes and labels hold. The
+//! winners go to the FIB and the label table (their writer handles live here; the
+//! workers read them lock-free), and what the workers must see of the interfaces
+//! goes to a [`Publisher`] (the dataplane's interface table).
 //!
 //! Every method validates completely before it changes anything, so a failed call
 //! leaves the router as it was.
 //!
-//! This module owns [`RouterControl`] itself (its state, the workers' handles, the
-//! publication of the interface table, the router id, traces and the workers'
-//! events); its rules are in one module per kind of state: `interfaces` (and their
-//! addresses), `neighbors` (and adjacency holds), `routes` (sources, preference,
-//! sweeps, tables), `labels`, `vpn` (pseudowires and VRFs).
+//! One module per kind of state: `interfaces` (and their addresses), `neighbors`
+//! (and adjacency holds; `neigh`: aging of ARP-learned ones), `routes` (sources,
+//! preference, sweeps, tables), `labels`, `vpn` (pseudowires and VRFs); `iface`:
+//! the interface and pseudowire records the workers get.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Instant;
 
-use arc_swap::ArcSwap;
-use crossbeam_queue::ArrayQueue;
 use thiserror::Error;
 
 use fib::{FibError, Ipv4Prefix, RouteKind, TableId};
 
-use super::core::{Core, CoreConfig, Event, Tables};
-use super::iface::{IfTable, Interface, PwEntry};
-use super::neigh::{ArpProbe, Learned, NeighborAging, Step, arp_probe};
-use super::sessions::Sessions;
-use super::stats::{MAX_IFACES, MAX_PWS, TraceRecord, WorkerStats};
-use super::worker::{InjectQueue, PuntQueue, WorkerWake};
+pub mod iface;
+pub mod neigh;
 
-/// Depth of each worker's event queue (neighbours learned from ARP).
-const EVENT_QUEUE: usize = 1024;
+pub use iface::{Interface, PwEntry};
+use neigh::{ArpProbe, Learned, NeighborAging, Step, arp_probe};
+
+/// Most interfaces (ifIndex values 1..MAX_IFACES-1); index 0 is unused.
+pub const MAX_IFACES: usize = 256;
+
+/// Most pseudowires (indexes 0..MAX_PWS-1).
+pub const MAX_PWS: usize = 256;
+
+/// What the workers must see of the interfaces, handed to the [`Publisher`]
+/// whenever it changes (once per batch).
+#[derive(Debug, Clone, Copy)]
+pub struct InterfaceView<'a> {
+    /// Every interface, by ifIndex.
+    pub interfaces: &'a BTreeMap<u32, Interface>,
+    /// The router id (source of ICMP errors and ARP of unnumbered interfaces).
+    pub router_id: Option<Ipv4Addr>,
+    /// Whether the workers punt what a host stack beside them needs.
+    pub punt_to_host: bool,
+    /// The pseudowires by index (`None`: a free index, or a circuit that is down).
+    pub pws: &'a [Option<PwEntry>],
+}
+
+/// Where the interface state goes: the dataplane builds its workers' interface
+/// table from it. Called on the control thread.
+pub trait Publisher: Send {
+    /// The interfaces changed: this is what the workers must see now.
+    fn interfaces(&self, view: InterfaceView<'_>);
+}
+
+/// A publisher for a router without workers (tools, tests of the rules): it
+/// keeps nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoWorkers;
+
+impl Publisher for NoWorkers {
+    fn interfaces(&self, _: InterfaceView<'_>) {}
+}
 
 mod interfaces;
 mod labels;
@@ -38,7 +71,7 @@ mod neighbors;
 mod routes;
 mod vpn;
 
-/// Errors of control operations. Each says what is wrong.
+/// Errors of the router's state operations. Each says what is wrong.
 #[derive(Debug, Error)]
 pub enum RouterError {
     /// The FIB refused the change.
@@ -51,7 +84,7 @@ pub enum RouterError {
     #[error("unknown interface {0}")]
     UnknownInterface(u32),
     /// A label entry names an adjacency the FIB does not have.
-    #[error("unknown adjacency {0} (take ids from RouterControl::adjacency)")]
+    #[error("unknown adjacency {0} (take ids from RouterState::adjacency)")]
     UnknownAdjacency(u32),
     /// No interface with that name.
     #[error("unknown interface {0:?}")]
@@ -106,7 +139,7 @@ pub enum RouterError {
 
 /// Who asked for a route. Several sources may hold a route for the same prefix;
 /// the FIB forwards with the preferred one (by default the lowest in this order;
-/// [`RouterControl::set_route_preference`] changes it), and withdrawing it
+/// [`RouterState::set_route_preference`] changes it), and withdrawing it
 /// reveals the next. The routes of interface addresses (local and
 /// connected) and of resolved neighbours (host /32s) belong to their address or
 /// neighbour, not to a source, and are never replaced by a source's route.
@@ -219,26 +252,11 @@ impl Origin {
     }
 }
 
-/// The control thread's view of one worker.
-#[derive(Debug, Clone)]
-pub struct WorkerHandle {
-    /// Its counters.
-    pub stats: Arc<WorkerStats>,
-    /// Neighbours it learned.
-    pub events: Arc<ArrayQueue<Event>>,
-    /// Packets it punted.
-    pub punts: Arc<PuntQueue>,
-    /// Packets the control thread gives it to send (ARP probes).
-    pub inject: Arc<InjectQueue>,
-    /// Wakes it from an idle sleep after pushing to `inject`.
-    pub wake: Arc<WorkerWake>,
-}
-
-/// The router's control state.
-pub struct RouterControl {
+/// The router's state: the single writer of the FIB and the label table.
+pub struct RouterState {
     fib: fib::Fib,
     labels: mpls::LabelTable,
-    ifaces: Arc<ArcSwap<IfTable>>,
+    publisher: Box<dyn Publisher>,
     iface_list: BTreeMap<u32, Interface>,
     /// Each source's interface addresses (prefix length per interface and
     /// address); the winners are the interfaces' `addrs`.
@@ -246,9 +264,6 @@ pub struct RouterControl {
     /// The router id each source gives (one key); the winner is `router_id`.
     router_ids: rib::Rib<(), RouteSource, Ipv4Addr>,
     router_id: Option<Ipv4Addr>,
-    workers: Vec<WorkerHandle>,
-    /// The control namespace's sessions, for the workers' punt policers.
-    sessions: Arc<ArcSwap<Sessions>>,
     neighbors: BTreeMap<(u32, Ipv4Addr), [u8; 6]>,
     /// Every neighbour's candidate MACs: configured (`dpctl`, the file) first,
     /// then the host stack's (netlink), then what the workers heard in ARP.
@@ -261,13 +276,13 @@ pub struct RouterControl {
     /// Each source's label entries; the winners are in `labels`.
     label_rib: rib::Rib<(u32, bool), RouteSource, mpls::LabelAction>,
     /// Adjacencies each source's label entry holds, winning or waiting (see
-    /// [`RouterControl::label_add`]).
+    /// [`RouterState::label_add`]).
     label_holds: BTreeMap<(u32, bool, RouteSource), Vec<(u32, IpAddr)>>,
-    /// Adjacencies [`RouterControl::adjacency`] created and no label entry took yet.
+    /// Adjacencies [`RouterState::adjacency`] created and no label entry took yet.
     loose_holds: BTreeMap<(u32, IpAddr), u32>,
-    /// Whether the workers punt what a host stack needs (see [`IfTable::punt_to_host`]).
+    /// Whether the workers punt what a host stack needs (see [`InterfaceView::punt_to_host`]).
     punt_to_host: bool,
-    /// Set inside [`RouterControl::batch`]: the interface table is published once,
+    /// Set inside [`RouterState::batch`]: the interface table is published once,
     /// at its end.
     batching: bool,
     /// The interface table changed during the batch.
@@ -283,11 +298,11 @@ pub struct RouterControl {
     last_kind: Option<Arc<RouteKind>>,
     /// IPv6 neighbours (next hops of IPv4 routes, RFC 5549): (ifindex, address) → MAC.
     neighbors6: BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]>,
-    /// IPv6 next hops packets wait for (see [`RouterControl::take_unresolved6`]).
+    /// IPv6 next hops packets wait for (see [`RouterState::take_unresolved6`]).
     unresolved6: BTreeSet<(u32, std::net::Ipv6Addr)>,
     /// VRF names of tables (table 0 is `default`, never listed here).
     vrfs: BTreeMap<String, TableId>,
-    /// Pseudowires by name: their index (see [`IfTable::pw`]), where they came
+    /// Pseudowires by name: their index (see [`InterfaceView::pws`]), where they came
     /// from and what they are.
     pws: BTreeMap<String, (u32, RouteSource, Pw)>,
 }
@@ -307,40 +322,34 @@ pub struct Pw {
     pub cw: bool,
 }
 
-impl std::fmt::Debug for RouterControl {
+impl std::fmt::Debug for RouterState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RouterControl")
+        f.debug_struct("RouterState")
             .field("interfaces", &self.iface_list.len())
-            .field("workers", &self.workers.len())
             .finish_non_exhaustive()
     }
 }
 
-impl Default for RouterControl {
+impl Default for RouterState {
     fn default() -> Self {
-        Self::new()
+        Self::new(Box::new(NoWorkers), mpls::DEFAULT_SLOTS)
     }
 }
 
-impl RouterControl {
-    /// An empty router: table 0, no interfaces, no routes, no labels.
-    pub fn new() -> RouterControl {
-        Self::with_label_slots(mpls::DEFAULT_SLOTS)
-    }
-
-    /// An empty router whose label table holds `slots` action slots (see
-    /// [`mpls::LabelTable::with_capacity`]): past them a label is refused.
-    pub fn with_label_slots(slots: usize) -> RouterControl {
-        RouterControl {
+impl RouterState {
+    /// An empty router (table 0, no interfaces, no routes, no labels) whose
+    /// interfaces go to `publisher` and whose label table holds `label_slots`
+    /// action slots (see [`mpls::LabelTable::with_capacity`]: past them a label
+    /// is refused).
+    pub fn new(publisher: Box<dyn Publisher>, label_slots: usize) -> RouterState {
+        let state = RouterState {
             fib: fib::Fib::new(),
-            labels: mpls::LabelTable::with_capacity(slots),
-            ifaces: Arc::new(ArcSwap::from_pointee(IfTable::default())),
+            labels: mpls::LabelTable::with_capacity(label_slots),
+            publisher,
             iface_list: BTreeMap::new(),
             addr_rib: rib::Rib::new(),
             router_ids: rib::Rib::new(),
             router_id: None,
-            workers: Vec::new(),
-            sessions: Arc::new(ArcSwap::from_pointee(Sessions::default())),
             neighbors: BTreeMap::new(),
             neighbor_rib: rib::Rib::new(),
             learned: BTreeMap::new(),
@@ -358,63 +367,17 @@ impl RouterControl {
             unresolved6: BTreeSet::new(),
             vrfs: BTreeMap::new(),
             pws: BTreeMap::new(),
-        }
-    }
-
-    /// A forwarding core for a new worker, with its own table readers, counters and
-    /// queues. Call once per worker before starting it.
-    pub fn new_core(&mut self, cfg: CoreConfig, tsc_hz: u64) -> (Core, Arc<PuntQueue>) {
-        let stats = Arc::new(WorkerStats::default());
-        let events = Arc::new(ArrayQueue::new(EVENT_QUEUE));
-        let punts = Arc::new(PuntQueue::new());
-        let tables = Tables {
-            fib: self.fib.reader(),
-            labels: self.labels.reader(),
-            ifaces: self.ifaces.clone(),
         };
-        let core = Core::new(tables, stats.clone(), events.clone(), cfg, tsc_hz);
-        self.workers.push(WorkerHandle {
-            stats,
-            events,
-            punts: punts.clone(),
-            inject: Arc::new(InjectQueue::new()),
-            wake: Arc::new(WorkerWake::default()),
-        });
-        (core, punts)
+        state.publish();
+        state
     }
 
-    /// The workers' handles.
-    pub fn workers(&self) -> &[WorkerHandle] {
-        &self.workers
-    }
-
-    /// The sessions snapshot the workers police with
-    /// ([`super::RouterWorker::with_sessions`]).
-    pub fn sessions(&self) -> Arc<ArcSwap<Sessions>> {
-        self.sessions.clone()
-    }
-
-    /// Publishes a new sessions snapshot.
-    pub fn set_sessions(&self, s: Sessions) {
-        self.sessions.store(Arc::new(s));
-    }
-
-    /// The workers' counters.
-    pub fn worker_stats(&self) -> Vec<Arc<WorkerStats>> {
-        self.workers.iter().map(|w| w.stats.clone()).collect()
-    }
-
-    /// The current interface table.
-    pub fn ifaces(&self) -> Arc<IfTable> {
-        self.ifaces.load_full()
-    }
-
-    /// The FIB (for `show`).
+    /// The FIB (for `show`, and for the workers' readers).
     pub fn fib(&self) -> &fib::Fib {
         &self.fib
     }
 
-    /// The label table (for `show`).
+    /// The label table (for `show`, and for the workers' readers).
     pub fn labels(&self) -> &mpls::LabelTable {
         &self.labels
     }
@@ -429,8 +392,6 @@ impl RouterControl {
             self.dirty.set(true);
             return;
         }
-        let mut t = IfTable::new(self.iface_list.values().cloned(), self.router_id);
-        t.punt_to_host = self.punt_to_host;
         // (a circuit that is down takes no frames: its port's are dropped)
         let mut pws = vec![
             None;
@@ -452,24 +413,30 @@ impl RouterControl {
                 });
             }
         }
-        t.set_pws(pws);
-        self.ifaces.store(Arc::new(t));
+        self.publisher.interfaces(InterfaceView {
+            interfaces: &self.iface_list,
+            router_id: self.router_id,
+            punt_to_host: self.punt_to_host,
+            pws: &pws,
+        });
     }
 
-    /// Runs `f` with publication held back: the FIB and the interface table
-    /// changes it makes reach the workers together, when it returns (one
-    /// publication for a whole netlink batch).
-    pub fn batch<T>(&mut self, f: impl FnOnce(&mut RouterControl) -> T) -> T {
-        let was = self.batching;
-        self.batching = true;
-        let held = self.fib.hold();
-        let r = f(self);
-        self.fib.release(held);
+    /// Holds publication back until the matching [`RouterState::release_publication`]: the
+    /// FIB and interface changes in between reach the workers together (one
+    /// publication for a whole netlink batch). Returns what to pass to `release`.
+    pub fn hold_publication(&mut self) -> (bool, bool) {
+        let was = std::mem::replace(&mut self.batching, true);
+        (was, self.fib.hold())
+    }
+
+    /// Ends a [`RouterState::hold_publication`]: publishes what changed unless an outer hold
+    /// is still on.
+    pub fn release_publication(&mut self, (was, fib_held): (bool, bool)) {
+        self.fib.release(fib_held);
         self.batching = was;
         if !was && self.dirty.replace(false) {
             self.publish();
         }
-        r
     }
 
     /// Whether the workers hand the control plane what a host stack beside the
@@ -496,7 +463,7 @@ impl RouterControl {
     }
 
     /// The router id: the most preferred source's (see
-    /// [`RouterControl::set_router_id_from`]).
+    /// [`RouterState::set_router_id_from`]).
     pub fn router_id(&self) -> Option<Ipv4Addr> {
         self.router_id
     }
@@ -507,7 +474,7 @@ impl RouterControl {
     }
 
     /// Sets the configuration file's router id (see
-    /// [`RouterControl::set_router_id_from`]).
+    /// [`RouterState::set_router_id_from`]).
     pub fn set_router_id(&mut self, id: Option<Ipv4Addr>) {
         self.set_router_id_from(RouteSource::Config, id);
     }
@@ -532,78 +499,28 @@ impl RouterControl {
         }
     }
 
-    /// Traces the next `n` packets of every worker (a budget per worker).
-    pub fn trace_add(&self, n: u32) {
-        for w in &self.workers {
-            let b = &w.stats.trace_budget;
-            b.store(
-                b.load(std::sync::atomic::Ordering::Relaxed)
-                    .saturating_add(n),
-                std::sync::atomic::Ordering::Relaxed,
-            );
+    /// A worker heard `ip` at `mac` on `ifindex` in ARP: learned, unless the
+    /// operator or the host stack gave that neighbour.
+    pub fn heard_arp(&mut self, ifindex: u32, ip: Ipv4Addr, mac: [u8; 6], now: Instant) {
+        let owned = self
+            .neighbor_rib
+            .candidates(&(ifindex, ip))
+            .any(|c| c.source != NeighborOrigin::Arp);
+        if !owned
+            && self
+                .offer_neighbor(NeighborOrigin::Arp, ifindex, ip, mac)
+                .is_ok()
+        {
+            self.learned.insert((ifindex, ip), Learned::heard_at(now));
         }
     }
 
-    /// Trace records collected so far, per worker (worker index, record); they stay
-    /// until [`RouterControl::trace_clear`].
-    pub fn trace_records(&self) -> Vec<(usize, TraceRecord)> {
-        let mut v = Vec::new();
-        for (k, w) in self.workers.iter().enumerate() {
-            let mut mine = Vec::new();
-            while let Some(r) = w.stats.traces.pop() {
-                mine.push(r);
-            }
-            for r in &mine {
-                let _ = w.stats.traces.push(r.clone());
-            }
-            v.extend(mine.into_iter().map(|r| (k, r)));
+    /// A worker has packets for the IPv6 next hop of adjacency `adj`, which has
+    /// no MAC yet (see [`RouterState::take_unresolved6`]).
+    pub fn wants_nd(&mut self, adj: u32) {
+        if let Some((ifindex, IpAddr::V6(ip))) = self.fib.adjacency_key(adj) {
+            self.unresolved6.insert((ifindex, ip));
         }
-        v.sort_by_key(|(_, r)| r.tsc);
-        v
-    }
-
-    /// Stops tracing and forgets the records.
-    pub fn trace_clear(&self) {
-        for w in &self.workers {
-            w.stats
-                .trace_budget
-                .store(0, std::sync::atomic::Ordering::Relaxed);
-            while w.stats.traces.pop().is_some() {}
-        }
-    }
-
-    /// Handles what the workers reported (neighbours learned from ARP). Returns the
-    /// number of events handled.
-    pub fn poll(&mut self) -> usize {
-        let now = Instant::now();
-        let mut n = 0;
-        for w in 0..self.workers.len() {
-            while let Some(ev) = self.workers[w].events.pop() {
-                n += 1;
-                match ev {
-                    Event::Neighbor { ifindex, ip, mac } => {
-                        // What the operator or the host stack gave wins over ARP.
-                        let owned = self
-                            .neighbor_rib
-                            .candidates(&(ifindex, ip))
-                            .any(|c| c.source != NeighborOrigin::Arp);
-                        if !owned
-                            && self
-                                .offer_neighbor(NeighborOrigin::Arp, ifindex, ip, mac)
-                                .is_ok()
-                        {
-                            self.learned.insert((ifindex, ip), Learned::heard_at(now));
-                        }
-                    }
-                    Event::Resolve6 { adj } => {
-                        if let Some((ifindex, IpAddr::V6(ip))) = self.fib.adjacency_key(adj) {
-                            self.unresolved6.insert((ifindex, ip));
-                        }
-                    }
-                }
-            }
-        }
-        n
     }
 }
 

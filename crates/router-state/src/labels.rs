@@ -2,9 +2,9 @@
 
 use super::*;
 
-impl RouterControl {
+impl RouterState {
     /// Adds or replaces the configuration file's label entry (see
-    /// [`RouterControl::label_add_from`]).
+    /// [`RouterState::label_add_from`]).
     pub fn label_add(
         &mut self,
         label: u32,
@@ -64,7 +64,7 @@ impl RouterControl {
     }
 
     /// Deletes the configuration file's label entry (see
-    /// [`RouterControl::label_del_from`]).
+    /// [`RouterState::label_del_from`]).
     pub fn label_del(&mut self, label: u32, eos: bool) -> Result<mpls::LabelAction, RouterError> {
         self.label_del_from(RouteSource::Config, label, eos)
     }

@@ -1,0 +1,91 @@
+//! The interface and pseudowire records the workers get (through the
+//! [`Publisher`](crate::Publisher)), and the rules of an interface's addresses.
+
+use std::net::Ipv4Addr;
+
+/// One interface: a port, or an 802.1Q sub-interface of a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    /// ifIndex (1..MAX_IFACES): the numbering `show interfaces` and sFlow use.
+    pub ifindex: u32,
+    /// Name (`port0`, `port0.100`).
+    pub name: String,
+    /// DPDK port id.
+    pub port: u16,
+    /// VLAN id for a sub-interface.
+    pub vlan: Option<u16>,
+    /// MAC address (the port's).
+    pub mac: [u8; 6],
+    /// IP MTU.
+    pub mtu: u16,
+    /// Administratively up.
+    pub up: bool,
+    /// IPv4 table the interface belongs to.
+    pub table: u32,
+    /// IPv4 addresses with prefix lengths.
+    pub addrs: Vec<(Ipv4Addr, u8)>,
+}
+
+impl Interface {
+    /// The first IPv4 address (source of ICMP errors sent from this interface).
+    #[inline]
+    pub fn primary_addr(&self) -> Option<Ipv4Addr> {
+        self.addrs.first().map(|a| a.0)
+    }
+
+    /// Whether `ip` is one of the interface's addresses.
+    #[inline]
+    pub fn has_addr(&self, ip: Ipv4Addr) -> bool {
+        self.addrs.iter().any(|a| a.0 == ip)
+    }
+
+    /// The address to speak to `ip` from: the interface's address on its subnet,
+    /// else the first one (`None` for an unnumbered interface).
+    #[inline]
+    pub fn addr_toward(&self, ip: Ipv4Addr) -> Option<Ipv4Addr> {
+        self.addrs
+            .iter()
+            .find(|&&(a, len)| same_subnet(a, ip, len))
+            .or(self.addrs.first())
+            .map(|a| a.0)
+    }
+
+    /// Whether `ip` is on one of the interface's subnets (and not its address).
+    #[inline]
+    pub fn on_link(&self, ip: Ipv4Addr) -> bool {
+        self.addrs
+            .iter()
+            .any(|&(a, len)| same_subnet(a, ip, len) && ip != a)
+    }
+}
+
+/// Whether `a` and `b` share their first `len` bits.
+#[inline]
+fn same_subnet(a: Ipv4Addr, b: Ipv4Addr, len: u8) -> bool {
+    let mask = u32::MAX
+        .checked_shl(32 - u32::from(len.min(32)))
+        .unwrap_or(0);
+    u32::from(a) & mask == u32::from(b) & mask
+}
+
+/// A pseudowire as the workers see it (RFC 4448, raw mode): every frame its
+/// attachment circuit (a port) receives goes to the remote PE under the
+/// pseudowire's label and the labels of the route to the PE; frames that come
+/// with its label leave on the circuit as they were sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PwEntry {
+    /// The attachment circuit's ifIndex (a port's untagged interface).
+    pub ac: u32,
+    /// Its DPDK port.
+    pub port: u16,
+    /// Its VLAN, for a sub-interface: the tag is stripped from the frames it
+    /// receives and pushed on those it sends (RFC 4448 raw mode).
+    pub vlan: Option<u16>,
+    /// The remote PE's address, looked up in table 0 for each frame: the
+    /// pseudowire follows the LSP that reaches it.
+    pub remote: Ipv4Addr,
+    /// The label the remote PE gave the pseudowire (it goes at the bottom).
+    pub out_label: u32,
+    /// Frames carry the RFC 4385 control word (sequence 0).
+    pub cw: bool,
+}
