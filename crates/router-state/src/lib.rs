@@ -14,6 +14,8 @@
 //! preference, sweeps, tables), `labels`, `vpn` (pseudowires and VRFs); `iface`:
 //! the interface and pseudowire records the workers get.
 
+#![forbid(unsafe_code)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
