@@ -42,7 +42,7 @@ fn a_syntax_error_is_reported_without_a_daemon() {
         "add",
         "10.0.0.0/33",
     ]);
-    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(code, 2, "a bad command: {out}{err}");
     assert!(
         err.starts_with("dpctl: error: ") && err.contains("10.0.0.0/33"),
         "{err}"
@@ -60,7 +60,7 @@ fn no_daemon_is_one_clear_error() {
         "show",
         "run",
     ]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 3, "no daemon");
     assert!(
         err.starts_with("dpctl: error: ") && err.contains("/nonexistent/ctl.sock"),
         "{err}"
