@@ -337,7 +337,7 @@ say "   $(grep 'packets transmitted' "$WORK/cut.ping")"
 if rerouted && grep -q 'bytes from' <(tail -5 "$WORK/cut.ping"); then
     pass "rerouted: LSPs on the bypass ${t_lsp} s after the cut; no answer for $gap s (pings 0.1 s apart)"
 else
-    fail "no reroute after ${t_lsp} s: r3's out-label $(out_label r3 192.0.2.2/31)"
+    fail "no reroute after ${t_lsp} s: r3's out-label $(out_label r3 192.0.2.2/31) (was $w3); r3: $(lsp_diff r3); r1: $(lsp_diff r1)"
 fi
 b3=$(out_label r3 192.0.2.2/31) b1=$(out_label r1 192.0.2.2/31)
 f1=$(out_label r1 192.0.2.0/31)
