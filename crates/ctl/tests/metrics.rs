@@ -299,6 +299,8 @@ fn metrics_are_valid_agree_with_dpctl_and_feed_every_dashboard_query() {
         value(&m, "dataplane_fib_routes", &[("table", "0")]),
         lab.json("route show")["routes"].as_array().unwrap().len() as f64
     );
+    assert!(value(&m, "dataplane_fib_results", &[]) >= 1.0);
+    assert_eq!(value(&m, "dataplane_fib_results_refused_total", &[]), 0.0);
 
     // Prometheus's own Accept gets OpenMetrics; counters outlive `clear counters`.
     lab.dpctl("clear counters");

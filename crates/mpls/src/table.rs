@@ -631,7 +631,7 @@ impl LabelTable {
     fn alloc_run_reclaiming(&mut self, len: usize) -> Result<u32, ConfigError> {
         // A harvest scans a word per 64 slots: done when at least that many slots
         // came back (a word per slot at most, amortized), or when the arena is full.
-        let worth = (self.used.len()).max(64);
+        let worth = self.used.len().max(64);
         if self.shared.freed_count.load(Ordering::Acquire) >= worth {
             self.harvest();
         }

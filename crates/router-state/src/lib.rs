@@ -344,7 +344,7 @@ impl RouterState {
     /// action slots (see [`mpls::LabelTable::with_capacity`]: past them a label
     /// is refused).
     pub fn new(publisher: Box<dyn Publisher>, label_slots: usize) -> RouterState {
-        let state = RouterState {
+        RouterState {
             fib: fib::Fib::new(),
             labels: mpls::LabelTable::with_capacity(label_slots),
             publisher,
@@ -369,9 +369,7 @@ impl RouterState {
             unresolved6: BTreeSet::new(),
             vrfs: BTreeMap::new(),
             pws: BTreeMap::new(),
-        };
-        state.publish();
-        state
+        }
     }
 
     /// The FIB (for `show`, and for the workers' readers).

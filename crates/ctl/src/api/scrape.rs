@@ -197,6 +197,18 @@ impl RouterApi<'_> {
             );
         }
         m.gauge(
+            "fib_results",
+            "Distinct FIB results (path lists) held, of fib::MAX_RESULTS.",
+            &[],
+            fib.result_count() as f64,
+        );
+        m.counter(
+            "fib_results_refused",
+            "Routes the FIB refused because it held its limit of distinct results.",
+            &[],
+            fib.results_refused(),
+        );
+        m.gauge(
             "labels",
             "MPLS label entries installed.",
             &[],
