@@ -1,6 +1,6 @@
 # Entry points. `make lab` and `make test` work on a fresh Debian bookworm machine as
 # root: both run scripts/setup.sh first (packages, hugepages).
-.PHONY: setup build man deb lab lab-frr lab-vpn lab-xconnect test fuzz soak stress bench bench-io instructions clean
+.PHONY: setup build man deb lab lab-frr lab-vpn lab-xconnect test proptest fuzz soak stress bench bench-io instructions clean
 
 setup:
 	scripts/setup.sh
@@ -35,6 +35,11 @@ lab-xconnect: build
 
 test:
 	scripts/test.sh
+
+# every property test (named prop_*) with PROPTEST_CASES (default 4096) cases from a
+# fresh seed each run (make test uses a fixed one); a failure prints its seed
+proptest: setup
+	PROPTEST_CASES=$${PROPTEST_CASES:-4096} cargo test --release --workspace --lib --tests -- prop_
 
 # every fuzz target for FUZZ_SECONDS (default 600) each; new coverage kept in fuzz/corpus
 fuzz: setup

@@ -142,6 +142,10 @@ mod tests {
             prop_assert!(verify(&bytes));
             let old = u16::from_be_bytes([bytes[at], bytes[at + 1]]);
             bytes[at..at + 2].copy_from_slice(&new.to_be_bytes());
+            // Data of zero words only has two checksums in one's complement (0x0000 and
+            // 0xffff) and equation 3 can yield the one that does not verify. No header
+            // the router updates is all zero (IPv4's version, a label's S bit or TTL).
+            prop_assume!(bytes[..n - 2].iter().any(|&b| b != 0));
             let c2 = update_u16(c, old, new);
             bytes[n - 2..].copy_from_slice(&c2.to_be_bytes());
             prop_assert!(verify(&bytes));
