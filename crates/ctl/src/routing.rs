@@ -54,7 +54,7 @@ use serde::Deserialize;
 
 use dataplane::router::{Interface, MAX_IFACES, RouteSource, RouterControl};
 pub use dpctl::parse::{parse_addr_len, parse_ip, parse_mac, parse_prefix};
-use fib::{Ipv4Prefix, TableId};
+use fib::{IpPrefix, TableId};
 
 use crate::spec::{self, LabelSpec, RouteTarget, Special, ViaSpec, eos_word};
 
@@ -417,7 +417,7 @@ impl ViaSection {
 
 impl RouteSection {
     /// Table, prefix and target, checked for syntax.
-    pub fn spec(&self) -> Result<(TableId, Ipv4Prefix, RouteTarget), String> {
+    pub fn spec(&self) -> Result<(TableId, IpPrefix, RouteTarget), String> {
         let prefix = parse_prefix(&self.prefix)?;
         let target = match (&self.kind, self.via.is_empty()) {
             (Some(_), false) => return Err("give either kind or via, not both".into()),
@@ -600,7 +600,7 @@ fn make_iface(ifindex: u32, name: &str, w: &IfaceWant, ports: &[PortInfo]) -> In
 }
 
 /// Routes of the file by (table, prefix), checked for syntax and duplicates.
-fn wanted_routes(r: &Routing) -> Result<BTreeMap<(TableId, Ipv4Prefix), RouteTarget>, String> {
+fn wanted_routes(r: &Routing) -> Result<BTreeMap<(TableId, IpPrefix), RouteTarget>, String> {
     let mut out = BTreeMap::new();
     for rt in &r.routes {
         let (table, prefix, target) = rt
@@ -771,8 +771,8 @@ impl std::fmt::Display for ReloadSummary {
 struct Diff {
     old_if: BTreeMap<String, IfaceWant>,
     new_if: BTreeMap<String, IfaceWant>,
-    old_rt: BTreeMap<(TableId, Ipv4Prefix), RouteTarget>,
-    new_rt: BTreeMap<(TableId, Ipv4Prefix), RouteTarget>,
+    old_rt: BTreeMap<(TableId, IpPrefix), RouteTarget>,
+    new_rt: BTreeMap<(TableId, IpPrefix), RouteTarget>,
     old_lb: BTreeMap<(u32, bool), LabelSpec>,
     new_lb: BTreeMap<(u32, bool), LabelSpec>,
     old_nb: BTreeMap<(String, Ipv4Addr), [u8; 6]>,

@@ -463,9 +463,13 @@ mod tests {
         })
         .unwrap();
         let via = RouteKind::Paths(vec![Path::gateway(Ipv4Addr::new(10, 1, 0, 2))]);
-        ctl.route_add(0, "198.18.0.0/15".parse().unwrap(), via.clone())
-            .unwrap();
-        ctl.route_add(0, "198.18.7.0/24".parse().unwrap(), via)
+        ctl.route_add(
+            0,
+            "198.18.0.0/15".parse::<fib::IpPrefix>().unwrap(),
+            via.clone(),
+        )
+        .unwrap();
+        ctl.route_add(0, "198.18.7.0/24".parse::<fib::IpPrefix>().unwrap(), via)
             .unwrap();
         let mut frame = vec![0u8; 14 + 20];
         frame[12..14].copy_from_slice(&[8, 0]);
@@ -495,7 +499,7 @@ mod tests {
             .unwrap();
         ctl.table_add(10).unwrap();
         let via10 = RouteKind::Paths(vec![Path::gateway_on(Ipv4Addr::new(10, 1, 0, 2), 1)]);
-        ctl.route_add(10, "198.18.0.0/16".parse().unwrap(), via10)
+        ctl.route_add(10, "198.18.0.0/16".parse::<fib::IpPrefix>().unwrap(), via10)
             .unwrap();
         ctl.label_add(300, true, mpls::LabelAction::ip4_lookup(10))
             .unwrap();

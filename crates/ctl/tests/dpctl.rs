@@ -395,6 +395,11 @@ fn bad_input_is_refused_and_changes_nothing() {
             "weight 70000 is out of range",
         ),
         ("trace add 0", "1..1024"),
+        (
+            "route add 2001:db8::/32 blackhole",
+            "route 2001:db8::/32: ipv6 routes are not forwarded",
+        ),
+        ("route add 2001:db8::1/32 blackhole", "host bits set"),
         ("frobnicate", "unknown command \"frobnicate\""),
         ("show run please", "unexpected \"please\""),
     ];

@@ -8,9 +8,9 @@
 //! Syntax follows VPP and the Linux `ip` tool where they agree; [`USAGE`] lists it.
 
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
-use fib::{Ipv4Prefix, TableId};
+use fib::{IpPrefix, TableId};
 
 use crate::parse::{parse_addr_len, parse_mac, parse_prefix};
 use crate::spec::{LabelSpec, RouteTarget, Special, ViaSpec, check_in_label};
@@ -82,7 +82,7 @@ pub enum Command {
         /// Table.
         table: TableId,
         /// Prefix.
-        prefix: Ipv4Prefix,
+        prefix: IpPrefix,
         /// What it does.
         target: RouteTarget,
         /// `replace`: an existing route is replaced instead of refused.
@@ -93,7 +93,7 @@ pub enum Command {
         /// Table.
         table: TableId,
         /// Prefix.
-        prefix: Ipv4Prefix,
+        prefix: IpPrefix,
     },
     /// `route show`.
     RouteShow {
@@ -294,9 +294,9 @@ pub enum Command {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RouteFilter {
     /// Exactly this prefix.
-    Prefix(Ipv4Prefix),
+    Prefix(IpPrefix),
     /// The route that forwards this address (longest match).
-    Address(Ipv4Addr),
+    Address(IpAddr),
 }
 
 /// Most packets one `trace add` asks for (per worker; a worker keeps 1024 records).
@@ -389,10 +389,10 @@ fn bad(msg: impl Into<String>) -> ParseError {
     ParseError(msg.into())
 }
 
-fn prefix(w: &str) -> Result<Ipv4Prefix> {
+fn prefix(w: &str) -> Result<IpPrefix> {
     parse_prefix(w).map_err(|e| {
         bad(if w.contains('/') {
-            format!("{e} (want a.b.c.d/len with no host bits, e.g. 10.0.1.0/24)")
+            format!("{e} (want a.b.c.d/len or x:y::z/len with no host bits, e.g. 10.0.1.0/24)")
         } else {
             format!("{e}: a prefix needs a length (e.g. {w}/32)")
         })
@@ -698,7 +698,7 @@ fn route_show(w: &mut Words<'_>) -> Result<Command> {
             table = Some(w.number("table")?);
         } else if filter.is_none() && x.contains('/') {
             filter = Some(RouteFilter::Prefix(prefix(x)?));
-        } else if let (None, Some(a)) = (filter, ipv4(x)) {
+        } else if let (None, Ok(a)) = (filter, x.parse::<IpAddr>()) {
             filter = Some(RouteFilter::Address(a));
         } else {
             return w.err(format!("unexpected {x:?}"));

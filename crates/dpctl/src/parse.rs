@@ -3,7 +3,7 @@
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
-use fib::Ipv4Prefix;
+use fib::IpPrefix;
 
 use crate::spec::SpecError;
 
@@ -29,9 +29,9 @@ pub fn parse_ip(s: &str) -> Result<Ipv4Addr, SpecError> {
     Ipv4Addr::from_str(s.trim()).map_err(|_| SpecError::Ip(s.to_string()))
 }
 
-/// Parses `a.b.c.d/len` (host bits must be clear).
-pub fn parse_prefix(s: &str) -> Result<Ipv4Prefix, SpecError> {
-    Ipv4Prefix::from_str(s.trim()).map_err(|e| SpecError::Prefix(s.to_string(), e.to_string()))
+/// Parses `a.b.c.d/len` or `x:y::z/len` (host bits must be clear).
+pub fn parse_prefix(s: &str) -> Result<IpPrefix, SpecError> {
+    IpPrefix::from_str(s.trim()).map_err(|e| SpecError::Prefix(s.to_string(), e.to_string()))
 }
 
 /// Parses `a.b.c.d/len` as an interface address (host bits allowed).

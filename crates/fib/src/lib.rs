@@ -136,6 +136,7 @@ mod fib;
 mod index;
 mod lpm;
 mod model;
+mod prefix;
 mod qsbr;
 mod reader;
 mod trie;
@@ -147,4 +148,5 @@ pub use model::{
     Action, Adjacency, FibError, Interface, Ipv4Prefix, MAX_LABEL_VALUE, MAX_LABELS, MAX_PATHS,
     Path, RouteKind, TableId, Via,
 };
+pub use prefix::{Family, IpPrefix, Ipv6Prefix};
 pub use reader::{FibReader, FibView, Leg, TableView};

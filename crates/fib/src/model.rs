@@ -18,18 +18,19 @@ pub const MAX_LABEL_VALUE: u32 = (1 << 20) - 1;
 /// Why the FIB refused an update. The FIB is unchanged when one is returned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FibError {
-    /// Prefix length above 32.
-    #[error("prefix length {0} is longer than 32")]
-    PrefixLen(u8),
+    /// A prefix length above the family's bits (32 or 128): the length given and
+    /// the family's bits.
+    #[error("prefix length {0} is longer than {1}")]
+    PrefixLen(u8, u8),
     /// Address bits set beyond the prefix length.
     #[error("{addr}/{len} has host bits set")]
     HostBits {
         /// The address given.
-        addr: Ipv4Addr,
+        addr: IpAddr,
         /// The prefix length given.
         len: u8,
     },
-    /// Text that is not `a.b.c.d/len`.
+    /// Text that is not `a.b.c.d/len` (or `x:y::z/len` where IPv6 is taken).
     #[error("cannot parse prefix {0:?}")]
     Parse(String),
     /// No table with this id.
@@ -110,11 +111,14 @@ impl Ipv4Prefix {
     /// `addr/len`; fails on `len > 32` or host bits set.
     pub fn new(addr: Ipv4Addr, len: u8) -> Result<Self, FibError> {
         if len > 32 {
-            return Err(FibError::PrefixLen(len));
+            return Err(FibError::PrefixLen(len, 32));
         }
         let a = u32::from(addr);
         if a & !mask(len) != 0 {
-            return Err(FibError::HostBits { addr, len });
+            return Err(FibError::HostBits {
+                addr: addr.into(),
+                len,
+            });
         }
         Ok(Self { addr: a, len })
     }
@@ -122,12 +126,20 @@ impl Ipv4Prefix {
     /// `addr/len` with the host bits cleared; fails only on `len > 32`.
     pub fn new_truncated(addr: Ipv4Addr, len: u8) -> Result<Self, FibError> {
         if len > 32 {
-            return Err(FibError::PrefixLen(len));
+            return Err(FibError::PrefixLen(len, 32));
         }
         Ok(Self {
             addr: u32::from(addr) & mask(len),
             len,
         })
+    }
+
+    /// The host prefix `addr/32`.
+    pub fn host(addr: Ipv4Addr) -> Self {
+        Self {
+            addr: u32::from(addr),
+            len: 32,
+        }
     }
 
     /// The network address.

@@ -432,11 +432,11 @@ fn bad_input_is_rejected_and_changes_nothing() {
     ));
     assert_eq!(
         Ipv4Prefix::new(ip("10.0.0.0"), 33),
-        Err(FibError::PrefixLen(33))
+        Err(FibError::PrefixLen(33, 32))
     );
     assert!(matches!(
         "10.0.0.0/33".parse::<Ipv4Prefix>(),
-        Err(FibError::PrefixLen(33))
+        Err(FibError::PrefixLen(33, 32))
     ));
     assert!(matches!(
         "10.0.0.1/8".parse::<Ipv4Prefix>(),

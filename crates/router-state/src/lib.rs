@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use thiserror::Error;
 
-use fib::{FibError, Ipv4Prefix, RouteKind, TableId};
+use fib::{Family, Fib, FibError, IpPrefix, Ipv4Prefix, RouteKind, TableId};
 
 pub mod iface;
 pub mod neigh;
@@ -127,6 +127,13 @@ pub enum RouterError {
     /// A pseudowire that cannot be (see the message).
     #[error("pseudowire {0}")]
     Pw(String),
+    /// No route of that source for that prefix.
+    #[error("no route {0} in table {1}")]
+    NoSuchRoute(IpPrefix, TableId),
+    /// Routes of this family are not forwarded: they are refused, and the
+    /// learners leave them to the kernel.
+    #[error("{0} routes are not forwarded")]
+    NotForwarded(Family),
     /// A more preferred source holds the label entry.
     #[error("label {label} {eos} belongs to {owner}")]
     LabelOwned {
@@ -291,7 +298,7 @@ pub struct RouterState {
     dirty: std::cell::Cell<bool>,
     /// Every route candidate: addresses', sources', neighbours'. The FIB holds
     /// each prefix's winner.
-    rib: rib::Rib<(TableId, Ipv4Prefix), Origin, Arc<RouteKind>>,
+    rib: rib::Rib<(TableId, IpPrefix), Origin, Arc<RouteKind>>,
     /// The distinct route kinds the candidates hold, each once: a full table
     /// shares a few next-hop sets among all its prefixes.
     kinds: fib::FastSet<Arc<RouteKind>>,

@@ -50,14 +50,18 @@ impl RouterState {
     pub fn route_add(
         &mut self,
         table: TableId,
-        prefix: Ipv4Prefix,
+        prefix: impl Into<IpPrefix>,
         kind: RouteKind,
     ) -> Result<u32, RouterError> {
         self.route_add_from(RouteSource::Config, table, prefix, kind)
     }
 
     /// Deletes the configuration file's route (see [`RouterState::route_del_from`]).
-    pub fn route_del(&mut self, table: TableId, prefix: Ipv4Prefix) -> Result<(), RouterError> {
+    pub fn route_del(
+        &mut self,
+        table: TableId,
+        prefix: impl Into<IpPrefix>,
+    ) -> Result<(), RouterError> {
         self.route_del_from(RouteSource::Config, table, prefix)
     }
 
@@ -69,7 +73,7 @@ impl RouterState {
         &mut self,
         source: RouteSource,
         table: TableId,
-        prefix: Ipv4Prefix,
+        prefix: impl Into<IpPrefix>,
         kind: RouteKind,
     ) -> Result<u32, RouterError> {
         self.route_add_metric(source, table, prefix, 0, kind)
@@ -83,14 +87,14 @@ impl RouterState {
         &mut self,
         source: RouteSource,
         table: TableId,
-        prefix: Ipv4Prefix,
+        prefix: impl Into<IpPrefix>,
         metric: u32,
         kind: RouteKind,
     ) -> Result<u32, RouterError> {
         if !self.fib.tables().any(|t| t == table) {
             return Err(RouterError::Fib(FibError::UnknownTable(table)));
         }
-        self.offer(Origin::of(source), metric, table, prefix, kind)
+        self.offer(Origin::of(source), metric, table, prefix.into(), kind)
     }
 
     /// Deletes `source`'s route for `prefix` with `metric`.
@@ -98,13 +102,14 @@ impl RouterState {
         &mut self,
         source: RouteSource,
         table: TableId,
-        prefix: Ipv4Prefix,
+        prefix: impl Into<IpPrefix>,
         metric: u32,
     ) -> Result<(), RouterError> {
+        let prefix = prefix.into();
         if self.withdraw(Origin::of(source), metric, table, prefix)? {
             Ok(())
         } else {
-            Err(RouterError::Fib(FibError::NoSuchRoute(prefix, table)))
+            Err(RouterError::NoSuchRoute(prefix, table))
         }
     }
 
@@ -121,16 +126,16 @@ impl RouterState {
         &mut self,
         source: RouteSource,
         table: TableId,
-        prefix: Ipv4Prefix,
+        prefix: impl Into<IpPrefix>,
         metric: u32,
     ) -> bool {
         self.rib
-            .set_stale(&(table, prefix), Origin::of(source), metric)
+            .set_stale(&(table, prefix.into()), Origin::of(source), metric)
     }
 
     /// Ends a refresh of `source`'s routes: deletes those not added since
     /// [`RouterState::route_mark`]. Returns them (table, prefix, metric).
-    pub fn route_sweep(&mut self, source: RouteSource) -> Vec<(TableId, Ipv4Prefix, u32)> {
+    pub fn route_sweep(&mut self, source: RouteSource) -> Vec<(TableId, IpPrefix, u32)> {
         let stale = self.rib.sweep(Origin::of(source));
         let mut gone = Vec::with_capacity(stale.len());
         for ((t, p), m) in stale {
@@ -150,7 +155,7 @@ impl RouterState {
         on: bool,
     ) -> Result<(), RouterError> {
         check_addr(addr, 32)?;
-        let host = Ipv4Prefix::new(addr, 32)?;
+        let host = Ipv4Prefix::host(addr);
         if on {
             if !self.fib.tables().any(|t| t == table) {
                 return Err(RouterError::Fib(FibError::UnknownTable(table)));
@@ -171,9 +176,10 @@ impl RouterState {
         origin: Origin,
         metric: u32,
         table: TableId,
-        prefix: Ipv4Prefix,
+        prefix: impl Into<IpPrefix>,
         kind: RouteKind,
     ) -> Result<u32, RouterError> {
+        let prefix = prefix.into();
         // The sources' kinds are shared (a full table has few); an address's
         // or a neighbour's is its own.
         let kind = match origin.source() {
@@ -186,7 +192,7 @@ impl RouterState {
         let r = self
             .rib
             .insert_with((table, prefix), origin, metric, kind, |k| {
-                fib.route_add(table, prefix, (**k).clone()).map(|i| id = i)
+                fib_add(fib, table, prefix, (**k).clone()).map(|i| id = i)
             });
         match r {
             Ok(ins) => {
@@ -196,7 +202,7 @@ impl RouterState {
             }
             Err(e) => {
                 self.release(Some(keep));
-                Err(e.into())
+                Err(e)
             }
         }
     }
@@ -209,8 +215,9 @@ impl RouterState {
         origin: Origin,
         metric: u32,
         table: TableId,
-        prefix: Ipv4Prefix,
+        prefix: impl Into<IpPrefix>,
     ) -> Result<bool, RouterError> {
+        let prefix = prefix.into();
         let Some(r) = self.rib.remove(&(table, prefix), origin, metric) else {
             return Ok(false);
         };
@@ -222,14 +229,12 @@ impl RouterState {
                 .map(|w| (**w.value).clone())
             {
                 Some(kind) => {
-                    if let Err(e) = self.fib.route_add(table, prefix, kind) {
-                        let _ = self.fib.route_del(table, prefix);
-                        return Err(e.into());
+                    if let Err(e) = fib_add(&mut self.fib, table, prefix, kind) {
+                        fib_del(&mut self.fib, table, prefix);
+                        return Err(e);
                     }
                 }
-                None => {
-                    let _ = self.fib.route_del(table, prefix);
-                }
+                None => fib_del(&mut self.fib, table, prefix),
             }
         }
         Ok(true)
@@ -260,19 +265,20 @@ impl RouterState {
         &mut self,
         source: RouteSource,
         table: TableId,
-        prefix: Ipv4Prefix,
+        prefix: impl Into<IpPrefix>,
     ) -> Result<(), RouterError> {
+        let prefix = prefix.into();
         if self.withdraw(Origin::of(source), 0, table, prefix)? {
             Ok(())
         } else {
-            Err(RouterError::Fib(FibError::NoSuchRoute(prefix, table)))
+            Err(RouterError::NoSuchRoute(prefix, table))
         }
     }
 
     /// The source of the route that forwards for exactly `prefix`, if a source's
     /// route does (not an address's or a neighbour's).
-    pub fn route_source(&self, table: TableId, prefix: Ipv4Prefix) -> Option<RouteSource> {
-        self.rib.winner(&(table, prefix))?.source.source()
+    pub fn route_source(&self, table: TableId, prefix: impl Into<IpPrefix>) -> Option<RouteSource> {
+        self.rib.winner(&(table, prefix.into()))?.source.source()
     }
 
     /// `source`'s route for exactly `prefix` with `metric`, forwarding or waiting.
@@ -280,11 +286,11 @@ impl RouterState {
         &self,
         source: RouteSource,
         table: TableId,
-        prefix: Ipv4Prefix,
+        prefix: impl Into<IpPrefix>,
         metric: u32,
     ) -> Option<&RouteKind> {
         self.rib
-            .get(&(table, prefix), Origin::of(source), metric)
+            .get(&(table, prefix.into()), Origin::of(source), metric)
             .map(|k| &**k)
     }
 
@@ -292,7 +298,7 @@ impl RouterState {
     pub fn routes_of_metric(
         &self,
         source: RouteSource,
-    ) -> impl Iterator<Item = (TableId, Ipv4Prefix, u32, &RouteKind)> + '_ {
+    ) -> impl Iterator<Item = (TableId, IpPrefix, u32, &RouteKind)> + '_ {
         self.rib
             .of_source(Origin::of(source))
             .map(|(&(t, p), m, k)| (t, p, m, &**k))
@@ -304,10 +310,10 @@ impl RouterState {
         &self,
         source: RouteSource,
         table: TableId,
-        prefix: Ipv4Prefix,
+        prefix: impl Into<IpPrefix>,
     ) -> Option<&RouteKind> {
         self.rib
-            .best_of(&(table, prefix), Origin::of(source))
+            .best_of(&(table, prefix.into()), Origin::of(source))
             .map(|c| &**c.value)
     }
 
@@ -315,7 +321,7 @@ impl RouterState {
     pub fn routes_of(
         &self,
         source: RouteSource,
-    ) -> impl Iterator<Item = (TableId, Ipv4Prefix, &RouteKind)> + '_ {
+    ) -> impl Iterator<Item = (TableId, IpPrefix, &RouteKind)> + '_ {
         self.rib
             .of_source(Origin::of(source))
             .map(|(&(t, p), _, k)| (t, p, &**k))
@@ -324,16 +330,19 @@ impl RouterState {
     /// Every route that forwards, by table then prefix, with what it does
     /// (addresses' local and connected routes and neighbours' host routes
     /// included).
-    pub fn routes(&self) -> impl Iterator<Item = (TableId, Ipv4Prefix, &RouteKind)> + '_ {
+    pub fn routes(&self) -> impl Iterator<Item = (TableId, IpPrefix, &RouteKind)> + '_ {
         self.rib
             .winners()
-            .filter(|(k, _)| self.fib.route(k.0, k.1).is_some())
+            .filter(|(k, _)| self.in_fib(k.0, k.1))
             .map(|(&(t, p), w)| (t, p, &**w.value))
     }
 
     /// What the route for exactly `prefix` in `table` does, if one forwards.
-    pub fn route_kind(&self, table: TableId, prefix: Ipv4Prefix) -> Option<&RouteKind> {
-        self.fib.route(table, prefix)?;
+    pub fn route_kind(&self, table: TableId, prefix: impl Into<IpPrefix>) -> Option<&RouteKind> {
+        let prefix = prefix.into();
+        if !self.in_fib(table, prefix) {
+            return None;
+        }
         Some(&**self.rib.winner(&(table, prefix))?.value)
     }
 
@@ -379,8 +388,43 @@ impl RouterState {
         Ok(())
     }
 
+    /// Whether routes of `family` are forwarded: those of a family that is not are
+    /// refused ([`RouterError::NotForwarded`]) and the learners leave them to the
+    /// kernel.
+    pub fn forwards(&self, family: Family) -> bool {
+        family == Family::V4
+    }
+
+    /// Whether the route for exactly `prefix` in `table` forwards (is in a FIB).
+    fn in_fib(&self, table: TableId, prefix: IpPrefix) -> bool {
+        match prefix {
+            IpPrefix::V4(p) => self.fib.route(table, p).is_some(),
+            IpPrefix::V6(_) => false,
+        }
+    }
+
     /// How many routes `source` gives, forwarding or waiting.
     pub fn route_count_of(&self, source: RouteSource) -> usize {
         self.rib.count(Origin::of(source))
+    }
+}
+
+/// Installs a winner in its family's FIB; returns the FIB's result id.
+fn fib_add(
+    fib: &mut Fib,
+    table: TableId,
+    prefix: IpPrefix,
+    kind: RouteKind,
+) -> Result<u32, RouterError> {
+    match prefix {
+        IpPrefix::V4(p) => Ok(fib.route_add(table, p, kind)?),
+        IpPrefix::V6(_) => Err(RouterError::NotForwarded(Family::V6)),
+    }
+}
+
+/// Removes a prefix from its family's FIB (nothing if it is not there).
+fn fib_del(fib: &mut Fib, table: TableId, prefix: IpPrefix) {
+    if let IpPrefix::V4(p) = prefix {
+        let _ = fib.route_del(table, p);
     }
 }

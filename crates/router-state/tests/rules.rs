@@ -5,8 +5,8 @@
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 
-use fib::{Action, Ipv4Prefix, Path, RouteKind};
-use router_state::{Interface, InterfaceView, Publisher, RouteSource, RouterState};
+use fib::{Action, Family, IpPrefix, Ipv4Prefix, Path, RouteKind};
+use router_state::{Interface, InterfaceView, Publisher, RouteSource, RouterError, RouterState};
 
 /// An interface as published: ifindex, up, addresses.
 type Published = (u32, bool, Vec<(Ipv4Addr, u8)>);
@@ -78,6 +78,34 @@ fn action(r: &RouterState, dst: &str) -> Action {
     let v = reader.read();
     let id = v.lookup(0, u32::from(ip(dst)));
     v.leg(id, 0).action()
+}
+
+#[test]
+fn a_family_that_is_not_forwarded_is_refused_and_changes_nothing() {
+    let (mut r, _) = router();
+    let p6: IpPrefix = "2001:db8::/32".parse().unwrap();
+    assert!(r.forwards(Family::V4) && !r.forwards(Family::V6));
+    let before: Vec<_> = r.routes().map(|(t, p, k)| (t, p, k.clone())).collect();
+    let e = r
+        .route_add_from(RouteSource::Dpctl, 0, p6, RouteKind::Blackhole)
+        .unwrap_err();
+    assert!(matches!(e, RouterError::NotForwarded(Family::V6)), "{e}");
+    assert_eq!(e.to_string(), "ipv6 routes are not forwarded");
+    assert!(r.route_of(RouteSource::Dpctl, 0, p6).is_none());
+    assert!(matches!(
+        r.route_del_from(RouteSource::Dpctl, 0, p6),
+        Err(RouterError::NoSuchRoute(p, 0)) if p == p6
+    ));
+    let after: Vec<_> = r.routes().map(|(t, p, k)| (t, p, k.clone())).collect();
+    assert_eq!(before, after);
+    // IPv4 routes key the same RIB.
+    let p4 = pfx("192.0.2.0/24");
+    r.route_add_from(RouteSource::Dpctl, 0, p4, RouteKind::Blackhole)
+        .unwrap();
+    assert_eq!(
+        r.route_source(0, IpPrefix::V4(p4)),
+        Some(RouteSource::Dpctl)
+    );
 }
 
 #[test]

@@ -207,10 +207,10 @@ impl RouterApi<'_> {
                 "{name} is a port's interface; only sub-interfaces can be deleted"
             ));
         }
-        let own: Vec<Ipv4Prefix> = i
+        let own: Vec<IpPrefix> = i
             .addrs
             .iter()
-            .filter_map(|&(a, l)| Ipv4Prefix::new_truncated(a, l).ok())
+            .filter_map(|&(a, l)| Ipv4Prefix::new_truncated(a, l).ok().map(IpPrefix::V4))
             .collect();
         let mut users = Vec::new();
         for (t, p, k) in self.ctl.routes() {

@@ -87,12 +87,12 @@ impl RouterApi<'_> {
     }
 
     /// If `prefix` is the local or connected route of an interface address, which.
-    pub(super) fn address_route(&self, table: TableId, prefix: Ipv4Prefix) -> Option<String> {
+    pub(super) fn address_route(&self, table: TableId, prefix: IpPrefix) -> Option<String> {
         for i in self.ctl.ifaces().iter().filter(|i| i.table == table) {
             for &(a, l) in &i.addrs {
-                let host = Ipv4Prefix::new(a, 32).ok();
-                let net = Ipv4Prefix::new_truncated(a, l).ok();
-                if host == Some(prefix) || (l < 32 && net == Some(prefix)) {
+                let host = IpPrefix::host(a.into());
+                let net = Ipv4Prefix::new_truncated(a, l).ok().map(IpPrefix::V4);
+                if host == prefix || (l < 32 && net == Some(prefix)) {
                     return Some(format!("address {a}/{l} on {}", i.name));
                 }
             }
@@ -135,7 +135,7 @@ impl RouterApi<'_> {
         }
     }
 
-    pub(super) fn route_json(&self, table: TableId, prefix: Ipv4Prefix, k: &RouteKind) -> Value {
+    pub(super) fn route_json(&self, table: TableId, prefix: IpPrefix, k: &RouteKind) -> Value {
         let mut v = json!({ "table": table, "prefix": prefix.to_string() });
         let kind = match k {
             RouteKind::Paths(ps) => {
@@ -198,11 +198,11 @@ impl RouterApi<'_> {
             }
             Some(RouteFilter::Address(a)) => {
                 // The longest match per table: the route that forwards `a`.
-                let mut best: Vec<(TableId, Ipv4Prefix, &RouteKind)> = Vec::new();
+                let mut best: Vec<(TableId, IpPrefix, &RouteKind)> = Vec::new();
                 for (t, p, k) in self
                     .ctl
                     .routes()
-                    .filter(|r| in_table(r.0) && r.1.contains(u32::from(a)))
+                    .filter(|r| in_table(r.0) && r.1.contains(a))
                 {
                     match best.iter_mut().find(|b| b.0 == t) {
                         Some(b) if b.1.prefix_len() < p.prefix_len() => *b = (t, p, k),

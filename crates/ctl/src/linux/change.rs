@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use fib::Ipv4Prefix;
+use fib::IpPrefix;
 
 /// One fact from the kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,13 +38,13 @@ pub enum Change {
         /// Its MAC while usable.
         mac: Option<[u8; 6]>,
     },
-    /// RTM_NEWROUTE / RTM_DELROUTE of an IPv4 unicast route. `route` is `None` for
+    /// RTM_NEWROUTE / RTM_DELROUTE of an IPv4 or IPv6 unicast route. `route` is `None` for
     /// a deletion.
     Route {
         /// The kernel's routing table (RTA_TABLE, else rtm_table).
         table: u32,
         /// Destination.
-        prefix: Ipv4Prefix,
+        prefix: IpPrefix,
         /// RTA_PRIORITY (the metric; 0 when absent). The kernel holds one route
         /// per (table, prefix, metric); the lowest forwards.
         metric: u32,

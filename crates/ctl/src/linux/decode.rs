@@ -10,7 +10,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use fib::Ipv4Prefix;
+use fib::{IpPrefix, Ipv4Prefix};
 use netlink_packet_core::{Nla, Parseable};
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{InfoData, InfoVrf, LinkAttribute, LinkInfo, LinkMessage};
@@ -359,7 +359,7 @@ fn plain_route(p: &[u8], new: bool) -> Option<Result<Msg, DecodeError>> {
         }
     };
     let dst = Ipv4Addr::from(u32::from_be(dst.unwrap_or(0)));
-    let prefix = Ipv4Prefix::new_truncated(dst, dst_len).ok()?;
+    let prefix = Ipv4Prefix::new_truncated(dst, dst_len).ok()?.into();
     Some(change(Change::Route {
         table,
         prefix,
@@ -370,8 +370,7 @@ fn plain_route(p: &[u8], new: bool) -> Option<Result<Msg, DecodeError>> {
 
 fn route_general(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
     let family = match p.first() {
-        Some(&f @ (AF_INET | AF_MPLS)) => f,
-        Some(&AF_INET6) => return Ok(Msg::Ignored("ipv6 route")),
+        Some(&f @ (AF_INET | AF_INET6 | AF_MPLS)) => f,
         _ => return Ok(Msg::Ignored("other route family")),
     };
     let m = RouteMessage::parse(p).map_err(crate_err("route"))?;
@@ -392,7 +391,7 @@ fn route_general(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
     // A deletion may come with type 0 (FRR's FPM sends DELROUTE so).
     let reject = matches!(kind, RTN_BLACKHOLE | RTN_UNREACHABLE | RTN_PROHIBIT);
     let ok_kind = kind == RTN_UNICAST || (!new && kind == RTN_UNSPEC);
-    if !(ok_kind || (reject && family == AF_INET)) {
+    if !(ok_kind || (reject && family != AF_MPLS)) {
         return Ok(Msg::Ignored("not unicast"));
     }
     if new && foreign_encap(attrs) {
@@ -409,12 +408,14 @@ fn route_general(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
         return change(Change::Label { label, route });
     }
     let len = h.destination_prefix_length;
-    if len > 32 {
-        return Err(DecodeError::BadPrefixLen(len));
-    }
-    let dst = find!(attrs, RouteAttribute::Destination(RouteAddress::Inet(d)) => *d)
-        .unwrap_or(Ipv4Addr::UNSPECIFIED);
-    let prefix = Ipv4Prefix::new_truncated(dst, len).map_err(|_| DecodeError::BadPrefixLen(len))?;
+    let dst = if family == AF_INET {
+        find!(attrs, RouteAttribute::Destination(RouteAddress::Inet(d)) => IpAddr::V4(*d))
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+    } else {
+        find!(attrs, RouteAttribute::Destination(RouteAddress::Inet6(d)) => IpAddr::V6(*d))
+            .unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED))
+    };
+    let prefix = IpPrefix::new_truncated(dst, len).map_err(|_| DecodeError::BadPrefixLen(len))?;
     let route = if !new {
         None
     } else {
@@ -958,7 +959,6 @@ mod tests {
             (inet(2, 0), "not unicast"),
             (inet(3, 0), "not unicast"),
             (inet(5, 0), "not unicast"),
-            (rt(AF_INET6, 64, 254, 12, 1, 0), "ipv6 route"),
             (rt(7, 0, 254, 12, 1, 0), "other route family"),
         ];
         for (h, why) in cases {
@@ -966,6 +966,29 @@ mod tests {
         }
         let m = uni(&[gw("192.0.2.1"), a(21, &2u16.to_ne_bytes())]);
         assert_eq!(one(&m), Ok(Msg::Ignored("non-mpls encap")));
+    }
+
+    #[test]
+    fn ipv6_routes_decode_as_ipv4_ones_do() {
+        let h = rt(AF_INET6, 32, 254, 12, 1, 0);
+        let net = a(1, &v6("2001:db8::"));
+        let m = msg(24, &h, &[net.clone(), a(5, &v6("fe80::1")), oif(3)]);
+        let hops = vec![hop("fe80::1", 3, 1, &[])];
+        assert_eq!(one(&m), r(254, "2001:db8::/32", Some(Target::Paths(hops))));
+        let m = msg(
+            24,
+            &rt(AF_INET6, 48, 254, 12, 6, 0),
+            &[a(1, &v6("2001:db8:1::"))],
+        );
+        assert_eq!(one(&m), r(254, "2001:db8:1::/48", Some(Target::Blackhole)));
+        let m = msg(25, &h, std::slice::from_ref(&net));
+        assert_eq!(one(&m), r(254, "2001:db8::/32", None));
+        // Host bits are cleared as for IPv4; a length past 128 is an error.
+        let m = msg(24, &h, &[a(1, &v6("2001:db8::1")), oif(3)]);
+        let hops = vec![hop("", 3, 1, &[])];
+        assert_eq!(one(&m), r(254, "2001:db8::/32", Some(Target::Paths(hops))));
+        let m = msg(24, &rt(AF_INET6, 129, 254, 12, 1, 0), &[net, oif(3)]);
+        assert_eq!(one(&m), Err(DecodeError::BadPrefixLen(129)));
     }
 
     #[test]

@@ -543,7 +543,7 @@ mod tests {
 
     use super::super::learner::VrfDevices;
     use dataplane::router::Interface;
-    use fib::Ipv4Prefix;
+    use fib::{IpPrefix, Ipv4Prefix};
 
     fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
         let mut f = vec![1, kind];
@@ -758,7 +758,7 @@ mod tests {
         z.write_all(&frame(1, &rep)).unwrap();
         poll_until(&mut s, &mut ctl, |_, c| {
             matches!(
-                c.route_of(RouteSource::Fpm, 0, "192.0.2.0/24".parse().unwrap()),
+                c.route_of(RouteSource::Fpm, 0, "192.0.2.0/24".parse::<IpPrefix>().unwrap()),
                 Some(fib::RouteKind::Paths(p)) if p[0].via == fib::Via::Gateway(Ipv4Addr::new(10, 1, 0, 4))
             )
         });
@@ -946,7 +946,8 @@ mod tests {
                 "192.0.2.0/24 blackhole",
                 "198.51.100.0/24 10.83.1.2",
                 "203.0.113.0/24 10.83.1.2,10.83.1.3",
-                "ignored: ipv6 route",
+                // The IPv6 connected route of the interface.
+                "ignored: kernel-derived",
                 // `no ip route ...`: DELROUTE with type 0.
                 "198.51.100.0/24 deleted",
             ]

@@ -12,7 +12,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fib::{Ipv4Prefix, Path, RouteKind, TableId, Via};
+use fib::{Family, IpPrefix, Path, RouteKind, TableId, Via};
 use serde_json::{Value, json};
 
 use dataplane::router::{RouteSource, RouterControl};
@@ -87,7 +87,7 @@ pub struct KernelView {
     /// Nexthop objects by id.
     nexthops: BTreeMap<u32, NexthopObject>,
     /// Routes that use a nexthop object: (table, prefix, metric) -> id.
-    nh_users: BTreeMap<(TableId, Ipv4Prefix, u32), u32>,
+    nh_users: BTreeMap<(TableId, IpPrefix, u32), u32>,
     /// Label entries learned (label), for the sweep.
     labels: BTreeSet<u32>,
     /// Set while a resync marks what the dump holds.
@@ -484,7 +484,7 @@ impl KernelView {
     /// Whether a delete of `key` waits for the refresh's sweep: FPM's deletes
     /// while zebra walks after a connect (see [`super::fpm`]). The route is
     /// unmarked: the sweep removes it unless it is announced again first.
-    fn deferred(&mut self, ctl: &mut RouterControl, key: (TableId, Ipv4Prefix, u32)) -> bool {
+    fn deferred(&mut self, ctl: &mut RouterControl, key: (TableId, IpPrefix, u32)) -> bool {
         if self.source != RouteSource::Fpm || self.mark.is_none() {
             return false;
         }
@@ -781,10 +781,16 @@ impl KernelView {
         &mut self,
         ctl: &mut RouterControl,
         table: u32,
-        prefix: Ipv4Prefix,
+        prefix: IpPrefix,
         metric: u32,
         route: Option<Target>,
     ) {
+        if !ctl.forwards(prefix.family()) {
+            return self.ignore(match prefix.family() {
+                Family::V4 => "ipv4 route",
+                Family::V6 => "ipv6 route",
+            });
+        }
         if !self.import_routes {
             return self.ignore("route import off");
         }
@@ -827,7 +833,7 @@ impl KernelView {
     fn install(
         &mut self,
         ctl: &mut RouterControl,
-        (t, prefix, metric): (TableId, Ipv4Prefix, u32),
+        (t, prefix, metric): (TableId, IpPrefix, u32),
         kind: Option<RouteKind>,
     ) {
         match kind {
@@ -1118,7 +1124,7 @@ mod tests {
     use super::*;
     use std::net::Ipv6Addr;
 
-    fn pfx(s: &str) -> Ipv4Prefix {
+    fn pfx(s: &str) -> fib::Ipv4Prefix {
         s.parse().unwrap()
     }
 
@@ -1126,7 +1132,7 @@ mod tests {
         Change::Route {
             metric: 0,
             table,
-            prefix: pfx(p),
+            prefix: pfx(p).into(),
             route: t,
         }
     }
@@ -1237,11 +1243,34 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_routes_are_left_to_the_kernel_while_the_family_is_not_forwarded() {
+        let (mut ctl, mut v) = setup();
+        let p6: IpPrefix = "2001:db8::/32".parse().unwrap();
+        let v6 = NextHop {
+            gateway: Some(IpAddr::V6("fe80::1".parse().unwrap())),
+            ..nh("10.1.0.2", 11)
+        };
+        v.apply(
+            &mut ctl,
+            Change::Route {
+                table: 254,
+                prefix: p6,
+                metric: 0,
+                route: Some(Target::Paths(vec![v6])),
+            },
+        );
+        assert_eq!(v.stats().ignored["ipv6 route"], 1);
+        assert!(ctl.route_of(RouteSource::Kernel, 0, p6).is_none());
+        assert_eq!(ctl.routes().count(), 4, "the twins' addresses' routes only");
+        assert_eq!(v.stats().refused, 0);
+    }
+
+    #[test]
     fn the_lowest_metric_forwards_and_a_backup_takes_over() {
         let (mut ctl, mut v) = setup();
         let r = |metric, t: Option<Target>| Change::Route {
             table: 254,
-            prefix: pfx("198.51.100.0/24"),
+            prefix: pfx("198.51.100.0/24").into(),
             metric,
             route: t,
         };
@@ -1426,7 +1455,7 @@ mod tests {
                 ..Default::default()
             })
         };
-        let p: Ipv4Prefix = "10.2.0.0/24".parse().unwrap();
+        let p: fib::Ipv4Prefix = "10.2.0.0/24".parse().unwrap();
         let connected_in = |ctl: &RouterControl, t| ctl.fib().route(t, p).is_some();
         v.apply(&mut ctl, vrf(50, 10));
         v.apply(&mut ctl, vrf(51, 99));
@@ -1715,7 +1744,7 @@ mod props {
             )
                 .prop_map(|(table, a, l, metric, route)| Change::Route {
                     table,
-                    prefix: Ipv4Prefix::new_truncated(a.into(), l).unwrap(),
+                    prefix: IpPrefix::new_truncated(Ipv4Addr::from(a).into(), l).unwrap(),
                     metric,
                     route,
                 }),
