@@ -1,7 +1,7 @@
 //! What the netlink learner takes from one netlink message, in the router's terms:
 //! the output of [`super::decode`] and the input of the learner.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 
 use fib::IpPrefix;
 
@@ -15,14 +15,14 @@ pub enum Change {
         /// Kernel ifindex.
         ifindex: u32,
     },
-    /// RTM_NEWADDR / RTM_DELADDR of an IPv4 address.
+    /// RTM_NEWADDR / RTM_DELADDR of an IPv4 or IPv6 address.
     Addr {
         /// Added (true) or removed.
         add: bool,
         /// Kernel ifindex.
         ifindex: u32,
         /// The address.
-        addr: Ipv4Addr,
+        addr: IpAddr,
         /// Its prefix length.
         len: u8,
     },

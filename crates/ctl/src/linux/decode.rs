@@ -201,27 +201,27 @@ fn link(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
 }
 
 fn address(p: &[u8], add: bool) -> Result<Msg, DecodeError> {
-    match p.first() {
-        Some(&AF_INET) => {}
-        Some(&AF_INET6) => return Ok(Msg::Ignored("ipv6 address")),
+    let v4 = match p.first() {
+        Some(&AF_INET) => true,
+        Some(&AF_INET6) => false,
         _ => return Ok(Msg::Ignored("not an ip address")),
-    }
+    };
     let m = AddressMessage::parse(p).map_err(crate_err("address"))?;
     let len = m.header.prefix_len;
-    if len > 32 {
+    if len > if v4 { 32 } else { 128 } {
         return Err(DecodeError::BadPrefixLen(len));
     }
     let (mut local, mut addr) = (None, None);
     for a in &m.attributes {
         match a {
-            AddressAttribute::Local(IpAddr::V4(a)) => local = Some(*a),
-            AddressAttribute::Address(IpAddr::V4(a)) => addr = Some(*a),
+            AddressAttribute::Local(a) if a.is_ipv4() == v4 => local = Some(*a),
+            AddressAttribute::Address(a) if a.is_ipv4() == v4 => addr = Some(*a),
             _ => {}
         }
     }
     let addr = local
         .or(addr)
-        .ok_or_else(|| bad("address", "no IPv4 IFA_LOCAL or IFA_ADDRESS"))?;
+        .ok_or_else(|| bad("address", "no IFA_LOCAL or IFA_ADDRESS of its family"))?;
     change(Change::Addr {
         add,
         ifindex: m.header.index,
@@ -1199,10 +1199,21 @@ mod tests {
         assert_eq!(one(&msg(20, &h, &attrs)), add(true, "192.0.2.1"));
         assert_eq!(one(&msg(21, &h, &attrs[..1])), add(false, "192.0.2.2"));
         let m = msg(20, &ifaddr(AF_INET6, 64, 3), &[a(1, &v6("2001:db8::1"))]);
-        assert_eq!(one(&m), Ok(Msg::Ignored("ipv6 address")));
+        let want = Change::Addr {
+            add: true,
+            ifindex: 3,
+            addr: "2001:db8::1".parse().unwrap(),
+            len: 64,
+        };
+        assert_eq!(one(&m), ok(want));
         let m = msg(20, &ifaddr(AF_INET, 33, 3), &attrs);
         assert_eq!(one(&m), Err(DecodeError::BadPrefixLen(33)));
-        let why = "no IPv4 IFA_LOCAL or IFA_ADDRESS";
+        let m = msg(20, &ifaddr(AF_INET6, 129, 3), &[a(1, &v6("2001:db8::1"))]);
+        assert_eq!(one(&m), Err(DecodeError::BadPrefixLen(129)));
+        // An address of the other family in the message does not count.
+        let m = msg(20, &ifaddr(AF_INET6, 64, 3), &[a(1, &v4("192.0.2.1"))]);
+        let why = "no IFA_LOCAL or IFA_ADDRESS of its family";
+        assert_eq!(one(&m), malformed("address", why));
         assert_eq!(one(&msg(20, &h, &[])), malformed("address", why));
     }
 

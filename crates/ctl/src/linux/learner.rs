@@ -528,16 +528,22 @@ impl KernelView {
                     self.refused(format!("twin of interface {r} was deleted in Linux"));
                 }
             }
+            // The routing state holds IPv4 interface addresses only while IPv6
+            // is not forwarded: the kernel keeps these.
+            Change::Addr {
+                addr: IpAddr::V6(_),
+                ..
+            } => self.ignore("ipv6 address"),
             Change::Addr {
                 add,
                 ifindex: LOOPBACK_IFINDEX,
-                addr,
+                addr: IpAddr::V4(addr),
                 len: 32,
             } if !addr.is_loopback() => self.loopback(ctl, add, addr),
             Change::Addr {
                 add,
                 ifindex,
-                addr,
+                addr: IpAddr::V4(addr),
                 len,
             } => {
                 let Some(&r) = self.twins.get(&ifindex) else {
@@ -1582,7 +1588,7 @@ mod tests {
             Change::Addr {
                 add: true,
                 ifindex: 13,
-                addr: ip4,
+                addr: ip4.into(),
                 len: 32,
             },
         );
