@@ -461,83 +461,9 @@ impl LinuxPlane {
             source,
         };
         let (netns, created_netns) = Netns::open_or_create(&section.netns).map_err(ns_err)?;
-        let ifaces = ctl.ifaces();
-        let wanted: Vec<_> = match &section.interfaces {
-            Some(names) => {
-                let mut v = Vec::new();
-                for n in names {
-                    let i = ctl
-                        .iface_by_name(n)
-                        .map_err(|_| LinuxError::UnknownInterface {
-                            key: "interfaces",
-                            name: n.clone(),
-                        })?;
-                    v.push(i.clone());
-                }
-                v
-            }
-            None => ifaces.iter().cloned().collect(),
-        };
-        for n in section.names.keys() {
-            if ctl.iface_by_name(n).is_err() {
-                return Err(LinuxError::UnknownInterface {
-                    key: "names",
-                    name: n.clone(),
-                });
-            }
-        }
-        let rcvbuf = section.netlink_rcvbuf;
-        type Made = (
-            Vec<(SyncDevice, u32, bool)>,
-            NlSocket,
-            NlSocket,
-            Option<std::net::TcpListener>,
-            Option<diag::SockDiag>,
-        );
-        let made: io::Result<Made> = netns
-            .run(|| {
-                let mut devs = Vec::new();
-                for i in &wanted {
-                    let name = section.names.get(&i.name).unwrap_or(&i.name);
-                    // Multi-queue, so that a keeper can hold a queue of its own.
-                    let b = DeviceBuilder::new()
-                        .name(name)
-                        .layer(Layer::L2)
-                        .multi_queue(true)
-                        .mac_addr(i.mac);
-                    let exists = keeper::interface_exists(name);
-                    let dev = if exists {
-                        b.build_sync().map_err(|e| {
-                            io::Error::other(format!(
-                                "{name} exists and is not a twin to attach to ({e}); \
-                                 delete it or name the twin otherwise ([linux] names)"
-                            ))
-                        })?
-                    } else {
-                        b.mtu(i.mtu)
-                            .tx_queue_len(TAP_QUEUE_LEN)
-                            .enable(i.up)
-                            .build_sync()
-                            .map_err(|e| io::Error::other(format!("TAP {name}: {e}")))?
-                    };
-                    dev.set_nonblocking(true)?;
-                    let ix = dev.if_index()?;
-                    devs.push((dev, ix, exists));
-                }
-                let events = NlSocket::open(true, rcvbuf)?;
-                let dump = NlSocket::open(false, 0)?;
-                let listener = match fpm {
-                    Some(f) => Some(
-                        std::net::TcpListener::bind((f.address.as_str(), f.port)).map_err(|e| {
-                            io::Error::other(format!("FPM {}:{}: {e}", f.address, f.port))
-                        })?,
-                    ),
-                    None => None,
-                };
-                // (without sock_diag the policer knows no sessions)
-                let diag = diag::SockDiag::open().ok();
-                Ok((devs, events, dump, listener, diag))
-            })
+        let wanted = wanted_interfaces(section, ctl)?;
+        let made = netns
+            .run(|| open_in_netns(section, fpm, &wanted))
             .map_err(ns_err)?;
         let (devs, events, mut dump, listener, diag) = made.map_err(ns_err)?;
         let mut twins = Vec::new();
@@ -594,22 +520,7 @@ impl LinuxPlane {
             }
         }
         ctl.set_punt_to_host(true);
-        let keeper = match keeper_exe {
-            Some(exe) if section.keep_twins => {
-                let names: Vec<String> = twins.iter().map(|t| t.name.clone()).collect();
-                match keeper::netns_ino(&section.netns)
-                    .and_then(|ino| keeper::hold(&section.netns, ino, &names, exe))
-                {
-                    Ok(keeper::Held::Asked) => "running keeper".to_string(),
-                    Ok(keeper::Held::Started(pid)) => format!("keeper pid {pid}"),
-                    Err(e) => {
-                        tracing::warn!("linux: the twins end with this process: {e}");
-                        format!("none ({e})")
-                    }
-                }
-            }
-            _ => "none".to_string(),
-        };
+        let keeper = hand_to_keeper(section, &twins, keeper_exe);
         Ok(LinuxPlane {
             netns,
             created_netns,
@@ -984,5 +895,124 @@ impl LinuxPlane {
             "netlink": self.learner.show(),
             "kernel_routes": ctl.route_count_of(dataplane::router::RouteSource::Kernel),
         })
+    }
+}
+
+/// The interfaces that get twins: the section's list, or all of them; every
+/// name the section uses must be an interface.
+fn wanted_interfaces(
+    section: &LinuxSection,
+    ctl: &RouterControl,
+) -> Result<Vec<dataplane::router::Interface>, LinuxError> {
+    let ifaces = ctl.ifaces();
+    let wanted: Vec<_> = match &section.interfaces {
+        Some(names) => {
+            let mut v = Vec::new();
+            for n in names {
+                let i = ctl
+                    .iface_by_name(n)
+                    .map_err(|_| LinuxError::UnknownInterface {
+                        key: "interfaces",
+                        name: n.clone(),
+                    })?;
+                v.push(i.clone());
+            }
+            v
+        }
+        None => ifaces.iter().cloned().collect(),
+    };
+    for n in section.names.keys() {
+        if ctl.iface_by_name(n).is_err() {
+            return Err(LinuxError::UnknownInterface {
+                key: "names",
+                name: n.clone(),
+            });
+        }
+    }
+    Ok(wanted)
+}
+
+/// What the namespace opens for a control plane: the twins (device, kernel
+/// ifindex, whether it existed), the event and dump sockets, FPM's listener and
+/// sock_diag.
+type Made = (
+    Vec<(SyncDevice, u32, bool)>,
+    NlSocket,
+    NlSocket,
+    Option<std::net::TcpListener>,
+    Option<diag::SockDiag>,
+);
+
+/// Opens, inside the namespace, what [`Made`] holds.
+fn open_in_netns(
+    section: &LinuxSection,
+    fpm: Option<&fpm::FpmSection>,
+    wanted: &[dataplane::router::Interface],
+) -> io::Result<Made> {
+    let rcvbuf = section.netlink_rcvbuf;
+    let mut devs = Vec::new();
+    for i in wanted {
+        let name = section.names.get(&i.name).unwrap_or(&i.name);
+        // Multi-queue, so that a keeper can hold a queue of its own.
+        let b = DeviceBuilder::new()
+            .name(name)
+            .layer(Layer::L2)
+            .multi_queue(true)
+            .mac_addr(i.mac);
+        let exists = keeper::interface_exists(name);
+        let dev = if exists {
+            b.build_sync().map_err(|e| {
+                io::Error::other(format!(
+                    "{name} exists and is not a twin to attach to ({e}); \
+                 delete it or name the twin otherwise ([linux] names)"
+                ))
+            })?
+        } else {
+            b.mtu(i.mtu)
+                .tx_queue_len(TAP_QUEUE_LEN)
+                .enable(i.up)
+                .build_sync()
+                .map_err(|e| io::Error::other(format!("TAP {name}: {e}")))?
+        };
+        dev.set_nonblocking(true)?;
+        let ix = dev.if_index()?;
+        devs.push((dev, ix, exists));
+    }
+    let events = NlSocket::open(true, rcvbuf)?;
+    let dump = NlSocket::open(false, 0)?;
+    let listener = match fpm {
+        Some(f) => Some(
+            std::net::TcpListener::bind((f.address.as_str(), f.port))
+                .map_err(|e| io::Error::other(format!("FPM {}:{}: {e}", f.address, f.port)))?,
+        ),
+        None => None,
+    };
+    // (without sock_diag the policer knows no sessions)
+    let diag = diag::SockDiag::open().ok();
+    Ok((devs, events, dump, listener, diag))
+}
+
+/// Hands the twins to the namespace's keeper (when asked to keep them) and says
+/// who holds them.
+fn hand_to_keeper(
+    section: &LinuxSection,
+    twins: &[Twin],
+    keeper_exe: Option<&std::path::Path>,
+) -> String {
+    match keeper_exe {
+        Some(exe) if section.keep_twins => {
+            let names: Vec<String> = twins.iter().map(|t| t.name.clone()).collect();
+            match keeper::netns_ino(&section.netns)
+                .and_then(|ino| keeper::hold(&section.netns, ino, &names, exe))
+            {
+                Ok(keeper::Held::Asked) => "running keeper".to_string(),
+                Ok(keeper::Held::Started(pid)) => format!("keeper pid {pid}"),
+                Err(e) => {
+                    tracing::warn!("linux: the twins end with this process: {e}");
+                    format!("none ({e})")
+                }
+            }
+        }
+        _ => "none".to_string(),
     }
 }
