@@ -452,6 +452,59 @@ impl Config {
         if self.ports.is_empty() {
             return Err(bad("no [[port]]: configure at least two ports".into()));
         }
+        let ports = self.plan_ports(workers, path)?;
+        let (mode, peer) = self.plan_forwarding(ports.len(), path)?;
+        let pci = ports
+            .iter()
+            .filter(|p| is_pci(&p.device))
+            .map(|p| p.device.clone())
+            .collect();
+        let eal = EalConfig {
+            program: "dataplaned".into(),
+            main_cpu: self.eal.main_cpu,
+            worker_cpus: self.workers.cpus.clone(),
+            memory,
+            memory_mb: self.eal.memory_mb,
+            file_prefix: self.eal.file_prefix.clone(),
+            pci,
+            log_level: self.eal.log_level.clone(),
+            extra: self.eal.extra_args.clone(),
+        };
+        let idle = IdlePolicy {
+            spin_loops: self.workers.idle_spin_loops,
+            max_sleep_us: self.workers.idle_max_sleep_us,
+        };
+        self.check_control(path)?;
+        let mut routing = crate::routing::Routing {
+            router: self.router.clone(),
+            interfaces: self.interfaces.clone(),
+            neighbors: self.neighbors.clone(),
+            routes: self.routes.clone(),
+            labels: self.labels.clone(),
+            vrfs: self.vrfs.clone(),
+            pws: self.pws.clone(),
+        };
+        routing.resolve_vrf_names().map_err(bad)?;
+        Ok(Plan {
+            eal,
+            mempool: self.mempool.clone(),
+            ports,
+            mode,
+            peer,
+            routing,
+            workers,
+            idle,
+            socket: PathBuf::from(&self.control.socket),
+            socket_mode: self.control.socket_mode,
+        })
+    }
+
+    /// The ports of the plan: names and devices unique, queues per worker.
+    fn plan_ports(&self, workers: usize, path: &str) -> Result<Vec<PortConfig>, ConfigError> {
+        let bad = |msg: String| ConfigError::Invalid {
+            path: path.into(),
+            msg,
+        };
         let mut names = HashSet::new();
         let mut devices = HashSet::new();
         let mut ports = Vec::new();
@@ -498,6 +551,20 @@ impl Config {
                 rx_checksum: p.rx_checksum,
             });
         }
+        Ok(ports)
+    }
+
+    /// The forwarding mode, and in cross-connect mode each port's peer; the
+    /// sections a mode needs or excludes.
+    fn plan_forwarding(
+        &self,
+        n_ports: usize,
+        path: &str,
+    ) -> Result<(Mode, Vec<usize>), ConfigError> {
+        let bad = |msg: String| ConfigError::Invalid {
+            path: path.into(),
+            msg,
+        };
         let mode = match self.forwarding.mode.as_str() {
             "xconnect" => Mode::Xconnect,
             "router" => Mode::Router,
@@ -544,29 +611,18 @@ impl Config {
             pairs.push((index(a)?, index(b)?));
         }
         let peer = if mode == Mode::Xconnect {
-            pair_ports(ports.len(), &pairs).map_err(|m| bad(format!("[forwarding] {m}")))?
+            pair_ports(n_ports, &pairs).map_err(|m| bad(format!("[forwarding] {m}")))?
         } else {
             Vec::new()
         };
-        let pci = ports
-            .iter()
-            .filter(|p| is_pci(&p.device))
-            .map(|p| p.device.clone())
-            .collect();
-        let eal = EalConfig {
-            program: "dataplaned".into(),
-            main_cpu: self.eal.main_cpu,
-            worker_cpus: self.workers.cpus.clone(),
-            memory,
-            memory_mb: self.eal.memory_mb,
-            file_prefix: self.eal.file_prefix.clone(),
-            pci,
-            log_level: self.eal.log_level.clone(),
-            extra: self.eal.extra_args.clone(),
-        };
-        let idle = IdlePolicy {
-            spin_loops: self.workers.idle_spin_loops,
-            max_sleep_us: self.workers.idle_max_sleep_us,
+        Ok((mode, peer))
+    }
+
+    /// The control socket's path and mode.
+    fn check_control(&self, path: &str) -> Result<(), ConfigError> {
+        let bad = |msg: String| ConfigError::Invalid {
+            path: path.into(),
+            msg,
         };
         if self.control.socket.is_empty() {
             return Err(bad("[control] socket is empty: give a path".into()));
@@ -584,28 +640,7 @@ impl Config {
                 self.control.socket_mode
             )));
         }
-        let mut routing = crate::routing::Routing {
-            router: self.router.clone(),
-            interfaces: self.interfaces.clone(),
-            neighbors: self.neighbors.clone(),
-            routes: self.routes.clone(),
-            labels: self.labels.clone(),
-            vrfs: self.vrfs.clone(),
-            pws: self.pws.clone(),
-        };
-        routing.resolve_vrf_names().map_err(bad)?;
-        Ok(Plan {
-            eal,
-            mempool: self.mempool.clone(),
-            ports,
-            mode,
-            peer,
-            routing,
-            workers,
-            idle,
-            socket: PathBuf::from(&self.control.socket),
-            socket_mode: self.control.socket_mode,
-        })
+        Ok(())
     }
 
     /// What differs between this (running) configuration and `new` in the sections
