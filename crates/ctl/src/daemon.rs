@@ -539,15 +539,7 @@ fn run_router(
         .as_ref()
         .map(|l| l.punt_rates())
         .unwrap_or_default();
-    let mut cfg = CoreConfig::default();
-    if let Some(r) = plan.routing.router.icmp_rate_pps {
-        cfg.icmp_rate_pps = r;
-    }
-    // Only devices with rx checksum offload leave a verdict worth reading (port
-    // ids from 64 on are always read).
-    cfg.nic_csum_ports = ports.iter().filter(|p| p.rx_checksum()).fold(0, |m, p| {
-        m | 1u64.checked_shl(u32::from(p.id())).unwrap_or(0)
-    });
+    let cfg = core_config(plan, ports);
     let n_ports = ids.iter().map(|&i| usize::from(i) + 1).max().unwrap_or(0);
     // sFlow: the agent lives here (the control thread); each worker gets its
     // sampler. With no [sflow] section nothing is sampled and the workers' cost is
@@ -643,6 +635,31 @@ fn run_router(
     for h in ctl.workers() {
         while h.punts.pop().is_some() {}
     }
+    print_router_report(&ctl, elapsed);
+    if !ok {
+        bail!("a worker panicked; see the messages above");
+    }
+    Ok(())
+}
+
+/// The workers' settings from the file: the ICMP rate and which ports' devices
+/// give a checksum verdict worth reading.
+fn core_config(plan: &Plan, ports: &[Port]) -> CoreConfig {
+    let mut cfg = CoreConfig::default();
+    if let Some(r) = plan.routing.router.icmp_rate_pps {
+        cfg.icmp_rate_pps = r;
+    }
+    // Only devices with rx checksum offload leave a verdict worth reading (port
+    // ids from 64 on are always read).
+    cfg.nic_csum_ports = ports.iter().filter(|p| p.rx_checksum()).fold(0, |m, p| {
+        m | 1u64.checked_shl(u32::from(p.id())).unwrap_or(0)
+    });
+    cfg
+}
+
+/// What the router did, on stdout when it stops: per interface, then the
+/// workers' run and error counters.
+fn print_router_report(ctl: &RouterControl, elapsed: std::time::Duration) {
     let stats = ctl.worker_stats();
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
@@ -665,10 +682,6 @@ fn run_router(
     let _ = write!(out, "{}", report::show_run(&stats, tsc_hz()));
     let _ = write!(out, "{}", report::show_errors(&stats));
     let _ = out.flush();
-    if !ok {
-        bail!("a worker panicked; see the messages above");
-    }
-    Ok(())
 }
 
 fn mac_str(m: [u8; 6]) -> String {
