@@ -6,23 +6,32 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export CARGO_TERM_COLOR=never
+# Each stage's time, so that the suite's budget (15 minutes once set up) can be
+# held to: printed as it ends and summed up at the end.
+stage_name=setup stage_at=$SECONDS times=()
+stage() {
+    times+=("$(printf '%-34s %5d s' "$stage_name" $((SECONDS - stage_at)))")
+    stage_name=$1 stage_at=$SECONDS
+    echo "== $1"
+}
+trap 'stage end; printf "%s\n" "== stage times" "${times[@]}"' EXIT
 # The property tests draw from one fixed seed here, so whether a change lands never
 # depends on the draw; `make proptest` runs them longer from fresh seeds.
 export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-1128}"
-echo "== cargo fmt";    cargo fmt --all --check
-echo "== cargo clippy"; cargo clippy --workspace --all-targets -- -D warnings
-echo "== cargo test";   cargo test --workspace --no-fail-fast
-echo "== dpctl alone, without DPDK or libclang"
+stage "cargo fmt";    cargo fmt --all --check
+stage "cargo clippy"; cargo clippy --workspace --all-targets -- -D warnings
+stage "cargo test";   cargo test --workspace --no-fail-fast
+stage "dpctl alone, without DPDK or libclang"
 if cargo tree -p dpctl -e normal,build --prefix none | grep -E '^(dpdk-sys|bindgen|clang-sys) '; then
     echo "dpctl must not depend on DPDK"; exit 1
 fi
 PKG_CONFIG_LIBDIR=/nonexistent LIBCLANG_PATH=/nonexistent \
     cargo build -q -p dpctl --target-dir target/dpctl-alone
 target/dpctl-alone/debug/dpctl --help >/dev/null
-echo "== router-state alone, without DPDK"
+stage "router-state alone, without DPDK"
 if cargo tree -p router-state -e normal,build --prefix none | grep -E '^(dpdk-sys|bindgen|clang-sys) '; then
     echo "router-state must not depend on DPDK"; exit 1
 fi
-echo "== Debian package"; scripts/test-deb.sh
-echo "== benches build"; cargo test --workspace --benches --no-run
-echo "== fuzz, briefly"; scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+stage "Debian package"; scripts/test-deb.sh
+stage "benches build"; cargo test --workspace --benches --no-run
+stage "fuzz, briefly"; scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
