@@ -207,16 +207,36 @@ impl XconnectWorker {
     }
 }
 
+/// Why ports cannot be cross-connected as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PairError {
+    /// Paired in order, an odd number of ports leaves one out.
+    #[error(
+        "xconnect needs an even number of ports, got {0}: add a port or list the pairs explicitly"
+    )]
+    OddPorts(usize),
+    /// A pair names a port index past the last port.
+    #[error("xconnect pair ({0}, {1}) names a port that does not exist")]
+    NoSuchPort(usize, usize),
+    /// A pair of one port with itself.
+    #[error("xconnect pair ({0}, {1}) connects a port to itself")]
+    SelfPair(usize, usize),
+    /// A port in two pairs.
+    #[error("port {0} is in more than one xconnect pair")]
+    Twice(usize),
+    /// A port in no pair.
+    #[error("port {0} is in no xconnect pair")]
+    Unpaired(usize),
+}
+
 /// Pairs ports for cross-connect. `pairs` lists explicit pairs of port indices; when
 /// it is empty, ports are paired in order (0-1, 2-3, ...). Every port must be in
 /// exactly one pair.
-pub fn pair_ports(n_ports: usize, pairs: &[(usize, usize)]) -> Result<Vec<usize>, String> {
+pub fn pair_ports(n_ports: usize, pairs: &[(usize, usize)]) -> Result<Vec<usize>, PairError> {
     let mut peer = vec![usize::MAX; n_ports];
     if pairs.is_empty() {
         if n_ports % 2 != 0 {
-            return Err(format!(
-                "xconnect needs an even number of ports, got {n_ports}: add a port or list the pairs explicitly"
-            ));
+            return Err(PairError::OddPorts(n_ports));
         }
         for i in (0..n_ports).step_by(2) {
             peer[i] = i + 1;
@@ -226,32 +246,28 @@ pub fn pair_ports(n_ports: usize, pairs: &[(usize, usize)]) -> Result<Vec<usize>
     }
     for &(a, b) in pairs {
         if a >= n_ports || b >= n_ports {
-            return Err(format!(
-                "xconnect pair ({a}, {b}) names a port that does not exist"
-            ));
+            return Err(PairError::NoSuchPort(a, b));
         }
         if a == b {
-            return Err(format!(
-                "xconnect pair ({a}, {b}) connects a port to itself"
-            ));
+            return Err(PairError::SelfPair(a, b));
         }
         for p in [a, b] {
             if peer[p] != usize::MAX {
-                return Err(format!("port {p} is in more than one xconnect pair"));
+                return Err(PairError::Twice(p));
             }
         }
         peer[a] = b;
         peer[b] = a;
     }
     if let Some(p) = peer.iter().position(|&x| x == usize::MAX) {
-        return Err(format!("port {p} is in no xconnect pair"));
+        return Err(PairError::Unpaired(p));
     }
     Ok(peer)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::pair_ports;
+    use super::{PairError, pair_ports};
 
     #[test]
     fn pairs_in_order() {
@@ -260,7 +276,13 @@ mod tests {
 
     #[test]
     fn odd_count_is_an_error() {
-        assert!(pair_ports(3, &[]).unwrap_err().contains("even number"));
+        assert_eq!(pair_ports(3, &[]), Err(PairError::OddPorts(3)));
+        assert!(
+            pair_ports(3, &[])
+                .unwrap_err()
+                .to_string()
+                .contains("even number")
+        );
     }
 
     #[test]
@@ -269,10 +291,14 @@ mod tests {
         assert!(
             pair_ports(4, &[(0, 3)])
                 .unwrap_err()
+                .to_string()
                 .contains("no xconnect pair")
         );
-        assert!(pair_ports(4, &[(0, 3), (3, 1), (2, 1)]).is_err());
-        assert!(pair_ports(2, &[(0, 0)]).is_err());
-        assert!(pair_ports(2, &[(0, 5)]).is_err());
+        assert_eq!(
+            pair_ports(4, &[(0, 3), (3, 1), (2, 1)]),
+            Err(PairError::Twice(3))
+        );
+        assert_eq!(pair_ports(2, &[(0, 0)]), Err(PairError::SelfPair(0, 0)));
+        assert_eq!(pair_ports(2, &[(0, 5)]), Err(PairError::NoSuchPort(0, 5)));
     }
 }
