@@ -182,12 +182,16 @@ impl fmt::Display for Ipv4Prefix {
 impl FromStr for Ipv4Prefix {
     type Err = FibError;
     fn from_str(s: &str) -> Result<Self, FibError> {
-        let bad = || FibError::Parse(s.to_owned());
-        let (a, l) = s.split_once('/').ok_or_else(bad)?;
-        let a: Ipv4Addr = a.parse().map_err(|_| bad())?;
-        let l: u8 = l.parse().map_err(|_| bad())?;
+        let (a, l) = split_prefix(s)?;
         Ipv4Prefix::new(a, l)
     }
+}
+
+/// `addr/len` as its address and length, unchecked against each other.
+pub(crate) fn split_prefix<A: FromStr>(s: &str) -> Result<(A, u8), FibError> {
+    let bad = || FibError::Parse(s.to_owned());
+    let (a, l) = s.split_once('/').ok_or_else(bad)?;
+    Ok((a.parse().map_err(|_| bad())?, l.parse().map_err(|_| bad())?))
 }
 
 /// Where a path sends packets.

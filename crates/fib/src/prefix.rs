@@ -7,7 +7,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 use std::str::FromStr;
 
-use crate::model::{FibError, Ipv4Prefix};
+use crate::model::{FibError, Ipv4Prefix, split_prefix};
 
 /// An address family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -127,10 +127,7 @@ impl fmt::Display for Ipv6Prefix {
 impl FromStr for Ipv6Prefix {
     type Err = FibError;
     fn from_str(s: &str) -> Result<Self, FibError> {
-        let bad = || FibError::Parse(s.to_owned());
-        let (a, l) = s.split_once('/').ok_or_else(bad)?;
-        let a: Ipv6Addr = a.parse().map_err(|_| bad())?;
-        let l: u8 = l.parse().map_err(|_| bad())?;
+        let (a, l) = split_prefix(s)?;
         Ipv6Prefix::new(a, l)
     }
 }
@@ -248,10 +245,7 @@ impl FromStr for IpPrefix {
     type Err = FibError;
     /// `a.b.c.d/len` or `x:y::z/len`.
     fn from_str(s: &str) -> Result<Self, FibError> {
-        let bad = || FibError::Parse(s.to_owned());
-        let (a, l) = s.split_once('/').ok_or_else(bad)?;
-        let a: IpAddr = a.parse().map_err(|_| bad())?;
-        let l: u8 = l.parse().map_err(|_| bad())?;
+        let (a, l) = split_prefix(s)?;
         IpPrefix::new(a, l)
     }
 }
