@@ -10,6 +10,7 @@ pub mod api;
 pub mod config;
 pub mod daemon;
 pub mod decode;
+pub mod error;
 pub mod linux;
 pub mod log;
 pub mod metrics;

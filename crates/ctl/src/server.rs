@@ -14,6 +14,7 @@ use anyhow::{Context, Result, bail};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::error::{ApiError, ErrorKind};
 use crate::proto::{MAX_REQUEST, Probe, Request, Response, probe};
 
 /// What the control loop serves: the router or the cross-connect.
@@ -39,9 +40,10 @@ pub trait Service {
     }
     /// Fills one Prometheus scrape (`[metrics]`) from the counters `show` reads.
     fn metrics(&self, _scrape: &mut crate::metrics::Scrape) {}
-    /// Runs one request (the words of a `dpctl` command); `Err` is the message for
-    /// the client. A request that fails has changed nothing.
-    fn handle(&mut self, args: &[String]) -> Result<serde_json::Value, String>;
+    /// Runs one request (the words of a `dpctl` command); `Err` says why it was
+    /// refused (its text for the operator, its kind for programs: see
+    /// [`answer`]). A request that fails has changed nothing.
+    fn handle(&mut self, args: &[String]) -> Result<serde_json::Value, ApiError>;
 }
 
 /// One request on its way to the control loop, with the way back.
@@ -50,7 +52,16 @@ pub struct Job {
     /// The command's words.
     pub args: Vec<String>,
     /// Where the result goes.
-    pub reply: oneshot::Sender<Result<serde_json::Value, String>>,
+    pub reply: oneshot::Sender<Result<serde_json::Value, ApiError>>,
+}
+
+/// The protocol's answer to request `id`: the one place a refusal becomes the
+/// response's `error` (its text) and `kind` ([`ApiError::kind`]).
+pub fn answer(id: u64, result: Result<serde_json::Value, ApiError>) -> Response {
+    match result {
+        Ok(v) => Response::ok(id, v),
+        Err(e) => Response::err(id, e.to_string()).with_kind(e.kind().as_str()),
+    }
 }
 
 /// The bound control socket. Removes its file when dropped (if the file is still
@@ -182,7 +193,8 @@ async fn connection(stream: tokio::net::UnixStream, jobs: mpsc::Sender<Job>) {
         }
         if buf.last() != Some(&b'\n') {
             if buf.len() > MAX_REQUEST {
-                let e = Response::err(0, format!("request longer than {MAX_REQUEST} bytes"));
+                let e = Response::err(0, format!("request longer than {MAX_REQUEST} bytes"))
+                    .with_kind(ErrorKind::Refused.as_str());
                 let _ = w.write_all(e.to_line().as_bytes()).await;
             }
             return;
@@ -193,7 +205,8 @@ async fn connection(stream: tokio::net::UnixStream, jobs: mpsc::Sender<Job>) {
                 format!(
                     "not a request ({e}); send {{\"id\":N,\"args\":[\"show\",\"run\"]}} and a newline"
                 ),
-            ),
+            )
+            .with_kind(ErrorKind::Syntax.as_str()),
             Ok(req) => {
                 let (tx, rx) = oneshot::channel();
                 let job = Job {
@@ -204,8 +217,7 @@ async fn connection(stream: tokio::net::UnixStream, jobs: mpsc::Sender<Job>) {
                     return;
                 }
                 match rx.await {
-                    Ok(Ok(v)) => Response::ok(req.id, v),
-                    Ok(Err(e)) => Response::err(req.id, e),
+                    Ok(result) => answer(req.id, result),
                     Err(_) => return,
                 }
             }

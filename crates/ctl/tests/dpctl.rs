@@ -452,6 +452,36 @@ fn bad_input_is_refused_and_changes_nothing() {
         r["error"].as_str().unwrap().contains("not a request"),
         "{r}"
     );
+    assert_eq!(r["kind"], "syntax", "{r}");
+    // Every refusal says what kind it is, for programs to branch on.
+    for (args, kind) in [
+        (r#"["route","del","10.99.0.0/16"]"#, "not_found"),
+        (r#"["route","del","10.66.0.0/16","table","7"]"#, "not_found"),
+        (r#"["interface","mtu","port9","1500"]"#, "not_found"),
+        (r#"["route","add","10.66.0.0/16","unreachable"]"#, "exists"),
+        (r#"["label","add","100","eos","drop"]"#, "exists"),
+        (r#"["frobnicate"]"#, "syntax"),
+        (r#"["show","run","please"]"#, "syntax"),
+        (r#"["route","add","2001:db8::/32","blackhole"]"#, "refused"),
+        (r#"["interface","sub","del","port0"]"#, "refused"),
+        (
+            r#"["interface","address","add","port0","192.168.11.9/31"]"#,
+            "exists",
+        ),
+        (r#"["route","del","192.168.11.9/32"]"#, "conflict"),
+    ] {
+        let r = raw(
+            &d.sock,
+            format!("{{\"id\":5,\"args\":{args}}}\n").as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(r["ok"], false, "{args}: {r}");
+        assert_eq!(r["kind"], kind, "{args}: {r}");
+    }
+    // A success has no kind.
+    let r = raw(&d.sock, b"{\"id\":6,\"args\":[\"show\",\"version\"]}\n").unwrap();
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(r.get("kind").is_none(), "{r}");
     assert_eq!(d.state(), before);
 }
 
@@ -863,6 +893,8 @@ fn reload_applies_the_file_as_a_diff() {
             err.contains(want) && err.contains("nothing was applied"),
             "{want}: {err}"
         );
+        let r = raw(&d.sock, b"{\"id\":1,\"args\":[\"reload\"]}\n").unwrap();
+        assert_eq!(r["kind"], "config", "{want}: {r}");
         assert_eq!(d.state(), before, "{want}");
     }
     std::fs::write(&d.cfg, &text).unwrap();

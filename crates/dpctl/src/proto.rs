@@ -9,7 +9,9 @@
 //! -> {"id":2,"args":["route","show","10.0.1.1/32"]}
 //! <- {"id":2,"ok":true,"data":{"routes":[{"table":0,"prefix":"10.0.1.1/32","kind":"paths","paths":[...]}]}}
 //! -> {"id":3,"args":["label","add","3","eos","drop"]}
-//! <- {"id":3,"ok":false,"error":"in-label 3 is special-purpose ..."}
+//! <- {"id":3,"ok":false,"error":"in-label 3 is special-purpose ...","kind":"refused"}
+//! -> {"id":4,"args":["route","del","10.99.0.0/16"]}
+//! <- {"id":4,"ok":false,"error":"no route 10.99.0.0/16 in table 0 ...","kind":"not_found"}
 //! ```
 //!
 //! A request is the words of a `dpctl` command ([`crate::cli`]); the daemon parses
@@ -20,6 +22,21 @@
 //! that disconnects in the middle of one changes nothing. Request lines are at most
 //! [`MAX_REQUEST`] bytes; requests from all connections are handled one at a time by
 //! the control thread, in arrival order.
+//!
+//! A refusal (`"ok":false`) carries `error`, the message for the operator (what is
+//! wrong and how to fix it; `dpctl` prints it), and `kind`, what kind of refusal it
+//! is, for programs to branch on (a client should treat a missing or unknown kind
+//! as `refused`):
+//!
+//! | `kind` | meaning |
+//! |---|---|
+//! | `syntax` | the words are not a command (unknown command, bad or missing words), or the line is not a request |
+//! | `not_found` | what the request names does not exist (route, label, interface, table, VRF, neighbour, address, collector) |
+//! | `exists` | what the request would create exists already (`route add` of a route: use `route replace`) |
+//! | `conflict` | someone else holds it: a learned route or label, an interface address's route, an interface Linux owns, an interface in use |
+//! | `refused` | the router, the FIB, the label table or a policy refused it (bad label or next hop, a family not forwarded, a full table, a request over the size limit) |
+//! | `config` | `reload`: the file is wrong or needs a restart (nothing applied), or the reload stopped part way (the message says so) |
+//! | `internal` | a bug in dataplaned |
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::FileTypeExt;
@@ -64,6 +81,11 @@ pub struct Response {
     /// What is wrong and how to fix it, when `ok` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What kind of refusal `error` is, when `ok` is false: `syntax`, `not_found`,
+    /// `exists`, `conflict`, `refused`, `config` or `internal` (see the module
+    /// documentation). Absent from older daemons' answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 impl Response {
@@ -74,17 +96,25 @@ impl Response {
             ok: true,
             data: Some(data),
             error: None,
+            kind: None,
         }
     }
 
-    /// A failure.
+    /// A failure, without a kind (see [`Response::with_kind`]).
     pub fn err(id: u64, error: impl Into<String>) -> Response {
         Response {
             id,
             ok: false,
             data: None,
             error: Some(error.into()),
+            kind: None,
         }
+    }
+
+    /// The failure with its kind (`not_found`, ...).
+    pub fn with_kind(mut self, kind: impl Into<String>) -> Response {
+        self.kind = Some(kind.into());
+        self
     }
 
     /// The response as one line, newline included.
@@ -282,6 +312,15 @@ mod tests {
             Response::err(7, "no").to_line(),
             "{\"id\":7,\"ok\":false,\"error\":\"no\"}\n"
         );
+        let e = Response::err(7, "no").with_kind("not_found");
+        assert_eq!(
+            e.to_line(),
+            "{\"id\":7,\"ok\":false,\"error\":\"no\",\"kind\":\"not_found\"}\n"
+        );
+        assert_eq!(serde_json::from_str::<Response>(&e.to_line()).unwrap(), e);
+        // Older daemons send no kind.
+        let old: Response = serde_json::from_str(r#"{"id":7,"ok":false,"error":"no"}"#).unwrap();
+        assert_eq!(old.kind, None);
         assert_eq!(
             Response::ok(8, serde_json::Value::Null).to_line(),
             "{\"id\":8,\"ok\":true,\"data\":null}\n"

@@ -4,7 +4,7 @@ use super::*;
 
 impl RouterApi<'_> {
     /// Runs a command of this domain (see [`Domain`]).
-    pub(super) fn run_interfaces(&mut self, cmd: Command) -> Result<Value, String> {
+    pub(super) fn run_interfaces(&mut self, cmd: Command) -> Result<Value, ApiError> {
         match cmd {
             Command::Address {
                 add,
@@ -18,13 +18,13 @@ impl RouterApi<'_> {
             Command::Mtu { interface, mtu } => {
                 self.linux_owns(&interface, "mtu")?;
                 let ix = ifindex(self.ctl, &interface)?;
-                self.ctl.set_mtu(ix, mtu).map_err(|e| e.to_string())?;
+                self.ctl.set_mtu(ix, mtu)?;
                 Ok(Value::Null)
             }
             Command::SetUp { interface, up } => {
                 self.linux_owns(&interface, "admin state")?;
                 let ix = ifindex(self.ctl, &interface)?;
-                self.ctl.set_up(ix, up).map_err(|e| e.to_string())?;
+                self.ctl.set_up(ix, up)?;
                 Ok(Value::Null)
             }
             Command::SubAdd { parent, vlan } => self.sub_add(&parent, vlan),
@@ -34,7 +34,7 @@ impl RouterApi<'_> {
             }
             Command::InterfaceTable { interface, table } => {
                 let ix = ifindex(self.ctl, &interface)?;
-                self.ctl.set_table(ix, table).map_err(|e| e.to_string())?;
+                self.ctl.set_table(ix, table)?;
                 Ok(Value::Null)
             }
             Command::ShowInterfaces { name } => self.show_interfaces(name.as_deref()),
@@ -64,11 +64,11 @@ impl RouterApi<'_> {
         name: &str,
         addr: Ipv4Addr,
         len: u8,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ApiError> {
         let ix = ifindex(self.ctl, name)?;
         let ift = self.ctl.ifaces();
         let Some(i) = ift.get(ix) else {
-            return Err(format!("unknown interface {name:?}"));
+            return Err(ApiError::NotFound(format!("unknown interface {name:?}")));
         };
         let list = |i: &Interface| {
             if i.addrs.is_empty() {
@@ -85,17 +85,15 @@ impl RouterApi<'_> {
             let mut gone = false;
             for src in RouteSource::ALL.into_iter().filter(|s| !s.is_learned()) {
                 if self.ctl.address_of(src, ix, addr) == Some(len) {
-                    self.ctl
-                        .del_address_from(src, ix, addr, len)
-                        .map_err(|e| e.to_string())?;
+                    self.ctl.del_address_from(src, ix, addr, len)?;
                     gone = true;
                 }
             }
             if !gone {
-                return Err(format!(
+                return Err(ApiError::NotFound(format!(
                     "{addr}/{len} is not an address of {name} (its addresses: {})",
                     list(i)
-                ));
+                )));
             }
             return Ok(Value::Null);
         }
@@ -104,60 +102,67 @@ impl RouterApi<'_> {
                 && o.has_addr(addr)
                 && (o.ifindex != ix || o.addrs.contains(&(addr, len)))
         }) {
-            return Err(format!("{addr} is already an address of {}", o.name));
+            let text = format!("{addr} is already an address of {}", o.name);
+            // This interface's address, or another interface's.
+            return Err(if o.ifindex == ix {
+                ApiError::Exists(text)
+            } else {
+                ApiError::Conflict(text)
+            });
         }
         if !i.has_addr(addr) {
-            let host = Ipv4Prefix::new(addr, 32).map_err(|e| e.to_string())?;
-            let net = Ipv4Prefix::new_truncated(addr, len).map_err(|e| e.to_string())?;
+            let host = Ipv4Prefix::new(addr, 32)?;
+            let net = Ipv4Prefix::new_truncated(addr, len)?;
             for p in [Some(host), (len < 32).then_some(net)]
                 .into_iter()
                 .flatten()
             {
                 if let Some(k) = self.ctl.route_kind(i.table, p) {
-                    return Err(format!(
+                    return Err(ApiError::Conflict(format!(
                         "route {p} exists in table {} ({}); an address needs that prefix for itself: delete the route first",
                         i.table,
                         self.kind_text(k)
-                    ));
+                    )));
                 }
             }
         }
         self.ctl
-            .add_address_from(RouteSource::Dpctl, ix, addr, len)
-            .map_err(|e| e.to_string())?;
+            .add_address_from(RouteSource::Dpctl, ix, addr, len)?;
         Ok(Value::Null)
     }
 
-    pub(super) fn sub_add(&mut self, parent: &str, vlan: u16) -> Result<Value, String> {
+    pub(super) fn sub_add(&mut self, parent: &str, vlan: u16) -> Result<Value, ApiError> {
         let pix = ifindex(self.ctl, parent)?;
         let ift = self.ctl.ifaces();
         let Some(p) = ift.get(pix) else {
-            return Err(format!("unknown interface {parent:?}"));
+            return Err(ApiError::NotFound(format!("unknown interface {parent:?}")));
         };
         if p.vlan.is_some() {
             let ports: Vec<&str> = self.port_infos.iter().map(|p| p.name.as_str()).collect();
-            return Err(format!(
+            return Err(ApiError::Refused(format!(
                 "{parent} is a sub-interface; sub-interfaces go on a port ({})",
                 ports.join(", ")
-            ));
+            )));
         }
         let name = format!("{parent}.{vlan}");
         if ift.iter().any(|i| i.name == name) {
-            return Err(format!("interface {name} exists"));
+            return Err(ApiError::Exists(format!("interface {name} exists")));
         }
         if let Some(o) = ift
             .iter()
             .find(|i| i.port == p.port && i.vlan == Some(vlan))
         {
-            return Err(format!(
+            return Err(ApiError::Conflict(format!(
                 "VLAN {vlan} of {parent} is interface {} already",
                 o.name
-            ));
+            )));
         }
         let first = self.port_infos.len() as u32 + 1;
         let ix = (first..MAX_IFACES as u32)
             .find(|&k| ift.get(k).is_none())
-            .ok_or_else(|| format!("too many interfaces (at most {})", MAX_IFACES - 1))?;
+            .ok_or_else(|| {
+                ApiError::Refused(format!("too many interfaces (at most {})", MAX_IFACES - 1))
+            })?;
         let iface = Interface {
             ifindex: ix,
             name: name.clone(),
@@ -171,7 +176,10 @@ impl RouterApi<'_> {
         };
         self.ctl
             .add_interface(iface)
-            .map_err(|e| format!("{name}: {e}"))?;
+            .map_err(|source| ApiError::Router {
+                what: name.clone(),
+                source,
+            })?;
         // A reused ifIndex starts from zero in `show interfaces`.
         for (s, b) in self
             .ctl
@@ -196,16 +204,16 @@ impl RouterApi<'_> {
         )
     }
 
-    pub(super) fn sub_del(&mut self, name: &str) -> Result<Value, String> {
+    pub(super) fn sub_del(&mut self, name: &str) -> Result<Value, ApiError> {
         let ix = ifindex(self.ctl, name)?;
         let ift = self.ctl.ifaces();
         let Some(i) = ift.get(ix).cloned() else {
-            return Err(format!("unknown interface {name:?}"));
+            return Err(ApiError::NotFound(format!("unknown interface {name:?}")));
         };
         if i.vlan.is_none() {
-            return Err(format!(
+            return Err(ApiError::Refused(format!(
                 "{name} is a port's interface; only sub-interfaces can be deleted"
-            ));
+            )));
         }
         let own: Vec<IpPrefix> = i
             .addrs
@@ -240,7 +248,7 @@ impl RouterApi<'_> {
         if !users.is_empty() {
             let n = users.len();
             users.truncate(5);
-            return Err(format!(
+            return Err(ApiError::Conflict(format!(
                 "{name} is in use by {}{}; delete those first",
                 users.join(", "),
                 if n > 5 {
@@ -248,7 +256,7 @@ impl RouterApi<'_> {
                 } else {
                     String::new()
                 }
-            ));
+            )));
         }
         let nbrs: Vec<(Ipv4Addr, [u8; 6], bool)> = self
             .ctl
@@ -266,14 +274,14 @@ impl RouterApi<'_> {
                     self.ctl.learn_neighbor(ix, ip, mac)
                 };
             }
-            return Err(format!(
+            return Err(ApiError::Conflict(format!(
                 "{name}: {e} (routes still resolve through it; delete them first)"
-            ));
+            )));
         }
         Ok(Value::Null)
     }
 
-    pub(super) fn show_interfaces(&self, only: Option<&str>) -> Result<Value, String> {
+    pub(super) fn show_interfaces(&self, only: Option<&str>) -> Result<Value, ApiError> {
         if let Some(n) = only {
             ifindex(self.ctl, n)?;
         }

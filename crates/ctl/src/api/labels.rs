@@ -4,7 +4,7 @@ use super::*;
 
 impl RouterApi<'_> {
     /// Runs a command of this domain (see [`Domain`]).
-    pub(super) fn run_labels(&mut self, cmd: Command) -> Result<Value, String> {
+    pub(super) fn run_labels(&mut self, cmd: Command) -> Result<Value, ApiError> {
         match cmd {
             Command::LabelAdd {
                 label,
@@ -19,19 +19,23 @@ impl RouterApi<'_> {
                     .label_source(label, eos)
                     .is_some_and(RouteSource::is_learned);
                 if !replace && !learned && self.ctl.labels().get(label, eos).is_some() {
-                    return Err(format!(
+                    return Err(ApiError::Exists(format!(
                         "label {label} {} exists; use `label replace` to change it, or `label del` first",
                         eos_word(eos)
-                    ));
+                    )));
                 }
-                spec::install_label(self.ctl, RouteSource::Dpctl, label, eos, &s)
-                    .map_err(|e| format!("label {label} {}: {e}", eos_word(eos)))?;
+                spec::install_label(self.ctl, RouteSource::Dpctl, label, eos, &s).map_err(
+                    |source| ApiError::Resolve {
+                        what: format!("label {label} {}", eos_word(eos)),
+                        source,
+                    },
+                )?;
                 Ok(Value::Null)
             }
             Command::LabelDel { label, eos, paths } => {
                 if self.ctl.labels().get(label, eos).is_none() {
                     let other = self.ctl.labels().get(label, !eos).is_some();
-                    return Err(format!(
+                    return Err(ApiError::NotFound(format!(
                         "no label {label} {} ({}dpctl label show lists them)",
                         eos_word(eos),
                         if other {
@@ -40,23 +44,21 @@ impl RouterApi<'_> {
                         } else {
                             String::new()
                         }
-                    ));
+                    )));
                 }
                 let owner = self
                     .ctl
                     .label_source(label, eos)
                     .unwrap_or(RouteSource::Config);
                 if owner.is_learned() {
-                    return Err(format!(
+                    return Err(ApiError::Conflict(format!(
                         "label {label} {} is learned ({}): withdraw it where it comes from",
                         eos_word(eos),
                         owner.name()
-                    ));
+                    )));
                 }
                 if paths.is_empty() {
-                    self.ctl
-                        .label_del_from(owner, label, eos)
-                        .map_err(|e| e.to_string())?;
+                    self.ctl.label_del_from(owner, label, eos)?;
                     return Ok(Value::Null);
                 }
                 // Remove only the named paths; all must exist before anything changes.
@@ -65,18 +67,20 @@ impl RouterApi<'_> {
                     ttl_mode,
                 }) = self.ctl.labels().get(label, eos).cloned()
                 else {
-                    return Err(format!(
+                    return Err(ApiError::Refused(format!(
                         "label {label} {} has no paths to delete; delete the entry with `label del {label} {}`",
                         eos_word(eos),
                         eos_word(eos)
-                    ));
+                    )));
                 };
                 // out-labels [3] and [] both mean "pop" (PHP)
                 let norm = |l: &[u32]| if l == [3] { Vec::new() } else { l.to_vec() };
                 let mut remaining = current;
                 for v in &paths {
                     let (Some(g), Some(n)) = (v.gateway, v.interface.as_deref()) else {
-                        return Err("a label path is via GATEWAY INTERFACE".into());
+                        return Err(ApiError::Syntax(cli::ParseError(
+                            "a label path is via GATEWAY INTERFACE".into(),
+                        )));
                     };
                     let ix = spec::ifindex(self.ctl, n)?;
                     let adj = self.ctl.fib().adjacency_id(ix, std::net::IpAddr::V4(g));
@@ -90,30 +94,26 @@ impl RouterApi<'_> {
                             remaining.remove(p);
                         }
                         None => {
-                            return Err(format!(
+                            return Err(ApiError::NotFound(format!(
                                 "label {label} {} has no path via {g} {n} out-labels {:?} (dpctl label show {label})",
                                 eos_word(eos),
                                 v.out_labels
-                            ));
+                            )));
                         }
                     }
                 }
                 if remaining.is_empty() {
-                    self.ctl
-                        .label_del_from(owner, label, eos)
-                        .map_err(|e| e.to_string())?;
+                    self.ctl.label_del_from(owner, label, eos)?;
                 } else {
-                    self.ctl
-                        .label_add_from(
-                            owner,
-                            label,
-                            eos,
-                            mpls::LabelAction::Forward {
-                                paths: remaining,
-                                ttl_mode,
-                            },
-                        )
-                        .map_err(|e| e.to_string())?;
+                    self.ctl.label_add_from(
+                        owner,
+                        label,
+                        eos,
+                        mpls::LabelAction::Forward {
+                            paths: remaining,
+                            ttl_mode,
+                        },
+                    )?;
                 }
                 Ok(Value::Null)
             }

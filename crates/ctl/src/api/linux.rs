@@ -4,7 +4,7 @@ use super::*;
 
 impl RouterApi<'_> {
     /// Runs a command of this domain (see [`Domain`]).
-    pub(super) fn run_linux(&mut self, cmd: Command) -> Result<Value, String> {
+    pub(super) fn run_linux(&mut self, cmd: Command) -> Result<Value, ApiError> {
         match cmd {
             Command::RouterId(id) => {
                 self.ctl.set_router_id_from(RouteSource::Dpctl, id);
@@ -12,7 +12,9 @@ impl RouterApi<'_> {
             }
             Command::LinuxResync => {
                 let Some(l) = &mut self.linux else {
-                    return Err("no Linux control plane ([linux] is not configured)".into());
+                    return Err(ApiError::Refused(
+                        "no Linux control plane ([linux] is not configured)".into(),
+                    ));
                 };
                 let t0 = Instant::now();
                 l.resync(self.ctl, "dpctl linux resync");
@@ -44,7 +46,7 @@ impl RouterApi<'_> {
     }
 
     /// Refuses a change Linux owns: `interface` has a twin.
-    pub(super) fn linux_owns(&self, interface: &str, what: &str) -> Result<(), String> {
+    pub(super) fn linux_owns(&self, interface: &str, what: &str) -> Result<(), ApiError> {
         let Some(l) = &self.linux else {
             return Ok(());
         };
@@ -54,7 +56,7 @@ impl RouterApi<'_> {
         else {
             return Ok(());
         };
-        Err(format!(
+        Err(ApiError::Conflict(format!(
             "{interface} has a Linux twin ({} in netns {}): Linux holds its {what}; change it there, e.g. `ip -n {} {}`",
             t.name,
             l.section().netns,
@@ -64,6 +66,6 @@ impl RouterApi<'_> {
                 "mtu" => format!("link set {} mtu MTU", t.name),
                 _ => format!("link set {} up|down", t.name),
             }
-        ))
+        )))
     }
 }

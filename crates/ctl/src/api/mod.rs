@@ -35,6 +35,7 @@ use fib::{IpPrefix, Ipv4Prefix, RouteKind, TableId, Via};
 use crate::cli::{self, Command, RouteFilter};
 use crate::config::Config;
 use crate::decode;
+use crate::error::{ApiError, ReloadError};
 use crate::linux::LinuxPlane;
 use crate::linux::nl::NlSocket;
 use crate::metrics::Scrape;
@@ -109,22 +110,17 @@ impl DaemonInfo {
     }
 
     /// Re-reads the file and refuses it when a section that needs a restart changed.
-    fn reread(&self) -> Result<(Config, Routing), String> {
-        let path = self
-            .config_path
-            .as_ref()
-            .ok_or("this dataplaned was started without a configuration file to reload")?;
+    fn reread(&self) -> Result<(Config, Routing), ReloadError> {
+        let path = self.config_path.as_ref().ok_or(ReloadError::NoFile)?;
         let shown = path.display().to_string();
-        let new = Config::load(path).map_err(|e| format!("reload: {e}; nothing was applied"))?;
-        let plan = new
-            .plan(&shown)
-            .map_err(|e| format!("reload: {e}; nothing was applied"))?;
+        let new = Config::load(path).map_err(ReloadError::File)?;
+        let plan = new.plan(&shown).map_err(ReloadError::File)?;
         let restart = self.config.restart_sections(&new);
         if !restart.is_empty() {
-            return Err(format!(
-                "reload: {} changed in {shown}: restart dataplaned to apply that; nothing was applied (the routing sections neither)",
-                restart.join(", ")
-            ));
+            return Err(ReloadError::Restart {
+                sections: restart.join(", "),
+                path: shown,
+            });
         }
         Ok((new, plan.routing))
     }
@@ -424,7 +420,7 @@ impl<'a> RouterApi<'a> {
     }
 
     /// Runs one parsed command.
-    pub fn run(&mut self, cmd: Command) -> Result<Value, String> {
+    pub fn run(&mut self, cmd: Command) -> Result<Value, ApiError> {
         match Domain::of(&cmd) {
             Domain::Routes => self.run_routes(cmd),
             Domain::Labels => self.run_labels(cmd),
@@ -493,10 +489,24 @@ impl Service for RouterApi<'_> {
         v
     }
 
-    fn handle(&mut self, args: &[String]) -> Result<Value, String> {
+    fn handle(&mut self, args: &[String]) -> Result<Value, ApiError> {
         let ctl = &*self.ctl;
-        let args = cli::vrf_words(args, |n| ctl.vrf_table(n).ok_or_else(|| ctl.unknown_vrf(n)))?;
-        let cmd = cli::parse(&args).map_err(|e| e.to_string())?;
+        // An unknown VRF is not found; the other errors of the words are syntax.
+        let mut unknown = false;
+        let args = cli::vrf_words(args, |n| {
+            ctl.vrf_table(n).ok_or_else(|| {
+                unknown = true;
+                ctl.unknown_vrf(n)
+            })
+        })
+        .map_err(|e| {
+            if unknown {
+                ApiError::NotFound(e)
+            } else {
+                ApiError::Syntax(cli::ParseError(e))
+            }
+        })?;
+        let cmd = cli::parse(&args)?;
         self.run(cmd)
     }
 
@@ -569,11 +579,11 @@ impl Domain {
 }
 
 /// The error of a domain handed a command of another (a dispatch bug, not input).
-fn misrouted(c: &Command) -> String {
-    format!(
+fn misrouted(c: &Command) -> ApiError {
+    ApiError::Internal(format!(
         "internal error: {} sent to the wrong handler",
         command_name(c)
-    )
+    ))
 }
 
 fn command_name(c: &Command) -> &'static str {

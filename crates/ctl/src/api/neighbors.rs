@@ -4,7 +4,7 @@ use super::*;
 
 impl RouterApi<'_> {
     /// Runs a command of this domain (see [`Domain`]).
-    pub(super) fn run_neighbors(&mut self, cmd: Command) -> Result<Value, String> {
+    pub(super) fn run_neighbors(&mut self, cmd: Command) -> Result<Value, ApiError> {
         match cmd {
             Command::NeighborAdd { interface, ip, mac } => {
                 let ix = ifindex(self.ctl, &interface)?;
@@ -17,14 +17,20 @@ impl RouterApi<'_> {
                     // An incomplete entry: the workers ARP for it when traffic needs it.
                     self.ctl
                         .adjacency(ix, ip)
-                        .map_err(|e| format!("neighbor {ip} on {interface}: {e}"))?;
+                        .map_err(|source| ApiError::Router {
+                            what: format!("neighbor {ip} on {interface}"),
+                            source,
+                        })?;
                     return Ok(json!({
                         "message": format!("{ip} on {interface}: incomplete, resolved by ARP when traffic uses it")
                     }));
                 };
                 self.ctl
                     .set_neighbor(ix, ip, mac)
-                    .map_err(|e| format!("neighbor {ip} on {interface}: {e}"))?;
+                    .map_err(|source| ApiError::Router {
+                        what: format!("neighbor {ip} on {interface}"),
+                        source,
+                    })?;
                 Ok(Value::Null)
             }
             Command::NeighborDel { interface, ip, mac } => {
@@ -37,22 +43,22 @@ impl RouterApi<'_> {
                         .filter(|k| k.0 == ix)
                         .map(|k| k.1.to_string())
                         .collect();
-                    return Err(format!(
+                    return Err(ApiError::NotFound(format!(
                         "no neighbor {ip} on {interface} (neighbors on {interface}: {})",
                         if on.is_empty() {
                             "none".into()
                         } else {
                             on.join(", ")
                         }
-                    ));
+                    )));
                 };
                 if let Some(m) = mac {
                     if m != have {
-                        return Err(format!(
+                        return Err(ApiError::NotFound(format!(
                             "neighbor {ip} on {interface} has MAC {}, not {}",
                             mac_str(have),
                             mac_str(m)
-                        ));
+                        )));
                     }
                 }
                 // A configured entry goes and reveals what the host stack or
@@ -60,7 +66,10 @@ impl RouterApi<'_> {
                 if !self.ctl.del_static_neighbor(ix, ip) {
                     self.ctl
                         .del_neighbor(ix, ip)
-                        .map_err(|e| format!("neighbor {ip} on {interface}: {e}"))?;
+                        .map_err(|source| ApiError::Router {
+                            what: format!("neighbor {ip} on {interface}"),
+                            source,
+                        })?;
                 }
                 Ok(Value::Null)
             }

@@ -4,7 +4,7 @@ use super::*;
 
 impl RouterApi<'_> {
     /// Runs a command of this domain (see [`Domain`]).
-    pub(super) fn run_pw(&mut self, cmd: Command) -> Result<Value, String> {
+    pub(super) fn run_pw(&mut self, cmd: Command) -> Result<Value, ApiError> {
         match cmd {
             Command::PwAdd {
                 name,
@@ -21,13 +21,11 @@ impl RouterApi<'_> {
                     out_label,
                     cw: control_word,
                 };
-                self.ctl
-                    .pw_add(RouteSource::Dpctl, &name, pw)
-                    .map_err(|e| e.to_string())?;
+                self.ctl.pw_add(RouteSource::Dpctl, &name, pw)?;
                 Ok(Value::Null)
             }
             Command::PwDel(name) => {
-                self.ctl.pw_del(&name).map_err(|e| e.to_string())?;
+                self.ctl.pw_del(&name)?;
                 Ok(Value::Null)
             }
             Command::ShowPw => Ok(self.pw_show()),

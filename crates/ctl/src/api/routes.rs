@@ -4,7 +4,7 @@ use super::*;
 
 impl RouterApi<'_> {
     /// Runs a command of this domain (see [`Domain`]).
-    pub(super) fn run_routes(&mut self, cmd: Command) -> Result<Value, String> {
+    pub(super) fn run_routes(&mut self, cmd: Command) -> Result<Value, ApiError> {
         match cmd {
             Command::RouteAdd {
                 table,
@@ -14,9 +14,9 @@ impl RouterApi<'_> {
             } => {
                 check_table(self.ctl, table)?;
                 if let Some(owner) = self.address_route(table, prefix) {
-                    return Err(format!(
+                    return Err(ApiError::Conflict(format!(
                         "{prefix} in table {table} is the route of {owner}; change the address instead (interface address del|add)"
-                    ));
+                    )));
                 }
                 // Routes learned from a routing daemon do not count: a configured
                 // route takes precedence over them and reveals them when it goes.
@@ -26,17 +26,23 @@ impl RouterApi<'_> {
                     .is_some_and(RouteSource::is_learned);
                 if !replace && !learned {
                     if let Some(k) = self.ctl.route_kind(table, prefix) {
-                        return Err(format!(
+                        return Err(ApiError::Exists(format!(
                             "route {prefix} exists in table {table} ({}); use `route replace` to change it, or `route del` first",
                             self.kind_text(k)
-                        ));
+                        )));
                     }
                 }
-                let kind = spec::resolve_route(self.ctl, &target)
-                    .map_err(|e| format!("route {prefix}: {e}"))?;
+                let kind =
+                    spec::resolve_route(self.ctl, &target).map_err(|source| ApiError::Resolve {
+                        what: format!("route {prefix}"),
+                        source,
+                    })?;
                 self.ctl
                     .route_add_from(RouteSource::Dpctl, table, prefix, kind)
-                    .map_err(|e| format!("route {prefix}: {e}"))?;
+                    .map_err(|source| ApiError::Router {
+                        what: format!("route {prefix}"),
+                        source,
+                    })?;
                 // One configured route per prefix: this one replaces the file's.
                 if self
                     .ctl
@@ -50,34 +56,39 @@ impl RouterApi<'_> {
             Command::RouteDel { table, prefix } => {
                 check_table(self.ctl, table)?;
                 if self.ctl.route_kind(table, prefix).is_none() {
-                    return Err(format!(
+                    return Err(ApiError::NotFound(format!(
                         "no route {prefix} in table {table} (dpctl route show table {table} lists them)"
-                    ));
+                    )));
                 }
                 if let Some(owner) = self.address_route(table, prefix) {
-                    return Err(format!(
+                    return Err(ApiError::Conflict(format!(
                         "{prefix} in table {table} is the route of {owner}; remove the address instead (interface address del)"
-                    ));
+                    )));
                 }
                 let mut gone = false;
                 for src in RouteSource::ALL.into_iter().filter(|s| !s.is_learned()) {
                     if self.ctl.route_of(src, table, prefix).is_some() {
                         self.ctl
                             .route_del_from(src, table, prefix)
-                            .map_err(|e| format!("route {prefix}: {e}"))?;
+                            .map_err(|source| ApiError::Router {
+                                what: format!("route {prefix}"),
+                                source,
+                            })?;
                         gone = true;
                     }
                 }
                 if !gone {
-                    return Err(match self.ctl.route_source(table, prefix) {
-                        Some(src) => format!(
-                            "route {prefix} in table {table} is learned ({}); withdraw it where it comes from (e.g. ip route del in the control-plane namespace)",
-                            src.name()
-                        ),
-                        None => format!(
-                            "route {prefix} in table {table} is a neighbour's host route; it goes with the neighbour (neighbor del)"
-                        ),
-                    });
+                    return Err(ApiError::Conflict(
+                        match self.ctl.route_source(table, prefix) {
+                            Some(src) => format!(
+                                "route {prefix} in table {table} is learned ({}); withdraw it where it comes from (e.g. ip route del in the control-plane namespace)",
+                                src.name()
+                            ),
+                            None => format!(
+                                "route {prefix} in table {table} is a neighbour's host route; it goes with the neighbour (neighbor del)"
+                            ),
+                        },
+                    ));
                 }
                 Ok(Value::Null)
             }
@@ -179,7 +190,7 @@ impl RouterApi<'_> {
         &self,
         table: Option<TableId>,
         filter: Option<RouteFilter>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ApiError> {
         if let Some(t) = table {
             check_table(self.ctl, t)?;
         }

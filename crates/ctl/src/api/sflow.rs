@@ -3,7 +3,7 @@
 use super::*;
 
 impl<'a> RouterApi<'a> {
-    pub(super) fn sflow_cmd(&mut self, cmd: Command) -> Result<Value, String> {
+    pub(super) fn sflow_cmd(&mut self, cmd: Command) -> Result<Value, ApiError> {
         if cmd == Command::ShowSflow {
             let Some(agent) = &self.sflow else {
                 return Ok(json!({ "enabled": false }));
@@ -15,13 +15,12 @@ impl<'a> RouterApi<'a> {
         let ifindex_of = |ctl: &RouterControl, name: &str| {
             ctl.iface_by_name(name)
                 .map(|i| i.ifindex)
-                .map_err(|e| e.to_string())
+                .map_err(ApiError::State)
         };
         let ctl = &*self.ctl;
-        let agent = self
-            .sflow
-            .as_mut()
-            .ok_or("sflow: this dataplaned has no sFlow agent (router mode only)")?;
+        let agent = self.sflow.as_mut().ok_or_else(|| {
+            ApiError::Refused("sflow: this dataplaned has no sFlow agent (router mode only)".into())
+        })?;
         let message = match cmd {
             Command::SflowEnable {
                 interface,
@@ -35,7 +34,10 @@ impl<'a> RouterApi<'a> {
                 };
                 agent
                     .set_sampling(ix, Some(s))
-                    .map_err(|e| format!("sflow enable {interface}: {e}"))?;
+                    .map_err(|source| ApiError::Sflow {
+                        what: format!("sflow enable {interface}"),
+                        source,
+                    })?;
                 format!(
                     "sflow: {interface} (ifindex {ix}) sampled 1:{rate} {}",
                     direction.name()
@@ -44,35 +46,52 @@ impl<'a> RouterApi<'a> {
             Command::SflowDisable { interface } => {
                 let ix = ifindex_of(ctl, &interface)?;
                 if !agent.config().interfaces.contains_key(&ix) {
-                    return Err(format!("sflow disable {interface}: not sampled"));
+                    return Err(ApiError::NotFound(format!(
+                        "sflow disable {interface}: not sampled"
+                    )));
                 }
                 agent
                     .set_sampling(ix, None)
-                    .map_err(|e| format!("sflow disable {interface}: {e}"))?;
+                    .map_err(|source| ApiError::Sflow {
+                        what: format!("sflow disable {interface}"),
+                        source,
+                    })?;
                 format!("sflow: {interface} no longer sampled")
             }
             Command::SflowCollector { add: true, spec } => {
                 let a = agent
                     .add_collector(&spec)
-                    .map_err(|e| format!("sflow collector add: {e}"))?;
+                    .map_err(|source| ApiError::Sflow {
+                        what: "sflow collector add".into(),
+                        source,
+                    })?;
                 format!("sflow: collector {a} added")
             }
             Command::SflowCollector { add: false, spec } => {
                 let a = agent
                     .remove_collector(&spec)
-                    .map_err(|e| format!("sflow collector del: {e}"))?;
+                    .map_err(|source| ApiError::Sflow {
+                        what: "sflow collector del".into(),
+                        source,
+                    })?;
                 format!("sflow: collector {a} removed")
             }
             Command::SflowPolling(secs) => {
                 agent
                     .set_polling_interval(Duration::from_secs(secs))
-                    .map_err(|e| format!("sflow polling: {e}"))?;
+                    .map_err(|source| ApiError::Sflow {
+                        what: "sflow polling".into(),
+                        source,
+                    })?;
                 format!("sflow: counters polled every {secs} s")
             }
             Command::SflowHeaderBytes(n) => {
                 agent
                     .set_header_bytes(n)
-                    .map_err(|e| format!("sflow header-bytes: {e}"))?;
+                    .map_err(|source| ApiError::Sflow {
+                        what: "sflow header-bytes".into(),
+                        source,
+                    })?;
                 format!("sflow: {n} header bytes per sample")
             }
             Command::SflowMaxSamples(0) => {
@@ -83,7 +102,7 @@ impl<'a> RouterApi<'a> {
                 agent.set_max_samples_per_second(n);
                 format!("sflow: at most {n} samples exported per second")
             }
-            _ => return Err("not an sflow command".to_string()),
+            _ => return Err(ApiError::Internal("not an sflow command".into())),
         };
         Ok(json!({ "message": message }))
     }

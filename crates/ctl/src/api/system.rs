@@ -4,7 +4,7 @@ use super::*;
 
 impl RouterApi<'_> {
     /// Runs a command of this domain (see [`Domain`]).
-    pub(super) fn run_system(&mut self, cmd: Command) -> Result<Value, String> {
+    pub(super) fn run_system(&mut self, cmd: Command) -> Result<Value, ApiError> {
         match cmd {
             Command::ShowRun => Ok(self.show_run()),
             Command::ShowErrors => Ok(self.show_errors()),
@@ -17,7 +17,7 @@ impl RouterApi<'_> {
             }
             Command::TraceAdd(n) => {
                 if self.ctl.workers().is_empty() {
-                    return Err("no workers to trace".into());
+                    return Err(ApiError::Refused("no workers to trace".into()));
                 }
                 self.ctl.trace_add(n);
                 Ok(json!({
@@ -54,7 +54,7 @@ impl RouterApi<'_> {
     }
 
     /// Re-reads the configuration file and applies its routing sections as a diff.
-    pub fn reload(&mut self) -> Result<Value, String> {
+    pub fn reload(&mut self) -> Result<Value, ApiError> {
         let (new, routing) = self.info.reread()?;
         // [sflow] is checked before anything is applied (interface names too, as far
         // as the interfaces exist now or are named by the new file).
@@ -70,7 +70,7 @@ impl RouterApi<'_> {
         };
         if self.sflow.is_some() {
             sflow_agent::agent_config(new.sflow.as_ref(), &known, router_id)
-                .map_err(|e| format!("reload: {e}; nothing was applied"))?;
+                .map_err(ReloadError::Sflow)?;
         }
         // (refusals made before the reload borrows the router)
         let twinned: HashMap<String, String> = self
@@ -79,19 +79,19 @@ impl RouterApi<'_> {
             .iter()
             .filter_map(|i| {
                 let why = self.linux_owns(&i.name, "addresses").err()?;
-                Some((i.name.clone(), why))
+                Some((i.name.clone(), why.to_string()))
             })
             .collect();
         let owns = |name: &str| twinned.get(name).cloned();
         let sum = routing::reload(&self.routing, &routing, &self.port_infos, self.ctl, &owns)
-            .map_err(|e| format!("reload: {e}"))?;
+            .map_err(ReloadError::Routing)?;
         self.routing = routing;
         let mut message = format!("reload: {sum}");
         if let (Some(agent), Some(old)) = (&mut self.sflow, &self.sflow_file) {
             let ctl = &*self.ctl;
             let names = |n: &str| ctl.iface_by_name(n).ok().map(|i| i.ifindex);
             let cfg = sflow_agent::agent_config(new.sflow.as_ref(), &names, router_id)
-                .map_err(|e| format!("reload: routing applied, [sflow] not: {e}"))?;
+                .map_err(ReloadError::SflowAfterRouting)?;
             let done = sflow_agent::apply_diff(agent, old, &cfg);
             if !done.is_empty() {
                 message.push_str(&format!("; sflow: {}", done.join(", ")));

@@ -4,22 +4,22 @@ use super::*;
 
 impl RouterApi<'_> {
     /// Runs a command of this domain (see [`Domain`]).
-    pub(super) fn run_vrfs(&mut self, cmd: Command) -> Result<Value, String> {
+    pub(super) fn run_vrfs(&mut self, cmd: Command) -> Result<Value, ApiError> {
         match cmd {
             Command::TableAdd(t) => {
-                self.ctl.table_add(t).map_err(|e| e.to_string())?;
+                self.ctl.table_add(t)?;
                 Ok(Value::Null)
             }
             Command::TableDel(t) => {
-                self.ctl.table_del(t).map_err(|e| e.to_string())?;
+                self.ctl.table_del(t)?;
                 Ok(Value::Null)
             }
             Command::VrfAdd { name, table } => {
-                self.ctl.vrf_add(&name, table).map_err(|e| e.to_string())?;
+                self.ctl.vrf_add(&name, table)?;
                 Ok(Value::Null)
             }
             Command::VrfDel(name) => {
-                self.ctl.vrf_del(&name).map_err(|e| e.to_string())?;
+                self.ctl.vrf_del(&name)?;
                 Ok(Value::Null)
             }
             Command::ShowVrf => Ok(self.vrf_show()),

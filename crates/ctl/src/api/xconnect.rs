@@ -119,7 +119,7 @@ impl<'a> XconnectApi<'a> {
     }
 
     /// Runs one parsed command.
-    pub fn run(&mut self, cmd: Command) -> Result<Value, String> {
+    pub fn run(&mut self, cmd: Command) -> Result<Value, ApiError> {
         let snaps = self.snaps();
         match cmd {
             Command::ShowInterfaces { name } => {
@@ -127,10 +127,10 @@ impl<'a> XconnectApi<'a> {
                     if !self.port_list.iter().any(|p| &p.name == n) {
                         let names: Vec<&str> =
                             self.port_list.iter().map(|p| p.name.as_str()).collect();
-                        return Err(format!(
+                        return Err(ApiError::NotFound(format!(
                             "unknown interface {n:?} (interfaces: {})",
                             names.join(", ")
-                        ));
+                        )));
                     }
                 }
                 let rows: Vec<Value> = self
@@ -242,10 +242,10 @@ impl<'a> XconnectApi<'a> {
                     json!({ "message": "reload: no changes (a cross-connect has no routing sections)" }),
                 )
             }
-            other => Err(format!(
+            other => Err(ApiError::Refused(format!(
                 "{} needs [forwarding] mode = \"router\"; this dataplaned is an L2 cross-connect (it serves show interfaces|run|errors|version, clear counters, reload)",
                 command_name(&other)
-            )),
+            ))),
         }
     }
 }
@@ -280,8 +280,8 @@ impl Service for XconnectApi<'_> {
         }
     }
 
-    fn handle(&mut self, args: &[String]) -> Result<Value, String> {
-        let cmd = cli::parse(args).map_err(|e| e.to_string())?;
+    fn handle(&mut self, args: &[String]) -> Result<Value, ApiError> {
+        let cmd = cli::parse(args)?;
         self.run(cmd)
     }
 }
