@@ -484,7 +484,9 @@ impl Config {
             vrfs: self.vrfs.clone(),
             pws: self.pws.clone(),
         };
-        routing.resolve_vrf_names().map_err(bad)?;
+        routing
+            .resolve_vrf_names()
+            .map_err(|e| bad(e.to_string()))?;
         Ok(Plan {
             eal,
             mempool: self.mempool.clone(),

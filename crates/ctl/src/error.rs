@@ -12,6 +12,8 @@ use thiserror::Error;
 
 use crate::cli::ParseError;
 use crate::config::ConfigError;
+use crate::routing::RoutingError;
+use crate::sflow_agent::SectionError;
 use crate::spec::ResolveError;
 
 /// What kind of refusal an [`ApiError`] is: the `kind` of the protocol's
@@ -244,14 +246,14 @@ pub enum ReloadError {
     },
     /// `[sflow]` is wrong; nothing was applied.
     #[error("reload: {0}; nothing was applied")]
-    Sflow(String),
+    Sflow(SectionError),
     /// The routing sections were refused (nothing applied) or stopped part way
     /// (the message says which).
     #[error("reload: {0}")]
-    Routing(String),
+    Routing(RoutingError),
     /// The routing sections were applied and `[sflow]` then failed.
     #[error("reload: routing applied, [sflow] not: {0}")]
-    SflowAfterRouting(String),
+    SflowAfterRouting(SectionError),
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::ParseError;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
@@ -58,20 +59,49 @@ pub enum LogFormat {
     Json,
 }
 
+/// A log filter that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// `[log] level`.
+    #[error("[log] level {level:?}: {error}")]
+    Level {
+        /// The filter given.
+        level: String,
+        /// Why it does not parse.
+        error: ParseError,
+    },
+    /// The environment's `RUST_LOG`.
+    #[error("RUST_LOG {value:?}: {error}")]
+    Env {
+        /// The filter given.
+        value: String,
+        /// Why it does not parse.
+        error: ParseError,
+    },
+}
+
 /// The filter `[log] level` names, checked (`--check` reports a bad one).
-pub fn filter(section: &LogSection) -> Result<EnvFilter, String> {
+pub fn filter(section: &LogSection) -> Result<EnvFilter, LogError> {
     EnvFilter::builder()
         .parse(&section.level)
-        .map_err(|e| format!("[log] level {:?}: {e}", section.level))
+        .map_err(|error| LogError::Level {
+            level: section.level.clone(),
+            error,
+        })
 }
 
 /// Installs the process's logger: `RUST_LOG` if set, else `[log] level`.
 /// Once per process; later calls do nothing.
-pub fn init(section: &LogSection) -> Result<(), String> {
+pub fn init(section: &LogSection) -> Result<(), LogError> {
     let filter = match std::env::var("RUST_LOG") {
-        Ok(v) if !v.trim().is_empty() => EnvFilter::builder()
-            .parse(&v)
-            .map_err(|e| format!("RUST_LOG {v:?}: {e}"))?,
+        Ok(v) if !v.trim().is_empty() => {
+            EnvFilter::builder()
+                .parse(&v)
+                .map_err(|error| LogError::Env {
+                    value: v.clone(),
+                    error,
+                })?
+        }
         _ => filter(section)?,
     };
     let builder = tracing_subscriber::fmt()
@@ -242,7 +272,7 @@ mod tests {
             level: "info,ctl=loud".into(),
             ..LogSection::default()
         };
-        assert!(filter(&bad).unwrap_err().contains("ctl=loud"));
+        assert!(filter(&bad).unwrap_err().to_string().contains("ctl=loud"));
         assert!(filter(&LogSection::default()).is_ok());
     }
 }

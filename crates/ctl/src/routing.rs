@@ -52,11 +52,84 @@ use std::net::Ipv4Addr;
 
 use serde::Deserialize;
 
-use dataplane::router::{Interface, MAX_IFACES, RouteSource, RouterControl};
+use dataplane::router::{Interface, MAX_IFACES, RouteSource, RouterControl, RouterError};
 pub use dpctl::parse::{parse_addr_len, parse_ip, parse_mac, parse_prefix};
 use fib::{IpPrefix, TableId};
 
-use crate::spec::{self, LabelSpec, RouteTarget, Special, ViaSpec, eos_word};
+use crate::spec::{
+    self, LabelSpec, ResolveError, RouteTarget, SpecError, Special, ViaSpec, eos_word,
+};
+
+/// Why the routing sections of the configuration file cannot be applied, or
+/// why a reload was refused or stopped. The message names the section.
+#[derive(Debug, thiserror::Error)]
+pub enum RoutingError {
+    /// A value or combination the file may not have (a duplicate, an unknown
+    /// name, a value out of range, a missing key).
+    #[error("{0}")]
+    Invalid(String),
+    /// A value that does not parse, or a route or label of the wrong shape.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// A name or table that does not resolve against the router.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// The router refused it.
+    #[error(transparent)]
+    Router(#[from] RouterError),
+    /// `[router] route_preference` that the router refuses.
+    #[error("[router] {0}")]
+    Preference(RouterError),
+    /// An error in section (or entry) `what`.
+    #[error("{what}: {error}")]
+    In {
+        /// The section, e.g. `[[route]] 10.0.0.0/8`.
+        what: String,
+        /// What is wrong in it.
+        error: Box<RoutingError>,
+    },
+    /// A reload that changes what needs a restart of the daemon.
+    #[error("{0}")]
+    Restart(String),
+    /// A reload that would change what Linux owns (a twinned interface's
+    /// addresses, MTU and up/down).
+    #[error("[[interface]] {interface}: {why} (and its MTU and up/down); nothing was applied")]
+    LinuxOwns {
+        /// The interface.
+        interface: String,
+        /// Why Linux owns it.
+        why: String,
+    },
+    /// A reload refused before it changed anything.
+    #[error("{0}; nothing was applied")]
+    NothingApplied(Box<RoutingError>),
+    /// A reload that stopped part way, at `what`.
+    #[error(
+        "reload stopped at {what}: {error}; the router runs part of the new configuration: fix the file and reload again"
+    )]
+    Stopped {
+        /// The entry it stopped at.
+        what: String,
+        /// Why.
+        error: Box<RoutingError>,
+    },
+}
+
+/// `error` in section `what`.
+fn within(what: String, error: impl Into<RoutingError>) -> RoutingError {
+    RoutingError::In {
+        what,
+        error: Box::new(error.into()),
+    }
+}
+
+/// A reload that stopped at `what` for `error`.
+fn stopped(what: String, error: impl Into<RoutingError>) -> RoutingError {
+    RoutingError::Stopped {
+        what,
+        error: Box::new(error.into()),
+    }
+}
 
 /// `[router]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -90,7 +163,7 @@ pub struct RouterSection {
 }
 
 /// The route preference of `[router]`, if the file sets one.
-pub fn route_preference(r: &Routing) -> Result<Option<Vec<RouteSource>>, String> {
+pub fn route_preference(r: &Routing) -> Result<Option<Vec<RouteSource>>, RoutingError> {
     let Some(names) = &r.router.route_preference else {
         return Ok(None);
     };
@@ -98,9 +171,9 @@ pub fn route_preference(r: &Routing) -> Result<Option<Vec<RouteSource>>, String>
         .iter()
         .map(|n| {
             RouteSource::from_name(n).ok_or_else(|| {
-                format!(
+                RoutingError::Invalid(format!(
                     "[router] route_preference: unknown source {n:?} (dpctl, config, fpm, kernel)"
-                )
+                ))
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -111,19 +184,21 @@ pub fn route_preference(r: &Routing) -> Result<Option<Vec<RouteSource>>, String>
 const MAX_REACHABLE_S: u64 = 7 * 24 * 3600;
 
 /// How learned neighbours age, from `[router]`.
-pub fn neighbor_aging(r: &Routing) -> Result<dataplane::router::NeighborAging, String> {
+pub fn neighbor_aging(r: &Routing) -> Result<dataplane::router::NeighborAging, RoutingError> {
     let mut a = dataplane::router::NeighborAging::default();
     if let Some(s) = r.router.neighbor_reachable_s {
         if s > MAX_REACHABLE_S {
-            return Err(format!(
+            return Err(RoutingError::Invalid(format!(
                 "[router] neighbor_reachable_s = {s}: at most {MAX_REACHABLE_S} (a week), 0 to never age"
-            ));
+            )));
         }
         a.reachable = std::time::Duration::from_secs(s);
     }
     if let Some(n) = r.router.neighbor_probes {
         if n > 10 {
-            return Err(format!("[router] neighbor_probes = {n}: at most 10"));
+            return Err(RoutingError::Invalid(format!(
+                "[router] neighbor_probes = {n}: at most 10"
+            )));
         }
         a.probes = n;
     }
@@ -230,11 +305,13 @@ pub struct PwSection {
 
 impl PwSection {
     /// The pseudowire, its circuit named by ifindex in `ctl`.
-    fn pw(&self, ctl: &RouterControl) -> Result<dataplane::router::Pw, String> {
-        let remote: Ipv4Addr = self
-            .neighbor
-            .parse()
-            .map_err(|_| format!("neighbor {:?} is not an IPv4 address", self.neighbor))?;
+    fn pw(&self, ctl: &RouterControl) -> Result<dataplane::router::Pw, RoutingError> {
+        let remote: Ipv4Addr = self.neighbor.parse().map_err(|_| {
+            RoutingError::Invalid(format!(
+                "neighbor {:?} is not an IPv4 address",
+                self.neighbor
+            ))
+        })?;
         Ok(dataplane::router::Pw {
             ac: spec::ifindex(ctl, &self.interface)?,
             remote,
@@ -319,18 +396,19 @@ impl Routing {
     /// Turns every VRF name (`vrf`, `next_hop_vrf`, `lookup_vrf`) into its table,
     /// from `[[vrf]]`; an unknown name, or a name beside the table it stands
     /// for, is an error that names the section.
-    pub fn resolve_vrf_names(&mut self) -> Result<(), String> {
+    pub fn resolve_vrf_names(&mut self) -> Result<(), RoutingError> {
+        let invalid = RoutingError::Invalid;
         let mut names: BTreeMap<String, TableId> = BTreeMap::new();
         names.insert("default".into(), 0);
         for v in &self.vrfs {
             if v.name == "default" || v.table == 0 {
-                return Err(format!(
+                return Err(invalid(format!(
                     "[[vrf]] {:?}: table 0 is the default VRF; give another name and table",
                     v.name
-                ));
+                )));
             }
             if names.insert(v.name.clone(), v.table).is_some() {
-                return Err(format!("[[vrf]] {:?} is given twice", v.name));
+                return Err(invalid(format!("[[vrf]] {:?} is given twice", v.name)));
             }
         }
         if let Some(t) = self
@@ -339,22 +417,22 @@ impl Routing {
             .map(|v| v.table)
             .find(|t| self.vrfs.iter().filter(|v| v.table == *t).count() > 1)
         {
-            return Err(format!("[[vrf]] table {t} has two names"));
+            return Err(invalid(format!("[[vrf]] table {t} has two names")));
         }
         let known = names.keys().cloned().collect::<Vec<_>>().join(", ");
         let table = |what: &str, name: &str| {
             names
                 .get(name)
                 .copied()
-                .ok_or_else(|| format!("{what}: unknown vrf {name:?} (VRFs: {known})"))
+                .ok_or_else(|| invalid(format!("{what}: unknown vrf {name:?} (VRFs: {known})")))
         };
         for i in &mut self.interfaces {
             if let Some(n) = i.vrf.take() {
                 if i.table != 0 {
-                    return Err(format!(
+                    return Err(invalid(format!(
                         "[[interface]] {}: give table or vrf, not both",
                         i.name
-                    ));
+                    )));
                 }
                 i.table = table(&format!("[[interface]] {}", i.name), &n)?;
             }
@@ -363,16 +441,16 @@ impl Routing {
             let what = format!("[[route]] {}", r.prefix);
             if let Some(n) = r.vrf.take() {
                 if r.table != 0 {
-                    return Err(format!("{what}: give table or vrf, not both"));
+                    return Err(invalid(format!("{what}: give table or vrf, not both")));
                 }
                 r.table = table(&what, &n)?;
             }
             for v in &mut r.via {
                 if let Some(n) = v.next_hop_vrf.take() {
                     if v.next_hop_table.is_some() {
-                        return Err(format!(
+                        return Err(invalid(format!(
                             "{what}: give next_hop_table or next_hop_vrf, not both"
-                        ));
+                        )));
                     }
                     v.next_hop_table = Some(table(&what, &n)?);
                 }
@@ -382,7 +460,9 @@ impl Routing {
             if let Some(n) = l.lookup_vrf.take() {
                 let what = format!("[[label]] {}", l.label);
                 if l.lookup_table.is_some() {
-                    return Err(format!("{what}: give lookup_table or lookup_vrf, not both"));
+                    return Err(invalid(format!(
+                        "{what}: give lookup_table or lookup_vrf, not both"
+                    )));
                 }
                 l.lookup_table = Some(table(&what, &n)?);
             }
@@ -404,7 +484,7 @@ pub struct PortInfo {
 
 impl ViaSection {
     /// The path, checked for syntax.
-    pub fn spec(&self) -> Result<ViaSpec, String> {
+    pub fn spec(&self) -> Result<ViaSpec, SpecError> {
         Ok(ViaSpec {
             gateway: self.gateway.as_deref().map(parse_ip).transpose()?,
             interface: self.interface.clone(),
@@ -417,14 +497,17 @@ impl ViaSection {
 
 impl RouteSection {
     /// Table, prefix and target, checked for syntax.
-    pub fn spec(&self) -> Result<(TableId, IpPrefix, RouteTarget), String> {
+    pub fn spec(&self) -> Result<(TableId, IpPrefix, RouteTarget), RoutingError> {
+        let invalid = RoutingError::Invalid;
         let prefix = parse_prefix(&self.prefix)?;
         let target = match (&self.kind, self.via.is_empty()) {
-            (Some(_), false) => return Err("give either kind or via, not both".into()),
+            (Some(_), false) => return Err(invalid("give either kind or via, not both".into())),
             (Some(k), true) => RouteTarget::Special(Special::from_word(k).ok_or_else(|| {
-                format!("kind {k:?}: use blackhole, unreachable, prohibit or local")
+                invalid(format!(
+                    "kind {k:?}: use blackhole, unreachable, prohibit or local"
+                ))
             })?),
-            (None, true) => return Err("needs via = [...] or kind".into()),
+            (None, true) => return Err(invalid("needs via = [...] or kind".into())),
             (None, false) => RouteTarget::Paths(
                 self.via
                     .iter()
@@ -439,17 +522,20 @@ impl RouteSection {
 
 impl LabelSection {
     /// The action, checked for syntax and shape.
-    pub fn spec(&self) -> Result<LabelSpec, String> {
+    pub fn spec(&self) -> Result<LabelSpec, RoutingError> {
+        let invalid = RoutingError::Invalid;
         let ttl_mode = match self.ttl_mode.as_deref() {
             None | Some("uniform") => mpls::TtlMode::Uniform,
             Some("pipe") => mpls::TtlMode::pipe(),
-            Some(m) => return Err(format!("ttl_mode {m:?}: use uniform or pipe")),
+            Some(m) => return Err(invalid(format!("ttl_mode {m:?}: use uniform or pipe"))),
         };
         let n_forms = usize::from(!self.via.is_empty())
             + usize::from(self.lookup_table.is_some())
             + usize::from(self.action.is_some());
         if n_forms != 1 {
-            return Err("give exactly one of via, lookup_table or action".into());
+            return Err(invalid(
+                "give exactly one of via, lookup_table or action".into(),
+            ));
         }
         let spec = if let Some(table) = self.lookup_table {
             LabelSpec::Ip4Lookup { table, ttl_mode }
@@ -462,7 +548,11 @@ impl LabelSection {
                     table: mpls::RX_TABLE,
                     ttl_mode,
                 },
-                a => return Err(format!("action {a:?}: use drop, punt, pop or ip4-lookup")),
+                a => {
+                    return Err(invalid(format!(
+                        "action {a:?}: use drop, punt, pop or ip4-lookup"
+                    )));
+                }
             }
         } else {
             LabelSpec::Forward {
@@ -498,18 +588,27 @@ struct IfaceWant {
 /// The interfaces the file describes, by name: every port's own interface (with
 /// defaults when it has no section) and the sub-interfaces. Checks names, parents
 /// and duplicates.
-fn wanted_ifaces(r: &Routing, ports: &[PortInfo]) -> Result<BTreeMap<String, IfaceWant>, String> {
+fn wanted_ifaces(
+    r: &Routing,
+    ports: &[PortInfo],
+) -> Result<BTreeMap<String, IfaceWant>, RoutingError> {
+    let invalid = RoutingError::Invalid;
     let mut seen = HashSet::new();
     for i in &r.interfaces {
         if !seen.insert(i.name.as_str()) {
-            return Err(format!("[[interface]] {} is configured twice", i.name));
+            return Err(invalid(format!(
+                "[[interface]] {} is configured twice",
+                i.name
+            )));
         }
     }
-    let attrs = |i: Option<&InterfaceSection>, name: &str| -> Result<_, String> {
+    let attrs = |i: Option<&InterfaceSection>, name: &str| -> Result<_, RoutingError> {
         let mut addrs = Vec::new();
         if let Some(s) = i {
             for a in &s.addresses {
-                addrs.push(parse_addr_len(a).map_err(|e| format!("[[interface]] {name}: {e}"))?);
+                addrs.push(
+                    parse_addr_len(a).map_err(|e| within(format!("[[interface]] {name}"), e))?,
+                );
             }
         }
         Ok((
@@ -542,10 +641,10 @@ fn wanted_ifaces(r: &Routing, ports: &[PortInfo]) -> Result<BTreeMap<String, Ifa
         match (&i.parent, i.vlan) {
             (None, None) => {
                 if !ports.iter().any(|p| p.name == i.name) {
-                    return Err(format!(
+                    return Err(invalid(format!(
                         "[[interface]] {}: no port of that name (a sub-interface needs parent and vlan)",
                         i.name
-                    ));
+                    )));
                 }
             }
             (Some(parent), Some(vlan)) => {
@@ -553,13 +652,16 @@ fn wanted_ifaces(r: &Routing, ports: &[PortInfo]) -> Result<BTreeMap<String, Ifa
                     .iter()
                     .position(|p| &p.name == parent)
                     .ok_or_else(|| {
-                        format!("[[interface]] {}: parent {parent:?} is not a port", i.name)
+                        invalid(format!(
+                            "[[interface]] {}: parent {parent:?} is not a port",
+                            i.name
+                        ))
                     })?;
                 if ports.iter().any(|p| p.name == i.name) {
-                    return Err(format!(
+                    return Err(invalid(format!(
                         "[[interface]] {}: a port has that name; name sub-interfaces like {parent}.{vlan}",
                         i.name
-                    ));
+                    )));
                 }
                 let (addrs, mtu, up, table) = attrs(Some(i), &i.name)?;
                 out.insert(
@@ -575,10 +677,10 @@ fn wanted_ifaces(r: &Routing, ports: &[PortInfo]) -> Result<BTreeMap<String, Ifa
                 );
             }
             _ => {
-                return Err(format!(
+                return Err(invalid(format!(
                     "[[interface]] {}: a sub-interface needs both parent and vlan",
                     i.name
-                ));
+                )));
             }
         }
     }
@@ -600,112 +702,113 @@ fn make_iface(ifindex: u32, name: &str, w: &IfaceWant, ports: &[PortInfo]) -> In
 }
 
 /// Routes of the file by (table, prefix), checked for syntax and duplicates.
-fn wanted_routes(r: &Routing) -> Result<BTreeMap<(TableId, IpPrefix), RouteTarget>, String> {
+fn wanted_routes(r: &Routing) -> Result<BTreeMap<(TableId, IpPrefix), RouteTarget>, RoutingError> {
     let mut out = BTreeMap::new();
     for rt in &r.routes {
         let (table, prefix, target) = rt
             .spec()
-            .map_err(|e| format!("[[route]] {}: {e}", rt.prefix))?;
+            .map_err(|e| within(format!("[[route]] {}", rt.prefix), e))?;
         if out.insert((table, prefix), target).is_some() {
-            return Err(format!(
+            return Err(RoutingError::Invalid(format!(
                 "[[route]] {prefix} in table {table} is configured twice"
-            ));
+            )));
         }
     }
     Ok(out)
 }
 
 /// Label entries of the file by (label, eos), checked for syntax and duplicates.
-fn wanted_labels(r: &Routing) -> Result<BTreeMap<(u32, bool), LabelSpec>, String> {
+fn wanted_labels(r: &Routing) -> Result<BTreeMap<(u32, bool), LabelSpec>, RoutingError> {
     let mut out = BTreeMap::new();
     for l in &r.labels {
-        let spec = l.spec().map_err(|e| format!("{}: {e}", l.what()))?;
+        let spec = l.spec().map_err(|e| within(l.what(), e))?;
         if out.insert((l.label, l.eos), spec).is_some() {
-            return Err(format!("{} is configured twice", l.what()));
+            return Err(RoutingError::Invalid(format!(
+                "{} is configured twice",
+                l.what()
+            )));
         }
     }
     Ok(out)
 }
 
 /// Static neighbours of the file by (interface, address) → MAC.
-fn wanted_neighbors(r: &Routing) -> Result<BTreeMap<(String, Ipv4Addr), [u8; 6]>, String> {
+fn wanted_neighbors(r: &Routing) -> Result<BTreeMap<(String, Ipv4Addr), [u8; 6]>, RoutingError> {
     let mut out = BTreeMap::new();
     for n in &r.neighbors {
-        let ctx = |e: &dyn std::fmt::Display| {
-            format!("[[neighbor]] {} on {}: {e}", n.address, n.interface)
-        };
-        let ip = parse_ip(&n.address).map_err(|e| ctx(&e))?;
-        let mac = parse_mac(&n.mac).map_err(|e| ctx(&e))?;
+        let ctx =
+            |e: RoutingError| within(format!("[[neighbor]] {} on {}", n.address, n.interface), e);
+        let ip = parse_ip(&n.address).map_err(|e| ctx(e.into()))?;
+        let mac = parse_mac(&n.mac).map_err(|e| ctx(e.into()))?;
         if out.insert((n.interface.clone(), ip), mac).is_some() {
-            return Err(ctx(&"configured twice"));
+            return Err(ctx(RoutingError::Invalid("configured twice".into())));
         }
     }
     Ok(out)
 }
 
-fn router_id(r: &Routing) -> Result<Option<Ipv4Addr>, String> {
+fn router_id(r: &Routing) -> Result<Option<Ipv4Addr>, RoutingError> {
     r.router
         .router_id
         .as_deref()
         .map(parse_ip)
         .transpose()
-        .map_err(|e| format!("[router] router_id: {e}"))
+        .map_err(|e| within("[router] router_id".into(), e))
 }
 
 /// Applies the routing configuration to a fresh router: one interface per port
 /// (ifIndex = position + 1), sub-interfaces after them, then neighbours, routes and
 /// labels. Any error names the section and leaves the daemon unstarted.
-pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result<(), String> {
+pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result<(), RoutingError> {
     neighbor_aging(r)?;
     if let Some(order) = route_preference(r)? {
         ctl.set_route_preference(&order)
-            .map_err(|e| format!("[router] {e}"))?;
+            .map_err(RoutingError::Preference)?;
     }
     ctl.set_router_id(router_id(r)?);
     for &t in &r.router.tables {
         if t != 0 {
             ctl.table_add(t)
-                .map_err(|e| format!("[router] tables: {e}"))?;
+                .map_err(|e| within("[router] tables".into(), e))?;
         }
     }
     for v in &r.vrfs {
         ctl.vrf_add(&v.name, v.table)
-            .map_err(|e| format!("[[vrf]] {}: {e}", v.name))?;
+            .map_err(|e| within(format!("[[vrf]] {}", v.name), e))?;
     }
     let ifaces = wanted_ifaces(r, ports)?;
     // Ports' own interfaces first, in port order, then sub-interfaces in file order.
     for (k, p) in ports.iter().enumerate() {
         let iface = make_iface(k as u32 + 1, &p.name, &ifaces[&p.name], ports);
         ctl.add_interface(iface)
-            .map_err(|e| format!("[[interface]] {}: {e}", p.name))?;
+            .map_err(|e| within(format!("[[interface]] {}", p.name), e))?;
     }
     let subs = r.interfaces.iter().filter(|i| i.parent.is_some());
     for (ifindex, i) in (ports.len() as u32 + 1..).zip(subs) {
         let iface = make_iface(ifindex, &i.name, &ifaces[&i.name], ports);
         ctl.add_interface(iface)
-            .map_err(|e| format!("[[interface]] {}: {e}", i.name))?;
+            .map_err(|e| within(format!("[[interface]] {}", i.name), e))?;
     }
     for ((ifname, ip), mac) in wanted_neighbors(r)? {
-        let ctx = |e: String| format!("[[neighbor]] {ip} on {ifname}: {e}");
+        let ctx = |e: RoutingError| within(format!("[[neighbor]] {ip} on {ifname}"), e);
         let ix = spec::ifindex(ctl, &ifname).map_err(|e| ctx(e.into()))?;
-        ctl.set_neighbor(ix, ip, mac)
-            .map_err(|e| ctx(e.to_string()))?;
+        ctl.set_neighbor(ix, ip, mac).map_err(|e| ctx(e.into()))?;
     }
     for ((table, prefix), target) in wanted_routes(r)? {
-        let ctx = |e: String| format!("[[route]] {prefix}: {e}");
+        let ctx = |e: RoutingError| within(format!("[[route]] {prefix}"), e);
         let kind = spec::resolve_route(ctl, &target).map_err(|e| ctx(e.into()))?;
         ctl.route_add(table, prefix, kind)
-            .map_err(|e| ctx(e.to_string()))?;
+            .map_err(|e| ctx(e.into()))?;
     }
     for ((label, eos), s) in wanted_labels(r)? {
         spec::install_label(ctl, RouteSource::Config, label, eos, &s)
-            .map_err(|e| format!("[[label]] {label} {}: {e}", eos_word(eos)))?;
+            .map_err(|e| within(format!("[[label]] {label} {}", eos_word(eos)), e))?;
     }
     for p in &r.pws {
-        let ctx = |e: String| format!("[[pw]] {}: {e}", p.name);
+        let ctx = |e: RoutingError| within(format!("[[pw]] {}", p.name), e);
         let pw = p.pw(ctl).map_err(ctx)?;
         ctl.pw_add(RouteSource::Config, &p.name, pw)
-            .map_err(|e| ctx(e.to_string()))?;
+            .map_err(|e| ctx(e.into()))?;
     }
     Ok(())
 }
@@ -787,14 +890,18 @@ fn diff(
     new: &Routing,
     ports: &[PortInfo],
     ctl: &RouterControl,
-) -> Result<Diff, String> {
+) -> Result<Diff, RoutingError> {
     // 1. The new file must be right on its own (it is what a restart would load).
     apply(new, ports, &mut RouterControl::new())?;
     if old.router.icmp_rate_pps != new.router.icmp_rate_pps {
-        return Err("[router] icmp_rate_pps changed: restart dataplaned to apply it".into());
+        return Err(RoutingError::Restart(
+            "[router] icmp_rate_pps changed: restart dataplaned to apply it".into(),
+        ));
     }
     if old.router.route_preference != new.router.route_preference {
-        return Err("[router] route_preference changed: restart dataplaned to apply it".into());
+        return Err(RoutingError::Restart(
+            "[router] route_preference changed: restart dataplaned to apply it".into(),
+        ));
     }
     if let Some(t) = old
         .router
@@ -802,15 +909,15 @@ fn diff(
         .iter()
         .find(|t| **t != 0 && !new.router.tables.contains(t))
     {
-        return Err(format!(
+        return Err(RoutingError::Restart(format!(
             "[router] tables: removing table {t} needs a restart of dataplaned"
-        ));
+        )));
     }
     if let Some(v) = old.vrfs.iter().find(|v| !new.vrfs.contains(v)) {
-        return Err(format!(
+        return Err(RoutingError::Restart(format!(
             "[[vrf]] {}: removing or renumbering a VRF needs a restart of dataplaned",
             v.name
-        ));
+        )));
     }
     let (old_if, new_if) = (wanted_ifaces(old, ports)?, wanted_ifaces(new, ports)?);
     let (old_rt, new_rt) = (wanted_routes(old)?, wanted_routes(new)?);
@@ -832,17 +939,17 @@ fn diff(
     for (name, w) in &new_if {
         match old_if.get(name) {
             Some(o) if w.vlan.is_none() && o.table != w.table => {
-                return Err(format!(
+                return Err(RoutingError::Restart(format!(
                     "[[interface]] {name}: moving it to table {} needs a restart of dataplaned",
                     w.table
-                ));
+                )));
             }
             Some(o) if o.port == w.port && o.vlan == w.vlan && o.table == w.table => {}
             _ if w.vlan.is_some() => {
                 if !sub_del.contains(name) && ctl.iface_by_name(name).is_ok() {
-                    return Err(format!(
+                    return Err(RoutingError::Invalid(format!(
                         "[[interface]] {name}: an interface of that name exists (made with dpctl?); delete it first"
-                    ));
+                    )));
                 }
                 sub_add.push(name.clone());
             }
@@ -852,7 +959,10 @@ fn diff(
     let used: HashSet<u32> = ctl.ifaces().iter().map(|i| i.ifindex).collect();
     let free = (1..MAX_IFACES as u32).filter(|i| !used.contains(i)).count();
     if free + sub_del.len() < sub_add.len() {
-        return Err(format!("too many interfaces (at most {})", MAX_IFACES - 1));
+        return Err(RoutingError::Invalid(format!(
+            "too many interfaces (at most {})",
+            MAX_IFACES - 1
+        )));
     }
     Ok(Diff {
         old_if,
@@ -886,7 +996,7 @@ pub fn reload(
     ports: &[PortInfo],
     ctl: &mut RouterControl,
     linux_owns: &dyn Fn(&str) -> Option<String>,
-) -> Result<ReloadSummary, String> {
+) -> Result<ReloadSummary, RoutingError> {
     let Diff {
         old_if,
         new_if,
@@ -898,33 +1008,29 @@ pub fn reload(
         new_nb,
         sub_del,
         sub_add,
-    } = diff(old, new, ports, ctl).map_err(|e| format!("{e}; nothing was applied"))?;
+    } = diff(old, new, ports, ctl).map_err(|e| RoutingError::NothingApplied(Box::new(e)))?;
     for (name, w) in &new_if {
         let (Some(o), Some(why)) = (old_if.get(name), linux_owns(name)) else {
             continue;
         };
         if (&o.addrs, o.mtu, o.up) != (&w.addrs, w.mtu, w.up) {
-            return Err(format!(
-                "[[interface]] {name}: {why} (and its MTU and up/down); nothing was applied"
-            ));
+            return Err(RoutingError::LinuxOwns {
+                interface: name.clone(),
+                why,
+            });
         }
     }
 
     // 3. Apply: what goes away first (it may hold references to what goes next),
     //    then what stays or comes.
     let mut sum = ReloadSummary::default();
-    let fail = |what: String, e: String| {
-        format!(
-            "reload stopped at {what}: {e}; the router runs part of the new configuration: fix the file and reload again"
-        )
-    };
     for p in old.pws.iter().filter(|p| !new.pws.contains(p)) {
         if ctl
             .pws()
             .any(|(n, _, s, _)| n == p.name && s == RouteSource::Config)
         {
             ctl.pw_del(&p.name)
-                .map_err(|e| fail(format!("[[pw]] {}", p.name), e.to_string()))?;
+                .map_err(|e| stopped(format!("[[pw]] {}", p.name), e))?;
         }
         if new.pws.iter().all(|n| n.name != p.name) {
             sum.pws.removed += 1;
@@ -933,14 +1039,14 @@ pub fn reload(
     for ((label, eos), _) in old_lb.iter().filter(|(k, _)| !new_lb.contains_key(k)) {
         if ctl.label_of(RouteSource::Config, *label, *eos).is_some() {
             ctl.label_del(*label, *eos)
-                .map_err(|e| fail(format!("label {label}"), e.to_string()))?;
+                .map_err(|e| stopped(format!("label {label}"), e))?;
         }
         sum.labels.removed += 1;
     }
     for ((table, prefix), _) in old_rt.iter().filter(|(k, _)| !new_rt.contains_key(k)) {
         if ctl.route_of(RouteSource::Config, *table, *prefix).is_some() {
             ctl.route_del_from(RouteSource::Config, *table, *prefix)
-                .map_err(|e| fail(format!("route {prefix}"), e.to_string()))?;
+                .map_err(|e| stopped(format!("route {prefix}"), e))?;
         }
         sum.routes.removed += 1;
     }
@@ -953,7 +1059,7 @@ pub fn reload(
     for name in &sub_del {
         if let Ok(ix) = spec::ifindex(ctl, name) {
             ctl.del_interface(ix)
-                .map_err(|e| fail(format!("interface {name}"), e.to_string()))?;
+                .map_err(|e| stopped(format!("interface {name}"), e))?;
         }
         sum.interfaces.removed += 1;
     }
@@ -963,27 +1069,26 @@ pub fn reload(
         if sub_del.contains(name) {
             continue;
         }
-        let ix =
-            spec::ifindex(ctl, name).map_err(|e| fail(format!("interface {name}"), e.into()))?;
+        let ix = spec::ifindex(ctl, name).map_err(|e| stopped(format!("interface {name}"), e))?;
         for &(a, l) in o.addrs.iter().filter(|x| !w.addrs.contains(x)) {
             if ctl.address_of(RouteSource::Config, ix, a) == Some(l) {
                 ctl.del_address(ix, a, l)
-                    .map_err(|e| fail(format!("address {a}/{l}"), e.to_string()))?;
+                    .map_err(|e| stopped(format!("address {a}/{l}"), e))?;
             }
             sum.addresses.removed += 1;
         }
         for &(a, l) in w.addrs.iter().filter(|x| !o.addrs.contains(x)) {
             ctl.add_address(ix, a, l)
-                .map_err(|e| fail(format!("address {a}/{l}"), e.to_string()))?;
+                .map_err(|e| stopped(format!("address {a}/{l}"), e))?;
             sum.addresses.added += 1;
         }
         if o.mtu != w.mtu {
             ctl.set_mtu(ix, w.mtu)
-                .map_err(|e| fail(format!("interface {name}"), e.to_string()))?;
+                .map_err(|e| stopped(format!("interface {name}"), e))?;
         }
         if o.up != w.up {
             ctl.set_up(ix, w.up)
-                .map_err(|e| fail(format!("interface {name}"), e.to_string()))?;
+                .map_err(|e| stopped(format!("interface {name}"), e))?;
         }
         if o.mtu != w.mtu || o.up != w.up {
             sum.interfaces.changed += 1;
@@ -992,12 +1097,12 @@ pub fn reload(
     for &t in &new.router.tables {
         if t != 0 && !ctl.fib().tables().any(|x| x == t) {
             ctl.table_add(t)
-                .map_err(|e| fail("[router] tables".into(), e.to_string()))?;
+                .map_err(|e| stopped("[router] tables".into(), e))?;
         }
     }
     for v in &new.vrfs {
         ctl.vrf_add(&v.name, v.table)
-            .map_err(|e| fail(format!("[[vrf]] {}", v.name), e.to_string()))?;
+            .map_err(|e| stopped(format!("[[vrf]] {}", v.name), e))?;
     }
     let rid = router_id(new)?;
     if router_id(old)? != rid {
@@ -1007,9 +1112,14 @@ pub fn reload(
         let used: HashSet<u32> = ctl.ifaces().iter().map(|i| i.ifindex).collect();
         let ix = (ports.len() as u32 + 1..MAX_IFACES as u32)
             .find(|i| !used.contains(i))
-            .ok_or_else(|| fail(format!("interface {name}"), "no free ifIndex".into()))?;
+            .ok_or_else(|| {
+                stopped(
+                    format!("interface {name}"),
+                    RoutingError::Invalid("no free ifIndex".into()),
+                )
+            })?;
         ctl.add_interface(make_iface(ix, name, &new_if[name], ports))
-            .map_err(|e| fail(format!("interface {name}"), e.to_string()))?;
+            .map_err(|e| stopped(format!("interface {name}"), e))?;
         sum.interfaces.added += 1;
     }
     for ((ifname, ip), mac) in &new_nb {
@@ -1017,10 +1127,9 @@ pub fn reload(
         if before == Some(mac) {
             continue;
         }
-        let ix =
-            spec::ifindex(ctl, ifname).map_err(|e| fail(format!("neighbor {ip}"), e.into()))?;
+        let ix = spec::ifindex(ctl, ifname).map_err(|e| stopped(format!("neighbor {ip}"), e))?;
         ctl.set_neighbor(ix, *ip, *mac)
-            .map_err(|e| fail(format!("neighbor {ip}"), e.to_string()))?;
+            .map_err(|e| stopped(format!("neighbor {ip}"), e))?;
         if before.is_some() {
             sum.neighbors.changed += 1;
         } else {
@@ -1032,14 +1141,14 @@ pub fn reload(
         if before == Some(target) && ctl.route_of(RouteSource::Config, *table, *prefix).is_some() {
             continue;
         }
-        let kind = spec::resolve_route(ctl, target)
-            .map_err(|e| fail(format!("route {prefix}"), e.into()))?;
+        let kind =
+            spec::resolve_route(ctl, target).map_err(|e| stopped(format!("route {prefix}"), e))?;
         // The file changes this entry: its version replaces a dpctl one.
         if ctl.route_of(RouteSource::Dpctl, *table, *prefix).is_some() {
             let _ = ctl.route_del_from(RouteSource::Dpctl, *table, *prefix);
         }
         ctl.route_add(*table, *prefix, kind)
-            .map_err(|e| fail(format!("route {prefix}"), e.to_string()))?;
+            .map_err(|e| stopped(format!("route {prefix}"), e))?;
         if before.is_some() {
             sum.routes.changed += 1;
         } else {
@@ -1056,7 +1165,7 @@ pub fn reload(
             let _ = ctl.label_del_from(RouteSource::Dpctl, *label, *eos);
         }
         spec::install_label(ctl, RouteSource::Config, *label, *eos, s)
-            .map_err(|e| fail(format!("label {label} {}", eos_word(*eos)), e.into()))?;
+            .map_err(|e| stopped(format!("label {label} {}", eos_word(*eos)), e))?;
         if before.is_some() {
             sum.labels.changed += 1;
         } else {
@@ -1066,9 +1175,9 @@ pub fn reload(
     for p in new.pws.iter().filter(|p| !old.pws.contains(p)) {
         let pw = p
             .pw(ctl)
-            .map_err(|e| fail(format!("[[pw]] {}", p.name), e))?;
+            .map_err(|e| stopped(format!("[[pw]] {}", p.name), e))?;
         ctl.pw_add(RouteSource::Config, &p.name, pw)
-            .map_err(|e| fail(format!("[[pw]] {}", p.name), e.to_string()))?;
+            .map_err(|e| stopped(format!("[[pw]] {}", p.name), e))?;
         if old.pws.iter().any(|o| o.name == p.name) {
             sum.pws.changed += 1;
         } else {
@@ -1166,7 +1275,7 @@ addresses = ["192.168.11.10/31"]
         ] {
             let r = routing(&format!("[router]\n{bad}\n"));
             let e = apply(&r, &ports(), &mut RouterControl::new()).unwrap_err();
-            assert!(e.contains(msg), "{bad}: {e}");
+            assert!(e.to_string().contains(msg), "{bad}: {e}");
         }
     }
 
@@ -1230,7 +1339,8 @@ addresses = ["192.168.11.10/31"]
         let bad = file(&pw(500, "").replace("port1", "port0"));
         let err = apply(&bad, &ports(), &mut RouterControl::new()).unwrap_err();
         assert!(
-            err.contains("[[pw]] c1: pseudowire c1: port0 has address"),
+            err.to_string()
+                .contains("[[pw]] c1: pseudowire c1: port0 has address"),
             "{err}"
         );
     }
@@ -1333,8 +1443,38 @@ lookup_table = 0
         ] {
             let r = routing(&format!("[router]\nroute_preference = {bad}\n"));
             let e = apply(&r, &ports(), &mut RouterControl::new()).unwrap_err();
-            assert!(e.contains(want), "{bad}: {e}");
+            assert!(e.to_string().contains(want), "{bad}: {e}");
         }
+    }
+
+    /// Errors name the section and keep what went wrong in it, typed.
+    #[test]
+    fn errors_name_the_section_and_keep_the_cause() {
+        let bad = routing(
+            "[[route]]\nprefix = \"10.0.3.0/24\"\nvia = [{ gateway = \"1.2.3.4\", interface = \"port9\" }]\n",
+        );
+        let e = apply(&bad, &ports(), &mut RouterControl::new()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "[[route]] 10.0.3.0/24: unknown interface \"port9\" (interfaces: port0, port1)"
+        );
+        let RoutingError::In { what, error } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(what, "[[route]] 10.0.3.0/24");
+        assert!(
+            matches!(
+                **error,
+                RoutingError::Resolve(ResolveError::UnknownInterface { .. })
+            ),
+            "{error:?}"
+        );
+        let good = routing("");
+        let mut live = RouterControl::new();
+        apply(&good, &ports(), &mut live).unwrap();
+        let e = reload(&good, &bad, &ports(), &mut live, &|_| None).unwrap_err();
+        assert!(matches!(e, RoutingError::NothingApplied(_)), "{e:?}");
+        assert!(e.to_string().ends_with("; nothing was applied"), "{e}");
     }
 
     #[test]
@@ -1365,7 +1505,7 @@ lookup_table = 0
         ] {
             let b = routing(extra);
             let e = reload(&a, &b, &ports(), &mut live, &|_| None).unwrap_err();
-            assert!(e.contains(want), "{extra}: {e}");
+            assert!(e.to_string().contains(want), "{extra}: {e}");
             assert_eq!(routes(&live), before, "{extra}");
         }
     }

@@ -91,6 +91,31 @@ pub struct SflowInterface {
     pub direction: String,
 }
 
+/// Why a `[sflow]` section is refused (nothing was changed).
+#[derive(Debug, thiserror::Error)]
+pub enum SectionError {
+    /// `agent_address` that is not an IP address.
+    #[error("[sflow] agent_address {0:?} is not an IP address")]
+    AgentAddress(String),
+    /// An interface the router does not have.
+    #[error("[sflow] interface {0:?}: no such interface")]
+    NoInterface(String),
+    /// An interface's `direction` is not rx, tx or both.
+    #[error("[sflow] interface {name:?}: {error}")]
+    Direction {
+        /// The interface.
+        name: String,
+        /// Why.
+        error: sflow::ConfigError,
+    },
+    /// An interface given twice.
+    #[error("[sflow] interface {0:?} listed twice")]
+    Twice(String),
+    /// The agent refuses the configuration (rates, sizes, collectors).
+    #[error("[sflow]: {0}")]
+    Agent(sflow::ConfigError),
+}
+
 /// The agent configuration of `s` (absent section: nothing sampled, no collector),
 /// checked completely (collectors resolved): any error means nothing may change.
 /// `ifindex` names interfaces; `router_id` is the default agent address.
@@ -98,7 +123,7 @@ pub fn agent_config(
     s: Option<&SflowSection>,
     ifindex: &dyn Fn(&str) -> Option<u32>,
     router_id: Option<Ipv4Addr>,
-) -> Result<AgentConfig, String> {
+) -> Result<AgentConfig, SectionError> {
     let default_addr = IpAddr::V4(router_id.unwrap_or(Ipv4Addr::LOCALHOST));
     let Some(s) = s else {
         return Ok(AgentConfig::new(default_addr));
@@ -106,7 +131,7 @@ pub fn agent_config(
     let addr = match &s.agent_address {
         Some(a) => a
             .parse::<IpAddr>()
-            .map_err(|_| format!("[sflow] agent_address {a:?} is not an IP address"))?,
+            .map_err(|_| SectionError::AgentAddress(a.clone()))?,
         None => default_addr,
     };
     let mut cfg = AgentConfig::new(addr);
@@ -115,14 +140,16 @@ pub fn agent_config(
     cfg.header_bytes = s.header_bytes;
     cfg.max_samples_per_second = s.max_samples_per_second;
     for i in &s.interfaces {
-        let ix = ifindex(&i.name)
-            .ok_or_else(|| format!("[sflow] interface {:?}: no such interface", i.name))?;
-        let directions: Directions = i
-            .direction
-            .parse()
-            .map_err(|e| format!("[sflow] interface {:?}: {e}", i.name))?;
+        let ix = ifindex(&i.name).ok_or_else(|| SectionError::NoInterface(i.name.clone()))?;
+        let directions: Directions =
+            i.direction
+                .parse()
+                .map_err(|error| SectionError::Direction {
+                    name: i.name.clone(),
+                    error,
+                })?;
         if cfg.interfaces.contains_key(&ix) {
-            return Err(format!("[sflow] interface {:?} listed twice", i.name));
+            return Err(SectionError::Twice(i.name.clone()));
         }
         cfg.interfaces.insert(
             ix,
@@ -132,7 +159,7 @@ pub fn agent_config(
             },
         );
     }
-    cfg.validate().map_err(|e| format!("[sflow]: {e}"))?;
+    cfg.validate().map_err(SectionError::Agent)?;
     Ok(cfg)
 }
 
@@ -591,7 +618,11 @@ mod tests {
 
     #[test]
     fn bad_sections_say_what_is_wrong() {
-        let bad = |t: &str| agent_config(Some(&parse(t)), &names, None).unwrap_err();
+        let bad = |t: &str| {
+            agent_config(Some(&parse(t)), &names, None)
+                .unwrap_err()
+                .to_string()
+        };
         let e = bad("[sflow]\n[[sflow.interface]]\nname = \"port0\"\nrate = 0\n");
         assert!(e.contains("sampling rate 0"), "{e}");
         let e = bad("[sflow]\nheader_bytes = 32\n");

@@ -37,12 +37,6 @@ pub enum ResolveError {
     Router(#[from] RouterError),
 }
 
-impl From<ResolveError> for String {
-    fn from(e: ResolveError) -> String {
-        e.to_string()
-    }
-}
-
 /// The ifIndex of interface `name`, or an error that lists the interfaces.
 pub fn ifindex(ctl: &RouterControl, name: &str) -> Result<u32, ResolveError> {
     ctl.iface_by_name(name).map(|i| i.ifindex).map_err(|_| {

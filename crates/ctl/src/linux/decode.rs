@@ -99,6 +99,57 @@ fn crate_err(what: &'static str) -> impl Fn(netlink_packet_core::DecodeError) ->
     move |e| bad(what, e.to_string())
 }
 
+/// What is wrong inside a route's next hops or a nexthop object: the detail of
+/// [`DecodeError::Malformed`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Fault {
+    /// An RTA_MULTIPATH without next hops.
+    #[error("empty RTA_MULTIPATH")]
+    EmptyMultipath,
+    /// A next hop with neither a gateway nor an interface.
+    #[error("next hop with neither gateway nor interface")]
+    HopWithoutTarget,
+    /// An attribute whose length is below its header or beyond the buffer.
+    #[error("attribute length {len} with {left} bytes left")]
+    AttrLength {
+        /// The attribute's length field.
+        len: usize,
+        /// Bytes left in the buffer.
+        left: usize,
+    },
+    /// An attribute of the wrong size.
+    #[error("{name} of {len} bytes")]
+    AttrSize {
+        /// The attribute.
+        name: &'static str,
+        /// Its size.
+        len: usize,
+    },
+    /// A nhmsg shorter than its header.
+    #[error("short nhmsg")]
+    ShortNhmsg,
+    /// A gateway whose size does not fit the family.
+    #[error("NHA_GATEWAY of {len} bytes in family {family}")]
+    GatewaySize {
+        /// Its size.
+        len: usize,
+        /// The nhmsg's family.
+        family: u8,
+    },
+    /// An NHA_ENCAP_TYPE that is not 2 bytes.
+    #[error("NHA_ENCAP_TYPE not 2 bytes")]
+    EncapTypeSize,
+    /// A nexthop object without its id.
+    #[error("no NHA_ID")]
+    NoId,
+    /// A group without members.
+    #[error("empty NHA_GROUP")]
+    EmptyGroup,
+    /// A nexthop object with neither a gateway nor an interface.
+    #[error("neither NHA_GATEWAY nor NHA_OIF")]
+    NoGatewayNorOif,
+}
+
 fn change(c: Change) -> Result<Msg, DecodeError> {
     Ok(Msg::Change(c))
 }
@@ -401,7 +452,7 @@ fn route_general(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
         let label = find!(attrs, RouteAttribute::Destination(RouteAddress::Mpls(l)) => l.label)
             .ok_or_else(|| bad("mpls route", "no RTA_DST label"))?;
         let route = if new {
-            Some(paths(attrs, flags).map_err(|d| bad("mpls route", d))?)
+            Some(paths(attrs, flags).map_err(|d| bad("mpls route", d.to_string()))?)
         } else {
             None
         };
@@ -426,7 +477,7 @@ fn route_general(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
             (RTN_PROHIBIT, _) => Target::Prohibit,
             (_, Some(id)) => Target::NexthopId(id),
             _ => {
-                let hops = paths(attrs, flags).map_err(|d| bad("route", d))?;
+                let hops = paths(attrs, flags).map_err(|d| bad("route", d.to_string()))?;
                 if hops.is_empty() {
                     // Every leg dead: the kernel flushes it; it forwards nothing.
                     return Ok(Msg::Ignored("dead route"));
@@ -458,10 +509,10 @@ fn foreign_encap(attrs: &[RouteAttribute]) -> bool {
 
 /// The next hops of a route: RTA_MULTIPATH's, or the single one of RTA_OIF and
 /// the gateway attributes.
-fn paths(attrs: &[RouteAttribute], rtm_flags: u32) -> Result<Vec<NextHop>, String> {
+fn paths(attrs: &[RouteAttribute], rtm_flags: u32) -> Result<Vec<NextHop>, Fault> {
     if let Some(hops) = find!(attrs, RouteAttribute::MultiPath(v) => v) {
         if hops.is_empty() {
-            return Err("empty RTA_MULTIPATH".into());
+            return Err(Fault::EmptyMultipath);
         }
         // Dead legs are not used: the route forwards over the others.
         return hops
@@ -487,7 +538,7 @@ fn hop(
     ifindex: Option<u32>,
     weight: u16,
     onlink: bool,
-) -> Result<NextHop, String> {
+) -> Result<NextHop, Fault> {
     let mut gateway = None;
     let mut labels = Vec::new();
     let mpls_encap = attrs
@@ -515,7 +566,7 @@ fn hop(
         }
     }
     if gateway.is_none() && ifindex.is_none() {
-        return Err("next hop with neither gateway nor interface".into());
+        return Err(Fault::HopWithoutTarget);
     }
     Ok(NextHop {
         gateway,
@@ -590,7 +641,7 @@ const NHA_ENCAP: u16 = 8;
 struct Attrs<'a>(&'a [u8]);
 
 impl<'a> Iterator for Attrs<'a> {
-    type Item = Result<(u16, &'a [u8]), String>;
+    type Item = Result<(u16, &'a [u8]), Fault>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.0.is_empty() {
@@ -605,28 +656,26 @@ impl<'a> Iterator for Attrs<'a> {
             _ => {
                 let left = self.0.len();
                 self.0 = &[];
-                Some(Err(format!(
-                    "attribute length {len} with {left} bytes left"
-                )))
+                Some(Err(Fault::AttrLength { len, left }))
             }
         }
     }
 }
 
-fn exact_u32(v: &[u8], name: &str) -> Result<u32, String> {
+fn exact_u32(v: &[u8], name: &'static str) -> Result<u32, Fault> {
     match v.try_into() {
         Ok(b) => Ok(u32::from_ne_bytes(b)),
-        Err(_) => Err(format!("{name} of {} bytes", v.len())),
+        Err(_) => Err(Fault::AttrSize { name, len: v.len() }),
     }
 }
 
 fn nexthop(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
-    nexthop_inner(p, new).map_err(|d| bad("nexthop", d))
+    nexthop_inner(p, new).map_err(|d| bad("nexthop", d.to_string()))
 }
 
-fn nexthop_inner(p: &[u8], new: bool) -> Result<Msg, String> {
+fn nexthop_inner(p: &[u8], new: bool) -> Result<Msg, Fault> {
     let (Some(&family), Some(flags), Some(body)) = (p.first(), read_u32(p, 4), p.get(8..)) else {
-        return Err("short nhmsg".into());
+        return Err(Fault::ShortNhmsg);
     };
     let (mut id, mut group, mut blackhole, mut oif, mut gateway) = (None, None, false, None, None);
     let (mut encap_type, mut encap) = (None, None);
@@ -636,7 +685,10 @@ fn nexthop_inner(p: &[u8], new: bool) -> Result<Msg, String> {
             NHA_ID => id = Some(exact_u32(v, "NHA_ID")?),
             NHA_GROUP => {
                 if v.len() % 8 != 0 {
-                    return Err(format!("NHA_GROUP of {} bytes", v.len()));
+                    return Err(Fault::AttrSize {
+                        name: "NHA_GROUP",
+                        len: v.len(),
+                    });
                 }
                 let g = v.chunks_exact(8).map(|e| {
                     let id = u32::from_ne_bytes([e[0], e[1], e[2], e[3]]);
@@ -650,27 +702,30 @@ fn nexthop_inner(p: &[u8], new: bool) -> Result<Msg, String> {
                 gateway = Some(match (family, v.len()) {
                     (AF_INET | AF_UNSPEC, 4) => IpAddr::V4(Ipv4Addr::new(v[0], v[1], v[2], v[3])),
                     (AF_INET6 | AF_UNSPEC, 16) => {
-                        let b: [u8; 16] = v.try_into().map_err(|_| "NHA_GATEWAY")?;
+                        let b: [u8; 16] = v.try_into().map_err(|_| Fault::GatewaySize {
+                            len: v.len(),
+                            family,
+                        })?;
                         IpAddr::V6(Ipv6Addr::from(b))
                     }
-                    (f, n) => return Err(format!("NHA_GATEWAY of {n} bytes in family {f}")),
+                    (family, len) => return Err(Fault::GatewaySize { len, family }),
                 });
             }
             NHA_ENCAP_TYPE => {
-                let b: [u8; 2] = v.try_into().map_err(|_| "NHA_ENCAP_TYPE not 2 bytes")?;
+                let b: [u8; 2] = v.try_into().map_err(|_| Fault::EncapTypeSize)?;
                 encap_type = Some(u16::from_ne_bytes(b));
             }
             NHA_ENCAP => encap = Some(v),
             _ => {}
         }
     }
-    let id = id.ok_or("no NHA_ID")?;
+    let id = id.ok_or(Fault::NoId)?;
     if !new {
         return Ok(Msg::Change(Change::Nexthop { id, nh: None }));
     }
     let nh = if let Some(g) = group {
         if g.is_empty() {
-            return Err("empty NHA_GROUP".into());
+            return Err(Fault::EmptyGroup);
         }
         NexthopObject::Group(g)
     } else if blackhole {
@@ -691,7 +746,7 @@ fn nexthop_inner(p: &[u8], new: bool) -> Result<Msg, String> {
             (Some(_), _) => return Ok(Msg::Ignored("non-mpls encap")),
         };
         if gateway.is_none() && oif.is_none() {
-            return Err("neither NHA_GATEWAY nor NHA_OIF".into());
+            return Err(Fault::NoGatewayNorOif);
         }
         NexthopObject::One(NextHop {
             gateway,

@@ -685,13 +685,13 @@ impl LinuxPlane {
     }
 
     /// Counts a port admin change done (or refused, with why).
-    pub fn admin_done(&mut self, res: Result<(), String>) {
+    pub fn admin_done(&mut self, res: Result<(), crate::ports::LinkError>) {
         match res {
             Ok(()) => self.counters.port_admin += 1,
             Err(e) => {
                 self.counters.port_admin_errors += 1;
                 tracing::warn!("linux: a twin's admin state did not reach its port: {e}");
-                self.counters.last_port_admin_error = Some(e);
+                self.counters.last_port_admin_error = Some(e.to_string());
             }
         }
     }
