@@ -449,14 +449,23 @@ const KEYWORDS: &[&str] = &[
     "drop",
 ];
 
+/// Why [`vrf_words`] could not resolve the words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VrfWordsError<E> {
+    /// `vrf` or `next-hop-vrf` as the last word: bad syntax.
+    Syntax(ParseError),
+    /// What the name lookup said of a name.
+    Name(E),
+}
+
 /// The words with every `vrf NAME` as `table N` and `next-hop-vrf NAME` as
 /// `next-hop-table N`, `N` from `table(NAME)`: the daemon resolves names with its
 /// VRFs before it parses; the client checks the syntax with any number.
 /// `vrf add|del ...` and `show vrf` are left alone.
-pub fn vrf_words(
+pub fn vrf_words<E>(
     args: &[String],
-    mut table: impl FnMut(&str) -> std::result::Result<TableId, String>,
-) -> std::result::Result<Vec<String>, String> {
+    mut table: impl FnMut(&str) -> std::result::Result<TableId, E>,
+) -> std::result::Result<Vec<String>, VrfWordsError<E>> {
     let first = args.first().map(String::as_str);
     if first == Some("vrf")
         || (matches!(first, Some("show" | "sh"))
@@ -477,10 +486,13 @@ pub fn vrf_words(
             }
         };
         let Some(name) = args.get(i + 1) else {
-            return Err(format!("{} needs a VRF name", args[i]));
+            return Err(VrfWordsError::Syntax(bad(format!(
+                "{} needs a VRF name",
+                args[i]
+            ))));
         };
         out.push(word.to_string());
-        out.push(table(name)?.to_string());
+        out.push(table(name).map_err(VrfWordsError::Name)?.to_string());
         i += 2;
     }
     Ok(out)

@@ -90,8 +90,11 @@ fn main() -> ExitCode {
     // Syntax errors are reported here, before anything is sent; the daemon parses
     // the same words again and checks them against the running router.
     // (VRF names are the daemon's: any table number checks the syntax here)
-    let words = cli::vrf_words(&args.command, |_| Ok(0));
-    let cmd = match words.map_err(cli::ParseError).and_then(|w| cli::parse(&w)) {
+    let words = cli::vrf_words(&args.command, |_| Ok::<_, cli::ParseError>(0));
+    let words = words.map_err(|e| match e {
+        cli::VrfWordsError::Syntax(e) | cli::VrfWordsError::Name(e) => e,
+    });
+    let cmd = match words.and_then(|w| cli::parse(&w)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("dpctl: error: {e}");

@@ -492,20 +492,11 @@ impl Service for RouterApi<'_> {
     fn handle(&mut self, args: &[String]) -> Result<Value, ApiError> {
         let ctl = &*self.ctl;
         // An unknown VRF is not found; the other errors of the words are syntax.
-        let mut unknown = false;
-        let args = cli::vrf_words(args, |n| {
-            ctl.vrf_table(n).ok_or_else(|| {
-                unknown = true;
-                ctl.unknown_vrf(n)
-            })
-        })
-        .map_err(|e| {
-            if unknown {
-                ApiError::NotFound(e)
-            } else {
-                ApiError::Syntax(cli::ParseError(e))
-            }
-        })?;
+        let args = cli::vrf_words(args, |n| ctl.vrf_table(n).ok_or_else(|| ctl.unknown_vrf(n)))
+            .map_err(|e| match e {
+                cli::VrfWordsError::Syntax(e) => ApiError::Syntax(e),
+                cli::VrfWordsError::Name(e) => ApiError::NotFound(e),
+            })?;
         let cmd = cli::parse(&args)?;
         self.run(cmd)
     }
