@@ -997,20 +997,9 @@ pub fn reload(
     ctl: &mut RouterControl,
     linux_owns: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ReloadSummary, RoutingError> {
-    let Diff {
-        old_if,
-        new_if,
-        old_rt,
-        new_rt,
-        old_lb,
-        new_lb,
-        old_nb,
-        new_nb,
-        sub_del,
-        sub_add,
-    } = diff(old, new, ports, ctl).map_err(|e| RoutingError::NothingApplied(Box::new(e)))?;
-    for (name, w) in &new_if {
-        let (Some(o), Some(why)) = (old_if.get(name), linux_owns(name)) else {
+    let d = diff(old, new, ports, ctl).map_err(|e| RoutingError::NothingApplied(Box::new(e)))?;
+    for (name, w) in &d.new_if {
+        let (Some(o), Some(why)) = (d.old_if.get(name), linux_owns(name)) else {
             continue;
         };
         if (&o.addrs, o.mtu, o.up) != (&w.addrs, w.mtu, w.up) {
@@ -1021,9 +1010,39 @@ pub fn reload(
         }
     }
 
-    // 3. Apply: what goes away first (it may hold references to what goes next),
-    //    then what stays or comes.
+    // Apply: what goes away first (it may hold references to what goes next),
+    // then what stays or comes.
     let mut sum = ReloadSummary::default();
+    remove_gone(old, new, &d, ctl, &mut sum)?;
+    update_interfaces(&d, ctl, &mut sum)?;
+    for &t in &new.router.tables {
+        if t != 0 && !ctl.fib().tables().any(|x| x == t) {
+            ctl.table_add(t)
+                .map_err(|e| stopped("[router] tables".into(), e))?;
+        }
+    }
+    for v in &new.vrfs {
+        ctl.vrf_add(&v.name, v.table)
+            .map_err(|e| stopped(format!("[[vrf]] {}", v.name), e))?;
+    }
+    let rid = router_id(new)?;
+    if router_id(old)? != rid {
+        ctl.set_router_id(rid);
+    }
+    add_interfaces(&d, ports, ctl, &mut sum)?;
+    apply_entries(old, new, &d, ctl, &mut sum)?;
+    Ok(sum)
+}
+
+/// Reload, first step: removes the pseudowires, label entries, routes,
+/// neighbours and sub-interfaces the new file does not have.
+fn remove_gone(
+    old: &Routing,
+    new: &Routing,
+    d: &Diff,
+    ctl: &mut RouterControl,
+    sum: &mut ReloadSummary,
+) -> Result<(), RoutingError> {
     for p in old.pws.iter().filter(|p| !new.pws.contains(p)) {
         if ctl
             .pws()
@@ -1036,37 +1055,48 @@ pub fn reload(
             sum.pws.removed += 1;
         }
     }
-    for ((label, eos), _) in old_lb.iter().filter(|(k, _)| !new_lb.contains_key(k)) {
+    for ((label, eos), _) in d.old_lb.iter().filter(|(k, _)| !d.new_lb.contains_key(k)) {
         if ctl.label_of(RouteSource::Config, *label, *eos).is_some() {
             ctl.label_del(*label, *eos)
                 .map_err(|e| stopped(format!("label {label}"), e))?;
         }
         sum.labels.removed += 1;
     }
-    for ((table, prefix), _) in old_rt.iter().filter(|(k, _)| !new_rt.contains_key(k)) {
+    for ((table, prefix), _) in d.old_rt.iter().filter(|(k, _)| !d.new_rt.contains_key(k)) {
         if ctl.route_of(RouteSource::Config, *table, *prefix).is_some() {
             ctl.route_del_from(RouteSource::Config, *table, *prefix)
                 .map_err(|e| stopped(format!("route {prefix}"), e))?;
         }
         sum.routes.removed += 1;
     }
-    for ((ifname, ip), _) in old_nb.iter().filter(|(k, _)| !new_nb.contains_key(k)) {
+    for ((ifname, ip), _) in d.old_nb.iter().filter(|(k, _)| !d.new_nb.contains_key(k)) {
         if let Ok(ix) = spec::ifindex(ctl, ifname) {
             ctl.del_static_neighbor(ix, *ip);
         }
         sum.neighbors.removed += 1;
     }
-    for name in &sub_del {
+    for name in &d.sub_del {
         if let Ok(ix) = spec::ifindex(ctl, name) {
             ctl.del_interface(ix)
                 .map_err(|e| stopped(format!("interface {name}"), e))?;
         }
         sum.interfaces.removed += 1;
     }
+    Ok(())
+}
+
+/// Reload: the addresses, MTU and state of the interfaces that stay.
+fn update_interfaces(
+    d: &Diff,
+    ctl: &mut RouterControl,
+    sum: &mut ReloadSummary,
+) -> Result<(), RoutingError> {
     // Interfaces that stay: addresses and attributes.
-    for (name, w) in &new_if {
-        let Some(o) = old_if.get(name) else { continue };
-        if sub_del.contains(name) {
+    for (name, w) in &d.new_if {
+        let Some(o) = d.old_if.get(name) else {
+            continue;
+        };
+        if d.sub_del.contains(name) {
             continue;
         }
         let ix = spec::ifindex(ctl, name).map_err(|e| stopped(format!("interface {name}"), e))?;
@@ -1094,21 +1124,17 @@ pub fn reload(
             sum.interfaces.changed += 1;
         }
     }
-    for &t in &new.router.tables {
-        if t != 0 && !ctl.fib().tables().any(|x| x == t) {
-            ctl.table_add(t)
-                .map_err(|e| stopped("[router] tables".into(), e))?;
-        }
-    }
-    for v in &new.vrfs {
-        ctl.vrf_add(&v.name, v.table)
-            .map_err(|e| stopped(format!("[[vrf]] {}", v.name), e))?;
-    }
-    let rid = router_id(new)?;
-    if router_id(old)? != rid {
-        ctl.set_router_id(rid);
-    }
-    for name in &sub_add {
+    Ok(())
+}
+
+/// Reload: the new sub-interfaces, each on the lowest free ifIndex.
+fn add_interfaces(
+    d: &Diff,
+    ports: &[PortInfo],
+    ctl: &mut RouterControl,
+    sum: &mut ReloadSummary,
+) -> Result<(), RoutingError> {
+    for name in &d.sub_add {
         let used: HashSet<u32> = ctl.ifaces().iter().map(|i| i.ifindex).collect();
         let ix = (ports.len() as u32 + 1..MAX_IFACES as u32)
             .find(|i| !used.contains(i))
@@ -1118,12 +1144,24 @@ pub fn reload(
                     RoutingError::Invalid("no free ifIndex".into()),
                 )
             })?;
-        ctl.add_interface(make_iface(ix, name, &new_if[name], ports))
+        ctl.add_interface(make_iface(ix, name, &d.new_if[name], ports))
             .map_err(|e| stopped(format!("interface {name}"), e))?;
         sum.interfaces.added += 1;
     }
-    for ((ifname, ip), mac) in &new_nb {
-        let before = old_nb.get(&(ifname.clone(), *ip));
+    Ok(())
+}
+
+/// Reload, last step: the neighbours, routes, label entries and pseudowires that
+/// are new or changed.
+fn apply_entries(
+    old: &Routing,
+    new: &Routing,
+    d: &Diff,
+    ctl: &mut RouterControl,
+    sum: &mut ReloadSummary,
+) -> Result<(), RoutingError> {
+    for ((ifname, ip), mac) in &d.new_nb {
+        let before = d.old_nb.get(&(ifname.clone(), *ip));
         if before == Some(mac) {
             continue;
         }
@@ -1136,8 +1174,8 @@ pub fn reload(
             sum.neighbors.added += 1;
         }
     }
-    for ((table, prefix), target) in &new_rt {
-        let before = old_rt.get(&(*table, *prefix));
+    for ((table, prefix), target) in &d.new_rt {
+        let before = d.old_rt.get(&(*table, *prefix));
         if before == Some(target) && ctl.route_of(RouteSource::Config, *table, *prefix).is_some() {
             continue;
         }
@@ -1155,8 +1193,8 @@ pub fn reload(
             sum.routes.added += 1;
         }
     }
-    for ((label, eos), s) in &new_lb {
-        let before = old_lb.get(&(*label, *eos));
+    for ((label, eos), s) in &d.new_lb {
+        let before = d.old_lb.get(&(*label, *eos));
         if before == Some(s) && ctl.labels().get(*label, *eos).is_some() {
             continue;
         }
@@ -1184,7 +1222,7 @@ pub fn reload(
             sum.pws.added += 1;
         }
     }
-    Ok(sum)
+    Ok(())
 }
 
 #[cfg(test)]
