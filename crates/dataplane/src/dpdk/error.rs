@@ -1,3 +1,5 @@
+//! Why the DPDK layer failed, in words an operator can act on.
+
 use thiserror::Error;
 
 /// Errors of the DPDK layer. The messages are meant for operators: they say what
