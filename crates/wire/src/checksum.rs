@@ -8,8 +8,11 @@
 //! Forwarding changes one or two header fields (TTL, a label TTL copied into IPv4), and
 //! recomputing the whole header sum for that would waste cycles. [`update_u16`]
 //! applies RFC 1624 equation 3 instead.
+//!
+//! Transport and ICMPv6 checksums also cover a pseudo-header of the IP addresses:
+//! [`pseudo_header_v4`] and [`pseudo_header_v6`] return its sum for [`combine`].
 
-use core::net::Ipv4Addr;
+use core::net::{Ipv4Addr, Ipv6Addr};
 
 /// Adds the big-endian 16-bit words of `data` into a 64-bit accumulator without
 /// folding. An odd trailing byte counts as the high byte of a word padded with zero.
@@ -77,6 +80,20 @@ pub fn pseudo_header_v4(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, length: u16)
     fold(acc)
 }
 
+//= RFC 8200 §8.1: the IPv6 pseudo-header is the source address, the destination
+//= address (the final one when a routing header is present), the upper-layer packet
+//= length as 32 bits, three zero octets and the next header.
+/// The one's complement sum of the IPv6 pseudo-header used by UDP, TCP and ICMPv6
+/// checksums: source, destination, the upper-layer length (header and data, without
+/// the extension headers before it) and the upper-layer protocol.
+#[inline]
+pub fn pseudo_header_v6(src: Ipv6Addr, dst: Ipv6Addr, next_header: u8, length: u32) -> u16 {
+    let mut acc = sum(0, &src.octets());
+    acc = sum(acc, &dst.octets());
+    acc += u64::from(length >> 16) + u64::from(length & 0xffff) + u64::from(next_header);
+    fold(acc)
+}
+
 //= RFC 1624 §3, equation 3: HC' = ~(~HC + ~m + m')
 /// Updates checksum `hc` for one 16-bit field changing from `old` to `new`.
 ///
@@ -122,6 +139,28 @@ mod tests {
     #[test]
     fn test_rfc1624_example() {
         assert_eq!(update_u16(0xdd2f, 0x5555, 0x3285), 0x0000);
+    }
+
+    // UDP 1024 -> 33434 "ping" from 2001:db8::1 to 2001:db8:1::1; scapy puts
+    // 0x3ef6 in the checksum field.
+    #[test]
+    fn test_pseudo_header_v6() {
+        let src = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+        let dst = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 1);
+        let udp = [
+            0x04, 0x00, 0x82, 0x9a, 0x00, 0x0c, 0x00, 0x00, 0x70, 0x69, 0x6e, 0x67,
+        ];
+        // 2001+0db8+0001 + 2001+0db8+0001+0001 + 000c + 0011 = 0x5b92
+        assert_eq!(pseudo_header_v6(src, dst, 17, 12), 0x5b92);
+        assert_eq!(
+            !combine(&[pseudo_header_v6(src, dst, 17, 12), data(&udp)]),
+            0x3ef6
+        );
+        // The length is 32 bits: its high half counts.
+        assert_eq!(
+            pseudo_header_v6(src, dst, 17, 0x1_000c),
+            combine(&[0x5b92, 1])
+        );
     }
 
     proptest! {

@@ -4,9 +4,12 @@ use crate::checksum;
 use crate::{Result, WireError, be16, put16};
 use core::net::Ipv4Addr;
 
-/// IP protocol numbers (IANA "Assigned Internet Protocol Numbers").
+/// IP protocol numbers (IANA "Assigned Internet Protocol Numbers"): IPv4's protocol
+/// and IPv6's next header, extension headers included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IpProtocol {
+    /// 0 IPv6 hop-by-hop options.
+    HopByHop,
     /// 1 ICMP.
     Icmp,
     /// 2 IGMP.
@@ -19,8 +22,22 @@ pub enum IpProtocol {
     Udp,
     /// 41 IPv6 encapsulation.
     Ipv6,
+    /// 43 IPv6 routing header.
+    Ipv6Route,
+    /// 44 IPv6 fragment header.
+    Ipv6Frag,
     /// 47 GRE.
     Gre,
+    /// 50 encapsulating security payload.
+    Esp,
+    /// 51 authentication header.
+    Ah,
+    /// 58 ICMPv6.
+    Icmpv6,
+    /// 59 no next header (IPv6).
+    Ipv6NoNxt,
+    /// 60 IPv6 destination options.
+    Ipv6Opts,
     /// 89 OSPF.
     Ospf,
     /// 137 MPLS-in-IP.
@@ -32,13 +49,21 @@ pub enum IpProtocol {
 impl From<u8> for IpProtocol {
     fn from(v: u8) -> Self {
         match v {
+            0 => IpProtocol::HopByHop,
             1 => IpProtocol::Icmp,
             2 => IpProtocol::Igmp,
             4 => IpProtocol::IpIp,
             6 => IpProtocol::Tcp,
             17 => IpProtocol::Udp,
             41 => IpProtocol::Ipv6,
+            43 => IpProtocol::Ipv6Route,
+            44 => IpProtocol::Ipv6Frag,
             47 => IpProtocol::Gre,
+            50 => IpProtocol::Esp,
+            51 => IpProtocol::Ah,
+            58 => IpProtocol::Icmpv6,
+            59 => IpProtocol::Ipv6NoNxt,
+            60 => IpProtocol::Ipv6Opts,
             89 => IpProtocol::Ospf,
             137 => IpProtocol::MplsInIp,
             other => IpProtocol::Unknown(other),
@@ -49,13 +74,21 @@ impl From<u8> for IpProtocol {
 impl From<IpProtocol> for u8 {
     fn from(v: IpProtocol) -> u8 {
         match v {
+            IpProtocol::HopByHop => 0,
             IpProtocol::Icmp => 1,
             IpProtocol::Igmp => 2,
             IpProtocol::IpIp => 4,
             IpProtocol::Tcp => 6,
             IpProtocol::Udp => 17,
             IpProtocol::Ipv6 => 41,
+            IpProtocol::Ipv6Route => 43,
+            IpProtocol::Ipv6Frag => 44,
             IpProtocol::Gre => 47,
+            IpProtocol::Esp => 50,
+            IpProtocol::Ah => 51,
+            IpProtocol::Icmpv6 => 58,
+            IpProtocol::Ipv6NoNxt => 59,
+            IpProtocol::Ipv6Opts => 60,
             IpProtocol::Ospf => 89,
             IpProtocol::MplsInIp => 137,
             IpProtocol::Unknown(other) => other,
@@ -569,6 +602,15 @@ mod tests {
         assert!(p.verify_checksum());
         assert_eq!(p.decrement_ttl(), None);
         assert_eq!(p.ttl(), 1);
+    }
+
+    #[test]
+    fn test_protocol_total() {
+        for v in 0..=u8::MAX {
+            assert_eq!(u8::from(IpProtocol::from(v)), v);
+        }
+        assert_eq!(IpProtocol::from(58), IpProtocol::Icmpv6);
+        assert_eq!(IpProtocol::from(44), IpProtocol::Ipv6Frag);
     }
 
     proptest! {

@@ -1,6 +1,7 @@
 //! Zero-copy views of the wire formats the dataplane speaks: Ethernet II with 802.1Q,
-//! ARP, IPv4, ICMPv4 (with RFC 4884 extensions), UDP, MPLS label stack entries, and the
-//! Internet checksum with RFC 1624 incremental updates.
+//! ARP, IPv4, ICMPv4 (with RFC 4884 extensions), IPv6 with its extension-header chain,
+//! UDP, MPLS label stack entries, and the Internet checksum with RFC 1624 incremental
+//! updates and the IPv4 and IPv6 pseudo-headers.
 //!
 //! Every view follows the same shape (smoltcp's `wire`): a struct wrapping a buffer
 //! `T: AsRef<[u8]>`, built with `new_checked` on received bytes (which calls
@@ -22,17 +23,19 @@ pub mod checksum;
 pub mod ethernet;
 pub mod icmpv4;
 pub mod ipv4;
+pub mod ipv6;
 pub mod mpls;
 pub mod udp;
 
 pub use arp::{ArpHardware, ArpOperation, ArpPacket, ArpRepr};
-pub use core::net::Ipv4Addr;
+pub use core::net::{Ipv4Addr, Ipv6Addr};
 pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanRepr, VlanTag};
 pub use icmpv4::{
     DstUnreachable, IcmpExtHeader, IcmpExtObject, Icmpv4Message, Icmpv4Packet, Icmpv4Repr,
     TimeExceeded,
 };
 pub use ipv4::{IpProtocol, Ipv4Packet, Ipv4Repr};
+pub use ipv6::{ExtHeaders, FragmentInfo, Ipv6Packet, Ipv6Repr};
 pub use mpls::{Label, LabelStack, Lse, LseRepr};
 pub use udp::{UdpPacket, UdpRepr};
 
@@ -48,10 +51,15 @@ pub enum WireError {
     BadVersion,
     /// A header-length field is below the minimum or points past the buffer.
     BadHeaderLen,
-    /// A length field is inconsistent (for example IPv4 total length below the header).
+    /// A length field is inconsistent (for example IPv4 total length below the header,
+    /// an IPv6 payload length past the buffer, or a zero-length neighbour discovery
+    /// option).
     BadLength,
     /// A checksum does not verify.
     BadChecksum,
+    /// A next-header field names a header that may not stand there (an IPv6
+    /// hop-by-hop options header anywhere but right after the fixed header).
+    BadNextHeader,
     /// The header is well formed but describes something this crate does not model
     /// (for example ARP for a non-Ethernet hardware type in `ArpRepr`).
     Unsupported,
@@ -65,6 +73,7 @@ impl core::fmt::Display for WireError {
             WireError::BadHeaderLen => "bad header length",
             WireError::BadLength => "bad length field",
             WireError::BadChecksum => "bad checksum",
+            WireError::BadNextHeader => "bad next header",
             WireError::Unsupported => "unsupported",
         })
     }
