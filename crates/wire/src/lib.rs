@@ -1,7 +1,7 @@
 //! Zero-copy views of the wire formats the dataplane speaks: Ethernet II with 802.1Q,
 //! ARP, IPv4, ICMPv4 (with RFC 4884 extensions), IPv6 with its extension-header chain,
-//! UDP, MPLS label stack entries, and the Internet checksum with RFC 1624 incremental
-//! updates and the IPv4 and IPv6 pseudo-headers.
+//! ICMPv6, UDP, MPLS label stack entries, and the Internet checksum with RFC 1624
+//! incremental updates and the IPv4 and IPv6 pseudo-headers.
 //!
 //! Every view follows the same shape (smoltcp's `wire`): a struct wrapping a buffer
 //! `T: AsRef<[u8]>`, built with `new_checked` on received bytes (which calls
@@ -22,6 +22,7 @@ pub mod arp;
 pub mod checksum;
 pub mod ethernet;
 pub mod icmpv4;
+pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
 pub mod mpls;
@@ -34,6 +35,7 @@ pub use icmpv4::{
     DstUnreachable, IcmpExtHeader, IcmpExtObject, Icmpv4Message, Icmpv4Packet, Icmpv4Repr,
     TimeExceeded,
 };
+pub use icmpv6::{Icmpv6Message, Icmpv6Packet, Icmpv6Repr};
 pub use ipv4::{IpProtocol, Ipv4Packet, Ipv4Repr};
 pub use ipv6::{ExtHeaders, FragmentInfo, Ipv6Packet, Ipv6Repr};
 pub use mpls::{Label, LabelStack, Lse, LseRepr};
@@ -107,4 +109,14 @@ pub(crate) fn put16(buf: &mut [u8], at: usize, v: u16) {
 #[inline(always)]
 pub(crate) fn put32(buf: &mut [u8], at: usize, v: u32) {
     buf[at..at + 4].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Bytes from a hex string (test vectors pasted from packet dumps).
+#[cfg(test)]
+pub(crate) fn from_hex(s: &str) -> std::vec::Vec<u8> {
+    assert!(s.len() % 2 == 0, "odd hex length");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit"))
+        .collect()
 }
