@@ -1,7 +1,7 @@
 //! ICMPv6 (RFC 4443): echo, the four error messages with their codes, the checksum
 //! over the IPv6 pseudo-header, and [`write_error`], which builds a whole error packet
 //! quoting as much of the offending packet as the IPv6 minimum MTU allows. Neighbour
-//! solicitations and advertisements have their own view in the `nd` module.
+//! solicitations and advertisements have their own view in [`crate::nd`].
 
 use crate::checksum;
 use crate::ipv4::IpProtocol;

@@ -1,7 +1,8 @@
 //! Zero-copy views of the wire formats the dataplane speaks: Ethernet II with 802.1Q,
 //! ARP, IPv4, ICMPv4 (with RFC 4884 extensions), IPv6 with its extension-header chain,
-//! ICMPv6, UDP, MPLS label stack entries, and the Internet checksum with RFC 1624
-//! incremental updates and the IPv4 and IPv6 pseudo-headers.
+//! ICMPv6, neighbour solicitations and advertisements, UDP, MPLS label stack entries,
+//! and the Internet checksum with RFC 1624 incremental updates and the IPv4 and IPv6
+//! pseudo-headers.
 //!
 //! Every view follows the same shape (smoltcp's `wire`): a struct wrapping a buffer
 //! `T: AsRef<[u8]>`, built with `new_checked` on received bytes (which calls
@@ -26,6 +27,7 @@ pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
 pub mod mpls;
+pub mod nd;
 pub mod udp;
 
 pub use arp::{ArpHardware, ArpOperation, ArpPacket, ArpRepr};
@@ -39,6 +41,7 @@ pub use icmpv6::{Icmpv6Message, Icmpv6Packet, Icmpv6Repr};
 pub use ipv4::{IpProtocol, Ipv4Packet, Ipv4Repr};
 pub use ipv6::{ExtHeaders, FragmentInfo, Ipv6Packet, Ipv6Repr};
 pub use mpls::{Label, LabelStack, Lse, LseRepr};
+pub use nd::{NdError, NdOption, NdOptionType, NdOptions, NdRepr, NeighborPacket};
 pub use udp::{UdpPacket, UdpRepr};
 
 /// Why a buffer could not be viewed or parsed as a given header.
