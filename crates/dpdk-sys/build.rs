@@ -57,7 +57,8 @@ fn main() {
         // PMD-specific APIs live in driver libraries that libdpdk.pc does not list.
         // The names resolve to the same files EAL loads as plugins, so nothing loads twice.
         println!("cargo:rustc-link-lib=dylib=rte_net_ring");
-        // rte_lpm / rte_fib are the peers of our FIB in the benchmarks.
+        // rte_lpm / rte_fib (and rte_lpm6 / rte_fib6, in the same libraries) are the
+        // peers of our FIB in the benchmarks.
         println!("cargo:rustc-link-lib=dylib=rte_lpm");
         println!("cargo:rustc-link-lib=dylib=rte_fib");
     }
@@ -90,11 +91,11 @@ fn main() {
         .allowlist_function(
             "rte_eal_.*|rte_eth_.*|rte_pktmbuf_pool_create(_by_ops)?|rte_mempool_.*|rte_ring_(create|free|lookup)\
              |rte_lcore_.*|rte_socket_id|rte_strerror|rte_get_tsc_hz|rte_delay_us_block\
-             |rte_lpm_(create|free|add|delete|delete_all|find_existing)|rte_fib_.*|rte_version\
+             |rte_lpm_(create|free|add|delete|delete_all|find_existing)|rte_fib_.*|rte_fib6_.*|rte_lpm6_.*|rte_version\
              |rte_pktmbuf_free_bulk|rte_get_next_lcore|rte_get_main_lcore|rte_dev_probe\
              |rte_ring_count|shim_.*",
         )
-        .allowlist_type("rte_mbuf|rte_eth_conf|rte_eth_dev_info|rte_eth_stats|rte_eth_link|rte_ether_addr|rte_lpm_config|rte_fib_conf|rte_eth_rss_conf")
+        .allowlist_type("rte_mbuf|rte_eth_conf|rte_eth_dev_info|rte_eth_stats|rte_eth_link|rte_ether_addr|rte_lpm_config|rte_fib_conf|rte_lpm6_config|rte_fib6_conf|rte_eth_rss_conf")
         .allowlist_var("RTE_.*|RING_F_.*|SOCKET_ID_ANY")
         .blocklist_type("max_align_t")
         .opaque_type("rte_arp_hdr|rte_arp_ipv4|rte_l2tpv2_combined_msg_hdr|rte_gtp_psc_generic_hdr")

@@ -12,6 +12,8 @@
 #include <rte_eth_ring.h>
 #include <rte_lpm.h>
 #include <rte_fib.h>
+#include <rte_fib6.h>
+#include <rte_lpm6.h>
 #include <rte_version.h>
 #include <rte_dev.h>
 #include "shim.h"
