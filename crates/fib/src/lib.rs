@@ -129,12 +129,18 @@
 //! rewritten in place — the hierarchical FIB / BGP PIC idea: no prefix is touched.
 //! Adjacencies are per (interface, neighbour), shared by all legs, refcounted;
 //! [`Fib::neighbor_set`] flips every user at once.
+//!
+//! # IPv6
+//!
+//! Not forwarded yet. [`Lpm6`] is the IPv6 lookup structure (a Poptrie over 128-bit
+//! keys, built whole from an [`Lpm6Trie`]); the FIB does not use it yet.
 #![forbid(unsafe_code)]
 
 mod arena;
 mod fib;
 mod index;
 mod lpm;
+mod lpm6;
 mod model;
 mod prefix;
 mod qsbr;
@@ -144,6 +150,7 @@ mod trie;
 pub use arena::{FastHasher, FastMap, FastSet};
 pub use fib::{Batch, Fib, MAX_BUCKETS, MAX_RESULTS, MemoryUsage};
 pub use lpm::{DIRECT_BITS, UpdateStats};
+pub use lpm6::{LPM6_DIRECT_BITS, LPM6_MAX_RESULT, Lpm6, Lpm6Trie};
 pub use model::{
     Action, Adjacency, FibError, Interface, Ipv4Prefix, MAX_LABEL_VALUE, MAX_LABELS, MAX_PATHS,
     Path, RouteKind, TableId, Via,
