@@ -51,3 +51,111 @@ pub fn load_v4() -> Vec<(u32, u8, u32)> {
     );
     rib
 }
+
+/// The 2024 dual-stack table (`shared/data/prefixes-2024-v4v6.txt.gz`, one
+/// `prefix/len` per line, 160,147 IPv6 prefixes) beside the repository.
+pub fn path_2024() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/prefixes-2024-v4v6.txt.gz")
+}
+
+/// IPv6 prefixes of the 2024 table as (network with host bits cleared, length,
+/// line index + 1), and whether they came from the file: without it, a synthetic
+/// table of the same size and length mix ([`synthetic_v6`]).
+pub fn load_v6_2024() -> (Vec<(u128, u8, u32)>, bool) {
+    let path = path_2024();
+    let Ok(f) = std::fs::File::open(&path) else {
+        eprintln!(
+            "{} not found: using a synthetic table of the same size and shape",
+            path.display()
+        );
+        return (synthetic_v6(V6_PREFIXES_2024), false);
+    };
+    let mut out = Vec::with_capacity(V6_PREFIXES_2024);
+    for (i, line) in BufReader::new(flate2::read::GzDecoder::new(f))
+        .lines()
+        .enumerate()
+    {
+        let line = line.expect("read the 2024 table");
+        let Some((a, l)) = line.trim().split_once('/') else {
+            continue;
+        };
+        let (Ok(a), Ok(l)) = (a.parse::<std::net::Ipv6Addr>(), l.parse::<u8>()) else {
+            continue;
+        };
+        if l > 128 {
+            continue;
+        }
+        out.push((u128::from(a) & mask6(l), l, i as u32 + 1));
+    }
+    assert!(
+        out.len() > 150_000,
+        "{}: only {} IPv6 prefixes",
+        path.display(),
+        out.len()
+    );
+    (out, true)
+}
+
+/// IPv6 prefixes in the 2024 table.
+pub const V6_PREFIXES_2024: usize = 160_147;
+
+/// Network mask of an IPv6 prefix of length `l <= 128`.
+pub fn mask6(l: u8) -> u128 {
+    if l == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(l))
+    }
+}
+
+/// `n` distinct IPv6 prefixes with the 2024 table's length mix (per cent: /48 47,
+/// /32 14, /44 9, /40 8, /36 4, /29 3, the rest spread over /19-/64), clustered the
+/// way allocations are: the longer ones inside 20,000 random /32s of 2000::/4, so
+/// that prefixes nest. Ids are index + 1.
+pub fn synthetic_v6(n: usize) -> Vec<(u128, u8, u32)> {
+    use rand::{Rng, SeedableRng};
+    const MIX: [(u8, u32); 16] = [
+        (19, 1),
+        (24, 1),
+        (28, 2),
+        (29, 3),
+        (30, 1),
+        (32, 14),
+        (33, 2),
+        (36, 4),
+        (40, 8),
+        (42, 2),
+        (44, 9),
+        (46, 2),
+        (47, 2),
+        (48, 47),
+        (56, 1),
+        (64, 1),
+    ];
+    let total: u32 = MIX.iter().map(|m| m.1).sum();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2024);
+    let top = |r: &mut rand::rngs::StdRng| (2u128 << 124) | (r.random::<u128>() >> 4);
+    let blocks: Vec<u128> = (0..20_000).map(|_| top(&mut rng) & mask6(32)).collect();
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let mut w = rng.random_range(0..total);
+        let len = MIX
+            .iter()
+            .find(|m| {
+                let hit = w < m.1;
+                w = w.saturating_sub(m.1);
+                hit
+            })
+            .map_or(48, |m| m.0);
+        let a = if len <= 32 {
+            top(&mut rng)
+        } else {
+            blocks[rng.random_range(0..blocks.len())] | (rng.random::<u128>() >> 32)
+        } & mask6(len);
+        if seen.insert((a, len)) {
+            out.push((a, len, out.len() as u32 + 1));
+        }
+    }
+    out
+}

@@ -1,0 +1,326 @@
+//! IPv6 longest-prefix match on the 2024 table's 160,147 IPv6 prefixes: `fib::Lpm6`
+//! (variants by direct bits) against DPDK's `rte_fib6` (TRIE, 4-byte next hops,
+//! `rte_fib6_lookup_bulk`) and `rte_lpm6` (`rte_lpm6_lookup_bulk_func`), all fed
+//! the same table and the same keys, in the same process, on one core.
+//!
+//! Keys: 2^20 addresses drawn from the table's prefixes (a random prefix, then
+//! random host bits). Result id of a prefix = its line index in the file + 1. Every
+//! structure's answers are checked against a plain binary trie on a sample before
+//! anything is timed (a mismatch panics).
+//!
+//! Reported: full-table load time (ours: trie inserts + build; DPDK: one add per
+//! prefix), memory per prefix (ours: the lookup arrays; `rte_fib6` / `rte_lpm6`:
+//! their 24-bit first level plus the tbl8 groups the table needs, from the
+//! configuration), and cycles per lookup at batch 256 over interleaved rounds
+//! (median and best pass).
+//!
+//! Run: `cargo bench -p benches --bench lpm6` (needs hugepages for DPDK).
+//! Without `shared/data/prefixes-2024-v4v6.txt.gz` beside the repository it runs
+//! on a synthetic table of the same size and length mix.
+#![deny(unsafe_code)]
+
+use std::hint::black_box;
+use std::net::Ipv6Addr;
+use std::time::Instant;
+
+use benches::cycles::{rdtsc, tsc_hz};
+use benches::rib::{load_v6_2024, mask6};
+use dataplane::dpdk::Eal;
+use dataplane::dpdk::peers::{RteFib6, RteLpm6};
+use fib::{Ipv6Prefix, Lpm6, Lpm6Trie};
+use rand::{Rng, SeedableRng};
+
+const KEYS: usize = 1 << 20;
+const BATCH: usize = 256;
+const ROUNDS: usize = 11;
+/// Direct bits of the `fib::Lpm6` variants measured.
+const VARIANTS: [u32; 3] = [16, 20, 24];
+
+type Table = Vec<(u128, u8, u32)>;
+
+fn prefix(a: u128, l: u8) -> Ipv6Prefix {
+    Ipv6Prefix::new_truncated(Ipv6Addr::from(a), l).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn load_trie(t: &Table) -> Lpm6Trie {
+    let mut trie = Lpm6Trie::new();
+    for &(a, l, id) in t {
+        trie.insert(prefix(a, l), id);
+    }
+    trie
+}
+
+/// tbl8 groups a DIR-24-8-8-... structure (`rte_fib6` TRIE, `rte_lpm6`) needs for
+/// `t`: one per distinct (24 + 8k)-bit prefix under which some route is longer.
+fn tbl8_needed(t: &Table) -> usize {
+    let mut groups = std::collections::HashSet::new();
+    for &(a, l, _) in t {
+        let mut d = 24u8;
+        while d < l {
+            groups.insert((a & mask6(d), d));
+            d += 8;
+        }
+    }
+    groups.len()
+}
+
+/// tbl8 groups `rte_fib6` (TRIE) reserves for `t` before it adds a route: per route
+/// longer than /24, the 8-bit levels between it and its longest covering route (or
+/// /24), whether or not groups end up shared. It refuses a route (`ENOSPC`) when the
+/// reservations would pass its pool, so the pool must be sized for this sum.
+fn tbl8_reserved(t: &Table) -> usize {
+    let set: std::collections::HashSet<(u128, u8)> = t.iter().map(|&(a, l, _)| (a, l)).collect();
+    let ceil8 = |d: u8| usize::from(d).div_ceil(8) * 8;
+    t.iter()
+        .filter(|p| p.1 > 24)
+        .map(|&(a, l, _)| {
+            let parent = (0..l)
+                .rev()
+                .find(|&d| set.contains(&(a & mask6(d), d)))
+                .unwrap_or(0);
+            (ceil8(l) - ceil8(parent.max(24))) / 8
+        })
+        .sum()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Impl {
+    Ours(usize),
+    RteFib6,
+    RteLpm6,
+}
+
+struct Tables {
+    ours: Vec<Lpm6>,
+    fib6: RteFib6,
+    lpm6: RteLpm6,
+}
+
+/// One pass over all keys in batches of [`BATCH`]; returns a checksum.
+fn pass(t: &Tables, which: Impl, keys: &[u128], bytes: &[[u8; 16]]) -> u64 {
+    let mut out = [0u32; BATCH];
+    let mut out64 = [0u64; BATCH];
+    let mut outi = [0i32; BATCH];
+    let mut sum = 0u64;
+    match which {
+        Impl::Ours(v) => {
+            let l = &t.ours[v];
+            for c in keys.chunks(BATCH) {
+                l.lookup_burst(c, &mut out[..c.len()]);
+                sum = sum.wrapping_add(u64::from(out[0]));
+            }
+        }
+        Impl::RteFib6 => {
+            for c in bytes.chunks(BATCH) {
+                t.fib6.lookup_bulk(c, &mut out64[..c.len()]);
+                sum = sum.wrapping_add(out64[0]);
+            }
+        }
+        Impl::RteLpm6 => {
+            for c in bytes.chunks(BATCH) {
+                t.lpm6.lookup_bulk(c, &mut outi[..c.len()]);
+                sum = sum.wrapping_add(outi[0] as u64);
+            }
+        }
+    }
+    black_box(sum)
+}
+
+fn main() {
+    let (table, real) = load_v6_2024();
+    println!(
+        "IPv6 table: {} prefixes ({})",
+        table.len(),
+        if real {
+            "2024 table"
+        } else {
+            "synthetic stand-in"
+        }
+    );
+    let mut rng = rand::rngs::StdRng::seed_from_u64(6);
+    let keys: Vec<u128> = (0..KEYS)
+        .map(|_| {
+            let (a, l, _) = table[rng.random_range(0..table.len())];
+            a | (rng.random::<u128>() & !mask6(l))
+        })
+        .collect();
+    let bytes: Vec<[u8; 16]> = keys.iter().map(|k| k.to_be_bytes()).collect();
+
+    // ---- ours: load time and memory (before EAL pins this thread) ----
+    let t0 = Instant::now();
+    let trie = load_trie(&table);
+    let trie_time = t0.elapsed();
+    let mut ours = Vec::new();
+    for bits in VARIANTS {
+        let t0 = Instant::now();
+        let l = Lpm6::build(&trie, bits);
+        let build = t0.elapsed();
+        let (nodes, leaves) = l.counts();
+        println!(
+            "fib::Lpm6 direct {bits}: load {:.0?} (trie {trie_time:.0?} + build {build:.0?}); {:.2} MiB = {:.1} B/prefix ({nodes} nodes, {leaves} leaves)",
+            trie_time + build,
+            l.memory_bytes() as f64 / 1048576.0,
+            l.memory_bytes() as f64 / table.len() as f64
+        );
+        ours.push(l);
+    }
+    // The whole-table load of the chosen variant, alone (trie + build).
+    let mut loads = Vec::new();
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let l = Lpm6::build(&load_trie(&table), fib::LPM6_DIRECT_BITS);
+        loads.push(t0.elapsed());
+        black_box(l);
+    }
+    loads.sort();
+    println!(
+        "fib::Lpm6 direct {} full load (trie inserts + build), median of 3: {:.0?}",
+        fib::LPM6_DIRECT_BITS,
+        loads[1]
+    );
+
+    // ---- DPDK peers ----
+    let eal = Eal::init(&[
+        "lpm6-bench",
+        "--no-pci",
+        "--in-memory",
+        "-l",
+        "0",
+        "--log-level=*:error",
+    ])
+    .unwrap_or_else(|e| panic!("EAL: {e}"));
+    let needed = tbl8_needed(&table);
+    let reserved = tbl8_reserved(&table);
+    let tbl8 = (needed.max(reserved) + 1024) as u32;
+    // rte_fib6's RIB counts its internal branch nodes against max_routes too.
+    let rules = (table.len() * 2 + 1024) as u32;
+    let mut fib6 =
+        RteFib6::new(eal, "bench_fib6", rules, tbl8, 0).unwrap_or_else(|e| panic!("{e}"));
+    let t0 = Instant::now();
+    for &(a, l, id) in &table {
+        fib6.add(&a.to_be_bytes(), l, u64::from(id))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let fib6_load = t0.elapsed();
+    let mut lpm6 = RteLpm6::new(eal, "bench_lpm6", rules, tbl8).unwrap_or_else(|e| panic!("{e}"));
+    let t0 = Instant::now();
+    for &(a, l, id) in &table {
+        lpm6.add(&a.to_be_bytes(), l, id)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let lpm6_load = t0.elapsed();
+    // Both: a 2^24-entry first level and 256-entry tbl8 groups of 4-byte entries.
+    let dpdk_bytes = |groups: usize| (1usize << 24) * 4 + groups * 256 * 4;
+    println!("load: rte_fib6 {fib6_load:.0?}, rte_lpm6 {lpm6_load:.0?} (one add per prefix)");
+    println!(
+        "rte_fib6 (4-byte next hops) / rte_lpm6 memory: tbl24 64 MiB + 1 KiB per tbl8 group: as configured ({tbl8} groups; rte_fib6 reserves {reserved}) {:.1} MiB = {:.0} B/prefix; groups in use ({needed}) {:.1} MiB = {:.0} B/prefix (rules / RIB not counted)",
+        dpdk_bytes(tbl8 as usize) as f64 / 1048576.0,
+        dpdk_bytes(tbl8 as usize) as f64 / table.len() as f64,
+        dpdk_bytes(needed) as f64 / 1048576.0,
+        dpdk_bytes(needed) as f64 / table.len() as f64
+    );
+
+    let t = Tables { ours, fib6, lpm6 };
+
+    // ---- differential check on a sample: every structure against the binary trie ----
+    let mut sample: Vec<u128> = keys.iter().take(50_000).copied().collect();
+    sample.extend((0..10_000).map(|_| rng.random::<u128>()));
+    for &(a, l, _) in table.iter().step_by(16) {
+        sample.push(a);
+        sample.push(a | !mask6(l));
+        sample.push(a.wrapping_sub(1));
+        sample.push((a | !mask6(l)).wrapping_add(1));
+    }
+    let want: Vec<u32> = sample.iter().map(|&k| trie.lookup(k)).collect();
+    let sb: Vec<[u8; 16]> = sample.iter().map(|k| k.to_be_bytes()).collect();
+    let mut got = vec![0u32; sample.len()];
+    for l in &t.ours {
+        l.lookup_burst(&sample, &mut got);
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                g,
+                w,
+                "Lpm6 direct {}: {}",
+                l.direct_bits(),
+                Ipv6Addr::from(sample[i])
+            );
+            assert_eq!(l.lookup(sample[i]), w);
+        }
+    }
+    let mut g64 = vec![0u64; sample.len()];
+    let mut gi = vec![0i32; sample.len()];
+    t.fib6.lookup_bulk(&sb, &mut g64);
+    t.lpm6.lookup_bulk(&sb, &mut gi);
+    for (i, &w) in want.iter().enumerate() {
+        assert_eq!(
+            g64[i],
+            u64::from(w),
+            "rte_fib6: {}",
+            Ipv6Addr::from(sample[i])
+        );
+        let l = if gi[i] < 0 { 0 } else { gi[i] as u32 };
+        assert_eq!(l, w, "rte_lpm6: {}", Ipv6Addr::from(sample[i]));
+    }
+    println!(
+        "answers agree with the binary trie on {} keys",
+        sample.len()
+    );
+
+    // ---- lookups: ROUNDS rounds, every case once per round (interleaved) ----
+    let mut cases: Vec<(Impl, String)> = VARIANTS
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (Impl::Ours(i), format!("fib::Lpm6 direct {b}")))
+        .collect();
+    cases.push((Impl::RteFib6, "rte_fib6 (trie)".into()));
+    cases.push((Impl::RteLpm6, "rte_lpm6".into()));
+    for &(w, _) in &cases {
+        pass(&t, w, &keys, &bytes); // warm
+    }
+    let mut samples: Vec<Vec<u64>> = vec![Vec::new(); cases.len()];
+    let t0 = Instant::now();
+    for _ in 0..ROUNDS {
+        for (j, &(w, _)) in cases.iter().enumerate() {
+            let c0 = rdtsc();
+            pass(&t, w, &keys, &bytes);
+            samples[j].push(rdtsc() - c0);
+        }
+    }
+    let hz = tsc_hz() as f64;
+    println!(
+        "\nIPv6 lookups, keys drawn from the table's prefixes, 2^20 keys per pass, batch {BATCH}, {ROUNDS} interleaved rounds ({:.1?}), TSC {:.2} GHz",
+        t0.elapsed(),
+        hz / 1e9
+    );
+    let rows: Vec<(f64, f64)> = samples
+        .iter_mut()
+        .map(|v| {
+            v.sort_unstable();
+            (
+                v[ROUNDS / 2] as f64 / KEYS as f64,
+                v[0] as f64 / KEYS as f64,
+            )
+        })
+        .collect();
+    let find = |w: Impl| {
+        cases
+            .iter()
+            .position(|c| c.0 == w)
+            .map_or((1.0, 1.0), |j| rows[j])
+    };
+    let (fib6, lpm6) = (find(Impl::RteFib6), find(Impl::RteLpm6));
+    println!(
+        "| impl | cycles/lookup (median) | M lookups/s (median) | vs rte_fib6 | vs rte_lpm6 | M lookups/s (best) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (j, (_, name)) in cases.iter().enumerate() {
+        let (med, best) = rows[j];
+        println!(
+            "| {name} | {med:.1} | {:.1} | {:.2}x | {:.2}x | {:.1} |",
+            hz / med / 1e6,
+            fib6.0 / med,
+            lpm6.0 / med,
+            hz / best / 1e6
+        );
+    }
+}
