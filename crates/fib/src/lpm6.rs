@@ -3,21 +3,28 @@
 //! read lock-free through `&self`, built whole from an [`Lpm6Trie`].
 //!
 //! Layout (all atomic words, as in [`crate::lpm`]):
-//! - `direct[key >> (128 - direct_bits)]`: [`LEAF`] | result id when nothing longer
-//!   than the direct bits lies under the entry, else the index of the node that
-//!   resolves the next 6 bits;
+//! - `octant[key >> 125]`: where the direct entries of that eighth of the address
+//!   space start, and the mask of the key bits that index them: an eighth with a
+//!   route longer than /3 gets 2^(direct_bits - 3) entries, any other one entry. A
+//!   real table only has routes in 2000::/3, so a 24-bit direct level costs 8 MiB,
+//!   not 64;
+//! - `direct`: [`LEAF`] | result id when nothing longer than the direct bits lies
+//!   under the entry, else the index of the node that resolves the next 6 bits;
 //! - `nodes`: three words per node, `vector` (bit v: child v is a node), `leafvec`
 //!   (bit v: a run of equal leaves starts at child v), `base0 | base1 << 32` (first
 //!   leaf, first child node). A node's child nodes are contiguous and so are its
-//!   leaves, so child v is found with one `popcnt` of the bits below v;
+//!   leaves, so child v is found with one `popcnt` of the bits below v. Node 0 is
+//!   the [`SINK`]: no children, no leaves;
 //! - `leaves`: result ids, one per run.
 //!
-//! A lookup reads one direct entry, one node per 6 bits below the direct bits down
-//! to the stride that holds its longest match, and one leaf. The batched lookup
-//! ([`Lpm6::lookup_burst`]) walks the whole burst level by level: each pass reads
-//! the current node of every key still walking, so the loads of one pass are
-//! independent and their cache misses overlap, then a last pass reads every key's
-//! leaf.
+//! A lookup reads one octant word (L1-resident), one direct entry, then one node per
+//! 6 bits down to bit [`FIXED_END`] (/48: nearly every route of a real table), the
+//! same number of steps for every key (a walk that reached its leaf idles in the
+//! sink), so no branch depends on the key; then one leaf. Only keys under a route
+//! longer than /48 walk on, one branch per level. The batched lookup
+//! ([`Lpm6::lookup_burst`]) takes the whole burst level by level: each pass reads
+//! the current node of every key, so the loads of one pass are independent and their
+//! cache misses overlap, and a last pass reads the leaves.
 //!
 //! This first version is rebuilt whole from the trie ([`Lpm6::build`]); a published
 //! structure is never modified, so a reader holding it sees one table throughout.
@@ -36,11 +43,22 @@ pub const LPM6_MAX_RESULT: u32 = 1 << 31;
 /// Direct bits chosen by measurement (see the crate documentation and
 /// `benches/RESULTS-fib6.md`).
 pub const LPM6_DIRECT_BITS: u32 = 20;
+/// Bits that pick an eighth of the address space, each with a direct block of its
+/// own only if routes longer than /3 lie in it (global unicast, 2000::/3, holds
+/// every route of a real table).
+const OCTANT_BITS: u32 = 3;
 /// Flag of a direct entry that holds a result id.
 const LEAF: u32 = 1 << 31;
 const STRIDE: u32 = 6;
 /// Keys a burst walks together (longer slices go in chunks of this).
 const BURST: usize = 256;
+/// Every lookup walks the levels down to this bit, branch-free (most routes of a
+/// real table are /48 or shorter); only keys under a longer route go further.
+const FIXED_END: u32 = 48;
+/// Node 0: no child node, no leaf. A walk that reached its leaf idles here.
+const SINK: u32 = 0;
+/// A leaf index no leaf has.
+const NO_LEAF: u32 = u32::MAX;
 
 /// One node's words: `vector`, `leafvec`, `base0 | base1 << 32`.
 type Node = [AtomicU64; 3];
@@ -63,6 +81,10 @@ fn upto(v: u32) -> u64 {
 #[derive(Debug)]
 pub struct Lpm6 {
     direct_bits: u32,
+    /// Per eighth of the address space (the key's top 3 bits): its first entry in
+    /// `direct` | the mask of the key's next `direct_bits - 3` bits << 32 (0 when
+    /// nothing is longer than /3 there: one entry).
+    octant: [AtomicU64; 8],
     direct: Box<[AtomicU32]>,
     nodes: Box<[Node]>,
     leaves: Box<[AtomicU32]>,
@@ -80,17 +102,47 @@ enum Kid {
 struct Build<'t> {
     trie: &'t Lpm6Trie,
     direct_bits: u32,
+    octant: [u64; 8],
     direct: Vec<u32>,
     nodes: Vec<[u64; 3]>,
     leaves: Vec<u32>,
 }
 
 impl Build<'_> {
+    /// Gives each eighth of the address space (`octant[pos]`, for trie node `t` at
+    /// `depth` <= 3, or [`NIL`]) its direct entries: a block of 2^(direct_bits - 3)
+    /// when a route is longer than /3 in it, else one entry; `best` includes `t`'s
+    /// own route.
+    fn octants(&mut self, t: u32, depth: u32, pos: usize, best: u32) {
+        if depth == OCTANT_BITS {
+            let base = self.direct.len();
+            if t != NIL && self.trie.has_children(t) {
+                let len = 1usize << (self.direct_bits - OCTANT_BITS);
+                self.direct.resize(base + len, 0);
+                self.octant[pos] = base as u64 | ((len as u64 - 1) << 32);
+                self.direct(base, t, depth, 0, best);
+            } else {
+                self.direct.push(LEAF | best);
+                self.octant[pos] = base as u64;
+            }
+            return;
+        }
+        for b in 0..2 {
+            let c = if t == NIL {
+                NIL
+            } else {
+                self.trie.node(t).child[b]
+            };
+            let id = if c == NIL { NIL } else { self.trie.node(c).id };
+            self.octants(c, depth + 1, pos * 2 + b, if id != NIL { id } else { best });
+        }
+    }
+
     /// Fills the direct entries under trie node `t` (at `depth`, entries from
-    /// `pos << (direct_bits - depth)`); `best` includes `t`'s own route.
-    fn direct(&mut self, t: u32, depth: u32, pos: usize, best: u32) {
+    /// `base + (pos << (direct_bits - depth))`); `best` includes `t`'s own route.
+    fn direct(&mut self, base: usize, t: u32, depth: u32, pos: usize, best: u32) {
         if depth == self.direct_bits {
-            self.direct[pos] = if self.trie.has_children(t) {
+            self.direct[base + pos] = if self.trie.has_children(t) {
                 let slot = self.nodes.len() as u32;
                 self.nodes.push([0; 3]);
                 self.node(t, best, slot);
@@ -101,8 +153,9 @@ impl Build<'_> {
             return;
         }
         let span = 1usize << (self.direct_bits - depth);
+        let d = &mut self.direct[base..];
         if !self.trie.has_children(t) {
-            self.direct[pos * span..(pos + 1) * span].fill(LEAF | best);
+            d[pos * span..(pos + 1) * span].fill(LEAF | best);
             return;
         }
         for b in 0..2 {
@@ -110,10 +163,10 @@ impl Build<'_> {
             let p = pos * 2 + b;
             if c == NIL {
                 let half = span / 2;
-                self.direct[p * half..(p + 1) * half].fill(LEAF | best);
+                self.direct[base + p * half..base + (p + 1) * half].fill(LEAF | best);
             } else {
                 let id = self.trie.node(c).id;
-                self.direct(c, depth + 1, p, if id != NIL { id } else { best });
+                self.direct(base, c, depth + 1, p, if id != NIL { id } else { best });
             }
         }
     }
@@ -205,13 +258,16 @@ impl Lpm6 {
         let mut b = Build {
             trie,
             direct_bits,
-            direct: vec![0; 1 << direct_bits],
+            octant: [0; 8],
+            direct: Vec::new(),
             nodes: Vec::with_capacity(trie.len() * 2),
             leaves: Vec::with_capacity(trie.len() * 4),
         };
-        b.direct(0, 0, 0, if root != NIL { root } else { 0 });
+        b.nodes.push([0; 3]); // SINK
+        b.octants(0, 0, 0, if root != NIL { root } else { 0 });
         Self {
             direct_bits,
+            octant: b.octant.map(AtomicU64::new),
             direct: b.direct.into_iter().map(AtomicU32::new).collect(),
             nodes: b.nodes.into_iter().map(|n| n.map(AtomicU64::new)).collect(),
             leaves: b.leaves.into_iter().map(AtomicU32::new).collect(),
@@ -225,7 +281,10 @@ impl Lpm6 {
 
     /// Bytes of the reader-visible arrays.
     pub fn memory_bytes(&self) -> usize {
-        self.direct.len() * 4 + self.nodes.len() * size_of::<Node>() + self.leaves.len() * 4
+        size_of::<[AtomicU64; 8]>()
+            + self.direct.len() * 4
+            + self.nodes.len() * size_of::<Node>()
+            + self.leaves.len() * 4
     }
 
     /// Number of nodes (below the direct array) and of leaves.
@@ -235,9 +294,64 @@ impl Lpm6 {
 
     #[inline(always)]
     fn direct_entry(&self, key: u128) -> u32 {
+        let o = self.octant[(key >> (128 - OCTANT_BITS)) as usize & 7].load(Ordering::Relaxed);
+        let i =
+            (o as u32).wrapping_add((key >> (128 - self.direct_bits)) as u32 & (o >> 32) as u32);
         self.direct
-            .get((key >> (128 - self.direct_bits)) as usize)
+            .get(i as usize)
             .map_or(LEAF, |d| d.load(Ordering::Acquire))
+    }
+
+    /// Levels every lookup takes below the direct array, branch-free: down to bit
+    /// [`FIXED_END`].
+    #[inline(always)]
+    fn fixed_levels(&self) -> u32 {
+        FIXED_END.saturating_sub(self.direct_bits).div_ceil(STRIDE)
+    }
+
+    /// One fixed level of a walk at bit `offset` (< 59) of the key's high word `hi`:
+    /// from node `*idx` down to a child node, or (`*done` set) to the [`SINK`]
+    /// with the leaf index in `*res`. A walk that is done stays in the sink, where
+    /// nothing changes. No branch depends on the key.
+    #[inline(always)]
+    fn descend(&self, hi: u64, idx: &mut u32, res: &mut u32, done: &mut bool, offset: u32) {
+        let (vector, leafvec, bases) = self.nodes.get(*idx as usize).map_or((0, 0, 0), |n| {
+            (
+                n[0].load(Ordering::Relaxed),
+                n[1].load(Ordering::Relaxed),
+                n[2].load(Ordering::Relaxed),
+            )
+        });
+        let c = ((hi << (offset & 63)) >> 58) as u32;
+        let below = upto(c);
+        let is_node = (vector >> c) & 1 != 0;
+        // One popcnt: of the child nodes below c if c is one, else of the runs.
+        let (bits, base) = if is_node {
+            (vector, (bases >> 32) as u32)
+        } else {
+            (leafvec, bases as u32)
+        };
+        let i = base
+            .wrapping_add((bits & below).count_ones())
+            .wrapping_sub(1);
+        *res = if *done || is_node { *res } else { i };
+        *done |= !is_node;
+        *idx = if is_node { i } else { SINK };
+    }
+
+    /// The rest of a walk below the fixed levels, from node `idx` at bit `offset`
+    /// (routes longer than [`FIXED_END`] and whatever lies beside them: rare).
+    #[inline(never)]
+    fn walk(&self, key: u128, mut idx: u32, mut offset: u32) -> u32 {
+        loop {
+            match self.step(key, idx, offset) {
+                Ok(l) => return self.leaf(l),
+                Err(next) => {
+                    idx = next;
+                    offset += STRIDE;
+                }
+            }
+        }
     }
 
     /// One step from node `idx` entered at bit `offset`: `Ok(leaf index)`, or
@@ -270,29 +384,33 @@ impl Lpm6 {
     }
 
     /// Longest-prefix match of one key: the result id, 0 if nothing matches.
+    ///
+    /// The walk down to bit 48 takes the same steps for every key (a key
+    /// whose match ends earlier idles in the sink node), so no branch depends on
+    /// the key and the core overlaps the walks of consecutive lookups.
     #[inline]
     pub fn lookup(&self, key: u128) -> u32 {
         let d = self.direct_entry(key);
-        if d & LEAF != 0 {
-            return d & !LEAF;
+        let hi = (key >> 64) as u64;
+        let direct_leaf = d & LEAF != 0;
+        let (mut idx, mut res, mut done) = (if direct_leaf { SINK } else { d }, 0u32, direct_leaf);
+        let mut offset = self.direct_bits;
+        for _ in 0..self.fixed_levels() {
+            self.descend(hi, &mut idx, &mut res, &mut done, offset);
+            offset += STRIDE;
         }
-        let (mut idx, mut offset) = (d, self.direct_bits);
-        loop {
-            match self.step(key, idx, offset) {
-                Ok(l) => return self.leaf(l),
-                Err(next) => {
-                    idx = next;
-                    offset += STRIDE;
-                }
-            }
+        if !done {
+            return self.walk(key, idx, offset);
         }
+        let l = self.leaf(res);
+        if direct_leaf { d & !LEAF } else { l }
     }
 
     /// Batched lookup of `min(keys.len(), out.len())` keys, level by level: a pass
-    /// reads every key's direct entry, then each pass takes every key still walking
-    /// one node down (its loads independent of each other, so their cache misses
-    /// overlap, which is what software prefetch buys DPDK's lookups), and a last pass
-    /// reads the leaves.
+    /// reads every key's direct entry, then one pass per fixed level takes every key
+    /// one node down (the loads of a pass are independent of each other, so their
+    /// cache misses overlap: what software prefetch buys DPDK's lookups), and a last
+    /// pass reads the leaves.
     pub fn lookup_burst(&self, keys: &[u128], out: &mut [u32]) {
         let n = keys.len().min(out.len());
         for (k, o) in keys[..n].chunks(BURST).zip(out[..n].chunks_mut(BURST)) {
@@ -303,47 +421,37 @@ impl Lpm6 {
     /// [`Lpm6::lookup_burst`] on at most [`BURST`] keys.
     #[inline]
     fn burst(&self, keys: &[u128], out: &mut [u32]) {
-        // Per key: the node it is at, then its leaf index; `walking` lists the keys
-        // still at a node, `leafy` the keys that end at a leaf.
-        let mut at = [0u32; BURST];
-        let mut walking = [0u8; BURST];
-        let mut leafy = [0u8; BURST];
-        let (mut nw, mut nl) = (0usize, 0usize);
-        for (i, (k, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
+        let n = keys.len().min(out.len()).min(BURST);
+        let (keys, out) = (&keys[..n], &mut out[..n]);
+        let mut idx = [SINK; BURST];
+        let mut res = [NO_LEAF; BURST];
+        let mut done = [false; BURST];
+        for (((k, o), x), dn) in keys.iter().zip(out.iter_mut()).zip(&mut idx).zip(&mut done) {
             let d = self.direct_entry(*k);
-            *o = d & !LEAF;
-            at[i] = d;
-            walking[nw] = i as u8;
-            nw += usize::from(d & LEAF == 0);
+            let direct_leaf = d & LEAF != 0;
+            *o = if direct_leaf { d & !LEAF } else { 0 };
+            *x = if direct_leaf { SINK } else { d };
+            *dn = direct_leaf;
         }
         let mut offset = self.direct_bits;
-        while nw > 0 {
-            let mut still = 0usize;
-            for j in 0..nw {
-                let i = usize::from(walking[j]);
-                let (Some(&k), Some(a)) = (keys.get(i), at.get_mut(i)) else {
-                    continue;
-                };
-                match self.step(k, *a, offset) {
-                    Ok(l) => {
-                        *a = l;
-                        leafy[nl] = i as u8;
-                        nl += 1;
-                    }
-                    Err(next) => {
-                        *a = next;
-                        walking[still] = i as u8;
-                        still += 1;
-                    }
-                }
+        for _ in 0..self.fixed_levels() {
+            for (((k, x), r), dn) in keys.iter().zip(&mut idx).zip(&mut res).zip(&mut done) {
+                self.descend((*k >> 64) as u64, x, r, dn, offset);
             }
-            nw = still;
             offset += STRIDE;
         }
-        for &i in &leafy[..nl] {
-            let i = usize::from(i);
-            if let (Some(o), Some(&a)) = (out.get_mut(i), at.get(i)) {
-                *o = self.leaf(a);
+        for (((o, k), (&x, &r)), &dn) in out
+            .iter_mut()
+            .zip(keys)
+            .zip(idx.iter().zip(&res))
+            .zip(&done)
+        {
+            if !dn {
+                *o = self.walk(*k, x, offset);
+            } else {
+                // (`res` stays `NO_LEAF` for a key answered by the direct array.)
+                let l = self.leaf(r);
+                *o = if r == NO_LEAF { *o } else { l };
             }
         }
     }
