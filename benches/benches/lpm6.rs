@@ -14,7 +14,8 @@
 //! configuration), and cycles per lookup at batch 256 over interleaved rounds
 //! (median and best pass).
 //!
-//! Run: `cargo bench -p benches --bench lpm6` (needs hugepages for DPDK).
+//! Run: `cargo bench -p benches --bench lpm6` (needs hugepages for DPDK);
+//! `LPM6_HOT=n` draws the keys from `n` random prefixes only.
 //! Without `shared/data/prefixes-2024-v4v6.txt.gz` beside the repository it runs
 //! on a synthetic table of the same size and length mix.
 #![deny(unsafe_code)]
@@ -86,6 +87,8 @@ fn tbl8_reserved(t: &Table) -> usize {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Impl {
     Ours(usize),
+    /// One `lookup` per key (no batching), for comparison.
+    OursScalar(usize),
     RteFib6,
     RteLpm6,
 }
@@ -107,6 +110,15 @@ fn pass(t: &Tables, which: Impl, keys: &[u128], bytes: &[[u8; 16]]) -> u64 {
             let l = &t.ours[v];
             for c in keys.chunks(BATCH) {
                 l.lookup_burst(c, &mut out[..c.len()]);
+                sum = sum.wrapping_add(u64::from(out[0]));
+            }
+        }
+        Impl::OursScalar(v) => {
+            let l = &t.ours[v];
+            for c in keys.chunks(BATCH) {
+                for (o, &k) in out.iter_mut().zip(c) {
+                    *o = l.lookup(k);
+                }
                 sum = sum.wrapping_add(u64::from(out[0]));
             }
         }
@@ -138,9 +150,19 @@ fn main() {
         }
     );
     let mut rng = rand::rngs::StdRng::seed_from_u64(6);
+    // `LPM6_HOT=n`: keys from n random prefixes only (a cache-resident working set,
+    // to tell instruction cost from memory latency).
+    let hot: Option<Vec<usize>> = std::env::var("LPM6_HOT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(|n: usize| (0..n).map(|_| rng.random_range(0..table.len())).collect());
     let keys: Vec<u128> = (0..KEYS)
         .map(|_| {
-            let (a, l, _) = table[rng.random_range(0..table.len())];
+            let i = match &hot {
+                Some(h) => h[rng.random_range(0..h.len())],
+                None => rng.random_range(0..table.len()),
+            };
+            let (a, l, _) = table[i];
             a | (rng.random::<u128>() & !mask6(l))
         })
         .collect();
@@ -270,7 +292,15 @@ fn main() {
     let mut cases: Vec<(Impl, String)> = VARIANTS
         .iter()
         .enumerate()
-        .map(|(i, b)| (Impl::Ours(i), format!("fib::Lpm6 direct {b}")))
+        .flat_map(|(i, b)| {
+            [
+                (Impl::Ours(i), format!("fib::Lpm6 direct {b}")),
+                (
+                    Impl::OursScalar(i),
+                    format!("fib::Lpm6 direct {b}, one lookup per key"),
+                ),
+            ]
+        })
         .collect();
     cases.push((Impl::RteFib6, "rte_fib6 (trie)".into()));
     cases.push((Impl::RteLpm6, "rte_lpm6".into()));

@@ -2,14 +2,14 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::{BufRead, BufReader};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
-use fib::{Fib, FibView, Interface, Ipv4Prefix};
+use fib::{Fib, FibView, Interface, Ipv4Prefix, Ipv6Prefix};
 
 /// A FIB with interface 1 (MAC 02:00:00:00:00:01, MTU 1500, untagged).
 pub fn fib_with_port() -> Fib {
@@ -267,5 +267,131 @@ pub fn mask(p: Ipv4Prefix) -> u32 {
         0
     } else {
         u32::MAX << (32 - p.prefix_len())
+    }
+}
+
+/// IPv6 prefixes in the 2024 table.
+pub const V6_PREFIXES_2024: usize = 160_147;
+
+/// The 2024 table's IPv6 prefixes (line index + 1 as their value), or without the
+/// shared data a synthetic table of the same size and shape ([`synthetic_v6`]).
+pub fn load_v6_2024() -> Vec<(Ipv6Prefix, u32)> {
+    let Some(path) = shared_data("prefixes-2024-v4v6.txt.gz") else {
+        eprintln!(
+            "prefixes-2024-v4v6.txt.gz not found (check shared/ out beside the repo): using a synthetic IPv6 table of the same size and shape"
+        );
+        return synthetic_v6(V6_PREFIXES_2024);
+    };
+    let f = std::fs::File::open(&path)
+        .unwrap_or_else(|e| panic!("{} cannot be opened: {e}", path.display()));
+    let mut out = Vec::with_capacity(V6_PREFIXES_2024);
+    for (i, line) in BufReader::new(flate2::read::GzDecoder::new(f))
+        .lines()
+        .enumerate()
+    {
+        let line = line.expect("read table");
+        let Some((a, l)) = line.trim().split_once('/') else {
+            continue;
+        };
+        let Ok(a) = a.parse::<Ipv6Addr>() else {
+            continue; // IPv4
+        };
+        let p = Ipv6Prefix::new_truncated(a, l.parse().expect("length")).expect("len");
+        out.push((p, i as u32 + 1));
+    }
+    out
+}
+
+/// `n` distinct IPv6 prefixes with the 2024 table's length mix (per cent: /48 47,
+/// /32 14, /44 9, /40 8, /36 4, /29 3, the rest over /19-/128), the longer ones
+/// inside 20,000 random /32s of 2000::/4 so that prefixes nest. Values index + 1.
+pub fn synthetic_v6(n: usize) -> Vec<(Ipv6Prefix, u32)> {
+    use rand::{Rng, SeedableRng};
+    const MIX: [(u8, u32); 17] = [
+        (19, 1),
+        (24, 1),
+        (28, 2),
+        (29, 3),
+        (30, 1),
+        (32, 14),
+        (33, 2),
+        (36, 4),
+        (40, 8),
+        (42, 2),
+        (44, 9),
+        (46, 2),
+        (47, 2),
+        (48, 46),
+        (56, 1),
+        (64, 1),
+        (128, 1),
+    ];
+    let total: u32 = MIX.iter().map(|m| m.1).sum();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2024);
+    let top = |r: &mut rand::rngs::StdRng| (2u128 << 124) | (r.random::<u128>() >> 4);
+    let blocks: Vec<u128> = (0..20_000).map(|_| top(&mut rng) & mask6(32)).collect();
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let mut w = rng.random_range(0..total);
+        let len = MIX
+            .iter()
+            .find(|m| {
+                let hit = w < m.1;
+                w = w.saturating_sub(m.1);
+                hit
+            })
+            .map_or(48, |m| m.0);
+        let a = if len <= 32 {
+            top(&mut rng)
+        } else {
+            blocks[rng.random_range(0..blocks.len())] | (rng.random::<u128>() >> 32)
+        };
+        let p = Ipv6Prefix::new_truncated(Ipv6Addr::from(a), len).expect("len");
+        if seen.insert(p) {
+            out.push((p, out.len() as u32 + 1));
+        }
+    }
+    out
+}
+
+/// Network mask of an IPv6 prefix of length `l <= 128`.
+pub fn mask6(l: u8) -> u128 {
+    if l == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(l))
+    }
+}
+
+/// Naive IPv6 LPM: one hash map per prefix length, probed from /128 down.
+#[derive(Default)]
+pub struct Reference6 {
+    by_len: Vec<std::collections::HashMap<u128, u32>>,
+}
+
+impl Reference6 {
+    pub fn new() -> Self {
+        Self {
+            by_len: vec![std::collections::HashMap::new(); 129],
+        }
+    }
+    pub fn insert(&mut self, p: Ipv6Prefix, v: u32) {
+        self.by_len[p.prefix_len() as usize].insert(p.addr_u128(), v);
+    }
+    pub fn remove(&mut self, p: Ipv6Prefix) -> Option<u32> {
+        self.by_len[p.prefix_len() as usize].remove(&p.addr_u128())
+    }
+    pub fn lookup(&self, a: u128) -> u32 {
+        for len in (0..=128u8).rev() {
+            let t = &self.by_len[len as usize];
+            if t.is_empty() {
+                continue;
+            }
+            if let Some(&v) = t.get(&(a & mask6(len))) {
+                return v;
+            }
+        }
+        0
     }
 }

@@ -1,0 +1,192 @@
+//! `fib::Lpm6` against a naive reference (one hash map per prefix length): the 2024
+//! table's IPv6 prefixes (or a synthetic table of its shape) with every prefix's
+//! first and last address and their neighbours plus 200,000 random keys, for each
+//! direct-bits variant, scalar and batched; and random small tables with /0, /128
+//! and nested prefixes, with removals.
+
+mod common;
+
+use std::net::Ipv6Addr;
+
+use common::{Reference6, load_v6_2024, mask6};
+use fib::{Ipv6Prefix, Lpm6, Lpm6Trie};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+
+/// Direct bits of the variants checked (the bench measures the same ones).
+const VARIANTS: [u32; 4] = [8, 16, 20, 24];
+
+/// Checks `lpm` on `keys`, one lookup at a time and in bursts of uneven length.
+fn check(lpm: &Lpm6, keys: &[u128], want: &[u32]) {
+    let mut out = vec![0u32; keys.len()];
+    for c in (0..keys.len()).step_by(300) {
+        let end = (c + 300).min(keys.len());
+        lpm.lookup_burst(&keys[c..end], &mut out[c..end]);
+    }
+    for (i, &k) in keys.iter().enumerate() {
+        assert_eq!(
+            out[i],
+            want[i],
+            "burst, direct {}: {}",
+            lpm.direct_bits(),
+            Ipv6Addr::from(k)
+        );
+        assert_eq!(
+            lpm.lookup(k),
+            want[i],
+            "lookup, direct {}: {}",
+            lpm.direct_bits(),
+            Ipv6Addr::from(k)
+        );
+    }
+}
+
+/// Every prefix's first and last address and the addresses just outside.
+fn edges(table: &[(Ipv6Prefix, u32)]) -> Vec<u128> {
+    let mut keys = Vec::with_capacity(table.len() * 4);
+    for (p, _) in table {
+        let first = p.addr_u128();
+        let last = first | !mask6(p.prefix_len());
+        keys.extend([first, last, first.wrapping_sub(1), last.wrapping_add(1)]);
+    }
+    keys
+}
+
+#[test]
+fn full_table_matches_reference() {
+    let table = load_v6_2024();
+    assert!(table.len() > 150_000, "{} prefixes", table.len());
+    let mut reference = Reference6::new();
+    let mut trie = Lpm6Trie::new();
+    for &(p, v) in &table {
+        reference.insert(p, v);
+        trie.insert(p, v);
+    }
+    let mut keys = edges(&table);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(61);
+    for _ in 0..100_000 {
+        let (p, _) = table[rng.random_range(0..table.len())];
+        keys.push(p.addr_u128() | (rng.random::<u128>() & !mask6(p.prefix_len())));
+    }
+    keys.extend((0..100_000).map(|_| rng.random::<u128>() >> rng.random_range(0..4)));
+    let want: Vec<u32> = keys.iter().map(|&k| reference.lookup(k)).collect();
+    for (&k, &w) in keys.iter().zip(&want).step_by(7) {
+        assert_eq!(trie.lookup(k), w, "trie: {}", Ipv6Addr::from(k));
+    }
+    for bits in VARIANTS {
+        let lpm = Lpm6::build(&trie, bits);
+        check(&lpm, &keys, &want);
+    }
+}
+
+/// The stand-in used without the shared data (more routes past /48 than the real
+/// table: the walks below the fixed levels get exercised).
+#[test]
+fn synthetic_table_matches_reference() {
+    let table = common::synthetic_v6(40_000);
+    let mut reference = Reference6::new();
+    let mut trie = Lpm6Trie::new();
+    for &(p, v) in &table {
+        reference.insert(p, v);
+        trie.insert(p, v);
+    }
+    let keys = edges(&table);
+    let want: Vec<u32> = keys.iter().map(|&k| reference.lookup(k)).collect();
+    for bits in VARIANTS {
+        check(&Lpm6::build(&trie, bits), &keys, &want);
+    }
+}
+
+#[test]
+fn full_table_loads_fast_and_small() {
+    let table = load_v6_2024();
+    let t0 = std::time::Instant::now();
+    let mut trie = Lpm6Trie::new();
+    for &(p, v) in &table {
+        trie.insert(p, v);
+    }
+    let lpm = Lpm6::build(&trie, fib::LPM6_DIRECT_BITS);
+    let took = t0.elapsed();
+    let per_prefix = lpm.memory_bytes() / table.len();
+    eprintln!("full IPv6 table: {took:.2?}, {per_prefix} B/prefix");
+    // (the bound on load time is the bench's: a debug-profile test on a shared
+    // machine only guards against a blow-up)
+    assert!(took.as_secs_f64() < 5.0, "load took {took:.2?}");
+    assert!(per_prefix <= 100, "{per_prefix} B/prefix");
+}
+
+#[test]
+fn empty_default_and_host_routes() {
+    let p = |s: &str| s.parse::<Ipv6Prefix>().unwrap_or_else(|e| panic!("{e}"));
+    let mut trie = Lpm6Trie::new();
+    for bits in VARIANTS {
+        let lpm = Lpm6::build(&trie, bits);
+        assert_eq!(lpm.lookup(0), 0);
+        assert_eq!(lpm.lookup(u128::MAX), 0);
+    }
+    trie.insert(p("::/0"), 7);
+    trie.insert(p("::/128"), 8);
+    trie.insert(p("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128"), 9);
+    trie.insert(p("8000::/1"), 10);
+    for bits in VARIANTS {
+        let lpm = Lpm6::build(&trie, bits);
+        check(
+            &lpm,
+            &[0, 1, u128::MAX, u128::MAX - 1, 1 << 127, (1 << 127) - 1],
+            &[8, 7, 9, 10, 10, 7],
+        );
+    }
+    assert_eq!(trie.remove(p("::/0")), Some(7));
+    assert_eq!(trie.remove(p("::/0")), None);
+    for bits in VARIANTS {
+        let lpm = Lpm6::build(&trie, bits);
+        check(&lpm, &[0, 1, (1 << 127) - 1, 1 << 127], &[8, 0, 0, 10]);
+    }
+}
+
+/// A prefix near one of a few seeds (so that prefixes nest and share nodes), of
+/// any length, /0 and /128 included.
+fn prefix6() -> impl Strategy<Value = Ipv6Prefix> {
+    let seeds = [
+        0u128,
+        0x2001_0db8_u128 << 96,
+        (0x2001_0db8_0001_u128 << 80) | 0xff,
+        u128::MAX,
+        0x2a00_1450_4001_0800_u128 << 64,
+    ];
+    (0..seeds.len(), any::<u128>(), 0u32..128, 0u8..=128).prop_map(move |(s, r, flip, len)| {
+        // The seed with one random low bit region changed: siblings and cousins.
+        let a = seeds[s] ^ ((r >> flip) & (r >> 64));
+        Ipv6Prefix::new_truncated(Ipv6Addr::from(a), len).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    #[test]
+    fn prop_lpm6_matches_reference(
+        adds in proptest::collection::vec((prefix6(), 1u32..1000), 0..60),
+        removes in proptest::collection::vec(any::<prop::sample::Index>(), 0..10),
+        extra in proptest::collection::vec(any::<u128>(), 0..20),
+    ) {
+        let mut reference = Reference6::new();
+        let mut trie = Lpm6Trie::new();
+        for &(p, v) in &adds {
+            reference.insert(p, v);
+            trie.insert(p, v);
+        }
+        if !adds.is_empty() {
+            for i in &removes {
+                let (p, _) = adds[i.index(adds.len())];
+                prop_assert_eq!(trie.remove(p), reference.remove(p));
+            }
+        }
+        let mut keys = edges(&adds);
+        keys.extend(extra);
+        let want: Vec<u32> = keys.iter().map(|&k| reference.lookup(k)).collect();
+        for bits in VARIANTS {
+            let lpm = Lpm6::build(&trie, bits);
+            check(&lpm, &keys, &want);
+        }
+    }
+}
