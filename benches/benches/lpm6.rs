@@ -1,5 +1,5 @@
 //! IPv6 longest-prefix match on the 2024 table's 160,147 IPv6 prefixes: `fib::Lpm6`
-//! (variants by direct bits) against DPDK's `rte_fib6` (TRIE, 4-byte next hops,
+//! (variants by direct bits and stride) against DPDK's `rte_fib6` (TRIE, 4-byte next hops,
 //! `rte_fib6_lookup_bulk`) and `rte_lpm6` (`rte_lpm6_lookup_bulk_func`), all fed
 //! the same table and the same keys, in the same process, on one core.
 //!
@@ -34,8 +34,8 @@ use rand::{Rng, SeedableRng};
 const KEYS: usize = 1 << 20;
 const BATCH: usize = 256;
 const ROUNDS: usize = 11;
-/// Direct bits of the `fib::Lpm6` variants measured.
-const VARIANTS: [u32; 3] = [16, 20, 24];
+/// (direct bits, stride) of the `fib::Lpm6` variants measured.
+const VARIANTS: [(u32, u32); 6] = [(16, 6), (20, 6), (24, 6), (16, 8), (20, 7), (24, 8)];
 
 type Table = Vec<(u128, u8, u32)>;
 
@@ -173,13 +173,13 @@ fn main() {
     let trie = load_trie(&table);
     let trie_time = t0.elapsed();
     let mut ours = Vec::new();
-    for bits in VARIANTS {
+    for (bits, stride) in VARIANTS {
         let t0 = Instant::now();
-        let l = Lpm6::build(&trie, bits);
+        let l = Lpm6::build_with(&trie, bits, stride);
         let build = t0.elapsed();
         let (nodes, leaves) = l.counts();
         println!(
-            "fib::Lpm6 direct {bits}: load {:.0?} (trie {trie_time:.0?} + build {build:.0?}); {:.2} MiB = {:.1} B/prefix ({nodes} nodes, {leaves} leaves)",
+            "fib::Lpm6 direct {bits} stride {stride}: load {:.0?} (trie {trie_time:.0?} + build {build:.0?}); {:.2} MiB = {:.1} B/prefix ({nodes} nodes, {leaves} leaves)",
             trie_time + build,
             l.memory_bytes() as f64 / 1048576.0,
             l.memory_bytes() as f64 / table.len() as f64
@@ -190,14 +190,15 @@ fn main() {
     let mut loads = Vec::new();
     for _ in 0..3 {
         let t0 = Instant::now();
-        let l = Lpm6::build(&load_trie(&table), fib::LPM6_DIRECT_BITS);
+        let l = Lpm6::build(&load_trie(&table));
         loads.push(t0.elapsed());
         black_box(l);
     }
     loads.sort();
     println!(
-        "fib::Lpm6 direct {} full load (trie inserts + build), median of 3: {:.0?}",
+        "fib::Lpm6 direct {} stride {} full load (trie inserts + build), median of 3: {:.0?}",
         fib::LPM6_DIRECT_BITS,
+        fib::LPM6_STRIDE,
         loads[1]
     );
 
@@ -262,8 +263,9 @@ fn main() {
             assert_eq!(
                 g,
                 w,
-                "Lpm6 direct {}: {}",
+                "Lpm6 direct {} stride {}: {}",
                 l.direct_bits(),
+                l.stride(),
                 Ipv6Addr::from(sample[i])
             );
             assert_eq!(l.lookup(sample[i]), w);
@@ -292,14 +294,11 @@ fn main() {
     let mut cases: Vec<(Impl, String)> = VARIANTS
         .iter()
         .enumerate()
-        .flat_map(|(i, b)| {
-            [
-                (Impl::Ours(i), format!("fib::Lpm6 direct {b}")),
-                (
-                    Impl::OursScalar(i),
-                    format!("fib::Lpm6 direct {b}, one lookup per key"),
-                ),
-            ]
+        .flat_map(|(i, &(b, s))| {
+            let name = format!("fib::Lpm6 direct {b} stride {s}");
+            let chosen = (b, s) == (fib::LPM6_DIRECT_BITS, fib::LPM6_STRIDE);
+            std::iter::once((Impl::Ours(i), name.clone()))
+                .chain(chosen.then(|| (Impl::OursScalar(i), format!("{name}, one lookup per key"))))
         })
         .collect();
     cases.push((Impl::RteFib6, "rte_fib6 (trie)".into()));

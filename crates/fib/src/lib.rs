@@ -150,7 +150,7 @@ mod trie;
 pub use arena::{FastHasher, FastMap, FastSet};
 pub use fib::{Batch, Fib, MAX_BUCKETS, MAX_RESULTS, MemoryUsage};
 pub use lpm::{DIRECT_BITS, UpdateStats};
-pub use lpm6::{LPM6_DIRECT_BITS, LPM6_MAX_RESULT, Lpm6, Lpm6Trie};
+pub use lpm6::{LPM6_DIRECT_BITS, LPM6_MAX_RESULT, LPM6_STRIDE, Lpm6, Lpm6Trie};
 pub use model::{
     Action, Adjacency, FibError, Interface, Ipv4Prefix, MAX_LABEL_VALUE, MAX_LABELS, MAX_PATHS,
     Path, RouteKind, TableId, Via,

@@ -13,8 +13,8 @@ use fib::{Ipv6Prefix, Lpm6, Lpm6Trie};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
-/// Direct bits of the variants checked (the bench measures the same ones).
-const VARIANTS: [u32; 4] = [8, 16, 20, 24];
+/// (direct bits, stride) of the variants checked.
+const VARIANTS: [(u32, u32); 6] = [(8, 6), (16, 6), (20, 6), (24, 6), (20, 7), (24, 8)];
 
 /// Checks `lpm` on `keys`, one lookup at a time and in bursts of uneven length.
 fn check(lpm: &Lpm6, keys: &[u128], want: &[u32]) {
@@ -27,15 +27,17 @@ fn check(lpm: &Lpm6, keys: &[u128], want: &[u32]) {
         assert_eq!(
             out[i],
             want[i],
-            "burst, direct {}: {}",
+            "burst, direct {} stride {}: {}",
             lpm.direct_bits(),
+            lpm.stride(),
             Ipv6Addr::from(k)
         );
         assert_eq!(
             lpm.lookup(k),
             want[i],
-            "lookup, direct {}: {}",
+            "lookup, direct {} stride {}: {}",
             lpm.direct_bits(),
+            lpm.stride(),
             Ipv6Addr::from(k)
         );
     }
@@ -73,8 +75,8 @@ fn full_table_matches_reference() {
     for (&k, &w) in keys.iter().zip(&want).step_by(7) {
         assert_eq!(trie.lookup(k), w, "trie: {}", Ipv6Addr::from(k));
     }
-    for bits in VARIANTS {
-        let lpm = Lpm6::build(&trie, bits);
+    for (bits, stride) in VARIANTS {
+        let lpm = Lpm6::build_with(&trie, bits, stride);
         check(&lpm, &keys, &want);
     }
 }
@@ -92,8 +94,8 @@ fn synthetic_table_matches_reference() {
     }
     let keys = edges(&table);
     let want: Vec<u32> = keys.iter().map(|&k| reference.lookup(k)).collect();
-    for bits in VARIANTS {
-        check(&Lpm6::build(&trie, bits), &keys, &want);
+    for (bits, stride) in VARIANTS {
+        check(&Lpm6::build_with(&trie, bits, stride), &keys, &want);
     }
 }
 
@@ -105,7 +107,7 @@ fn full_table_loads_fast_and_small() {
     for &(p, v) in &table {
         trie.insert(p, v);
     }
-    let lpm = Lpm6::build(&trie, fib::LPM6_DIRECT_BITS);
+    let lpm = Lpm6::build(&trie);
     let took = t0.elapsed();
     let per_prefix = lpm.memory_bytes() / table.len();
     eprintln!("full IPv6 table: {took:.2?}, {per_prefix} B/prefix");
@@ -119,8 +121,8 @@ fn full_table_loads_fast_and_small() {
 fn empty_default_and_host_routes() {
     let p = |s: &str| s.parse::<Ipv6Prefix>().unwrap_or_else(|e| panic!("{e}"));
     let mut trie = Lpm6Trie::new();
-    for bits in VARIANTS {
-        let lpm = Lpm6::build(&trie, bits);
+    for (bits, stride) in VARIANTS {
+        let lpm = Lpm6::build_with(&trie, bits, stride);
         assert_eq!(lpm.lookup(0), 0);
         assert_eq!(lpm.lookup(u128::MAX), 0);
     }
@@ -128,8 +130,8 @@ fn empty_default_and_host_routes() {
     trie.insert(p("::/128"), 8);
     trie.insert(p("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128"), 9);
     trie.insert(p("8000::/1"), 10);
-    for bits in VARIANTS {
-        let lpm = Lpm6::build(&trie, bits);
+    for (bits, stride) in VARIANTS {
+        let lpm = Lpm6::build_with(&trie, bits, stride);
         check(
             &lpm,
             &[0, 1, u128::MAX, u128::MAX - 1, 1 << 127, (1 << 127) - 1],
@@ -138,8 +140,8 @@ fn empty_default_and_host_routes() {
     }
     assert_eq!(trie.remove(p("::/0")), Some(7));
     assert_eq!(trie.remove(p("::/0")), None);
-    for bits in VARIANTS {
-        let lpm = Lpm6::build(&trie, bits);
+    for (bits, stride) in VARIANTS {
+        let lpm = Lpm6::build_with(&trie, bits, stride);
         check(&lpm, &[0, 1, (1 << 127) - 1, 1 << 127], &[8, 0, 0, 10]);
     }
 }
@@ -184,8 +186,8 @@ proptest! {
         let mut keys = edges(&adds);
         keys.extend(extra);
         let want: Vec<u32> = keys.iter().map(|&k| reference.lookup(k)).collect();
-        for bits in VARIANTS {
-            let lpm = Lpm6::build(&trie, bits);
+        for (bits, stride) in VARIANTS {
+            let lpm = Lpm6::build_with(&trie, bits, stride);
             check(&lpm, &keys, &want);
         }
     }
