@@ -133,7 +133,11 @@
 //! # IPv6
 //!
 //! Not forwarded yet. [`Lpm6`] is the IPv6 lookup structure (a Poptrie over 128-bit
-//! keys, built whole from an [`Lpm6Trie`]); the FIB does not use it yet.
+//! keys: 24 direct bits, kept only for the populated eighths of the address space,
+//! then 8-bit nodes; built whole from an [`Lpm6Trie`]); the FIB does not use it yet.
+//! On the 2024 table's 160,147 IPv6 prefixes it takes 83 bytes per prefix and
+//! 70-80 ms to load, and looks up 0.8x as fast as DPDK's `rte_fib6` at batch 256
+//! (`benches/RESULTS-fib6.md`).
 #![forbid(unsafe_code)]
 
 mod arena;
