@@ -13,8 +13,17 @@ use fib::{Ipv6Prefix, Lpm6, Lpm6Trie};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
-/// (direct bits, stride) of the variants checked.
-const VARIANTS: [(u32, u32); 6] = [(8, 6), (16, 6), (20, 6), (24, 6), (20, 7), (24, 8)];
+/// (direct bits, stride) of the variants checked: the one the FIB uses and one
+/// of each other stride; `LPM6_ALL_VARIANTS=1` checks every variant the bench
+/// measures.
+fn variants() -> &'static [(u32, u32)] {
+    const ALL: [(u32, u32); 6] = [(8, 6), (16, 6), (20, 6), (24, 6), (20, 7), (24, 8)];
+    if std::env::var_os("LPM6_ALL_VARIANTS").is_some() {
+        &ALL
+    } else {
+        &[(16, 6), (20, 7), (24, 8)]
+    }
+}
 
 /// Checks `lpm` on `keys`, one lookup at a time and in bursts of uneven length.
 fn check(lpm: &Lpm6, keys: &[u128], want: &[u32]) {
@@ -75,7 +84,7 @@ fn full_table_matches_reference() {
     for (&k, &w) in keys.iter().zip(&want).step_by(7) {
         assert_eq!(trie.lookup(k), w, "trie: {}", Ipv6Addr::from(k));
     }
-    for (bits, stride) in VARIANTS {
+    for &(bits, stride) in variants() {
         let lpm = Lpm6::build_with(&trie, bits, stride);
         check(&lpm, &keys, &want);
     }
@@ -94,7 +103,7 @@ fn synthetic_table_matches_reference() {
     }
     let keys = edges(&table);
     let want: Vec<u32> = keys.iter().map(|&k| reference.lookup(k)).collect();
-    for (bits, stride) in VARIANTS {
+    for &(bits, stride) in variants() {
         check(&Lpm6::build_with(&trie, bits, stride), &keys, &want);
     }
 }
@@ -121,7 +130,7 @@ fn full_table_loads_fast_and_small() {
 fn empty_default_and_host_routes() {
     let p = |s: &str| s.parse::<Ipv6Prefix>().unwrap_or_else(|e| panic!("{e}"));
     let mut trie = Lpm6Trie::new();
-    for (bits, stride) in VARIANTS {
+    for &(bits, stride) in variants() {
         let lpm = Lpm6::build_with(&trie, bits, stride);
         assert_eq!(lpm.lookup(0), 0);
         assert_eq!(lpm.lookup(u128::MAX), 0);
@@ -130,7 +139,7 @@ fn empty_default_and_host_routes() {
     trie.insert(p("::/128"), 8);
     trie.insert(p("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128"), 9);
     trie.insert(p("8000::/1"), 10);
-    for (bits, stride) in VARIANTS {
+    for &(bits, stride) in variants() {
         let lpm = Lpm6::build_with(&trie, bits, stride);
         check(
             &lpm,
@@ -140,7 +149,7 @@ fn empty_default_and_host_routes() {
     }
     assert_eq!(trie.remove(p("::/0")), Some(7));
     assert_eq!(trie.remove(p("::/0")), None);
-    for (bits, stride) in VARIANTS {
+    for &(bits, stride) in variants() {
         let lpm = Lpm6::build_with(&trie, bits, stride);
         check(&lpm, &[0, 1, (1 << 127) - 1, 1 << 127], &[8, 0, 0, 10]);
     }
@@ -186,7 +195,7 @@ proptest! {
         let mut keys = edges(&adds);
         keys.extend(extra);
         let want: Vec<u32> = keys.iter().map(|&k| reference.lookup(k)).collect();
-        for (bits, stride) in VARIANTS {
+        for &(bits, stride) in variants() {
             let lpm = Lpm6::build_with(&trie, bits, stride);
             check(&lpm, &keys, &want);
         }
