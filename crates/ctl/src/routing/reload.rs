@@ -18,6 +18,15 @@ impl Changes {
     fn is_empty(&self) -> bool {
         *self == Changes::default()
     }
+
+    /// Counts an entry the reload wrote: changed if it was there before, else added.
+    fn wrote(&mut self, existed: bool) {
+        if existed {
+            self.changed += 1;
+        } else {
+            self.added += 1;
+        }
+    }
 }
 
 /// What a reload did.
@@ -358,11 +367,7 @@ fn apply_entries(
         let ix = spec::ifindex(ctl, ifname).map_err(|e| stopped(format!("neighbor {ip}"), e))?;
         ctl.set_neighbor(ix, *ip, *mac)
             .map_err(|e| stopped(format!("neighbor {ip}"), e))?;
-        if before.is_some() {
-            sum.neighbors.changed += 1;
-        } else {
-            sum.neighbors.added += 1;
-        }
+        sum.neighbors.wrote(before.is_some());
     }
     for ((table, prefix), target) in &d.new_rt {
         let before = d.old_rt.get(&(*table, *prefix));
@@ -377,11 +382,7 @@ fn apply_entries(
         }
         ctl.route_add(*table, *prefix, kind)
             .map_err(|e| stopped(format!("route {prefix}"), e))?;
-        if before.is_some() {
-            sum.routes.changed += 1;
-        } else {
-            sum.routes.added += 1;
-        }
+        sum.routes.wrote(before.is_some());
     }
     for ((label, eos), s) in &d.new_lb {
         let before = d.old_lb.get(&(*label, *eos));
@@ -394,11 +395,7 @@ fn apply_entries(
         }
         spec::install_label(ctl, RouteSource::Config, *label, *eos, s)
             .map_err(|e| stopped(format!("label {label} {}", eos_word(*eos)), e))?;
-        if before.is_some() {
-            sum.labels.changed += 1;
-        } else {
-            sum.labels.added += 1;
-        }
+        sum.labels.wrote(before.is_some());
     }
     for p in new.pws.iter().filter(|p| !old.pws.contains(p)) {
         let pw = p
@@ -406,11 +403,7 @@ fn apply_entries(
             .map_err(|e| stopped(format!("[[pw]] {}", p.name), e))?;
         ctl.pw_add(RouteSource::Config, &p.name, pw)
             .map_err(|e| stopped(format!("[[pw]] {}", p.name), e))?;
-        if old.pws.iter().any(|o| o.name == p.name) {
-            sum.pws.changed += 1;
-        } else {
-            sum.pws.added += 1;
-        }
+        sum.pws.wrote(old.pws.iter().any(|o| o.name == p.name));
     }
     Ok(())
 }
