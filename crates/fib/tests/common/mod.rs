@@ -207,7 +207,7 @@ impl Reference {
 }
 
 /// `shared/data/` beside the workspace or beside any directory above it.
-fn shared_data(file: &str) -> Option<PathBuf> {
+pub fn shared_data(file: &str) -> Option<PathBuf> {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
         .map(|d| d.join("shared/data").join(file))
