@@ -75,7 +75,7 @@ fn router() -> Rig {
     ctl.set_neighbor(10, a("10.100.0.2"), [2, 0, 0, 0, 9, 2])
         .expect("neighbour");
     let route = |ctl: &mut RouterControl, p: &str, paths: Vec<Path>| {
-        let p = p.parse().expect("prefix");
+        let p: fib::IpPrefix = p.parse().expect("prefix");
         ctl.route_add(0, p, RouteKind::Paths(paths)).expect("route");
     };
     let gw = |g: &str| Path::gateway(a(g));

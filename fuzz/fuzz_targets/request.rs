@@ -129,15 +129,13 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => Response::err(0, format!("not a request ({e})")),
         Ok(req) => {
             let before = state(&mut api);
-            match api.handle(&req.args) {
-                Ok(v) => Response::ok(req.id, v),
-                Err(e) => {
-                    assert!(!e.is_empty(), "an error without a message");
-                    let after = state(&mut api);
-                    assert_eq!(before, after, "{:?} failed ({e}) but changed state", req.args);
-                    Response::err(req.id, e)
-                }
+            let res = api.handle(&req.args);
+            if let Err(e) = &res {
+                assert!(!e.to_string().is_empty(), "an error without a message");
+                let after = state(&mut api);
+                assert_eq!(before, after, "{:?} failed ({e}) but changed state", req.args);
             }
+            ctl::server::answer(req.id, res)
         }
     };
     let line = resp.to_line();
