@@ -19,22 +19,6 @@ pub enum Family {
 }
 
 impl Family {
-    /// The family of `a`.
-    pub fn of(a: IpAddr) -> Family {
-        match a {
-            IpAddr::V4(_) => Family::V4,
-            IpAddr::V6(_) => Family::V6,
-        }
-    }
-
-    /// Bits in an address of the family.
-    pub fn bits(self) -> u8 {
-        match self {
-            Family::V4 => 32,
-            Family::V6 => 128,
-        }
-    }
-
     /// `ipv4` or `ipv6`.
     pub fn name(self) -> &'static str {
         match self {
@@ -202,14 +186,6 @@ impl IpPrefix {
             (IpPrefix::V4(p), IpAddr::V4(a)) => p.contains(u32::from(a)),
             (IpPrefix::V6(p), IpAddr::V6(a)) => p.contains(a),
             _ => false,
-        }
-    }
-
-    /// The IPv4 prefix, if it is one.
-    pub fn v4(&self) -> Option<Ipv4Prefix> {
-        match self {
-            IpPrefix::V4(p) => Some(*p),
-            IpPrefix::V6(_) => None,
         }
     }
 }
