@@ -374,51 +374,7 @@ impl Work {
             switched: 0,
             guard: None,
         };
-        // The classify walk: runs of plain IPv4 and of labelled packets, each in
-        // a loop of its own (one loop for every case kept a dozen values live and
-        // spilled them); what neither takes goes to the general path untouched.
-        let mut i = 0;
-        while i < n {
-            if c.rxif.mac == NO_MAC {
-                // Nothing of this port is the fast path's (a pseudowire's
-                // circuit, no untagged interface up): its run goes to the
-                // general path as it is.
-                let port = c.rxif.port;
-                while i < n && pkts.get(i).is_some_and(|p| p.port() == port) {
-                    self.slow[c.n_slow & (BURST - 1)] = i as u16;
-                    c.n_slow += 1;
-                    i += 1;
-                }
-                if let Some(p) = pkts.get(i).filter(|_| i < n) {
-                    rx_flush(&self.stats, c.rxif.ifindex, c.rx_pkts, c.rx_bytes);
-                    (c.rx_pkts, c.rx_bytes) = (0, 0);
-                    c.rxif = RxIf::of(p.port(), ift, vt);
-                    c.one_port = false;
-                }
-                continue;
-            }
-            i = if nic_csum(self.nic_csum_ports, c.rxif.port) {
-                self.ip4_run::<true, P>(pkts, i, n, &mut c)
-            } else {
-                self.ip4_run::<false, P>(pkts, i, n, &mut c)
-            };
-            i = self.mpls_run(pkts, out, i, n, &mut c, labels, &mut hb);
-            let Some(p) = pkts.get(i).filter(|_| i < n) else {
-                break;
-            };
-            let port = p.port();
-            if port != c.rxif.port {
-                // (the runs take it on its own port's interface)
-                rx_flush(&self.stats, c.rxif.ifindex, c.rx_pkts, c.rx_bytes);
-                (c.rx_pkts, c.rx_bytes) = (0, 0);
-                c.rxif = RxIf::of(port, ift, vt);
-                c.one_port = false;
-                continue;
-            }
-            self.slow[c.n_slow & (BURST - 1)] = i as u16;
-            c.n_slow += 1;
-            i += 1;
-        }
+        self.classify(pkts, out, n, ift, vt, &mut c, labels, &mut hb);
         let Cls {
             rxif,
             rx_pkts,
@@ -496,6 +452,67 @@ impl Work {
             self.fill_rx_if(pkts, n, n_slow, ift, vt);
         }
         n_slow
+    }
+
+    /// The classify walk over `pkts[..n]`: runs of plain IPv4 and of labelled
+    /// packets, each in a loop of its own (one loop for every case kept a dozen
+    /// values live and spilled them); what neither takes goes to the general path
+    /// untouched. `vt` is the vector's routing table.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn classify<'g, P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        n: usize,
+        ift: &IfTable,
+        vt: u32,
+        c: &mut Cls<'g>,
+        labels: &'g mpls::LabelReader,
+        hb: &mut Handback<'_, '_>,
+    ) {
+        let mut i = 0;
+        while i < n {
+            if c.rxif.mac == NO_MAC {
+                // Nothing of this port is the fast path's (a pseudowire's
+                // circuit, no untagged interface up): its run goes to the
+                // general path as it is.
+                let port = c.rxif.port;
+                while i < n && pkts.get(i).is_some_and(|p| p.port() == port) {
+                    self.slow[c.n_slow & (BURST - 1)] = i as u16;
+                    c.n_slow += 1;
+                    i += 1;
+                }
+                if let Some(p) = pkts.get(i).filter(|_| i < n) {
+                    rx_flush(&self.stats, c.rxif.ifindex, c.rx_pkts, c.rx_bytes);
+                    (c.rx_pkts, c.rx_bytes) = (0, 0);
+                    c.rxif = RxIf::of(p.port(), ift, vt);
+                    c.one_port = false;
+                }
+                continue;
+            }
+            i = if nic_csum(self.nic_csum_ports, c.rxif.port) {
+                self.ip4_run::<true, P>(pkts, i, n, c)
+            } else {
+                self.ip4_run::<false, P>(pkts, i, n, c)
+            };
+            i = self.mpls_run(pkts, out, i, n, c, labels, hb);
+            let Some(p) = pkts.get(i).filter(|_| i < n) else {
+                break;
+            };
+            let port = p.port();
+            if port != c.rxif.port {
+                // (the runs take it on its own port's interface)
+                rx_flush(&self.stats, c.rxif.ifindex, c.rx_pkts, c.rx_bytes);
+                (c.rx_pkts, c.rx_bytes) = (0, 0);
+                c.rxif = RxIf::of(port, ift, vt);
+                c.one_port = false;
+                continue;
+            }
+            self.slow[c.n_slow & (BURST - 1)] = i as u16;
+            c.n_slow += 1;
+            i += 1;
+        }
     }
 
     /// Fills `rx_if` of the packets the fast path took (every packet of

@@ -76,10 +76,6 @@ impl Work {
         let (rxif, vt) = (c.rxif, c.vt);
         let n = n.min(pkts.len());
         // (the label table is pinned once, at the first labelled packet)
-        let is_mpls = |p: &mut P| {
-            let (start, _) = p.window();
-            p.raw_mut().get(start + 12..start + 14) == Some(&[0x88, 0x47][..])
-        };
         if !pkts.get_mut(i0).filter(|_| i0 < n).is_some_and(is_mpls) {
             return i0;
         }
@@ -110,10 +106,7 @@ impl Work {
                 break;
             };
             let l3 = start + ETH_LEN;
-            if self.obs.keep_stacks {
-                // (out of line: the stacks' address is not kept per packet)
-                sflow_hook::keep_stack_of(&mut self.obs.stacks, i, frame, l3);
-            }
+            self.keep_stack(i, frame, l3);
             let mut off = l3;
             let t = g.top(top);
             if t.pops_into_ip4(top) {
@@ -124,13 +117,7 @@ impl Work {
                     .pop_into_ip4(frame, &mut off, top, t)
                     .map(|t| mpls::lookup_table(t, rxif.table))
                 {
-                    Ok(table) => match frame.get(off..).and_then(|ip| {
-                        let h = ip.first_chunk::<20>()?;
-                        Some((
-                            ip4_accept(h, ip.len(), false)?,
-                            ETH_LEN + usize::from(rd16(h, 2)),
-                        ))
-                    }) {
+                    Ok(table) => match popped_ip4(frame, off) {
                         Some((d, fl)) if table == vt => {
                             self.keys[k & (BURST - 1)] = d;
                             self.sel[k & (BURST - 1)] = i as u16;
@@ -147,17 +134,14 @@ impl Work {
                         }
                         Some((d, fl)) if pt.is_none_or(|t| t == table) => {
                             pt = Some(table);
-                            let j = (BURST - 1 - k2) & (BURST - 1);
-                            self.keys[j] = d;
-                            self.sel[j] = i as u16;
+                            self.push_key2(k2, d, i);
                             k2 += 1;
                             self.popped_key(p, i, fl);
                         }
                         _ => self.ip4_resume_at(i, off, end, rxif.ifindex, table, true, hb),
                     },
                     Err(_) => {
-                        self.slow[n_slow & (BURST - 1)] = i as u16;
-                        n_slow += 1;
+                        n_slow = self.leave(i, n_slow);
                         i += 1;
                         continue;
                     }
@@ -171,27 +155,10 @@ impl Work {
                 mpls::MplsDecision::Php { adj } => (adj, ETHERTYPE_IPV4),
                 mpls::MplsDecision::Xconnect { pw } => {
                     // A pseudowire's frame: out of its circuit from here.
-                    let mut m = Meta {
-                        l3: l3 as u16,
-                        end: end as u16,
-                        rx_if: rxif.ifindex,
-                        path: ETH | MPLS,
-                        ..Meta::default()
-                    };
+                    let mut m = xc_meta(l3, end, rxif.ifindex);
                     pw::pw_decap(&self.stats, p, &mut m, pw, off, hb.ift);
                     match m.pw_circuit() {
-                        Some(_) => {
-                            // (as the general path sends a ready packet)
-                            let o = self.ready_out(i, &m);
-                            if let Some(slot) = out.get_mut(i) {
-                                *slot = o;
-                            }
-                            if notes {
-                                // (sFlow reads its metadata, as the general
-                                // path leaves it)
-                                self.meta[i & (BURST - 1)] = m;
-                            }
-                        }
+                        Some(_) => self.xc_send(out, i, &m, notes),
                         // (dropped and counted: the general path frees it)
                         None => self.resume(i, m, hb),
                     }
@@ -202,8 +169,7 @@ impl Work {
                 // Left untouched: the general path does it all again (a pop into
                 // IPv4 is taken above).
                 _ => {
-                    self.slow[n_slow & (BURST - 1)] = i as u16;
-                    n_slow += 1;
+                    n_slow = self.leave(i, n_slow);
                     i += 1;
                     continue;
                 }
@@ -212,27 +178,18 @@ impl Work {
                 last.1
             } else {
                 // (before the slot lookup: a slot taken over flushes its counters)
-                self.add_tx(last.1, tx_pkts, tx_bytes);
-                sent += tx_pkts as usize;
-                (tx_pkts, tx_bytes) = (0, 0);
-                let rs = self.rw_slot(adj, hb.ift, hb.view);
-                last = (adj, rs);
-                rs
+                sent += self.commit_tx(last.1, &mut tx_pkts, &mut tx_bytes);
+                last = (adj, self.rw_slot(adj, hb.ift, hb.view));
+                last.1
             };
             let rw = &self.rw[rs & (RW_CACHE - 1)];
-            let put = if rw.ok {
-                put_l2_in(frame, off, et, rw)
-            } else {
-                None
-            };
+            let put = put_l2_if_ok(frame, off, et, rw);
             let sent = put.is_some();
             match put {
                 Some(w) => {
                     tx_pkts += 1;
                     tx_bytes += send_switched(p, start, w, out, i, rw);
-                    if notes {
-                        self.note_switched(i, adj, rs, hb.light_meta);
-                    }
+                    self.note_switched_if(notes, i, adj, rs, hb.light_meta);
                 }
                 None => self.label_resume(i, off, end, et, adj, rxif.ifindex, hb),
             }
@@ -246,15 +203,70 @@ impl Work {
                 bytes += r.rx_bytes;
             }
         }
-        self.add_tx(last.1, tx_pkts, tx_bytes);
-        sent += tx_pkts as usize;
+        sent += self.commit_tx(last.1, &mut tx_pkts, &mut tx_bytes);
         (c.k, c.sent, c.n_slow) = (k, sent, n_slow);
         (c.pt, c.k2) = (pt, k2);
-        let taken = (i - i0) - (n_slow - n_slow0);
-        c.switched += taken;
-        c.rx_pkts += taken as u64;
-        c.rx_bytes += bytes;
+        c.took_labelled((i - i0) - (n_slow - n_slow0), bytes);
         i
+    }
+
+    /// Keeps the label stack of packet `i` (`frame`, its payload at `l3`) for
+    /// sFlow if it keeps stacks.
+    #[inline(always)]
+    fn keep_stack(&mut self, i: usize, frame: &[u8], l3: usize) {
+        if self.obs.keep_stacks {
+            // (out of line: the stacks' address is not kept per packet)
+            sflow_hook::keep_stack_of(&mut self.obs.stacks, i, frame, l3);
+        }
+    }
+
+    /// Sends pseudowire frame `i` (its metadata `m`) out of its circuit as the
+    /// general path sends a ready packet; `notes`: sFlow reads its metadata.
+    #[inline(always)]
+    fn xc_send(&mut self, out: &mut [Out], i: usize, m: &Meta, notes: bool) {
+        let o = self.ready_out(i, m);
+        if let Some(slot) = out.get_mut(i) {
+            *slot = o;
+        }
+        if notes {
+            // (sFlow reads its metadata, as the general path leaves it)
+            self.meta[i & (BURST - 1)] = *m;
+        }
+    }
+
+    /// [`Work::note_switched`] if `notes`.
+    #[inline(always)]
+    fn note_switched_if(&mut self, notes: bool, i: usize, adj: u32, rs: usize, light_meta: bool) {
+        if notes {
+            self.note_switched(i, adj, rs, light_meta);
+        }
+    }
+
+    /// Leaves packet `i` untouched for the general path, the one after the
+    /// `n_slow` left so far; returns how many are left now.
+    #[inline(always)]
+    fn leave(&mut self, i: usize, n_slow: usize) -> usize {
+        self.slow[n_slow & (BURST - 1)] = i as u16;
+        n_slow + 1
+    }
+
+    /// Makes `d`, the destination of packet `i`, key `k2` of the second batch
+    /// (see `Cls::pt`), kept from the top of the key arrays down.
+    #[inline(always)]
+    fn push_key2(&mut self, k2: usize, d: u32, i: usize) {
+        let j = (BURST - 1 - k2) & (BURST - 1);
+        self.keys[j] = d;
+        self.sel[j] = i as u16;
+    }
+
+    /// Adds `tx_pkts` packets of `tx_bytes` bytes to what adjacency cache slot
+    /// `rs` sent in this vector and zeroes them; returns the packets.
+    #[inline(always)]
+    fn commit_tx(&mut self, rs: usize, tx_pkts: &mut u64, tx_bytes: &mut u64) -> usize {
+        self.add_tx(rs, *tx_pkts, *tx_bytes);
+        let pkts = *tx_pkts as usize;
+        (*tx_pkts, *tx_bytes) = (0, 0);
+        pkts
     }
 
     /// The swaps and PHPs that follow one [`Work::mpls_run`] sent, from `pkts[i0]`
@@ -436,6 +448,51 @@ impl Work {
     }
 }
 
+/// The metadata of a pseudowire's frame (its payload at `l3` up to `end`,
+/// received on `rx_if`) as it leaves the label switch.
+#[inline(always)]
+fn xc_meta(l3: usize, end: usize, rx_if: u16) -> Meta {
+    Meta {
+        l3: l3 as u16,
+        end: end as u16,
+        rx_if,
+        path: ETH | MPLS,
+        ..Meta::default()
+    }
+}
+
+/// Whether frame `p` has EtherType MPLS unicast (untagged). (`#[inline]`:
+/// with `#[inline(always)]` the label run's loop compiles differently.)
+#[inline]
+fn is_mpls<P: Packet>(p: &mut P) -> bool {
+    let (start, _) = p.window();
+    p.raw_mut().get(start + 12..start + 14) == Some(&[0x88, 0x47][..])
+}
+
+/// The destination of the IPv4 header at `off` in `frame` (where a pop into
+/// IPv4 left it), if [`ip4_accept`] takes it, and the frame's length by the
+/// header's total length (the L2 header and the IPv4 packet).
+#[inline(always)]
+fn popped_ip4(frame: &[u8], off: usize) -> Option<(u32, usize)> {
+    frame.get(off..).and_then(|ip| {
+        let h = ip.first_chunk::<20>()?;
+        Some((
+            ip4_accept(h, ip.len(), false)?,
+            ETH_LEN + usize::from(rd16(h, 2)),
+        ))
+    })
+}
+
+/// [`put_l2_in`] through adjacency cache entry `rw` if it is usable.
+#[inline(always)]
+fn put_l2_if_ok(frame: &mut [u8], off: usize, et: u16, rw: &Rw) -> Option<(usize, usize)> {
+    if rw.ok {
+        put_l2_in(frame, off, et, rw)
+    } else {
+        None
+    }
+}
+
 /// The frame of packet `p` up to its end, and its top label stack entry (host
 /// order), if it is one the label runs take: at least [`HEAD`] bytes, untagged, to
 /// `rxif`'s MAC, EtherType MPLS.
@@ -492,5 +549,16 @@ fn pop_window<P: Packet>(p: &mut P, i: usize, frame: usize, padded: &mut Padded)
     let _ = p.drop_front(LABEL_LEN);
     if frame != p.window().1 {
         let _ = cut_padding(p, i, frame, received, padded);
+    }
+}
+
+impl Cls<'_> {
+    /// Counts what a label run took (the packets of the run not left for the
+    /// general path): `taken` packets of `bytes` bytes received.
+    #[inline(always)]
+    fn took_labelled(&mut self, taken: usize, bytes: u64) {
+        self.switched += taken;
+        self.rx_pkts += taken as u64;
+        self.rx_bytes += bytes;
     }
 }
