@@ -28,44 +28,9 @@ impl Work {
         q: &mut Pending,
     ) {
         // Validate and collect keys; note whether the vector uses one table.
-        let mut k = 0usize;
-        let mut table0 = None;
-        let mut same = true;
-        for s in 0..n_slow {
-            let i = usize::from(self.slow[s]);
-            let m = &mut self.meta[i];
-            if !matches!(m.next, Next::Ip4Lookup) {
-                continue;
-            }
-            m.path |= 1 << Stage::Ip4Lookup as u8;
-            let raw = pkts[i].raw_mut();
-            match ip4_check(raw, m) {
-                Ok(dst) => {
-                    self.keys[k] = dst;
-                    self.sel[k] = i as u16;
-                    k += 1;
-                    same &= *table0.get_or_insert(m.table) == m.table;
-                }
-                // Link-local multicast (OSPF hellos, ...) is for the host stack.
-                Err(DropReason::Ip4Multicast)
-                    if ift.punt_to_host
-                        && raw.get(usize::from(m.l3)..).is_some_and(ip4_link_local_mc) =>
-                {
-                    m.next = Next::Punt(PuntReason::Routing);
-                }
-                // drop_meta() also records the reason for the trace.
-                Err(r) => drop_meta(&self.stats, m, r),
-            }
-        }
+        let (k, table0, same) = self.ip4_keys(pkts, n_slow, ift);
         // Batched LPM: the common case is one table for the whole vector.
-        if same {
-            let table0 = table0.unwrap_or(0);
-            view.lookup_burst(table0, &self.keys[..k], &mut self.fwd[..k]);
-        } else {
-            for j in 0..k {
-                self.fwd[j] = view.lookup(self.meta[usize::from(self.sel[j])].table, self.keys[j]);
-            }
-        }
+        self.ip4_lpm(view, k, table0, same);
         for j in 0..k {
             let i = usize::from(self.sel[j]);
             let mut m = self.meta[i];
@@ -187,6 +152,63 @@ impl Work {
             }
             self.meta[i] = m;
         }
+    }
+
+    /// Looks up the `k` keys: in one batch in `table0` when every key has that
+    /// table (`same`), else each in its own.
+    #[inline(always)]
+    fn ip4_lpm(&mut self, view: &fib::FibView<'_>, k: usize, table0: Option<u32>, same: bool) {
+        if same {
+            let table0 = table0.unwrap_or(0);
+            view.lookup_burst(table0, &self.keys[..k], &mut self.fwd[..k]);
+        } else {
+            for j in 0..k {
+                self.fwd[j] = view.lookup(self.meta[usize::from(self.sel[j])].table, self.keys[j]);
+            }
+        }
+    }
+
+    /// The header checks of ip4-lookup over the packets of `self.slow[..n_slow]`
+    /// bound for it: the destinations of those that pass become the keys, the
+    /// rest are punted (link-local multicast, for the host stack) or dropped.
+    /// Returns how many keys, the first key's table, and whether every key has it.
+    #[inline(always)]
+    fn ip4_keys<P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        n_slow: usize,
+        ift: &IfTable,
+    ) -> (usize, Option<u32>, bool) {
+        let mut k = 0usize;
+        let mut table0 = None;
+        let mut same = true;
+        for s in 0..n_slow {
+            let i = usize::from(self.slow[s]);
+            let m = &mut self.meta[i];
+            if !matches!(m.next, Next::Ip4Lookup) {
+                continue;
+            }
+            m.path |= 1 << Stage::Ip4Lookup as u8;
+            let raw = pkts[i].raw_mut();
+            match ip4_check(raw, m) {
+                Ok(dst) => {
+                    self.keys[k] = dst;
+                    self.sel[k] = i as u16;
+                    k += 1;
+                    same &= *table0.get_or_insert(m.table) == m.table;
+                }
+                // Link-local multicast (OSPF hellos, ...) is for the host stack.
+                Err(DropReason::Ip4Multicast)
+                    if ift.punt_to_host
+                        && raw.get(usize::from(m.l3)..).is_some_and(ip4_link_local_mc) =>
+                {
+                    m.next = Next::Punt(PuntReason::Routing);
+                }
+                // drop_meta() also records the reason for the trace.
+                Err(r) => drop_meta(&self.stats, m, r),
+            }
+        }
+        (k, table0, same)
     }
 }
 
