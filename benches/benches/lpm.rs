@@ -34,6 +34,8 @@ use prefix_trie::PrefixMap;
 use rand::{Rng, SeedableRng};
 
 const KEYS: usize = 1 << 20;
+/// Interleaved rounds of the summary table.
+const ROUNDS: usize = 15;
 
 /// (address, length, origin AS).
 type Rib = Vec<(u32, u8, u32)>;
@@ -343,6 +345,31 @@ fn update_rate(rib: &Rib, keys: &[u32]) {
 fn main() {
     let rib = load_rib();
     println!("RIB: {} prefixes", rib.len());
+    let (random, from_prefixes) = draw_keys(&rib);
+    let (fib, trie, dir) = load_ours(&rib);
+    update_rate(&rib, &random);
+    if let Some(runs) = updates_only() {
+        for _ in 1..runs {
+            update_rate(&rib, &random);
+        }
+        return;
+    }
+    let (lpm, rfib) = load_dpdk(&rib);
+    let mut t = Tables {
+        reader: fib.reader(),
+        lpm,
+        rfib,
+        trie,
+        dir,
+    };
+    spot_check(&mut t, &random);
+    criterion_runs(&mut t, &random, &from_prefixes);
+    summary(&mut t, &random, &from_prefixes);
+}
+
+/// The two key sets, [`KEYS`] each: uniformly random addresses, and addresses
+/// drawn from `rib`'s prefixes (a random prefix, then a random host inside it).
+fn draw_keys(rib: &Rib) -> (Vec<u32>, Vec<u32>) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
     let random: Vec<u32> = (0..KEYS).map(|_| rng.random()).collect();
     let from_prefixes: Vec<u32> = (0..KEYS)
@@ -356,20 +383,24 @@ fn main() {
             a | (rng.random::<u32>() & host)
         })
         .collect();
+    (random, from_prefixes)
+}
 
-    // ---- load time, memory, updates (no EAL yet: its init pins this thread) ----
+/// Loads `rib` into `fib`, `prefix-trie` and the safe-Rust DIR-24-8, printing
+/// load times and memory. Runs before EAL, whose init pins this thread.
+fn load_ours(rib: &Rib) -> (Fib, PrefixMap<(u32, u8), u32>, Dir248) {
     let t0 = Instant::now();
-    let fib = load_fib(&rib);
+    let fib = load_fib(rib);
     let fib_load = t0.elapsed();
     let mem = fib.memory();
     let t0 = Instant::now();
     let mut trie = PrefixMap::<(u32, u8), u32>::new();
-    for &(a, l, asn) in &rib {
+    for &(a, l, asn) in rib {
         trie.insert((a, l), asn);
     }
     let trie_load = t0.elapsed();
     let t0 = Instant::now();
-    let dir = Dir248::new(&rib);
+    let dir = Dir248::new(rib);
     let dir_load = t0.elapsed();
     println!(
         "load: fib {fib_load:.2?} (batch, incl. path lists), prefix-trie {trie_load:.2?}, dir24-8 safe Rust {dir_load:.2?}"
@@ -386,21 +417,25 @@ fn main() {
         (dir.t24.len() * 4 + dir.t8.len() * 4) as f64 / 1048576.0,
         dir.t8.len() / 256
     );
-    update_rate(&rib, &random);
-    if std::env::var_os("LPM_UPDATES_ONLY").is_some() {
-        // Load and update figures only (no EAL, no lookups): for iterating on the
-        // writer. `LPM_UPDATES_ONLY=3` repeats the update measurement three times.
-        let runs: usize = std::env::var("LPM_UPDATES_ONLY")
+    (fib, trie, dir)
+}
+
+/// With `LPM_UPDATES_ONLY` set, how many runs of the update measurement to make
+/// in all (its value, else 1): the run then stops after the load and update
+/// figures (no EAL, no lookups), for iterating on the writer.
+fn updates_only() -> Option<usize> {
+    std::env::var_os("LPM_UPDATES_ONLY")?;
+    Some(
+        std::env::var("LPM_UPDATES_ONLY")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(1);
-        for _ in 1..runs {
-            update_rate(&rib, &random);
-        }
-        return;
-    }
+            .unwrap_or(1),
+    )
+}
 
-    // ---- DPDK peers ----
+/// Starts EAL and loads `rib` into `rte_lpm` and `rte_fib` (one add per prefix),
+/// printing load times and memory.
+fn load_dpdk(rib: &Rib) -> (RteLpm, RteFib) {
     let eal = Eal::init(&[
         "lpm-bench",
         "--no-pci",
@@ -413,7 +448,7 @@ fn main() {
     let tbl8 = 1 << 14;
     let mut lpm = RteLpm::new(eal, "bench_lpm", 1 << 20, tbl8).unwrap_or_else(|e| panic!("{e}"));
     let t0 = Instant::now();
-    for &(a, l, asn) in &rib {
+    for &(a, l, asn) in rib {
         lpm.add(a, l, asn & 0xff_ffff)
             .unwrap_or_else(|e| panic!("{e}"));
     }
@@ -421,24 +456,21 @@ fn main() {
     let mut rfib =
         RteFib::new(eal, "bench_fib", 1 << 20, tbl8, 0).unwrap_or_else(|e| panic!("{e}"));
     let t0 = Instant::now();
-    for &(a, l, asn) in &rib {
+    for &(a, l, asn) in rib {
         rfib.add(a, l, u64::from(asn))
             .unwrap_or_else(|e| panic!("{e}"));
     }
     let rfib_load = t0.elapsed();
     println!("load: rte_lpm {lpm_load:.2?}, rte_fib {rfib_load:.2?} (one add per prefix)");
     println!("rte_lpm/rte_fib memory: tbl24 64 MiB + {tbl8} tbl8 groups x 1 KiB (as configured)");
+    (lpm, rfib)
+}
 
-    let mut t = Tables {
-        reader: fib.reader(),
-        lpm,
-        rfib,
-        trie,
-        dir,
-    };
-    // Same answers (spot check): fib's result ids differ from AS numbers, so compare
-    // "matched or not" with rte_lpm.
-    for &k in random.iter().take(10_000) {
+/// Same answers (spot check on the first 10,000 keys): fib's result ids differ
+/// from AS numbers, so compare "matched or not" with `rte_lpm`. Panics on a
+/// mismatch.
+fn spot_check(t: &mut Tables, keys: &[u32]) {
+    for &k in keys.iter().take(10_000) {
         let v = t.reader.read();
         assert_eq!(
             v.lookup(0, k) != 0,
@@ -447,14 +479,18 @@ fn main() {
             Ipv4Addr::from(k)
         );
     }
+}
 
+/// The criterion groups `lpm/random` and `lpm/prefix`: every case of [`cases`]
+/// on each key set, in TSC cycles.
+fn criterion_runs(t: &mut Tables, random: &[u32], from_prefixes: &[u32]) {
     let mut c = Criterion::default()
         .with_measurement(Tsc)
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .configure_from_args();
-    for (name, keys) in [("random", &random), ("prefix", &from_prefixes)] {
+    for (name, keys) in [("random", random), ("prefix", from_prefixes)] {
         let mut g = c.benchmark_group(format!("lpm/{name}"));
         g.throughput(Throughput::Elements(KEYS as u64));
         for (which, batch) in cases() {
@@ -462,7 +498,7 @@ fn main() {
                 b.iter_custom(|iters| {
                     let t0 = rdtsc();
                     for _ in 0..iters {
-                        pass(&mut t, which, keys, batch);
+                        pass(t, which, keys, batch);
                     }
                     rdtsc() - t0
                 })
@@ -471,11 +507,13 @@ fn main() {
         g.finish();
     }
     c.final_summary();
+}
 
-    // ---- summary: 15 rounds, every case once per round (interleaved, so noise from
-    // other tenants spreads over all cases), median and best pass per case ----
+/// The summary table: per key set, [`ROUNDS`] rounds with every case once per
+/// round (interleaved, so noise from other tenants spreads over all cases),
+/// median and best pass per case against `rte_lpm`.
+fn summary(t: &mut Tables, random: &[u32], from_prefixes: &[u32]) {
     let hz = tsc_hz() as f64;
-    const ROUNDS: usize = 15;
     println!(
         "\nLPM lookups, 2^20 keys per pass, {ROUNDS} interleaved rounds, TSC {:.2} GHz",
         hz / 1e9
@@ -484,43 +522,54 @@ fn main() {
         "| keys | impl | batch | cycles/lookup (median) | M lookups/s (median) | vs rte_lpm (median) | M lookups/s (best) | vs rte_lpm (best) |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
-    for (name, keys) in [("random", &random), ("prefix", &from_prefixes)] {
-        let cs = cases();
-        let mut samples: Vec<Vec<u64>> = vec![Vec::new(); cs.len()];
-        for _ in 0..ROUNDS {
-            for (j, &(which, batch)) in cs.iter().enumerate() {
-                let t0 = rdtsc();
-                pass(&mut t, which, keys, batch);
-                samples[j].push(rdtsc() - t0);
-            }
+    for (name, keys) in [("random", random), ("prefix", from_prefixes)] {
+        let rows = interleaved(t, keys);
+        print_rows(name, &rows, hz);
+    }
+}
+
+/// [`ROUNDS`] rounds over `keys`, every case of [`cases`] once per round. Returns
+/// per case its implementation, batch, and cycles per lookup (median, best pass).
+fn interleaved(t: &mut Tables, keys: &[u32]) -> Vec<(Impl, usize, f64, f64)> {
+    let cs = cases();
+    let mut samples: Vec<Vec<u64>> = vec![Vec::new(); cs.len()];
+    for _ in 0..ROUNDS {
+        for (j, &(which, batch)) in cs.iter().enumerate() {
+            let t0 = rdtsc();
+            pass(t, which, keys, batch);
+            samples[j].push(rdtsc() - t0);
         }
-        let rows: Vec<(Impl, usize, f64, f64)> = cs
+    }
+    cs.iter()
+        .zip(samples.iter_mut())
+        .map(|(&(w, b), v)| {
+            v.sort_unstable();
+            (
+                w,
+                b,
+                v[ROUNDS / 2] as f64 / KEYS as f64,
+                v[0] as f64 / KEYS as f64,
+            )
+        })
+        .collect()
+}
+
+/// Prints the summary rows of key set `name`, each against `rte_lpm` at the same
+/// batch (else at 256).
+fn print_rows(name: &str, rows: &[(Impl, usize, f64, f64)], hz: f64) {
+    for &(which, batch, med, best) in rows {
+        let base = rows
             .iter()
-            .zip(samples.iter_mut())
-            .map(|(&(w, b), v)| {
-                v.sort_unstable();
-                (
-                    w,
-                    b,
-                    v[ROUNDS / 2] as f64 / KEYS as f64,
-                    v[0] as f64 / KEYS as f64,
-                )
-            })
-            .collect();
-        for &(which, batch, med, best) in &rows {
-            let base = rows
-                .iter()
-                .find(|r| r.0 == Impl::RteLpm && r.1 == batch)
-                .or_else(|| rows.iter().find(|r| r.0 == Impl::RteLpm && r.1 == 256))
-                .map_or((med, best), |r| (r.2, r.3));
-            println!(
-                "| {name} | {} | {batch} | {med:.1} | {:.1} | {:.2}x | {:.1} | {:.2}x |",
-                which.name(),
-                hz / med / 1e6,
-                base.0 / med,
-                hz / best / 1e6,
-                base.1 / best
-            );
-        }
+            .find(|r| r.0 == Impl::RteLpm && r.1 == batch)
+            .or_else(|| rows.iter().find(|r| r.0 == Impl::RteLpm && r.1 == 256))
+            .map_or((med, best), |r| (r.2, r.3));
+        println!(
+            "| {name} | {} | {batch} | {med:.1} | {:.1} | {:.2}x | {:.1} | {:.2}x |",
+            which.name(),
+            hz / med / 1e6,
+            base.0 / med,
+            hz / best / 1e6,
+            base.1 / best
+        );
     }
 }

@@ -150,13 +150,27 @@ fn main() {
         }
     );
     let mut rng = rand::rngs::StdRng::seed_from_u64(6);
+    let keys = draw_keys(&table, &mut rng);
+    let bytes: Vec<[u8; 16]> = keys.iter().map(|k| k.to_be_bytes()).collect();
+    let (trie, ours) = load_ours(&table);
+    let (fib6, lpm6) = load_dpdk(&table);
+    let t = Tables { ours, fib6, lpm6 };
+    check_answers(&t, &trie, &table, &keys, &mut rng);
+    let cases = cases();
+    let (rows, hz) = time_cases(&t, &cases, &keys, &bytes);
+    print_table(&cases, &rows, hz);
+}
+
+/// [`KEYS`] addresses drawn from `table`: a random prefix (one of `LPM6_HOT=n`
+/// random prefixes when set), then random host bits.
+fn draw_keys(table: &Table, rng: &mut impl Rng) -> Vec<u128> {
     // `LPM6_HOT=n`: keys from n random prefixes only (a cache-resident working set,
     // to tell instruction cost from memory latency).
     let hot: Option<Vec<usize>> = std::env::var("LPM6_HOT")
         .ok()
         .and_then(|v| v.parse().ok())
         .map(|n: usize| (0..n).map(|_| rng.random_range(0..table.len())).collect());
-    let keys: Vec<u128> = (0..KEYS)
+    (0..KEYS)
         .map(|_| {
             let i = match &hot {
                 Some(h) => h[rng.random_range(0..h.len())],
@@ -165,12 +179,16 @@ fn main() {
             let (a, l, _) = table[i];
             a | (rng.random::<u128>() & !mask6(l))
         })
-        .collect();
-    let bytes: Vec<[u8; 16]> = keys.iter().map(|k| k.to_be_bytes()).collect();
+        .collect()
+}
 
-    // ---- ours: load time and memory (before EAL pins this thread) ----
+/// Loads `table` into the binary trie and builds every `fib::Lpm6` variant of
+/// [`VARIANTS`] from it, printing load time and memory per variant, then the
+/// whole-table load of the chosen variant alone (median of 3). Runs before EAL
+/// pins this thread. Returns the trie and the variants, in [`VARIANTS`] order.
+fn load_ours(table: &Table) -> (Lpm6Trie, Vec<Lpm6>) {
     let t0 = Instant::now();
-    let trie = load_trie(&table);
+    let trie = load_trie(table);
     let trie_time = t0.elapsed();
     let mut ours = Vec::new();
     for (bits, stride) in VARIANTS {
@@ -190,7 +208,7 @@ fn main() {
     let mut loads = Vec::new();
     for _ in 0..3 {
         let t0 = Instant::now();
-        let l = Lpm6::build(&load_trie(&table));
+        let l = Lpm6::build(&load_trie(table));
         loads.push(t0.elapsed());
         black_box(l);
     }
@@ -201,8 +219,12 @@ fn main() {
         fib::LPM6_STRIDE,
         loads[1]
     );
+    (trie, ours)
+}
 
-    // ---- DPDK peers ----
+/// Starts EAL and loads `table` into `rte_fib6` and `rte_lpm6` (one add per
+/// prefix, pools sized for the table), printing load times and memory.
+fn load_dpdk(table: &Table) -> (RteFib6, RteLpm6) {
     let eal = Eal::init(&[
         "lpm6-bench",
         "--no-pci",
@@ -212,22 +234,22 @@ fn main() {
         "--log-level=*:error",
     ])
     .unwrap_or_else(|e| panic!("EAL: {e}"));
-    let needed = tbl8_needed(&table);
-    let reserved = tbl8_reserved(&table);
+    let needed = tbl8_needed(table);
+    let reserved = tbl8_reserved(table);
     let tbl8 = (needed.max(reserved) + 1024) as u32;
     // rte_fib6's RIB counts its internal branch nodes against max_routes too.
     let rules = (table.len() * 2 + 1024) as u32;
     let mut fib6 =
         RteFib6::new(eal, "bench_fib6", rules, tbl8, 0).unwrap_or_else(|e| panic!("{e}"));
     let t0 = Instant::now();
-    for &(a, l, id) in &table {
+    for &(a, l, id) in table {
         fib6.add(&a.to_be_bytes(), l, u64::from(id))
             .unwrap_or_else(|e| panic!("{e}"));
     }
     let fib6_load = t0.elapsed();
     let mut lpm6 = RteLpm6::new(eal, "bench_lpm6", rules, tbl8).unwrap_or_else(|e| panic!("{e}"));
     let t0 = Instant::now();
-    for &(a, l, id) in &table {
+    for &(a, l, id) in table {
         lpm6.add(&a.to_be_bytes(), l, id)
             .unwrap_or_else(|e| panic!("{e}"));
     }
@@ -242,10 +264,13 @@ fn main() {
         dpdk_bytes(needed) as f64 / 1048576.0,
         dpdk_bytes(needed) as f64 / table.len() as f64
     );
+    (fib6, lpm6)
+}
 
-    let t = Tables { ours, fib6, lpm6 };
-
-    // ---- differential check on a sample: every structure against the binary trie ----
+/// Differential check on a sample (the first keys, random addresses, and the
+/// edges of every 16th prefix): every structure against the binary trie. Panics
+/// on a mismatch.
+fn check_answers(t: &Tables, trie: &Lpm6Trie, table: &Table, keys: &[u128], rng: &mut impl Rng) {
     let mut sample: Vec<u128> = keys.iter().take(50_000).copied().collect();
     sample.extend((0..10_000).map(|_| rng.random::<u128>()));
     for &(a, l, _) in table.iter().step_by(16) {
@@ -289,8 +314,11 @@ fn main() {
         "answers agree with the binary trie on {} keys",
         sample.len()
     );
+}
 
-    // ---- lookups: ROUNDS rounds, every case once per round (interleaved) ----
+/// The cases timed, with their names: every variant batched (the chosen one
+/// also one lookup per key), then `rte_fib6` and `rte_lpm6`.
+fn cases() -> Vec<(Impl, String)> {
     let mut cases: Vec<(Impl, String)> = VARIANTS
         .iter()
         .enumerate()
@@ -303,15 +331,27 @@ fn main() {
         .collect();
     cases.push((Impl::RteFib6, "rte_fib6 (trie)".into()));
     cases.push((Impl::RteLpm6, "rte_lpm6".into()));
-    for &(w, _) in &cases {
-        pass(&t, w, &keys, &bytes); // warm
+    cases
+}
+
+/// Times `cases` over [`ROUNDS`] rounds, every case once per round (interleaved),
+/// after one warm-up pass each, and prints the heading. Returns the cycles per
+/// lookup (median, best pass) per case, and the TSC rate.
+fn time_cases(
+    t: &Tables,
+    cases: &[(Impl, String)],
+    keys: &[u128],
+    bytes: &[[u8; 16]],
+) -> (Vec<(f64, f64)>, f64) {
+    for &(w, _) in cases {
+        pass(t, w, keys, bytes); // warm
     }
     let mut samples: Vec<Vec<u64>> = vec![Vec::new(); cases.len()];
     let t0 = Instant::now();
     for _ in 0..ROUNDS {
         for (j, &(w, _)) in cases.iter().enumerate() {
             let c0 = rdtsc();
-            pass(&t, w, &keys, &bytes);
+            pass(t, w, keys, bytes);
             samples[j].push(rdtsc() - c0);
         }
     }
@@ -321,7 +361,7 @@ fn main() {
         t0.elapsed(),
         hz / 1e9
     );
-    let rows: Vec<(f64, f64)> = samples
+    let rows = samples
         .iter_mut()
         .map(|v| {
             v.sort_unstable();
@@ -331,6 +371,12 @@ fn main() {
             )
         })
         .collect();
+    (rows, hz)
+}
+
+/// Prints the results table: per case, cycles and lookups per second (median and
+/// best pass), and the median against `rte_fib6` and `rte_lpm6`.
+fn print_table(cases: &[(Impl, String)], rows: &[(f64, f64)], hz: f64) {
     let find = |w: Impl| {
         cases
             .iter()

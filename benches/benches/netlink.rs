@@ -26,7 +26,8 @@ use std::hint::black_box;
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use criterion::{BatchSize, Criterion, SamplingMode, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{BatchSize, BenchmarkGroup, Criterion, SamplingMode, Throughput};
 use ctl::linux::change::{Change, Target};
 use ctl::linux::decode::{self, Msg};
 use ctl::linux::learner::KernelView;
@@ -253,8 +254,25 @@ fn main() {
         "{n} RTM_NEWROUTE ({unique} distinct prefixes), {} datagrams, {bytes} bytes",
         full.len()
     );
+    check_decode(&rib);
+    let (mut ctl, mut view, base) = first_ingest(&full, n, unique);
+    let dels = as_deletes(&full);
+    withdraw_and_announce(&mut ctl, &mut view, &full, &dels, n, base, unique);
+    fpm_over_tcp(&full, n as u64, unique);
 
-    // What one message decodes to.
+    let mut c = Criterion::default().configure_from_args();
+    let mut g = c.benchmark_group("netlink");
+    full_table_benches(&mut g, &full, &dels, n);
+    churn_bench(&mut g, &rib, &mut ctl, &mut view);
+    g.finish();
+    let s = view.stats();
+    assert_eq!((ctl.fib().route_count(0), s.refused), (base + unique, 0));
+    c.final_summary();
+}
+
+/// What one message decodes to: prefix 1 (one next hop) and prefix 10 (two, as
+/// RTA_MULTIPATH) of `rib` each decode to the route sent. Panics otherwise.
+fn check_decode(rib: &[(u32, u8, u32)]) {
     let one = |i: usize| {
         let mut b = Vec::new();
         newroute(&mut b, i, (rib[i].0, rib[i].1), false);
@@ -275,14 +293,19 @@ fn main() {
             other => panic!("prefix {i} decodes to {other:?}"),
         }
     }
+}
 
-    // One full ingest: correctness, a one-off rate and memory.
+/// One full ingest of the `n` messages of `full` into a fresh router: checks that
+/// every one of the `unique` prefixes went in, and prints the memory it takes and
+/// the one-off rate. Returns the router, its view, and the route count it had
+/// before.
+fn first_ingest(full: &[Vec<u8>], n: usize, unique: usize) -> (RouterControl, KernelView, usize) {
     trim();
     let rss0 = rss();
     let (mut ctl, mut view) = router();
     let base = ctl.fib().route_count(0);
     let t0 = Instant::now();
-    ingest(&mut ctl, &mut view, &full);
+    ingest(&mut ctl, &mut view, full);
     let took = t0.elapsed();
     let routes = ctl.fib().route_count(0);
     let s = view.stats();
@@ -295,6 +318,24 @@ fn main() {
     let rss1 = rss();
     trim();
     let rss2 = rss();
+    print_memory(&ctl, routes, unique, [rss0, rss1, rss2]);
+    let rate = n as f64 / took.as_secs_f64();
+    eprintln!(
+        "one-off full ingest: {took:.2?}, {:.0} msgs/s = {:.2}x VPP linux-cp's ~200k msgs/s, \
+         {:.2}x the goal of 1M msgs/s ({})",
+        rate,
+        rate / 200e3,
+        rate / 1e6,
+        if rate >= 1e6 { "met" } else { "not met" }
+    );
+    (ctl, view, base)
+}
+
+/// Prints VmRSS before the router (`rss[0]`), with the table in (`rss[1]`) and
+/// after malloc_trim (`rss[2]`), per route of the `unique` prefixes, and the
+/// FIB's own share of it.
+fn print_memory(ctl: &RouterControl, routes: usize, unique: usize, rss: [u64; 3]) {
+    let [rss0, rss1, rss2] = rss;
     let per = |r: u64| (r as f64 - rss0 as f64) / unique as f64;
     eprintln!(
         "VmRSS: {rss0} B before the router, {rss1} B with {routes} routes \
@@ -313,20 +354,22 @@ fn main() {
         fib as f64 / unique as f64,
         per(rss2) - fib as f64 / unique as f64
     );
-    let rate = n as f64 / took.as_secs_f64();
-    eprintln!(
-        "one-off full ingest: {took:.2?}, {:.0} msgs/s = {:.2}x VPP linux-cp's ~200k msgs/s, \
-         {:.2}x the goal of 1M msgs/s ({})",
-        rate,
-        rate / 200e3,
-        rate / 1e6,
-        if rate >= 1e6 { "met" } else { "not met" }
-    );
+}
 
-    // The whole table withdrawn, then announced again: both directions.
-    let dels = as_deletes(&full);
+/// The whole table withdrawn (`dels`), then announced again (`full`, `n`
+/// messages): both directions timed and printed, checking that the route count
+/// falls back to `base` and rises again by the `unique` prefixes.
+fn withdraw_and_announce(
+    ctl: &mut RouterControl,
+    view: &mut KernelView,
+    full: &[Vec<u8>],
+    dels: &[Vec<u8>],
+    n: usize,
+    base: usize,
+    unique: usize,
+) {
     let t0 = Instant::now();
-    ingest(&mut ctl, &mut view, &dels);
+    ingest(ctl, view, dels);
     let withdraw = t0.elapsed();
     assert_eq!(
         ctl.fib().route_count(0),
@@ -335,7 +378,7 @@ fn main() {
         view.stats().last_error
     );
     let t0 = Instant::now();
-    ingest(&mut ctl, &mut view, &full);
+    ingest(ctl, view, full);
     let again = t0.elapsed();
     assert_eq!(ctl.fib().route_count(0), base + unique);
     let (wr, ar) = (
@@ -347,11 +390,17 @@ fn main() {
          msgs/s; withdraw/announce {:.2} (goal: both >= 1M msgs/s)",
         wr / ar
     );
+}
 
-    fpm_over_tcp(&full, n as u64, unique);
-
-    let mut c = Criterion::default().configure_from_args();
-    let mut g = c.benchmark_group("netlink");
+/// `netlink/decode_full_table`, `netlink/ingest_full_table` (into a fresh router)
+/// and `netlink/withdraw_full_table` (from a router holding the table), over the
+/// datagrams of `full` and `dels` (`n` messages each).
+fn full_table_benches(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    full: &[Vec<u8>],
+    dels: &[Vec<u8>],
+    n: usize,
+) {
     g.sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_secs(1))
@@ -359,7 +408,7 @@ fn main() {
         .throughput(Throughput::Elements(n as u64));
     g.bench_function("decode_full_table", |b| {
         b.iter(|| {
-            for d in &full {
+            for d in full {
                 black_box(decode::messages(d));
             }
         })
@@ -368,7 +417,7 @@ fn main() {
         b.iter_batched(
             router,
             |(mut ctl, mut view)| {
-                ingest(&mut ctl, &mut view, &full);
+                ingest(&mut ctl, &mut view, full);
                 (ctl, view)
             },
             BatchSize::LargeInput,
@@ -379,24 +428,32 @@ fn main() {
         b.iter_batched(
             || {
                 let (mut ctl, mut view) = router();
-                ingest(&mut ctl, &mut view, &full);
+                ingest(&mut ctl, &mut view, full);
                 (ctl, view)
             },
             |(mut ctl, mut view)| {
-                ingest(&mut ctl, &mut view, &dels);
+                ingest(&mut ctl, &mut view, dels);
                 (ctl, view)
             },
             BatchSize::LargeInput,
         )
     });
+}
 
-    // Churn: batch k of pass p moves prefixes [k * CHURN, (k + 1) * CHURN) to
-    // next hop variant p % 2, so every message replaces a route.
-    let batches = n / CHURN;
+/// `netlink/churn_replace`: on the router `ctl` / `view` holding the full table,
+/// batch k of pass p moves prefixes [k * CHURN, (k + 1) * CHURN) of `rib` to next
+/// hop variant p % 2, so every message replaces a route.
+fn churn_bench(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    rib: &[(u32, u8, u32)],
+    ctl: &mut RouterControl,
+    view: &mut KernelView,
+) {
+    let batches = rib.len() / CHURN;
     let churn: Vec<Vec<Vec<u8>>> = [true, false]
         .iter()
         .flat_map(|&flip| (0..batches).map(move |k| (k, flip)))
-        .map(|(k, flip)| datagrams(&rib, k * CHURN..(k + 1) * CHURN, flip))
+        .map(|(k, flip)| datagrams(rib, k * CHURN..(k + 1) * CHURN, flip))
         .collect();
     g.throughput(Throughput::Elements(CHURN as u64))
         .sampling_mode(SamplingMode::Auto)
@@ -404,12 +461,8 @@ fn main() {
     let mut next = 0;
     g.bench_function("churn_replace", |b| {
         b.iter(|| {
-            ingest(&mut ctl, &mut view, &churn[next % churn.len()]);
+            ingest(ctl, view, &churn[next % churn.len()]);
             next += 1;
         })
     });
-    g.finish();
-    let s = view.stats();
-    assert_eq!((ctl.fib().route_count(0), s.refused), (base + unique, 0));
-    c.final_summary();
 }
