@@ -3,6 +3,8 @@
 # release build: the binaries (stripped), man pages, completions, the unit,
 # the annotated config (a conffile), hugepages through sysctl.d, the Grafana
 # dashboard and the docs. Dependencies come from dpkg-shlibdeps. `make deb`.
+# DEB_PROFILE=dev packages the debug build instead (make test checks the
+# packaging with the binaries its tests already built).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +15,9 @@ version="$upstream-1"
 arch=$(dpkg --print-architecture)
 date=$(git log -1 --format=%aD 2>/dev/null || date -R)
 
-cargo build --release -p ctl -p dpctl
+profile=${DEB_PROFILE:-release}
+cargo build --profile "$profile" -p ctl -p dpctl
+bin=target/$([ "$profile" = dev ] && echo debug || echo "$profile")
 out=target/debian
 root="$out/dataplane_${version}_$arch"
 rm -rf "$root"
@@ -22,14 +26,14 @@ install -d "$root/DEBIAN" "$root/usr/sbin" "$root/usr/bin" "$root/usr/share/man/
     "$root/usr/share/doc/dataplane" "$root/usr/share/dataplane/grafana" \
     "$root/etc/dataplane" "$root/etc/sysctl.d" "$root/lib/systemd/system"
 
-install -m 0755 target/release/dataplaned "$root/usr/sbin/dataplaned"
-install -m 0755 target/release/dpctl "$root/usr/bin/dpctl"
+install -m 0755 "$bin/dataplaned" "$root/usr/sbin/dataplaned"
+install -m 0755 "$bin/dpctl" "$root/usr/bin/dpctl"
 strip --remove-section=.comment --remove-section=.note --strip-unneeded \
     "$root/usr/sbin/dataplaned" "$root/usr/bin/dpctl"
 for b in dataplaned dpctl; do
-    target/release/$b --man | gzip -9n > "$root/usr/share/man/man8/$b.8.gz"
-    target/release/$b --completions bash > "$root/usr/share/bash-completion/completions/$b"
-    target/release/$b --completions zsh > "$root/usr/share/zsh/vendor-completions/_$b"
+    "$bin/$b" --man | gzip -9n > "$root/usr/share/man/man8/$b.8.gz"
+    "$bin/$b" --completions bash > "$root/usr/share/bash-completion/completions/$b"
+    "$bin/$b" --completions zsh > "$root/usr/share/zsh/vendor-completions/_$b"
 done
 install -m 0644 packaging/dataplaned.toml "$root/etc/dataplane/dataplaned.toml"
 install -m 0644 packaging/80-dataplane.conf "$root/etc/sysctl.d/80-dataplane.conf"
