@@ -14,6 +14,12 @@
 //! configuration), and cycles per lookup at batch 256 over interleaved rounds
 //! (median and best pass).
 //!
+//! Route changes on the full table: `fib::Lpm6Table` withdrawing and announcing
+//! random prefixes again, one commit per change and in batches of 1,000 changes,
+//! while a reader thread looks the keys up on the other core; `rte_fib6` deleting
+//! and adding the same prefixes (its lookups are not synchronised with updates:
+//! DPDK leaves that to the caller).
+//!
 //! Run: `cargo bench -p benches --bench lpm6` (needs hugepages for DPDK);
 //! `LPM6_HOT=n` draws the keys from `n` random prefixes only.
 //! Without `shared/data/prefixes-2024-v4v6.txt.gz` beside the repository it runs
@@ -22,18 +28,22 @@
 
 use std::hint::black_box;
 use std::net::Ipv6Addr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use benches::cycles::{rdtsc, tsc_hz};
 use benches::rib::{load_v6_2024, mask6};
 use dataplane::dpdk::Eal;
 use dataplane::dpdk::peers::{RteFib6, RteLpm6};
-use fib::{Ipv6Prefix, Lpm6, Lpm6Trie};
+use fib::{Ipv6Prefix, Lpm6, Lpm6Table, Lpm6Trie};
 use rand::{Rng, SeedableRng};
 
 const KEYS: usize = 1 << 20;
 const BATCH: usize = 256;
 const ROUNDS: usize = 11;
+/// Prefixes withdrawn and announced again in the update measurements.
+const UPDATES: usize = 200_000;
 /// (direct bits, stride) of the `fib::Lpm6` variants measured.
 const VARIANTS: [(u32, u32); 6] = [(16, 6), (20, 6), (24, 6), (16, 8), (20, 7), (24, 8)];
 
@@ -153,7 +163,13 @@ fn main() {
     let keys = draw_keys(&table, &mut rng);
     let bytes: Vec<[u8; 16]> = keys.iter().map(|k| k.to_be_bytes()).collect();
     let (trie, ours) = load_ours(&table);
-    let (fib6, lpm6) = load_dpdk(&table);
+    // (before EAL pins this thread: the reader thread must run on the other core)
+    let picks: Vec<usize> = (0..UPDATES)
+        .map(|_| rng.random_range(0..table.len()))
+        .collect();
+    update_rates(&table, &keys, &picks);
+    let (mut fib6, lpm6) = load_dpdk(&table);
+    update_rates_fib6(&table, &picks, &mut fib6);
     let t = Tables { ours, fib6, lpm6 };
     check_answers(&t, &trie, &table, &keys, &mut rng);
     let cases = cases();
@@ -398,4 +414,90 @@ fn print_table(cases: &[(Impl, String)], rows: &[(f64, f64)], hz: f64) {
             hz / best / 1e6
         );
     }
+}
+
+/// Route changes per second on `Lpm6Table` holding `table`: each picked prefix
+/// withdrawn and announced again, first one commit per change, then 1,000 changes
+/// per commit, while a reader thread looks up `keys` in bursts of [`BATCH`].
+fn update_rates(table: &Table, keys: &[u128], picks: &[usize]) {
+    let mut t = Lpm6Table::from_trie(load_trie(table));
+    let done = Arc::new(AtomicBool::new(false));
+    let looked = Arc::new(AtomicU64::new(0));
+    let reader = {
+        let (mut r, done, looked) = (t.reader(), done.clone(), looked.clone());
+        let keys = keys.to_vec();
+        std::thread::spawn(move || {
+            let mut out = [0u32; BATCH];
+            let mut n = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                for chunk in keys.chunks(BATCH) {
+                    r.lookup_burst(chunk, &mut out);
+                    black_box(&out);
+                }
+                n += keys.len() as u64;
+            }
+            looked.store(n, Ordering::Relaxed);
+        })
+    };
+    let t0 = Instant::now();
+    let (single, batched) = picks.split_at(picks.len() / 2);
+    for &i in single {
+        let (a, l, id) = table[i];
+        t.remove(prefix(a, l));
+        t.commit();
+        t.insert(prefix(a, l), id);
+        t.commit();
+    }
+    let single_time = t0.elapsed();
+    let t1 = Instant::now();
+    for chunk in batched.chunks(500) {
+        for &i in chunk {
+            let (a, l, _) = table[i];
+            t.remove(prefix(a, l));
+        }
+        for &i in chunk {
+            let (a, l, id) = table[i];
+            t.insert(prefix(a, l), id);
+        }
+        t.commit();
+    }
+    let batch_time = t1.elapsed();
+    done.store(true, Ordering::Relaxed);
+    reader.join().unwrap_or_else(|_| panic!("reader"));
+    let lookups = looked.load(Ordering::Relaxed) as f64 / (t0.elapsed().as_secs_f64());
+    let (arrays, trie) = t.memory_bytes();
+    println!(
+        "fib::Lpm6Table updates with a reader on the other core: {:.0} k/s one commit per change, {:.0} k/s 1,000 changes per commit; the reader's lookups meanwhile {:.1} M/s; {:?}; arrays {:.1} MiB after the changes (trie {:.1} MiB)",
+        (2 * single.len()) as f64 / single_time.as_secs_f64() / 1e3,
+        (2 * batched.len()) as f64 / batch_time.as_secs_f64() / 1e3,
+        lookups / 1e6,
+        t.stats(),
+        arrays as f64 / 1048576.0,
+        trie as f64 / 1048576.0
+    );
+}
+
+/// Route changes per second on `rte_fib6`: the same prefixes deleted and added
+/// again, one call each (until an add is refused: its tbl8 reservation can run out
+/// on delete + add cycles).
+fn update_rates_fib6(table: &Table, picks: &[usize], fib6: &mut RteFib6) {
+    let t0 = Instant::now();
+    let mut done = 0usize;
+    let mut refused = None;
+    for &i in picks {
+        let (a, l, id) = table[i];
+        fib6.delete(&a.to_be_bytes(), l)
+            .unwrap_or_else(|e| panic!("{e}"));
+        if let Err(e) = fib6.add(&a.to_be_bytes(), l, u64::from(id)) {
+            refused = Some(e);
+            break;
+        }
+        done += 1;
+    }
+    println!(
+        "rte_fib6 updates: {:.0} k/s (delete + add, one call each; {} changes{})",
+        (2 * done) as f64 / t0.elapsed().as_secs_f64() / 1e3,
+        2 * done,
+        refused.map_or(String::new(), |e| format!(", then an add refused: {e}"))
+    );
 }

@@ -134,7 +134,11 @@
 //!
 //! Not forwarded yet. [`Lpm6`] is the IPv6 lookup structure (a Poptrie over 128-bit
 //! keys: 24 direct bits, kept only for the populated eighths of the address space,
-//! then 8-bit nodes; built whole from an [`Lpm6Trie`]); the FIB does not use it yet.
+//! then 8-bit nodes; built whole from an [`Lpm6Trie`]). [`Lpm6Table`] is one IPv6
+//! table with its publication: route changes applied in place at each commit
+//! (direct entries stored, regions rebuilt into free space and swung in, freed
+//! after a grace period) while [`Lpm6Reader`]s look up without locks. The FIB does
+//! not use them yet.
 //! On the 2024 table's 160,147 IPv6 prefixes it takes 83 bytes per prefix and
 //! 70-80 ms to load, and looks up 0.8x as fast as DPDK's `rte_fib6` at batch 256
 //! (`benches/RESULTS-fib6.md`).
@@ -154,7 +158,10 @@ mod trie;
 pub use arena::{FastHasher, FastMap, FastSet};
 pub use fib::{Batch, Fib, MAX_BUCKETS, MAX_RESULTS, MemoryUsage};
 pub use lpm::{DIRECT_BITS, UpdateStats};
-pub use lpm6::{LPM6_DIRECT_BITS, LPM6_MAX_RESULT, LPM6_STRIDE, Lpm6, Lpm6Trie};
+pub use lpm6::{
+    LPM6_DIRECT_BITS, LPM6_MAX_RESULT, LPM6_STRIDE, Lpm6, Lpm6Reader, Lpm6Stats, Lpm6Table,
+    Lpm6Trie,
+};
 pub use model::{
     Action, Adjacency, FibError, Interface, Ipv4Prefix, MAX_LABEL_VALUE, MAX_LABELS, MAX_PATHS,
     Path, RouteKind, TableId, Via,

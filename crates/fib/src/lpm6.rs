@@ -29,17 +29,20 @@
 //! the current node of every key, so the loads of one pass are independent and their
 //! cache misses overlap, and a last pass reads the leaves.
 //!
-//! This first version is rebuilt whole from the trie ([`Lpm6::build`]); a published
-//! structure is never modified, so a reader holding it sees one table throughout.
-//! Incremental updates (patching a published structure, as [`crate::lpm`] does for
-//! IPv4) are not done yet.
+//! [`Lpm6::build`] makes the structure whole from the trie; [`Lpm6Table`] changes a
+//! published one in place as routes change (see `update.rs`: direct entries
+//! stored, regions below the direct bits rebuilt into free space and swung in).
 
+mod table;
 mod trie;
+mod update;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+pub use table::{Lpm6Reader, Lpm6Table};
 pub use trie::Lpm6Trie;
 use trie::NIL;
+pub use update::Lpm6Stats;
 
 /// Result ids must stay below this (the direct array keeps a flag bit beside them).
 pub const LPM6_MAX_RESULT: u32 = 1 << 31;
@@ -270,6 +273,17 @@ impl Lpm6 {
     ///
     /// If `direct_bits` or `stride` is out of range.
     pub fn build_with(trie: &Lpm6Trie, direct_bits: u32, stride: u32) -> Self {
+        Self::build_slack(trie, direct_bits, stride, 0).0
+    }
+
+    /// [`Lpm6::build_with`] with room for `slack` more nodes and `8 * slack` more
+    /// leaves than the table needs; also returns the nodes and leaves in use.
+    fn build_slack(
+        trie: &Lpm6Trie,
+        direct_bits: u32,
+        stride: u32,
+        slack: usize,
+    ) -> (Self, usize, usize) {
         assert!(
             (8..=28).contains(&direct_bits),
             "direct bits {direct_bits} outside 8..=28"
@@ -287,13 +301,42 @@ impl Lpm6 {
         };
         b.nodes.resize(1 << (stride - 6), [0; 3]); // SINK
         b.octants(0, 0, 0, if root != NIL { root } else { 0 });
-        Self {
+        let used = (b.nodes.len() >> (stride - 6), b.leaves.len());
+        b.nodes.resize((used.0 + slack) << (stride - 6), [0; 3]);
+        b.leaves.resize(used.1 + 8 * slack, 0);
+        let lpm = Self {
             direct_bits,
             stride,
             octant: b.octant.map(AtomicU64::new),
             direct: b.direct.into_iter().map(AtomicU32::new).collect(),
             nodes: b.nodes.into_iter().map(|n| n.map(AtomicU64::new)).collect(),
             leaves: b.leaves.into_iter().map(AtomicU32::new).collect(),
+        };
+        (lpm, used.0, used.1)
+    }
+
+    /// A copy with room for `nodes` nodes and `leaves` leaves (at least what it
+    /// has): the writer goes on in the copy and publishes it.
+    fn grown(&self, nodes: usize, leaves: usize) -> Self {
+        let group = 1usize << (self.stride - 6);
+        let copy32 = |a: &[AtomicU32], n: usize| crate::arena::grow32(a, n.max(a.len()));
+        Self {
+            direct_bits: self.direct_bits,
+            stride: self.stride,
+            octant: std::array::from_fn(|o| AtomicU64::new(self.octant[o].load(Ordering::Relaxed))),
+            direct: copy32(&self.direct, 0),
+            nodes: (0..(nodes * group).max(self.nodes.len()))
+                .map(|i| {
+                    std::array::from_fn(|w| {
+                        AtomicU64::new(
+                            self.nodes
+                                .get(i)
+                                .map_or(0, |n| n[w].load(Ordering::Relaxed)),
+                        )
+                    })
+                })
+                .collect(),
+            leaves: copy32(&self.leaves, leaves),
         }
     }
 
@@ -351,7 +394,8 @@ impl Lpm6 {
             (
                 n[0].load(Ordering::Relaxed),
                 n[1].load(Ordering::Relaxed),
-                n[2].load(Ordering::Relaxed),
+                // (acquire: the writer may swing a part's bases to new children)
+                n[2].load(Ordering::Acquire),
             )
         });
         let c = c & 63;
@@ -398,7 +442,7 @@ impl Lpm6 {
             return Ok(u32::MAX);
         };
         let vector = w_vector.load(Ordering::Relaxed);
-        let bases = w_bases.load(Ordering::Relaxed);
+        let bases = w_bases.load(Ordering::Acquire);
         let v = c & 63;
         let below = upto(v);
         if vector & (1u64 << v) != 0 {

@@ -8,7 +8,7 @@ mod common;
 
 use std::net::Ipv6Addr;
 
-use common::{Reference6, load_v6_2024, mask6};
+use common::{Reference6, edges, load_v6_2024, mask6, prefix6};
 use fib::{Ipv6Prefix, Lpm6, Lpm6Trie};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -50,17 +50,6 @@ fn check(lpm: &Lpm6, keys: &[u128], want: &[u32]) {
             Ipv6Addr::from(k)
         );
     }
-}
-
-/// Every prefix's first and last address and the addresses just outside.
-fn edges(table: &[(Ipv6Prefix, u32)]) -> Vec<u128> {
-    let mut keys = Vec::with_capacity(table.len() * 4);
-    for (p, _) in table {
-        let first = p.addr_u128();
-        let last = first | !mask6(p.prefix_len());
-        keys.extend([first, last, first.wrapping_sub(1), last.wrapping_add(1)]);
-    }
-    keys
 }
 
 #[test]
@@ -157,23 +146,6 @@ fn empty_default_and_host_routes() {
         let lpm = Lpm6::build_with(&trie, bits, stride);
         check(&lpm, &[0, 1, (1 << 127) - 1, 1 << 127], &[8, 0, 0, 10]);
     }
-}
-
-/// A prefix near one of a few seeds (so that prefixes nest and share nodes), of
-/// any length, /0 and /128 included.
-fn prefix6() -> impl Strategy<Value = Ipv6Prefix> {
-    let seeds = [
-        0u128,
-        0x2001_0db8_u128 << 96,
-        (0x2001_0db8_0001_u128 << 80) | 0xff,
-        u128::MAX,
-        0x2a00_1450_4001_0800_u128 << 64,
-    ];
-    (0..seeds.len(), any::<u128>(), 0u32..128, 0u8..=128).prop_map(move |(s, r, flip, len)| {
-        // The seed with one random low bit region changed: siblings and cousins.
-        let a = seeds[s] ^ ((r >> flip) & (r >> 64));
-        Ipv6Prefix::new_truncated(Ipv6Addr::from(a), len).unwrap_or_else(|e| panic!("{e}"))
-    })
 }
 
 proptest! {

@@ -146,6 +146,27 @@ impl Lpm6Trie {
         Some(old)
     }
 
+    /// The node `depth` bits down along `addr` ([`NIL`] if there is none) and the
+    /// best result id of the routes at or above it (0: none).
+    pub(super) fn descend(&self, addr: u128, depth: u32) -> (u32, u32) {
+        let mut best = 0u32;
+        let mut n = 0u32;
+        for d in 0..=depth {
+            let node = &self.nodes[n as usize];
+            if node.id != NIL {
+                best = node.id;
+            }
+            if d == depth {
+                break;
+            }
+            n = node.child[bit6(addr, d)];
+            if n == NIL {
+                break;
+            }
+        }
+        (n, best)
+    }
+
     /// Longest-prefix match of `addr` by walking the trie bit by bit (0: no route).
     pub fn lookup(&self, addr: u128) -> u32 {
         let mut best = 0u32;

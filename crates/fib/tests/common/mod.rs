@@ -382,6 +382,12 @@ impl Reference6 {
     pub fn remove(&mut self, p: Ipv6Prefix) -> Option<u32> {
         self.by_len[p.prefix_len() as usize].remove(&p.addr_u128())
     }
+    /// The result stored for exactly `p`.
+    pub fn exact(&self, p: Ipv6Prefix) -> Option<u32> {
+        self.by_len[p.prefix_len() as usize]
+            .get(&p.addr_u128())
+            .copied()
+    }
     pub fn lookup(&self, a: u128) -> u32 {
         for len in (0..=128u8).rev() {
             let t = &self.by_len[len as usize];
@@ -394,4 +400,40 @@ impl Reference6 {
         }
         0
     }
+}
+
+/// Every prefix's first and last address and the addresses just outside.
+pub fn edges(table: &[(Ipv6Prefix, u32)]) -> Vec<u128> {
+    let mut keys = Vec::with_capacity(table.len() * 4);
+    for (p, _) in table {
+        let first = p.addr_u128();
+        let last = first | !mask6(p.prefix_len());
+        keys.extend([first, last, first.wrapping_sub(1), last.wrapping_add(1)]);
+    }
+    keys
+}
+
+/// A prefix near one of a few seeds (so that prefixes nest and share nodes), of
+/// any length, /0 and /128 included.
+pub fn prefix6() -> impl proptest::strategy::Strategy<Value = Ipv6Prefix> {
+    let seeds = [
+        0u128,
+        0x2001_0db8_u128 << 96,
+        (0x2001_0db8_0001_u128 << 80) | 0xff,
+        u128::MAX,
+        0x2a00_1450_4001_0800_u128 << 64,
+    ];
+    proptest::strategy::Strategy::prop_map(
+        (
+            0..seeds.len(),
+            proptest::prelude::any::<u128>(),
+            0u32..128,
+            0u8..=128,
+        ),
+        move |(s, r, flip, len)| {
+            // The seed with one random low bit region changed: siblings and cousins.
+            let a = seeds[s] ^ ((r >> flip) & (r >> 64));
+            Ipv6Prefix::new_truncated(Ipv6Addr::from(a), len).unwrap_or_else(|e| panic!("{e}"))
+        },
+    )
 }
