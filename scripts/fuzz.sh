@@ -7,20 +7,24 @@
 # the first crash (libFuzzer keeps the input under fuzz/artifacts/TARGET).
 #
 #   scripts/fuzz.sh [SECONDS] [--keep] [TARGET...]   (make fuzz: 600 s each, --keep)
+#
+# FUZZ_BUILD=--dev builds the targets without optimisations (half the build time:
+# make test's short smoke run); the default is -O.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 secs=${1:-600}
 keep=${2:-}
 shift $(( $# < 2 ? $# : 2 ))
 command -v cargo-fuzz > /dev/null || { echo "fuzz: cargo-fuzz missing: run scripts/setup.sh"; exit 1; }
-cargo +nightly fuzz build -O
+build=${FUZZ_BUILD:--O}
+cargo +nightly fuzz build "$build"
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo +nightly fuzz list)
 for t in "${targets[@]}"; do
     mkdir -p "corpus/$t"
     new=$(mktemp -d)
     log=$(mktemp)
-    if ! cargo +nightly fuzz run -O "$t" "$new" "corpus/$t" -- \
+    if ! cargo +nightly fuzz run "$build" "$t" "$new" "corpus/$t" -- \
         -max_total_time="$secs" -rss_limit_mb=4096 -print_final_stats=1 > "$log" 2>&1; then
         tail -40 "$log"
         echo "fuzz: $t crashed; the input is in fuzz/artifacts/$t"
@@ -29,7 +33,7 @@ for t in "${targets[@]}"; do
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     echo "fuzz: $t: $runs runs in $secs s, no crash"
     if [ "$keep" = "--keep" ]; then
-        cargo +nightly fuzz run -O "$t" "corpus/$t" "$new" -- -merge=1 > "$log" 2>&1
+        cargo +nightly fuzz run "$build" "$t" "corpus/$t" "$new" -- -merge=1 > "$log" 2>&1
         echo "fuzz: $t: corpus $(ls "corpus/$t" | wc -l) inputs"
     fi
     rm -rf "$new" "$log"

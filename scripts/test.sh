@@ -36,5 +36,6 @@ fi
 # builds the release one).
 stage "Debian package"; DEB_PROFILE=dev scripts/test-deb.sh
 stage "benches build"; cargo test --workspace --benches --no-run
-# Every fuzz target on its corpus for a few seconds (`make fuzz` runs them long).
-stage "fuzz, briefly"; scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
+# Every fuzz target on its corpus for a few seconds, built without optimisations
+# (`make fuzz` builds them optimised and runs them long).
+stage "fuzz, briefly"; FUZZ_BUILD=--dev scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
