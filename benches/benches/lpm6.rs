@@ -21,7 +21,8 @@
 //! DPDK leaves that to the caller).
 //!
 //! Run: `cargo bench -p benches --bench lpm6` (needs hugepages for DPDK);
-//! `LPM6_HOT=n` draws the keys from `n` random prefixes only.
+//! `LPM6_HOT=n` draws the keys from `n` random prefixes only; `LPM6_UPDATES_ONLY=1`
+//! measures our route changes and stops.
 //! Without `shared/data/prefixes-2024-v4v6.txt.gz` beside the repository it runs
 //! on a synthetic table of the same size and length mix.
 #![deny(unsafe_code)]
@@ -168,6 +169,9 @@ fn main() {
         .map(|_| rng.random_range(0..table.len()))
         .collect();
     update_rates(&table, &keys, &picks);
+    if std::env::var_os("LPM6_UPDATES_ONLY").is_some() {
+        return;
+    }
     let (mut fib6, lpm6) = load_dpdk(&table);
     update_rates_fib6(&table, &picks, &mut fib6);
     let t = Tables { ours, fib6, lpm6 };

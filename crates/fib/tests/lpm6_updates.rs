@@ -178,7 +178,9 @@ fn readers_see_only_covering_routes_while_the_table_changes() {
             std::thread::spawn(move || {
                 let mut out = [0u32; 256];
                 let mut n = 0u64;
-                while !done.load(Ordering::Relaxed) {
+                // (at least one whole pass, however late the thread starts)
+                loop {
+                    let last = done.load(Ordering::Relaxed);
                     for (c, chunk) in keys.chunks(256).enumerate() {
                         r.lookup_burst(chunk, &mut out);
                         for (i, &id) in out[..chunk.len()].iter().enumerate() {
@@ -191,6 +193,9 @@ fn readers_see_only_covering_routes_while_the_table_changes() {
                             );
                             n += 1;
                         }
+                    }
+                    if last {
+                        break;
                     }
                 }
                 checked.fetch_add(n, Ordering::Relaxed);
