@@ -1,5 +1,6 @@
 //! IPv6 longest-prefix match on the 2024 table's 160,147 IPv6 prefixes: `fib::Lpm6`
-//! (variants by direct bits and stride) against DPDK's `rte_fib6` (TRIE, 4-byte next hops,
+//! (Poptrie variants by direct bits and stride) and `fib::Lpm6Table` (flat 8-bit
+//! nodes, looked up through a reader as a worker would) against DPDK's `rte_fib6` (TRIE, 4-byte next hops,
 //! `rte_fib6_lookup_bulk`) and `rte_lpm6` (`rte_lpm6_lookup_bulk_func`), all fed
 //! the same table and the same keys, in the same process, on one core.
 //!
@@ -100,12 +101,16 @@ enum Impl {
     Ours(usize),
     /// One `lookup` per key (no batching), for comparison.
     OursScalar(usize),
+    /// `Lpm6Table` (flat 8-bit nodes) through a reader, as a worker would look up.
+    Table,
     RteFib6,
     RteLpm6,
 }
 
 struct Tables {
     ours: Vec<Lpm6>,
+    table: Lpm6Table,
+    reader: std::cell::RefCell<fib::Lpm6Reader>,
     fib6: RteFib6,
     lpm6: RteLpm6,
 }
@@ -130,6 +135,13 @@ fn pass(t: &Tables, which: Impl, keys: &[u128], bytes: &[[u8; 16]]) -> u64 {
                 for (o, &k) in out.iter_mut().zip(c) {
                     *o = l.lookup(k);
                 }
+                sum = sum.wrapping_add(u64::from(out[0]));
+            }
+        }
+        Impl::Table => {
+            let mut r = t.reader.borrow_mut();
+            for c in keys.chunks(BATCH) {
+                r.lookup_burst(c, &mut out[..c.len()]);
                 sum = sum.wrapping_add(u64::from(out[0]));
             }
         }
@@ -174,7 +186,22 @@ fn main() {
     }
     let (mut fib6, lpm6) = load_dpdk(&table);
     update_rates_fib6(&table, &picks, &mut fib6);
-    let t = Tables { ours, fib6, lpm6 };
+    let t0 = Instant::now();
+    let flat = Lpm6Table::from_trie(load_trie(&table));
+    println!(
+        "fib::Lpm6Table (flat 8-bit nodes): load {:.0?} (trie inserts + build); {:.2} MiB = {:.1} B/prefix (with its free room)",
+        t0.elapsed(),
+        flat.memory_bytes().0 as f64 / 1048576.0,
+        flat.memory_bytes().0 as f64 / flat.len() as f64
+    );
+    let reader = std::cell::RefCell::new(flat.reader());
+    let t = Tables {
+        ours,
+        table: flat,
+        reader,
+        fib6,
+        lpm6,
+    };
     check_answers(&t, &trie, &table, &keys, &mut rng);
     let cases = cases();
     let (rows, hz) = time_cases(&t, &cases, &keys, &bytes);
@@ -316,6 +343,11 @@ fn check_answers(t: &Tables, trie: &Lpm6Trie, table: &Table, keys: &[u128], rng:
             assert_eq!(l.lookup(sample[i]), w);
         }
     }
+    t.reader.borrow_mut().lookup_burst(&sample, &mut got);
+    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "Lpm6Table: {}", Ipv6Addr::from(sample[i]));
+        assert_eq!(t.table.lookup(sample[i]), w);
+    }
     let mut g64 = vec![0u64; sample.len()];
     let mut gi = vec![0i32; sample.len()];
     t.fib6.lookup_bulk(&sb, &mut g64);
@@ -349,6 +381,10 @@ fn cases() -> Vec<(Impl, String)> {
                 .chain(chosen.then(|| (Impl::OursScalar(i), format!("{name}, one lookup per key"))))
         })
         .collect();
+    cases.push((
+        Impl::Table,
+        "fib::Lpm6Table (flat 8-bit nodes), reader".into(),
+    ));
     cases.push((Impl::RteFib6, "rte_fib6 (trie)".into()));
     cases.push((Impl::RteLpm6, "rte_lpm6".into()));
     cases

@@ -132,16 +132,15 @@
 //!
 //! # IPv6
 //!
-//! Not forwarded yet. [`Lpm6`] is the IPv6 lookup structure (a Poptrie over 128-bit
-//! keys: 24 direct bits, kept only for the populated eighths of the address space,
-//! then 8-bit nodes; built whole from an [`Lpm6Trie`]). [`Lpm6Table`] is one IPv6
-//! table with its publication: route changes applied in place at each commit
-//! (direct entries stored, regions rebuilt into free space and swung in, freed
-//! after a grace period) while [`Lpm6Reader`]s look up without locks. The FIB does
-//! not use them yet.
-//! On the 2024 table's 160,147 IPv6 prefixes it takes 83 bytes per prefix and
-//! 70-80 ms to load, and looks up 0.8x as fast as DPDK's `rte_fib6` at batch 256
-//! (`benches/RESULTS-fib6.md`).
+//! Not forwarded yet. [`Lpm6Table`] is one IPv6 table: a binary trie on the
+//! writer's side and, for lock-free [`Lpm6Reader`]s, a direct level of 24 bits (kept
+//! only for the populated eighths of the address space) and flat 8-bit nodes, changed
+//! in place at each commit (one release store per entry; freed nodes reused after
+//! the readers' grace period). [`Lpm6`] is a Poptrie of the same direct level, built
+//! whole, kept for comparison. The FIB does not use them yet. On the 2024 table's
+//! 160,147 IPv6 prefixes `Lpm6Table` takes 298 bytes per prefix, loads in under
+//! 0.1 s, looks up 0.88x as fast as DPDK's `rte_fib6` at batch 256, and takes
+//! 0.74-1.3 M route changes/s while a reader runs (`benches/RESULTS-fib6.md`).
 #![forbid(unsafe_code)]
 
 mod arena;

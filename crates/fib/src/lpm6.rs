@@ -29,20 +29,22 @@
 //! the current node of every key, so the loads of one pass are independent and their
 //! cache misses overlap, and a last pass reads the leaves.
 //!
-//! [`Lpm6::build`] makes the structure whole from the trie; [`Lpm6Table`] changes a
-//! published one in place as routes change (see `update.rs`: direct entries
-//! stored, regions below the direct bits rebuilt into free space and swung in).
+//! [`Lpm6::build`] makes the structure whole from the trie; a published structure
+//! is never changed. [`Lpm6Table`], the table route changes go to, uses the same
+//! direct level with flat 8-bit nodes instead (`flat.rs`): a level is one load
+//! with no `popcnt`, and a change is stores of single entries, at 1 KiB per node
+//! (`benches/RESULTS-fib6.md`).
 
+mod flat;
 mod table;
 mod trie;
-mod update;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+pub use flat::Lpm6Stats;
 pub use table::{Lpm6Reader, Lpm6Table};
 pub use trie::Lpm6Trie;
 use trie::NIL;
-pub use update::Lpm6Stats;
 
 /// Result ids must stay below this (the direct array keeps a flag bit beside them).
 pub const LPM6_MAX_RESULT: u32 = 1 << 31;
@@ -273,17 +275,6 @@ impl Lpm6 {
     ///
     /// If `direct_bits` or `stride` is out of range.
     pub fn build_with(trie: &Lpm6Trie, direct_bits: u32, stride: u32) -> Self {
-        Self::build_slack(trie, direct_bits, stride, 0).0
-    }
-
-    /// [`Lpm6::build_with`] with room for `slack` more nodes and `8 * slack` more
-    /// leaves than the table needs; also returns the nodes and leaves in use.
-    fn build_slack(
-        trie: &Lpm6Trie,
-        direct_bits: u32,
-        stride: u32,
-        slack: usize,
-    ) -> (Self, usize, usize) {
         assert!(
             (8..=28).contains(&direct_bits),
             "direct bits {direct_bits} outside 8..=28"
@@ -301,42 +292,13 @@ impl Lpm6 {
         };
         b.nodes.resize(1 << (stride - 6), [0; 3]); // SINK
         b.octants(0, 0, 0, if root != NIL { root } else { 0 });
-        let used = (b.nodes.len() >> (stride - 6), b.leaves.len());
-        b.nodes.resize((used.0 + slack) << (stride - 6), [0; 3]);
-        b.leaves.resize(used.1 + 8 * slack, 0);
-        let lpm = Self {
+        Self {
             direct_bits,
             stride,
             octant: b.octant.map(AtomicU64::new),
             direct: b.direct.into_iter().map(AtomicU32::new).collect(),
             nodes: b.nodes.into_iter().map(|n| n.map(AtomicU64::new)).collect(),
             leaves: b.leaves.into_iter().map(AtomicU32::new).collect(),
-        };
-        (lpm, used.0, used.1)
-    }
-
-    /// A copy with room for `nodes` nodes and `leaves` leaves (at least what it
-    /// has): the writer goes on in the copy and publishes it.
-    fn grown(&self, nodes: usize, leaves: usize) -> Self {
-        let group = 1usize << (self.stride - 6);
-        let copy32 = |a: &[AtomicU32], n: usize| crate::arena::grow32(a, n.max(a.len()));
-        Self {
-            direct_bits: self.direct_bits,
-            stride: self.stride,
-            octant: std::array::from_fn(|o| AtomicU64::new(self.octant[o].load(Ordering::Relaxed))),
-            direct: copy32(&self.direct, 0),
-            nodes: (0..(nodes * group).max(self.nodes.len()))
-                .map(|i| {
-                    std::array::from_fn(|w| {
-                        AtomicU64::new(
-                            self.nodes
-                                .get(i)
-                                .map_or(0, |n| n[w].load(Ordering::Relaxed)),
-                        )
-                    })
-                })
-                .collect(),
-            leaves: copy32(&self.leaves, leaves),
         }
     }
 

@@ -8,15 +8,15 @@ use std::sync::atomic::AtomicU64;
 
 use arc_swap::{ArcSwap, Cache};
 
-use super::update::{Lpm6Stats, Lpm6Writer};
-use super::{LPM6_DIRECT_BITS, LPM6_STRIDE, Lpm6, Lpm6Trie};
+use super::Lpm6Trie;
+use super::flat::{Flat, FlatWriter, Lpm6Stats};
 use crate::Ipv6Prefix;
 use crate::qsbr::Qsbr;
 
 /// What the writer and the readers share.
 #[derive(Debug)]
 struct Shared {
-    current: Arc<ArcSwap<Lpm6>>,
+    current: Arc<ArcSwap<Flat>>,
     qsbr: Qsbr,
 }
 
@@ -26,11 +26,11 @@ struct Shared {
 #[derive(Debug)]
 pub struct Lpm6Table {
     trie: Lpm6Trie,
-    writer: Lpm6Writer,
-    lpm: Arc<Lpm6>,
+    writer: FlatWriter,
+    lpm: Arc<Flat>,
     shared: Arc<Shared>,
     /// Replaced structures, dropped once no reader holds them.
-    retired: Vec<Arc<Lpm6>>,
+    retired: Vec<Arc<Flat>>,
 }
 
 impl Default for Lpm6Table {
@@ -47,7 +47,7 @@ impl Lpm6Table {
 
     /// A table holding `trie`'s routes, built whole (a full table's load).
     pub fn from_trie(trie: Lpm6Trie) -> Self {
-        let (writer, lpm) = Lpm6Writer::build(&trie, LPM6_DIRECT_BITS, LPM6_STRIDE);
+        let (writer, lpm) = FlatWriter::build(&trie);
         let lpm = Arc::new(lpm);
         Self {
             trie,
@@ -134,14 +134,14 @@ impl Lpm6Table {
 
     /// How route changes were applied so far.
     pub fn stats(&self) -> Lpm6Stats {
-        self.writer.stats()
+        self.writer.stats
     }
 }
 
 /// A lock-free reader of an [`Lpm6Table`] (one per thread).
 pub struct Lpm6Reader {
     shared: Arc<Shared>,
-    cache: Cache<Arc<ArcSwap<Lpm6>>, Arc<Lpm6>>,
+    cache: Cache<Arc<ArcSwap<Flat>>, Arc<Flat>>,
     slot: Arc<AtomicU64>,
 }
 
