@@ -1,6 +1,5 @@
-//! IPv6 longest-prefix match on the 2024 table's 160,147 IPv6 prefixes: `fib::Lpm6`
-//! (Poptrie variants by direct bits and stride) and `fib::Lpm6Table` (flat 8-bit
-//! nodes, looked up through a reader as a worker would) against DPDK's `rte_fib6` (TRIE, 4-byte next hops,
+//! IPv6 longest-prefix match on the 2024 table's 160,147 IPv6 prefixes:
+//! `fib::Lpm6Table` (looked up through a reader, as a worker would) against DPDK's `rte_fib6` (TRIE, 4-byte next hops,
 //! `rte_fib6_lookup_bulk`) and `rte_lpm6` (`rte_lpm6_lookup_bulk_func`), all fed
 //! the same table and the same keys, in the same process, on one core.
 //!
@@ -38,7 +37,7 @@ use benches::cycles::{rdtsc, tsc_hz};
 use benches::rib::{load_v6_2024, mask6};
 use dataplane::dpdk::Eal;
 use dataplane::dpdk::peers::{RteFib6, RteLpm6};
-use fib::{Ipv6Prefix, Lpm6, Lpm6Table, Lpm6Trie};
+use fib::{Ipv6Prefix, Lpm6Reader, Lpm6Table, Lpm6Trie};
 use rand::{Rng, SeedableRng};
 
 const KEYS: usize = 1 << 20;
@@ -46,8 +45,6 @@ const BATCH: usize = 256;
 const ROUNDS: usize = 11;
 /// Prefixes withdrawn and announced again in the update measurements.
 const UPDATES: usize = 200_000;
-/// (direct bits, stride) of the `fib::Lpm6` variants measured.
-const VARIANTS: [(u32, u32); 6] = [(16, 6), (20, 6), (24, 6), (16, 8), (20, 7), (24, 8)];
 
 type Table = Vec<(u128, u8, u32)>;
 
@@ -98,19 +95,17 @@ fn tbl8_reserved(t: &Table) -> usize {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Impl {
-    Ours(usize),
-    /// One `lookup` per key (no batching), for comparison.
-    OursScalar(usize),
-    /// `Lpm6Table` (flat 8-bit nodes) through a reader, as a worker would look up.
-    Table,
+    /// Batches through a reader.
+    Ours,
+    /// One reader `lookup` per key (no batching), for comparison.
+    OursScalar,
     RteFib6,
     RteLpm6,
 }
 
 struct Tables {
-    ours: Vec<Lpm6>,
     table: Lpm6Table,
-    reader: std::cell::RefCell<fib::Lpm6Reader>,
+    reader: std::cell::RefCell<Lpm6Reader>,
     fib6: RteFib6,
     lpm6: RteLpm6,
 }
@@ -122,26 +117,19 @@ fn pass(t: &Tables, which: Impl, keys: &[u128], bytes: &[[u8; 16]]) -> u64 {
     let mut outi = [0i32; BATCH];
     let mut sum = 0u64;
     match which {
-        Impl::Ours(v) => {
-            let l = &t.ours[v];
-            for c in keys.chunks(BATCH) {
-                l.lookup_burst(c, &mut out[..c.len()]);
-                sum = sum.wrapping_add(u64::from(out[0]));
-            }
-        }
-        Impl::OursScalar(v) => {
-            let l = &t.ours[v];
-            for c in keys.chunks(BATCH) {
-                for (o, &k) in out.iter_mut().zip(c) {
-                    *o = l.lookup(k);
-                }
-                sum = sum.wrapping_add(u64::from(out[0]));
-            }
-        }
-        Impl::Table => {
+        Impl::Ours => {
             let mut r = t.reader.borrow_mut();
             for c in keys.chunks(BATCH) {
                 r.lookup_burst(c, &mut out[..c.len()]);
+                sum = sum.wrapping_add(u64::from(out[0]));
+            }
+        }
+        Impl::OursScalar => {
+            let mut r = t.reader.borrow_mut();
+            for c in keys.chunks(BATCH) {
+                for (o, &k) in out.iter_mut().zip(c) {
+                    *o = r.lookup(k);
+                }
                 sum = sum.wrapping_add(u64::from(out[0]));
             }
         }
@@ -175,7 +163,7 @@ fn main() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(6);
     let keys = draw_keys(&table, &mut rng);
     let bytes: Vec<[u8; 16]> = keys.iter().map(|k| k.to_be_bytes()).collect();
-    let (trie, ours) = load_ours(&table);
+    let (trie, flat) = load_ours(&table);
     // (before EAL pins this thread: the reader thread must run on the other core)
     let picks: Vec<usize> = (0..UPDATES)
         .map(|_| rng.random_range(0..table.len()))
@@ -186,17 +174,8 @@ fn main() {
     }
     let (mut fib6, lpm6) = load_dpdk(&table);
     update_rates_fib6(&table, &picks, &mut fib6);
-    let t0 = Instant::now();
-    let flat = Lpm6Table::from_trie(load_trie(&table));
-    println!(
-        "fib::Lpm6Table (flat 8-bit nodes): load {:.0?} (trie inserts + build); {:.2} MiB = {:.1} B/prefix (with its free room)",
-        t0.elapsed(),
-        flat.memory_bytes().0 as f64 / 1048576.0,
-        flat.memory_bytes().0 as f64 / flat.len() as f64
-    );
     let reader = std::cell::RefCell::new(flat.reader());
     let t = Tables {
-        ours,
         table: flat,
         reader,
         fib6,
@@ -229,44 +208,30 @@ fn draw_keys(table: &Table, rng: &mut impl Rng) -> Vec<u128> {
         .collect()
 }
 
-/// Loads `table` into the binary trie and builds every `fib::Lpm6` variant of
-/// [`VARIANTS`] from it, printing load time and memory per variant, then the
-/// whole-table load of the chosen variant alone (median of 3). Runs before EAL
-/// pins this thread. Returns the trie and the variants, in [`VARIANTS`] order.
-fn load_ours(table: &Table) -> (Lpm6Trie, Vec<Lpm6>) {
-    let t0 = Instant::now();
-    let trie = load_trie(table);
-    let trie_time = t0.elapsed();
-    let mut ours = Vec::new();
-    for (bits, stride) in VARIANTS {
-        let t0 = Instant::now();
-        let l = Lpm6::build_with(&trie, bits, stride);
-        let build = t0.elapsed();
-        let (nodes, leaves) = l.counts();
-        println!(
-            "fib::Lpm6 direct {bits} stride {stride}: load {:.0?} (trie {trie_time:.0?} + build {build:.0?}); {:.2} MiB = {:.1} B/prefix ({nodes} nodes, {leaves} leaves)",
-            trie_time + build,
-            l.memory_bytes() as f64 / 1048576.0,
-            l.memory_bytes() as f64 / table.len() as f64
-        );
-        ours.push(l);
-    }
-    // The whole-table load of the chosen variant, alone (trie + build).
+/// Loads `table` into the binary trie and `fib::Lpm6Table` (median of 3 whole
+/// loads: trie inserts + build), printing the load time and memory. Runs before EAL
+/// pins this thread. Returns the trie and the table.
+fn load_ours(table: &Table) -> (Lpm6Trie, Lpm6Table) {
     let mut loads = Vec::new();
     for _ in 0..3 {
         let t0 = Instant::now();
-        let l = Lpm6::build(&load_trie(table));
+        let l = Lpm6Table::from_trie(load_trie(table));
         loads.push(t0.elapsed());
         black_box(l);
     }
     loads.sort();
+    let t0 = Instant::now();
+    let trie = load_trie(table);
+    let trie_time = t0.elapsed();
+    let flat = Lpm6Table::from_trie(trie.clone());
+    let bytes = flat.memory_bytes().0;
     println!(
-        "fib::Lpm6 direct {} stride {} full load (trie inserts + build), median of 3: {:.0?}",
-        fib::LPM6_DIRECT_BITS,
-        fib::LPM6_STRIDE,
-        loads[1]
+        "fib::Lpm6Table: full load {:.0?} (median of 3; trie inserts {trie_time:.0?}); {:.2} MiB = {:.1} B/prefix (with the free room it is built with)",
+        loads[1],
+        bytes as f64 / 1048576.0,
+        bytes as f64 / table.len() as f64
     );
-    (trie, ours)
+    (trie, flat)
 }
 
 /// Starts EAL and loads `table` into `rte_fib6` and `rte_lpm6` (one add per
@@ -329,20 +294,6 @@ fn check_answers(t: &Tables, trie: &Lpm6Trie, table: &Table, keys: &[u128], rng:
     let want: Vec<u32> = sample.iter().map(|&k| trie.lookup(k)).collect();
     let sb: Vec<[u8; 16]> = sample.iter().map(|k| k.to_be_bytes()).collect();
     let mut got = vec![0u32; sample.len()];
-    for l in &t.ours {
-        l.lookup_burst(&sample, &mut got);
-        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(
-                g,
-                w,
-                "Lpm6 direct {} stride {}: {}",
-                l.direct_bits(),
-                l.stride(),
-                Ipv6Addr::from(sample[i])
-            );
-            assert_eq!(l.lookup(sample[i]), w);
-        }
-    }
     t.reader.borrow_mut().lookup_burst(&sample, &mut got);
     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g, w, "Lpm6Table: {}", Ipv6Addr::from(sample[i]));
@@ -368,26 +319,18 @@ fn check_answers(t: &Tables, trie: &Lpm6Trie, table: &Table, keys: &[u128], rng:
     );
 }
 
-/// The cases timed, with their names: every variant batched (the chosen one
-/// also one lookup per key), then `rte_fib6` and `rte_lpm6`.
+/// The cases timed, with their names: ours batched and one lookup per key, then
+/// `rte_fib6` and `rte_lpm6`.
 fn cases() -> Vec<(Impl, String)> {
-    let mut cases: Vec<(Impl, String)> = VARIANTS
-        .iter()
-        .enumerate()
-        .flat_map(|(i, &(b, s))| {
-            let name = format!("fib::Lpm6 direct {b} stride {s}");
-            let chosen = (b, s) == (fib::LPM6_DIRECT_BITS, fib::LPM6_STRIDE);
-            std::iter::once((Impl::Ours(i), name.clone()))
-                .chain(chosen.then(|| (Impl::OursScalar(i), format!("{name}, one lookup per key"))))
-        })
-        .collect();
-    cases.push((
-        Impl::Table,
-        "fib::Lpm6Table (flat 8-bit nodes), reader".into(),
-    ));
-    cases.push((Impl::RteFib6, "rte_fib6 (trie)".into()));
-    cases.push((Impl::RteLpm6, "rte_lpm6".into()));
-    cases
+    vec![
+        (Impl::Ours, "fib::Lpm6Table, reader".into()),
+        (
+            Impl::OursScalar,
+            "fib::Lpm6Table, reader, one lookup per key".into(),
+        ),
+        (Impl::RteFib6, "rte_fib6 (trie)".into()),
+        (Impl::RteLpm6, "rte_lpm6".into()),
+    ]
 }
 
 /// Times `cases` over [`ROUNDS`] rounds, every case once per round (interleaved),

@@ -136,11 +136,10 @@
 //! writer's side and, for lock-free [`Lpm6Reader`]s, a direct level of 24 bits (kept
 //! only for the populated eighths of the address space) and flat 8-bit nodes, changed
 //! in place at each commit (one release store per entry; freed nodes reused after
-//! the readers' grace period). [`Lpm6`] is a Poptrie of the same direct level, built
-//! whole, kept for comparison. The FIB does not use them yet. On the 2024 table's
-//! 160,147 IPv6 prefixes `Lpm6Table` takes 298 bytes per prefix, loads in under
-//! 0.1 s, looks up 0.88x as fast as DPDK's `rte_fib6` at batch 256, and takes
-//! 0.74-1.3 M route changes/s while a reader runs (`benches/RESULTS-fib6.md`).
+//! the readers' grace period). The FIB does not use it yet. On the 2024 table's
+//! 160,147 IPv6 prefixes it takes 298 bytes per prefix, loads in under 0.1 s, looks
+//! up 0.88x as fast as DPDK's `rte_fib6` at batch 256, and takes 0.74-1.3 M route
+//! changes/s while a reader runs (`benches/RESULTS-fib6.md`).
 #![forbid(unsafe_code)]
 
 mod arena;
@@ -158,8 +157,7 @@ pub use arena::{FastHasher, FastMap, FastSet};
 pub use fib::{Batch, Fib, MAX_BUCKETS, MAX_RESULTS, MemoryUsage};
 pub use lpm::{DIRECT_BITS, UpdateStats};
 pub use lpm6::{
-    LPM6_DIRECT_BITS, LPM6_MAX_RESULT, LPM6_STRIDE, Lpm6, Lpm6Reader, Lpm6Stats, Lpm6Table,
-    Lpm6Trie,
+    LPM6_DIRECT_BITS, LPM6_MAX_RESULT, LPM6_STRIDE, Lpm6Reader, Lpm6Stats, Lpm6Table, Lpm6Trie,
 };
 pub use model::{
     Action, Adjacency, FibError, Interface, Ipv4Prefix, MAX_LABEL_VALUE, MAX_LABELS, MAX_PATHS,

@@ -1,8 +1,5 @@
-//! IPv6 lookup in flat 8-bit nodes: the direct level of [`crate::Lpm6`] (24 bits,
-//! kept for the populated eighths of the address space), then nodes of 256 entries,
-//! each entry a result id ([`LEAF`] set) or the index of the next node, as DPDK's
-//! DIR-24-8 tables and `rte_fib6`'s trie lay them out. A level costs one load and no
-//! `popcnt`; a node costs 1 KiB (against Poptrie's 96 bytes plus leaves).
+//! The arrays readers see ([`Flat`]) and the writer that changes them in place
+//! ([`FlatWriter`]); the layout is the module's (see `lpm6.rs`).
 //!
 //! Every change is a store of one entry at a time: a new result id stored into the
 //! entries it covers (in the nodes below them too, where they inherit it), a new
@@ -13,13 +10,11 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::trie::NIL;
-use super::{LEAF, Lpm6Trie, OCTANT_BITS, SINK};
+use super::{LEAF, LPM6_DIRECT_BITS, LPM6_STRIDE, Lpm6Trie, OCTANT_BITS, SINK};
 use crate::arena::BlockAlloc;
 
-/// Direct bits.
-const DIRECT: u32 = 24;
-/// Bits per node.
-const STRIDE: u32 = 8;
+const DIRECT: u32 = LPM6_DIRECT_BITS;
+const STRIDE: u32 = LPM6_STRIDE;
 const FANOUT: usize = 1 << STRIDE;
 /// Every lookup walks the levels down to this bit branch-free.
 const FIXED_END: u32 = 48;
