@@ -61,14 +61,6 @@ impl BlockAlloc {
         }
     }
 
-    /// An allocator whose first `used` units are in use (a structure built whole),
-    /// with room up to `cap`.
-    pub(crate) fn with_used(cap: usize, used: usize, max_block: usize) -> Self {
-        let mut a = Self::new(cap, used, max_block);
-        a.live = used;
-        a
-    }
-
     pub(crate) fn cap(&self) -> usize {
         self.cap
     }

@@ -137,8 +137,8 @@
 //! only for the populated eighths of the address space) and flat 8-bit nodes, changed
 //! in place at each commit (one release store per entry; freed nodes reused after
 //! the readers' grace period). The FIB does not use it yet. On the 2024 table's
-//! 160,147 IPv6 prefixes it takes 298 bytes per prefix, loads in under 0.1 s, looks
-//! up 0.88x as fast as DPDK's `rte_fib6` at batch 256, and takes 0.74-1.3 M route
+//! 160,147 IPv6 prefixes it takes 298 bytes per prefix, loads in about 0.1 s, looks
+//! up 0.85-0.89x as fast as DPDK's `rte_fib6` at batch 256, and takes 0.67-1.3 M route
 //! changes/s while a reader runs (`benches/RESULTS-fib6.md`).
 #![forbid(unsafe_code)]
 

@@ -19,8 +19,8 @@
 //!
 //! A Poptrie of the same direct level (8-bit nodes compressed with `popcnt`, 83
 //! bytes per prefix against 298) was measured and dropped: 0.68x `rte_fib6`'s
-//! lookups against 0.88x, and its updates (nodes rewritten and swung in) ran at
-//! 290-413 k changes/s against 0.74-1.3 M (`benches/RESULTS-fib6.md`).
+//! lookups against 0.85-0.89x, and its updates (nodes rewritten and swung in) ran at
+//! 290-413 k changes/s against 0.67-1.3 M (`benches/RESULTS-fib6.md`).
 
 mod flat;
 mod table;

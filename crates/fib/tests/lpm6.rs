@@ -9,26 +9,10 @@ mod common;
 
 use std::net::Ipv6Addr;
 
-use common::{Reference6, edges, load_v6_2024, mask6, prefix6};
+use common::{Reference6, check6 as check, edges, load_v6_2024, mask6, prefix6};
 use fib::{Ipv6Prefix, Lpm6Table, Lpm6Trie};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
-
-/// Checks the table on `keys`, through a reader in bursts of uneven length and one
-/// key at a time, and through the writer's lookup.
-fn check(t: &Lpm6Table, keys: &[u128], want: &[u32]) {
-    let mut r = t.reader();
-    let mut out = vec![0u32; keys.len()];
-    for c in (0..keys.len()).step_by(300) {
-        let end = (c + 300).min(keys.len());
-        r.lookup_burst(&keys[c..end], &mut out[c..end]);
-    }
-    for (i, &k) in keys.iter().enumerate() {
-        assert_eq!(out[i], want[i], "burst: {}", Ipv6Addr::from(k));
-        assert_eq!(r.lookup(k), want[i], "lookup: {}", Ipv6Addr::from(k));
-        assert_eq!(t.lookup(k), want[i], "writer: {}", Ipv6Addr::from(k));
-    }
-}
 
 #[test]
 fn full_table_matches_reference() {

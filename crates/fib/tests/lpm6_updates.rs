@@ -17,21 +17,10 @@ use proptest::prelude::*;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-/// Checks the table through a reader, in bursts of uneven length and one key at
-/// a time, and through the writer's own lookup.
+/// Checks the table against the reference on `keys`.
 fn check(t: &Lpm6Table, reference: &Reference6, keys: &[u128]) {
-    let mut r = t.reader();
-    let mut out = vec![0u32; keys.len()];
-    for c in (0..keys.len()).step_by(300) {
-        let end = (c + 300).min(keys.len());
-        r.lookup_burst(&keys[c..end], &mut out[c..end]);
-    }
-    for (i, &k) in keys.iter().enumerate() {
-        let want = reference.lookup(k);
-        assert_eq!(out[i], want, "burst: {}", Ipv6Addr::from(k));
-        assert_eq!(r.lookup(k), want, "lookup: {}", Ipv6Addr::from(k));
-        assert_eq!(t.lookup(k), want, "writer: {}", Ipv6Addr::from(k));
-    }
+    let want: Vec<u32> = keys.iter().map(|&k| reference.lookup(k)).collect();
+    common::check6(t, keys, &want);
 }
 
 proptest! {

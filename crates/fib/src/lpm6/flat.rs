@@ -161,29 +161,48 @@ pub(super) struct FlatWriter {
 }
 
 impl FlatWriter {
-    /// The structure for `trie`, built whole, and its writer.
+    /// The structure for `trie`, built whole (the arrays sized for it, then every
+    /// eighth of the address space filled as a change would), and its writer.
     pub(super) fn build(trie: &Lpm6Trie) -> (Self, Flat) {
-        let mut b = Builder {
-            trie,
-            octant: [0; 8],
-            direct: Vec::new(),
-            nodes: vec![LEAF; FANOUT], // SINK
+        let mut octant = [0u64; 8];
+        let mut direct = 0usize;
+        for (o, w) in octant.iter_mut().enumerate() {
+            let (t, _) = trie.descend((o as u128) << (128 - OCTANT_BITS), OCTANT_BITS);
+            let len = if t != NIL && trie.has_children(t) {
+                1usize << (DIRECT - OCTANT_BITS)
+            } else {
+                1
+            };
+            *w = direct as u64 | ((len as u64 - 1) << 32);
+            direct += len;
+        }
+        let cap = 1 + nodes_needed(trie, 0, 0) + SLACK;
+        let leaves = |n: usize| (0..n).map(|_| AtomicU32::new(LEAF)).collect();
+        let mut flat = Flat {
+            octant: octant.map(AtomicU64::new),
+            direct: leaves(direct),
+            nodes: leaves(cap * FANOUT),
         };
-        let root = trie.node(0).id;
-        b.octants(0, 0, 0, if root != NIL { root } else { 0 });
-        let used = b.nodes.len() / FANOUT;
-        b.nodes.resize((used + SLACK) * FANOUT, LEAF);
-        let flat = Flat {
-            octant: b.octant.map(AtomicU64::new),
-            direct: b.direct.into_iter().map(AtomicU32::new).collect(),
-            nodes: b.nodes.into_iter().map(AtomicU32::new).collect(),
-        };
-        let w = Self {
-            nodes: BlockAlloc::with_used(used + SLACK, used, 1),
+        let mut w = Self {
+            nodes: BlockAlloc::new(cap, 1, 1), // (node 0: the sink)
             dirty: Vec::new(),
             fresh: Vec::new(),
             stats: Lpm6Stats::default(),
         };
+        let mut o = 0;
+        while o < 8 {
+            match w.octant(trie, &flat, o, 0) {
+                Ok(()) => o += 1,
+                // (sized for the table, so not expected; handled as in a commit)
+                Err(_) => {
+                    w.drop_fresh();
+                    let n = w.nodes.cap() * 2;
+                    flat = flat.grown(n);
+                    w.nodes.set_cap(n);
+                }
+            }
+        }
+        w.stats = Lpm6Stats::default();
         (w, flat)
     }
 
@@ -428,18 +447,7 @@ impl FlatWriter {
         }
         if cur & LEAF == 0 && cur != SINK {
             let base = (cur as usize) << STRIDE;
-            return self.fill(
-                trie,
-                flat,
-                Arr::Nodes,
-                base,
-                t,
-                depth,
-                0,
-                best,
-                depth + STRIDE,
-                tag,
-            );
+            return self.fill_node(trie, flat, base, t, depth, best, tag);
         }
         let node = self.new_node(trie, flat, t, best, depth)?;
         self.fresh.clear();
@@ -447,8 +455,35 @@ impl FlatWriter {
         Ok(())
     }
 
+    /// Brings the whole node at `base` (starting at `depth`) up to date with trie
+    /// node `t` (`best` including its own route).
+    #[allow(clippy::too_many_arguments)]
+    fn fill_node(
+        &mut self,
+        trie: &Lpm6Trie,
+        flat: &Flat,
+        base: usize,
+        t: u32,
+        depth: u32,
+        best: u32,
+        tag: u64,
+    ) -> Result<(), Stop> {
+        self.fill(
+            trie,
+            flat,
+            Arr::Nodes,
+            base,
+            t,
+            depth,
+            0,
+            best,
+            depth + STRIDE,
+            tag,
+        )
+    }
+
     /// A new node for trie node `t` at `depth` (`best` including its own route),
-    /// filled with its subtree.
+    /// filled with its subtree before anything links it.
     fn new_node(
         &mut self,
         trie: &Lpm6Trie,
@@ -465,47 +500,9 @@ impl FlatWriter {
         for e in &flat.nodes[base..base + FANOUT] {
             e.store(LEAF, Ordering::Relaxed);
         }
-        self.build_into(trie, flat, base, t, depth, 0, best, depth + STRIDE)?;
+        // (nothing is retired from a node no reader sees: no epoch tag needed)
+        self.fill_node(trie, flat, base, t, depth, best, 0)?;
         Ok(node)
-    }
-
-    /// Writes the entries of a node not yet reachable (Relaxed stores: the entry
-    /// that links it is a release store).
-    #[allow(clippy::too_many_arguments)]
-    fn build_into(
-        &mut self,
-        trie: &Lpm6Trie,
-        flat: &Flat,
-        base: usize,
-        t: u32,
-        depth: u32,
-        pos: usize,
-        best: u32,
-        end: u32,
-    ) -> Result<(), Stop> {
-        if depth == end {
-            let v = if t != NIL && trie.has_children(t) {
-                self.new_node(trie, flat, t, best, end)?
-            } else {
-                LEAF | best
-            };
-            flat.nodes[base + pos].store(v, Ordering::Relaxed);
-            return Ok(());
-        }
-        if t == NIL || !trie.has_children(t) {
-            let span = 1usize << (end - depth);
-            for e in &flat.nodes[base + pos * span..base + (pos + 1) * span] {
-                e.store(LEAF | best, Ordering::Relaxed);
-            }
-            return Ok(());
-        }
-        for b in 0..2 {
-            let c = trie.node(t).child[b];
-            let id = if c == NIL { NIL } else { trie.node(c).id };
-            let nb = if id != NIL { id } else { best };
-            self.build_into(trie, flat, base, c, depth + 1, pos * 2 + b, nb, end)?;
-        }
-        Ok(())
     }
 
     fn load(&self, flat: &Flat, arr: Arr, i: usize) -> u32 {
@@ -563,85 +560,17 @@ enum Arr {
     Nodes,
 }
 
-/// The whole build's plain arrays.
-struct Builder<'t> {
-    trie: &'t Lpm6Trie,
-    octant: [u64; 8],
-    direct: Vec<u32>,
-    nodes: Vec<u32>,
-}
-
-impl Builder<'_> {
-    fn octants(&mut self, t: u32, depth: u32, pos: usize, best: u32) {
-        if depth == OCTANT_BITS {
-            let base = self.direct.len();
-            if t != NIL && self.trie.has_children(t) {
-                let len = 1usize << (DIRECT - OCTANT_BITS);
-                self.direct.resize(base + len, 0);
-                self.octant[pos] = base as u64 | ((len as u64 - 1) << 32);
-                self.fill(false, base, t, depth, 0, best, DIRECT);
-            } else {
-                self.direct.push(LEAF | best);
-                self.octant[pos] = base as u64;
-            }
-            return;
-        }
-        for b in 0..2 {
-            let c = if t == NIL {
-                NIL
-            } else {
-                self.trie.node(t).child[b]
-            };
-            let id = if c == NIL { NIL } else { self.trie.node(c).id };
-            self.octants(c, depth + 1, pos * 2 + b, if id != NIL { id } else { best });
-        }
+/// Nodes a table needs below trie node `t` at `depth`: one for every trie node at
+/// the direct bits or a stride below them with routes under it.
+fn nodes_needed(trie: &Lpm6Trie, t: u32, depth: u32) -> usize {
+    if t == NIL || !trie.has_children(t) {
+        return 0;
     }
-
-    /// Fills entries from `base` (in the nodes, else in the direct array) under
-    /// trie node `t` (at `depth`, entries ending at `end`), making nodes for the
-    /// routes below `end`.
-    #[allow(clippy::too_many_arguments)]
-    fn fill(
-        &mut self,
-        in_nodes: bool,
-        base: usize,
-        t: u32,
-        depth: u32,
-        pos: usize,
-        best: u32,
-        end: u32,
-    ) {
-        let span = 1usize << (end - depth);
-        let (lo, hi) = (base + pos * span, base + (pos + 1) * span);
-        if depth == end {
-            let v = if t != NIL && self.trie.has_children(t) {
-                let node = self.nodes.len() / FANOUT;
-                self.nodes.resize(self.nodes.len() + FANOUT, LEAF);
-                self.fill(true, node * FANOUT, t, end, 0, best, end + STRIDE);
-                node as u32
-            } else {
-                LEAF | best
-            };
-            if in_nodes {
-                self.nodes[lo] = v;
-            } else {
-                self.direct[lo] = v;
-            }
-            return;
-        }
-        if t == NIL || !self.trie.has_children(t) {
-            if in_nodes {
-                self.nodes[lo..hi].fill(LEAF | best);
-            } else {
-                self.direct[lo..hi].fill(LEAF | best);
-            }
-            return;
-        }
-        for b in 0..2 {
-            let c = self.trie.node(t).child[b];
-            let id = if c == NIL { NIL } else { self.trie.node(c).id };
-            let nb = if id != NIL { id } else { best };
-            self.fill(in_nodes, base, c, depth + 1, pos * 2 + b, nb, end);
-        }
-    }
+    let own = usize::from(depth >= DIRECT && (depth - DIRECT) % STRIDE == 0);
+    own + trie
+        .node(t)
+        .child
+        .iter()
+        .map(|&c| nodes_needed(trie, c, depth + 1))
+        .sum::<usize>()
 }

@@ -437,3 +437,19 @@ pub fn prefix6() -> impl proptest::strategy::Strategy<Value = Ipv6Prefix> {
         },
     )
 }
+
+/// Checks an IPv6 table on `keys` against `want`, through a reader in bursts of
+/// uneven length and one key at a time, and through the writer's lookup.
+pub fn check6(t: &fib::Lpm6Table, keys: &[u128], want: &[u32]) {
+    let mut r = t.reader();
+    let mut out = vec![0u32; keys.len()];
+    for c in (0..keys.len()).step_by(300) {
+        let end = (c + 300).min(keys.len());
+        r.lookup_burst(&keys[c..end], &mut out[c..end]);
+    }
+    for (i, &k) in keys.iter().enumerate() {
+        assert_eq!(out[i], want[i], "burst: {}", Ipv6Addr::from(k));
+        assert_eq!(r.lookup(k), want[i], "lookup: {}", Ipv6Addr::from(k));
+        assert_eq!(t.lookup(k), want[i], "writer: {}", Ipv6Addr::from(k));
+    }
+}
