@@ -141,20 +141,11 @@ pub fn synthetic_rib() -> Vec<(Ipv4Prefix, u32)> {
 /// `n` distinct prefixes with lengths drawn from `mix` ((length, weight) pairs).
 pub fn synthetic(n: usize, mix: &[(u8, u32)], seed: u64) -> Vec<Ipv4Prefix> {
     use rand::{Rng, SeedableRng};
-    let total: u32 = mix.iter().map(|m| m.1).sum();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut seen = std::collections::HashSet::with_capacity(n);
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
-        let mut w = rng.random_range(0..total);
-        let len = mix
-            .iter()
-            .find(|m| {
-                let hit = w < m.1;
-                w = w.saturating_sub(m.1);
-                hit
-            })
-            .map_or(24, |m| m.0);
+        let len = tables::draw_len(mix, &mut rng);
         let p = Ipv4Prefix::new_truncated(Ipv4Addr::from(rng.random::<u32>()), len).expect("len");
         if seen.insert((p.addr_u32(), len)) {
             out.push(p);
@@ -206,13 +197,7 @@ impl Reference {
     }
 }
 
-/// `shared/data/` beside the workspace or beside any directory above it.
-pub fn shared_data(file: &str) -> Option<PathBuf> {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|d| d.join("shared/data").join(file))
-        .find(|p| p.is_file())
-}
+pub use tables::shared_data;
 
 /// The 2024 table's IPv4 prefixes (`prefixes-2024-v4v6.txt.gz`, one `prefix/len`
 /// per line, both families), if the shared data is beside the clone.
@@ -270,98 +255,24 @@ pub fn mask(p: Ipv4Prefix) -> u32 {
     }
 }
 
-/// IPv6 prefixes in the 2024 table.
-pub const V6_PREFIXES_2024: usize = 160_147;
+pub use tables::mask6;
+
+/// `(network, length, value)` as a prefix.
+fn prefix6_of(&(a, l, v): &(u128, u8, u32)) -> (Ipv6Prefix, u32) {
+    let p = Ipv6Prefix::new_truncated(Ipv6Addr::from(a), l).expect("length");
+    (p, v)
+}
 
 /// The 2024 table's IPv6 prefixes (line index + 1 as their value), or without the
 /// shared data a synthetic table of the same size and shape ([`synthetic_v6`]).
 pub fn load_v6_2024() -> Vec<(Ipv6Prefix, u32)> {
-    let Some(path) = shared_data("prefixes-2024-v4v6.txt.gz") else {
-        eprintln!(
-            "prefixes-2024-v4v6.txt.gz not found (check shared/ out beside the repo): using a synthetic IPv6 table of the same size and shape"
-        );
-        return synthetic_v6(V6_PREFIXES_2024);
-    };
-    let f = std::fs::File::open(&path)
-        .unwrap_or_else(|e| panic!("{} cannot be opened: {e}", path.display()));
-    let mut out = Vec::with_capacity(V6_PREFIXES_2024);
-    for (i, line) in BufReader::new(flate2::read::GzDecoder::new(f))
-        .lines()
-        .enumerate()
-    {
-        let line = line.expect("read table");
-        let Some((a, l)) = line.trim().split_once('/') else {
-            continue;
-        };
-        let Ok(a) = a.parse::<Ipv6Addr>() else {
-            continue; // IPv4
-        };
-        let p = Ipv6Prefix::new_truncated(a, l.parse().expect("length")).expect("len");
-        out.push((p, i as u32 + 1));
-    }
-    out
+    tables::load_v6_2024().0.iter().map(prefix6_of).collect()
 }
 
-/// `n` distinct IPv6 prefixes with the 2024 table's length mix (per cent: /48 47,
-/// /32 14, /44 9, /40 8, /36 4, /29 3, the rest over /19-/128), the longer ones
-/// inside 20,000 random /32s of 2000::/4 so that prefixes nest. Values index + 1.
+/// `n` distinct IPv6 prefixes with the 2024 table's length mix, nested as
+/// allocations are ([`tables::synthetic_v6`]). Values index + 1.
 pub fn synthetic_v6(n: usize) -> Vec<(Ipv6Prefix, u32)> {
-    use rand::{Rng, SeedableRng};
-    const MIX: [(u8, u32); 17] = [
-        (19, 1),
-        (24, 1),
-        (28, 2),
-        (29, 3),
-        (30, 1),
-        (32, 14),
-        (33, 2),
-        (36, 4),
-        (40, 8),
-        (42, 2),
-        (44, 9),
-        (46, 2),
-        (47, 2),
-        (48, 46),
-        (56, 1),
-        (64, 1),
-        (128, 1),
-    ];
-    let total: u32 = MIX.iter().map(|m| m.1).sum();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(2024);
-    let top = |r: &mut rand::rngs::StdRng| (2u128 << 124) | (r.random::<u128>() >> 4);
-    let blocks: Vec<u128> = (0..20_000).map(|_| top(&mut rng) & mask6(32)).collect();
-    let mut seen = std::collections::HashSet::with_capacity(n);
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
-        let mut w = rng.random_range(0..total);
-        let len = MIX
-            .iter()
-            .find(|m| {
-                let hit = w < m.1;
-                w = w.saturating_sub(m.1);
-                hit
-            })
-            .map_or(48, |m| m.0);
-        let a = if len <= 32 {
-            top(&mut rng)
-        } else {
-            blocks[rng.random_range(0..blocks.len())] | (rng.random::<u128>() >> 32)
-        };
-        let p = Ipv6Prefix::new_truncated(Ipv6Addr::from(a), len).expect("len");
-        if seen.insert(p) {
-            out.push((p, out.len() as u32 + 1));
-        }
-    }
-    out
-}
-
-/// Network mask of an IPv6 prefix of length `l <= 128`.
-pub fn mask6(l: u8) -> u128 {
-    if l == 0 {
-        0
-    } else {
-        u128::MAX << (128 - u32::from(l))
-    }
+    tables::synthetic_v6(n).iter().map(prefix6_of).collect()
 }
 
 /// Naive IPv6 LPM: one hash map per prefix length, probed from /128 down.
