@@ -115,6 +115,20 @@ impl Flat {
         }
     }
 
+    /// Entry `i` of `arr` (the writer's read: relaxed; [`LEAF`] past the end).
+    fn at(&self, arr: Arr, i: usize) -> u32 {
+        self.array(arr)
+            .get(i)
+            .map_or(LEAF, |e| e.load(Ordering::Relaxed))
+    }
+
+    fn array(&self, arr: Arr) -> &[AtomicU32] {
+        match arr {
+            Arr::Direct => &self.direct,
+            Arr::Nodes => &self.nodes,
+        }
+    }
+
     /// Bytes of the reader-visible arrays.
     pub(super) fn memory_bytes(&self) -> usize {
         64 + self.direct.len() * 4 + self.nodes.len() * 4
@@ -191,15 +205,17 @@ impl FlatWriter {
         };
         let mut o = 0;
         while o < 8 {
+            // (the arrays are sized for the table, so neither stop is expected; a
+            // shortfall grows them as a commit would)
             match w.octant(trie, &flat, o, 0) {
-                Ok(()) => o += 1,
-                // (sized for the table, so not expected; handled as in a commit)
-                Err(_) => {
+                Err(Stop::Grow) => {
                     w.drop_fresh();
                     let n = w.nodes.cap() * 2;
                     flat = flat.grown(n);
                     w.nodes.set_cap(n);
                 }
+                // (the direct blocks were laid out from this trie: no eighth lacks one)
+                Ok(()) | Err(Stop::Rebuild) => o += 1,
             }
         }
         w.stats = Lpm6Stats::default();
@@ -279,24 +295,7 @@ impl FlatWriter {
         }
         let base = w as u32 as usize;
         if len <= DIRECT {
-            let (t, best) = trie.descend(addr, len);
-            let pos = if len == OCTANT_BITS {
-                0
-            } else {
-                ((addr << OCTANT_BITS) >> (128 - (len - OCTANT_BITS))) as usize
-            };
-            return self.fill(
-                trie,
-                flat,
-                Arr::Direct,
-                base,
-                t,
-                len,
-                pos,
-                best,
-                DIRECT,
-                tag,
-            );
+            return self.fill_range(trie, flat, (Arr::Direct, base, OCTANT_BITS), addr, len, tag);
         }
         // Down the nodes on the prefix's way to the table whose entries it covers;
         // the nodes passed are noted to collapse those left without routes below.
@@ -308,7 +307,7 @@ impl FlatWriter {
             DIRECT,
         );
         loop {
-            let cur = self.load(flat, arr, i);
+            let cur = flat.at(arr, i);
             if cur & LEAF != 0 || cur == SINK {
                 // A leaf where the prefix lies: it becomes a node (or stays a leaf).
                 let (t, best) = trie.descend(addr, depth);
@@ -319,20 +318,7 @@ impl FlatWriter {
             n += 1;
             let node_base = (cur as usize) << STRIDE;
             if len <= depth + STRIDE {
-                let (t, best) = trie.descend(addr, len);
-                let pos = ((addr << depth) >> (128 - (len - depth))) as usize;
-                self.fill(
-                    trie,
-                    flat,
-                    Arr::Nodes,
-                    node_base,
-                    t,
-                    len,
-                    pos,
-                    best,
-                    depth + STRIDE,
-                    tag,
-                )?;
+                self.fill_range(trie, flat, (Arr::Nodes, node_base, depth), addr, len, tag)?;
                 break;
             }
             arr = Arr::Nodes;
@@ -348,6 +334,31 @@ impl FlatWriter {
             self.set(trie, flat, arr, i, t, best, depth, tag)?;
         }
         Ok(())
+    }
+
+    /// Brings the entries of the table at `base` (starting at bit `start`: the
+    /// direct block of an eighth, or a node) that `addr/len` covers up to date;
+    /// `len` ends inside the table.
+    fn fill_range(
+        &mut self,
+        trie: &Lpm6Trie,
+        flat: &Flat,
+        (arr, base, start): (Arr, usize, u32),
+        addr: u128,
+        len: u32,
+        tag: u64,
+    ) -> Result<(), Stop> {
+        let end = match arr {
+            Arr::Direct => DIRECT,
+            Arr::Nodes => start + STRIDE,
+        };
+        let (t, best) = trie.descend(addr, len);
+        let pos = if len == start {
+            0
+        } else {
+            ((addr << start) >> (128 - (len - start))) as usize
+        };
+        self.fill(trie, flat, arr, base, t, len, pos, best, end, tag)
     }
 
     /// Brings eighth `o` of the address space up to date.
@@ -440,7 +451,7 @@ impl FlatWriter {
         depth: u32,
         tag: u64,
     ) -> Result<(), Stop> {
-        let cur = self.load(flat, arr, i);
+        let cur = flat.at(arr, i);
         if t == NIL || !trie.has_children(t) {
             self.store(flat, arr, i, LEAF | best, tag);
             return Ok(());
@@ -505,22 +516,10 @@ impl FlatWriter {
         Ok(node)
     }
 
-    fn load(&self, flat: &Flat, arr: Arr, i: usize) -> u32 {
-        let a = match arr {
-            Arr::Direct => &flat.direct,
-            Arr::Nodes => &flat.nodes,
-        };
-        a.get(i).map_or(LEAF, |e| e.load(Ordering::Relaxed))
-    }
-
     /// Stores `v` into entry `i` (a release store, none if it holds it already),
     /// retiring the node the old value led to.
     fn store(&mut self, flat: &Flat, arr: Arr, i: usize, v: u32, tag: u64) {
-        let a = match arr {
-            Arr::Direct => &flat.direct,
-            Arr::Nodes => &flat.nodes,
-        };
-        let Some(e) = a.get(i) else {
+        let Some(e) = flat.array(arr).get(i) else {
             return;
         };
         let old = e.load(Ordering::Relaxed);
