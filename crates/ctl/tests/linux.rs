@@ -811,11 +811,12 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
         .and_then(|s| s.rsplit(['\n', ' ']).next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
-    let reached = echoes_at_b() - echoes_before;
+    let reached = echoes_at_b().saturating_sub(echoes_before);
     // What share of what host a sent reached the router at all: the veth and
     // the af_packet ring drop the excess of a line-rate flood before the
     // router sees it, as a NIC's ring would (more when the machine is busy).
-    let ingress = ((rx("port0") - rx_before) as f64 / (flooded + sent).max(1) as f64).min(1.0);
+    let ingress =
+        (rx("port0").saturating_sub(rx_before) as f64 / (flooded + sent).max(1) as f64).min(1.0);
     let errors = lab.json("show errors");
     let policed_on = |iface: &str| -> u64 {
         errors["errors"]
