@@ -19,14 +19,16 @@ use arc_swap::ArcSwap;
 
 use crate::arena::{BlockAlloc, FastMap as HashMap, FastSet as HashSet};
 use crate::index::{RouteEntry, RouteIndex};
-use crate::lpm::{LpmArena, LpmWriter, UpdateStats};
+use crate::lpm::{LpmWriter, UpdateStats};
+use crate::lpm6::{Flat, FlatWriter, Lpm6Trie};
 use crate::model::{
     Action, FibError, Interface, Ipv4Prefix, MAX_LABELS, Path, RouteKind, TableId, Via, check_paths,
 };
+use crate::prefix::{IpPrefix, Ipv6Prefix, mask6};
 use crate::qsbr::Qsbr;
 use crate::reader::{
-    FibReader, LEG_IMPLICIT_NULL, LEG_WORDS, Planes, RW_COMPLETE, RW_NBR_V4, RW_WORDS, Shared,
-    Sizes, VLAN_TAGGED,
+    FibReader, LEG_IMPLICIT_NULL, LEG_WORDS, Planes, RW_COMPLETE, RW_NBR_V4, RW_NBR_V6, RW_WORDS,
+    Shared, Sizes, TableChange, VLAN_TAGGED,
 };
 use crate::trie::{NIL, Trie};
 
@@ -35,6 +37,7 @@ mod publish;
 mod recursive;
 mod results;
 mod routes;
+mod routes6;
 
 pub use publish::Batch;
 
@@ -62,7 +65,34 @@ const INIT_LEGS: usize = 1024;
 const INIT_ADJ: usize = 256;
 const INIT_RW: usize = 512;
 
-type RouteKey = (TableId, u32, u8);
+/// A route of either family in a table: what recursive resolution depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct RouteKey {
+    table: TableId,
+    addr: u128,
+    len: u8,
+    v6: bool,
+}
+
+impl RouteKey {
+    fn v4(table: TableId, addr: u32, len: u8) -> Self {
+        Self {
+            table,
+            addr: u128::from(addr),
+            len,
+            v6: false,
+        }
+    }
+
+    fn v6(table: TableId, addr: u128, len: u8) -> Self {
+        Self {
+            table,
+            addr,
+            len,
+            v6: true,
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct PlKey {
@@ -183,6 +213,54 @@ struct Table {
     trie: Trie,
     index: RouteIndex,
     lpm: LpmWriter,
+    v6: Table6,
+}
+
+/// The IPv6 half of a table: each prefix's path list, the trie of result ids the
+/// lookup is built from, and the lookup's writer.
+#[derive(Debug)]
+struct Table6 {
+    routes: HashMap<(u128, u8), u32>,
+    /// Routes per prefix length, so a longest match tries only lengths in use.
+    lens: [u32; 129],
+    trie: Lpm6Trie,
+    writer: FlatWriter,
+    lpm: Arc<Flat>,
+}
+
+impl Table6 {
+    fn new() -> Self {
+        let trie = Lpm6Trie::new();
+        let (writer, lpm) = FlatWriter::build(&trie);
+        Self {
+            routes: HashMap::default(),
+            lens: [0; 129],
+            trie,
+            writer,
+            lpm: Arc::new(lpm),
+        }
+    }
+
+    /// The path list and length of the longest route covering `addr` no longer
+    /// than `max_len`, skipping path lists `skip` refuses.
+    fn longest_match(
+        &self,
+        addr: u128,
+        max_len: u8,
+        skip: impl Fn(u32) -> bool,
+    ) -> Option<(u32, u8)> {
+        (0..=max_len.min(128)).rev().find_map(|len| {
+            if self.lens[usize::from(len)] == 0 {
+                return None;
+            }
+            let pl = *self.routes.get(&(addr & mask6(len), len))?;
+            (!skip(pl)).then_some((pl, len))
+        })
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.trie.memory_bytes() + self.routes.capacity() * 24
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -339,15 +417,18 @@ impl Fib {
             return Err(FibError::TableExists(id));
         }
         let (lpm, arena) = LpmWriter::new();
+        let v6 = Table6::new();
+        let flat = v6.lpm.clone();
         self.tables.insert(
             id,
             Table {
                 trie: Trie::new(),
                 index: RouteIndex::default(),
                 lpm,
+                v6,
             },
         );
-        self.replace_planes(None, Some((id, arena)), None);
+        self.replace_planes(TableChange::Add(id, arena, flat));
         self.finish();
         Ok(())
     }
@@ -375,16 +456,24 @@ impl Fib {
             .keys()
             .filter_map(|(a, l)| Ipv4Prefix::new(std::net::Ipv4Addr::from(a), l).ok())
             .collect();
+        let prefixes6: Vec<Ipv6Prefix> =
+            t.v6.routes
+                .keys()
+                .filter_map(|&(a, l)| Ipv6Prefix::new(a.into(), l).ok())
+                .collect();
         let was = self.batch;
         self.batch = true;
         for p in prefixes {
             self.route_del(id, p)?;
         }
+        for p in prefixes6 {
+            self.route6_del(id, p)?;
+        }
         self.batch = was;
         if let Some(t) = self.tables.remove(&id) {
             self.lpm_stats_gone += t.lpm.stats();
         }
-        self.replace_planes(None, None, Some(id));
+        self.replace_planes(TableChange::Drop(id));
         self.finish();
         Ok(())
     }
@@ -526,7 +615,7 @@ impl Fib {
         let control_bytes = self
             .tables
             .values()
-            .map(|t| t.trie.memory_bytes() + t.index.memory_bytes())
+            .map(|t| t.trie.memory_bytes() + t.index.memory_bytes() + t.v6.memory_bytes())
             .sum::<usize>()
             + self.pls.capacity() * size_of::<Option<PathList>>()
             + self.pl_hot.capacity() * 8

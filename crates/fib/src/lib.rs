@@ -1,4 +1,4 @@
-//! IPv4 forwarding information base: longest-prefix match, path lists, ECMP,
+//! IPv4 and IPv6 forwarding information base: longest-prefix match, path lists, ECMP,
 //! recursive resolution and adjacencies, read lock-free by the workers.
 //!
 //! # Use
@@ -132,14 +132,22 @@
 //!
 //! # IPv6
 //!
-//! Not forwarded yet. [`Lpm6Table`] is one IPv6 table: a binary trie on the
-//! writer's side and, for lock-free [`Lpm6Reader`]s, a direct level of 24 bits (kept
-//! only for the populated eighths of the address space) and flat 8-bit nodes, changed
-//! in place at each commit (one release store per entry; freed nodes reused after
-//! the readers' grace period). The FIB does not use it yet. On the 2024 table's
-//! 160,147 IPv6 prefixes it takes 298 bytes per prefix, loads in about 0.1 s, looks
-//! up 0.85-0.89x as fast as DPDK's `rte_fib6` at batch 256, and takes 0.67-1.3 M route
-//! changes/s while a reader runs (`benches/RESULTS-fib6.md`).
+//! Every table has an IPv6 half: [`Fib::route6_add`] / [`Fib::route6_del`] take
+//! the same [`RouteKind`]s into the same path lists, results, legs and adjacencies
+//! as IPv4's (a v4 and a v6 route with equal paths share one result), and
+//! [`FibView::lookup6_burst`] looks up a burst of big-endian `u128` addresses.
+//! Gateways resolve recursively by their own family, whatever the route's (an IPv4
+//! route through an IPv6 next hop, RFC 5549; an IPv6 route through an IPv4 one,
+//! 6PE); a link-local gateway needs its interface. An incomplete IPv6 adjacency
+//! carries its neighbour's address ([`Adjacency::neighbor6`]) for solicitation.
+//! The lookup is the [`Lpm6Table`]'s structure: a direct level of 24 bits (kept
+//! only for the populated eighths of the address space) and flat 8-bit nodes,
+//! changed in place at each commit (one release store per entry; freed nodes
+//! reused after the FIB's QSBR grace period; grown arrays published with a new
+//! snapshot). On the 2024 table's 160,147 IPv6 prefixes it takes about 300 bytes
+//! per prefix, loads in about 0.1 s, looks up 0.85-0.89x as fast as DPDK's
+//! `rte_fib6` at batch 256, and takes 0.67-1.3 M route changes/s while a reader
+//! runs (`benches/RESULTS-fib6.md`).
 #![forbid(unsafe_code)]
 
 mod arena;

@@ -27,6 +27,7 @@ mod table;
 mod trie;
 
 pub use flat::Lpm6Stats;
+pub(crate) use flat::{Flat, FlatWriter};
 pub use table::{Lpm6Reader, Lpm6Table};
 pub use trie::Lpm6Trie;
 

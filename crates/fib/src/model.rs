@@ -47,7 +47,7 @@ pub enum FibError {
     DefaultTable,
     /// No route for this prefix in this table.
     #[error("no route {0} in table {1}")]
-    NoSuchRoute(Ipv4Prefix, TableId),
+    NoSuchRoute(crate::IpPrefix, TableId),
     /// A path names an interface the FIB does not know.
     #[error("unknown interface {0}")]
     UnknownInterface(u32),
@@ -60,7 +60,7 @@ pub enum FibError {
     /// A next hop that cannot be one (unspecified, multicast, broadcast, loopback).
     #[error("invalid next hop {0}")]
     InvalidNextHop(IpAddr),
-    /// An IPv6 next hop or an attached path needs an interface.
+    /// A link-local IPv6 next hop or an attached path needs an interface.
     #[error("next hop {0} needs an interface")]
     NeedsInterface(IpAddr),
     /// An attached path without an interface.
@@ -358,6 +358,9 @@ pub struct Adjacency {
     /// The neighbour's IPv4 address (None for an IPv6 next hop), for ARP while the
     /// adjacency is incomplete.
     pub neighbor: Option<Ipv4Addr>,
+    /// The neighbour's IPv6 address (None for an IPv4 next hop), for neighbour
+    /// solicitation while the adjacency is incomplete.
+    pub neighbor6: Option<std::net::Ipv6Addr>,
     /// Output interface.
     pub ifindex: u32,
     /// False while the neighbour's MAC is unknown (needs ARP/ND): punt or drop.
@@ -389,7 +392,7 @@ pub(crate) fn check_paths(paths: &[Path]) -> Result<(), FibError> {
         if let Some(&l) = p.labels.iter().find(|&&l| l > MAX_LABEL_VALUE) {
             return Err(FibError::LabelValue(l));
         }
-        if p.via_table.is_some() && (p.ifindex.is_some() || !matches!(p.via, Via::Gateway(_))) {
+        if p.via_table.is_some() && (p.ifindex.is_some() || matches!(p.via, Via::Attached)) {
             return Err(FibError::ViaTableNeedsRecursive);
         }
         match p.via {
@@ -403,7 +406,8 @@ pub(crate) fn check_paths(paths: &[Path]) -> Result<(), FibError> {
                 if gw.is_unspecified() || gw.is_multicast() || gw.is_loopback() {
                     return Err(FibError::InvalidNextHop(IpAddr::V6(gw)));
                 }
-                if p.ifindex.is_none() {
+                // A link-local address names a neighbour only with its link.
+                if p.ifindex.is_none() && gw.is_unicast_link_local() {
                     return Err(FibError::NeedsInterface(IpAddr::V6(gw)));
                 }
             }

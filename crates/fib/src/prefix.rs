@@ -36,7 +36,7 @@ impl fmt::Display for Family {
 
 /// Network mask of a 128-bit prefix of length `len <= 128`.
 #[inline]
-fn mask6(len: u8) -> u128 {
+pub(crate) fn mask6(len: u8) -> u128 {
     if len == 0 {
         0
     } else {

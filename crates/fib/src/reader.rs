@@ -8,6 +8,7 @@ use arc_swap::{ArcSwap, Cache};
 
 use crate::arena::{grow32, grow64};
 use crate::lpm::LpmArena;
+use crate::lpm6::Flat;
 use crate::model::{Action, Adjacency, MAX_LABELS, TableId};
 use crate::qsbr::Qsbr;
 
@@ -20,6 +21,9 @@ pub(crate) const RW_WORDS: usize = 4;
 pub(crate) const RW_COMPLETE: u64 = 1 << 48;
 /// Set in a rewrite's 4th word when it holds an IPv4 neighbour address.
 pub(crate) const RW_NBR_V4: u64 = 1 << 32;
+/// Set in a rewrite's 4th word when its slot's IPv6 neighbour address is in
+/// [`Planes::nbr6`].
+pub(crate) const RW_NBR_V6: u64 = 1 << 33;
 pub(crate) const VLAN_TAGGED: u64 = 0x1000;
 
 /// All arrays the data plane reads. Shapes never change once published: growing any
@@ -28,6 +32,9 @@ pub(crate) const VLAN_TAGGED: u64 = 0x1000;
 pub(crate) struct Planes {
     /// Per table, sorted by id.
     pub(crate) tables: Vec<(TableId, LpmArena)>,
+    /// Per table, the IPv6 lookup (the same ids). Its arrays are changed in place
+    /// and shared by successive snapshots; a grown one comes with a new snapshot.
+    pub(crate) tables6: Vec<(TableId, Arc<Flat>)>,
     /// Result id → `mask << 32 | first bucket`.
     pub(crate) lb: Box<[AtomicU64]>,
     /// Bucket → leg.
@@ -39,6 +46,20 @@ pub(crate) struct Planes {
     pub(crate) adj: Box<[AtomicU32]>,
     /// [`RW_WORDS`] per rewrite slot.
     pub(crate) rewrites: Box<[AtomicU64]>,
+    /// Two words per rewrite slot: the IPv6 neighbour's address (high, low), for
+    /// neighbour solicitation while the adjacency is incomplete.
+    pub(crate) nbr6: Box<[AtomicU64]>,
+}
+
+/// A change of the tables a deep copy of the [`Planes`] makes.
+pub(crate) enum TableChange {
+    None,
+    /// A new IPv4 lookup for a table.
+    Replace4(TableId, LpmArena),
+    /// A new (grown) IPv6 lookup for a table.
+    Replace6(TableId, Arc<Flat>),
+    Add(TableId, LpmArena, Arc<Flat>),
+    Drop(TableId),
 }
 
 /// Sizes (in words) for a deep copy.
@@ -55,47 +76,49 @@ impl Planes {
     pub(crate) fn with_sizes(s: Sizes) -> Self {
         Self {
             tables: Vec::new(),
+            tables6: Vec::new(),
             lb: grow64(&[], s.lb),
             buckets: grow32(&[], s.buckets),
             legs: grow32(&[], s.legs),
             adj: grow32(&[], s.adj),
             rewrites: grow64(&[], s.rewrites),
+            nbr6: grow64(&[], s.rewrites / RW_WORDS * 2),
         }
     }
 
-    /// Deep copy with new sizes; `replace` swaps in a new arena for one table and
-    /// `drop_table` leaves one out.
-    pub(crate) fn copy(
-        &self,
-        s: Sizes,
-        mut replace: Option<(TableId, LpmArena)>,
-        add_table: Option<(TableId, LpmArena)>,
-        drop_table: Option<TableId>,
-    ) -> Self {
+    /// Deep copy with new sizes and one change of the tables.
+    pub(crate) fn copy(&self, s: Sizes, change: TableChange) -> Self {
         let mut tables: Vec<(TableId, LpmArena)> = Vec::with_capacity(self.tables.len() + 1);
-        for (id, a) in &self.tables {
-            if Some(*id) == drop_table {
-                continue;
-            }
-            match replace.take() {
-                Some((rid, ra)) if rid == *id => tables.push((*id, ra)),
+        let mut tables6: Vec<(TableId, Arc<Flat>)> = Vec::with_capacity(self.tables.len() + 1);
+        let mut change = Some(change);
+        for ((id, a), (_, f)) in self.tables.iter().zip(&self.tables6) {
+            let (a, f) = match change.take() {
+                Some(TableChange::Drop(d)) if d == *id => continue,
+                Some(TableChange::Replace4(r, ra)) if r == *id => (ra, f.clone()),
+                Some(TableChange::Replace6(r, rf)) if r == *id => (a.copy(), rf),
                 other => {
-                    replace = other;
-                    tables.push((*id, a.copy()));
+                    change = other;
+                    (a.copy(), f.clone())
                 }
-            }
+            };
+            tables.push((*id, a));
+            tables6.push((*id, f));
         }
-        if let Some(t) = add_table {
-            tables.push(t);
+        if let Some(TableChange::Add(id, a, f)) = change {
+            tables.push((id, a));
+            tables6.push((id, f));
             tables.sort_by_key(|t| t.0);
+            tables6.sort_by_key(|t| t.0);
         }
         Self {
             tables,
+            tables6,
             lb: grow64(&self.lb, s.lb),
             buckets: grow32(&self.buckets, s.buckets),
             legs: grow32(&self.legs, s.legs),
             adj: grow32(&self.adj, s.adj),
             rewrites: grow64(&self.rewrites, s.rewrites),
+            nbr6: grow64(&self.nbr6, s.rewrites / RW_WORDS * 2),
         }
     }
 
@@ -111,13 +134,35 @@ impl Planes {
             .map(|i| &self.tables[i].1)
     }
 
+    pub(crate) fn table6(&self, id: TableId) -> Option<&Flat> {
+        if let Some((tid, a)) = self.tables6.first() {
+            if *tid == id {
+                return Some(a);
+            }
+        }
+        self.tables6
+            .binary_search_by_key(&id, |t| t.0)
+            .ok()
+            .map(|i| &*self.tables6[i].1)
+    }
+
     pub(crate) fn memory_bytes(&self) -> (usize, usize) {
-        let lpm = self.tables.iter().map(|t| t.1.memory_bytes()).sum();
+        let lpm = self
+            .tables
+            .iter()
+            .map(|t| t.1.memory_bytes())
+            .sum::<usize>()
+            + self
+                .tables6
+                .iter()
+                .map(|t| t.1.memory_bytes())
+                .sum::<usize>();
         let fwd = self.lb.len() * 8
             + self.buckets.len() * 4
             + self.legs.len() * 4
             + self.adj.len() * 4
-            + self.rewrites.len() * 8;
+            + self.rewrites.len() * 8
+            + self.nbr6.len() * 8;
         (lpm, fwd)
     }
 }
@@ -275,6 +320,30 @@ impl<'r> FibView<'r> {
         }
     }
 
+    /// One IPv6 lookup in table `id` (the address as a big-endian `u128`); 0 if
+    /// no route or no such table.
+    #[inline]
+    pub fn lookup6(&self, id: TableId, dst: u128) -> u32 {
+        self.planes.table6(id).map_or(0, |f| f.lookup(dst))
+    }
+
+    /// Batched IPv6 lookup in table `id`, level by level over the burst (the
+    /// loads of one level overlap). Returns false (and fills `out` with 0) if the
+    /// table does not exist.
+    #[inline]
+    pub fn lookup6_burst(&self, id: TableId, dst: &[u128], out: &mut [u32]) -> bool {
+        match self.planes.table6(id) {
+            Some(f) => {
+                f.lookup_burst(dst, out);
+                true
+            }
+            None => {
+                out.fill(0);
+                false
+            }
+        }
+    }
+
     /// The ECMP pick for result id `fwd` and a flow hash: one bucket index.
     #[inline]
     pub fn leg(&self, fwd: u32, flow_hash: u32) -> Leg<'r> {
@@ -358,8 +427,18 @@ impl<'r> FibView<'r> {
             [b[2], b[3], b[4], b[5], b[6], b[7]]
         };
         let vlan = (w1 >> 48) & 0xffff;
+        let neighbor6 = (w3 & RW_NBR_V6 != 0)
+            .then(|| {
+                let hi = p.nbr6.get(slot * 2)?.load(Ordering::Relaxed);
+                let lo = p.nbr6.get(slot * 2 + 1)?.load(Ordering::Relaxed);
+                Some(std::net::Ipv6Addr::from(
+                    u128::from(hi) << 64 | u128::from(lo),
+                ))
+            })
+            .flatten();
         Some(Adjacency {
             neighbor: (w3 & RW_NBR_V4 != 0).then(|| std::net::Ipv4Addr::from(w3 as u32)),
+            neighbor6,
             ifindex: w2 as u32,
             complete: w0 & RW_COMPLETE != 0,
             dst_mac: mac(w0),

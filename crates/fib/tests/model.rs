@@ -508,7 +508,7 @@ fn bad_input_is_rejected_and_changes_nothing() {
     );
     assert_eq!(
         fib.route_del(0, pfx("11.0.0.0/8")),
-        Err(FibError::NoSuchRoute(pfx("11.0.0.0/8"), 0))
+        Err(FibError::NoSuchRoute(pfx("11.0.0.0/8").into(), 0))
     );
     assert_eq!(
         fib.route_del(3, pfx("11.0.0.0/8")),

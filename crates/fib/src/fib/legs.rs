@@ -66,10 +66,15 @@ impl Fib {
             Ordering::Relaxed,
         );
         // The neighbour's address, so the data plane can ARP for it while the
-        // adjacency is incomplete (IPv6 neighbours are resolved by ND elsewhere).
+        // adjacency is incomplete (or solicit it, for IPv6).
         let nbr_word = match nbr {
             IpAddr::V4(a) => u64::from(u32::from(a)) | RW_NBR_V4,
-            IpAddr::V6(_) => 0,
+            IpAddr::V6(a) => {
+                let a = u128::from(a);
+                p.nbr6[slot as usize * 2].store((a >> 64) as u64, Ordering::Relaxed);
+                p.nbr6[slot as usize * 2 + 1].store(a as u64, Ordering::Relaxed);
+                RW_NBR_V6
+            }
         };
         p.rewrites[b + 3].store(nbr_word, Ordering::Relaxed);
         let old = p.adj[id as usize].swap(slot, Ordering::AcqRel);

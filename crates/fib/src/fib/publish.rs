@@ -55,14 +55,25 @@ impl Fib {
                 }
             }
             if let Some(a) = replace {
-                self.replace_planes(Some((id, a)), None, None);
+                self.replace_planes(TableChange::Replace4(id, a));
             }
             let Some(t) = self.tables.get_mut(&id) else {
                 continue;
             };
             if t.lpm.wants_compaction() {
                 let a = t.lpm.rebuild_all(&t.trie);
-                self.replace_planes(Some((id, a)), None, None);
+                self.replace_planes(TableChange::Replace4(id, a));
+            }
+            let Some(t) = self.tables.get_mut(&id) else {
+                continue;
+            };
+            let v6 = &mut t.v6;
+            if v6.writer.has_dirty() {
+                if let Some(new) = v6.writer.commit(&v6.trie, &v6.lpm, tag) {
+                    v6.lpm = Arc::new(new);
+                    let flat = v6.lpm.clone();
+                    self.replace_planes(TableChange::Replace6(id, flat));
+                }
             }
         }
         self.maybe_shrink_fwd();
@@ -94,17 +105,13 @@ impl Fib {
         }
         for t in self.tables.values_mut() {
             t.lpm.reclaim(safe);
+            t.v6.writer.reclaim(safe);
         }
         self.retired.retain(|p| Arc::strong_count(p) > 1);
     }
 
     /// Deep-copies the planes (sizes from the allocators) and switches to the copy.
-    pub(super) fn replace_planes(
-        &mut self,
-        replace: Option<(TableId, LpmArena)>,
-        add: Option<(TableId, LpmArena)>,
-        drop_table: Option<TableId>,
-    ) {
+    pub(super) fn replace_planes(&mut self, change: TableChange) {
         let s = Sizes {
             lb: self.lb_alloc.cap(),
             buckets: self.bucket_alloc.cap(),
@@ -112,7 +119,7 @@ impl Fib {
             adj: self.adj_alloc.cap(),
             rewrites: self.rw_alloc.cap() * RW_WORDS,
         };
-        let new = Arc::new(self.planes.copy(s, replace, add, drop_table));
+        let new = Arc::new(self.planes.copy(s, change));
         let old = std::mem::replace(&mut self.planes, new);
         self.retired.push(old);
         self.republish = true;
@@ -145,7 +152,7 @@ impl Fib {
             self.legs.shrink_to_fit();
             self.pl_index.shrink_to_fit();
             self.route_deps.shrink_to_fit();
-            self.replace_planes(None, None, None);
+            self.replace_planes(TableChange::None);
         }
     }
 
@@ -163,7 +170,7 @@ impl Fib {
                 Err(need) => {
                     let cap = (a.cap() * 2).max(need);
                     a.set_cap(cap);
-                    self.replace_planes(None, None, None);
+                    self.replace_planes(TableChange::None);
                 }
             }
         }
@@ -202,6 +209,21 @@ impl Batch<'_> {
     /// [`Fib::route_del`] without publishing yet.
     pub fn route_del(&mut self, table: TableId, prefix: Ipv4Prefix) -> Result<(), FibError> {
         self.fib.route_del(table, prefix)
+    }
+
+    /// [`Fib::route6_add`] without publishing yet.
+    pub fn route6_add(
+        &mut self,
+        table: TableId,
+        prefix: Ipv6Prefix,
+        kind: RouteKind,
+    ) -> Result<u32, FibError> {
+        self.fib.route6_add(table, prefix, kind)
+    }
+
+    /// [`Fib::route6_del`] without publishing yet.
+    pub fn route6_del(&mut self, table: TableId, prefix: Ipv6Prefix) -> Result<(), FibError> {
+        self.fib.route6_del(table, prefix)
     }
 
     /// Rebuilds what changed and publishes it.

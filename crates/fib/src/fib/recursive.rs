@@ -27,7 +27,7 @@ impl Fib {
 
     /// Queues the path lists that resolved through route `rk`; with `inside`, only
     /// those with a recursive gateway inside that prefix.
-    pub(super) fn queue_route_deps(&mut self, rk: RouteKey, inside: Option<Ipv4Prefix>) {
+    pub(super) fn queue_route_deps(&mut self, rk: RouteKey, inside: Option<IpPrefix>) {
         let Some(list) = self.route_deps.get(&rk) else {
             return;
         };
@@ -37,8 +37,9 @@ impl Fib {
                 (None, _) => true,
                 (Some(pfx), Some(p)) => match &p.key.kind {
                     RouteKind::Paths(ps) => ps.iter().any(|x| match x.via {
-                        Via::Gateway(gw) => x.ifindex.is_none() && pfx.contains(u32::from(gw)),
-                        _ => false,
+                        Via::Gateway(gw) => x.ifindex.is_none() && pfx.contains(gw.into()),
+                        Via::Gateway6(gw) => x.ifindex.is_none() && pfx.contains(gw.into()),
+                        Via::Attached => false,
                     }),
                     _ => false,
                 },
@@ -111,24 +112,45 @@ impl Fib {
                 },
                 w,
             )),
-            (Via::Gateway(gw), None) => {
+            (Via::Gateway(_) | Via::Gateway6(_), None) => {
                 let table = p.via_table.unwrap_or(table);
                 let Some(t) = self.tables.get(&table) else {
                     return;
                 };
-                let g = u32::from(gw);
-                let hit = t.trie.longest_match(g, 32, |rp| self.depends_on(rp, id, 0));
-                let Some((rpl, rlen)) = hit else {
-                    via.push(((table, 0, 0), NIL));
-                    return;
+                let skip = |rp| self.depends_on(rp, id, 0);
+                let (gw, hit) = match p.via {
+                    Via::Gateway(gw) => {
+                        let g = u32::from(gw);
+                        let hit = t.trie.longest_match(g, 32, skip).map(|(rpl, rlen)| {
+                            let rk = RouteKey::v4(table, g & crate::model::mask(rlen), rlen);
+                            (rpl, rk)
+                        });
+                        (IpAddr::V4(gw), hit.ok_or(RouteKey::v4(table, 0, 0)))
+                    }
+                    Via::Gateway6(gw) => {
+                        let g = u128::from(gw);
+                        let hit = t
+                            .v6
+                            .longest_match(g, 128, skip)
+                            .map(|(rpl, rlen)| (rpl, RouteKey::v6(table, g & mask6(rlen), rlen)));
+                        (IpAddr::V6(gw), hit.ok_or(RouteKey::v6(table, 0, 0)))
+                    }
+                    Via::Attached => return,
                 };
-                via.push(((table, g & crate::model::mask(rlen), rlen), rpl));
+                let (rpl, rk) = match hit {
+                    Ok(h) => h,
+                    Err(unresolved) => {
+                        via.push((unresolved, NIL));
+                        return;
+                    }
+                };
+                via.push((rk, rpl));
                 let Some(y) = self.pl(rpl) else {
                     return;
                 };
                 match &y.key.kind {
                     RouteKind::Connected { ifindex } => {
-                        specs.push((fwd(*ifindex, IpAddr::V4(gw)), w));
+                        specs.push((fwd(*ifindex, gw), w));
                     }
                     RouteKind::Paths(_) => {
                         let sum: u128 = y.legs.iter().map(|l| u128::from(l.1)).sum::<u128>().max(1);
@@ -138,7 +160,7 @@ impl Fib {
                             };
                             let (ifindex, nbr) = match k.action {
                                 Action::Forward => (k.ifindex, k.nbr),
-                                Action::Glean => (k.ifindex, Some(IpAddr::V4(gw))),
+                                Action::Glean => (k.ifindex, Some(gw)),
                                 _ => continue,
                             };
                             // Outer labels (from the route resolved through) on top.

@@ -4,18 +4,12 @@
 use super::*;
 
 impl Fib {
-    /// Adds or replaces the route for `prefix` in `table`. Returns its result id (the
-    /// value lookups return for addresses it covers).
-    pub fn route_add(
-        &mut self,
-        table: TableId,
-        prefix: Ipv4Prefix,
-        kind: RouteKind,
-    ) -> Result<u32, FibError> {
+    /// Checks a route's table, interfaces and next-hop tables.
+    pub(super) fn check_kind(&self, table: TableId, kind: &RouteKind) -> Result<(), FibError> {
         if !self.tables.contains_key(&table) {
             return Err(FibError::UnknownTable(table));
         }
-        match &kind {
+        match kind {
             RouteKind::Paths(ps) => {
                 check_paths(ps)?;
                 if let Some(i) = ps
@@ -38,6 +32,18 @@ impl Fib {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// Adds or replaces the route for `prefix` in `table`. Returns its result id (the
+    /// value lookups return for addresses it covers).
+    pub fn route_add(
+        &mut self,
+        table: TableId,
+        prefix: Ipv4Prefix,
+        kind: RouteKind,
+    ) -> Result<u32, FibError> {
+        self.check_kind(table, &kind)?;
         let existing = self
             .tables
             .get(&table)
@@ -46,7 +52,7 @@ impl Fib {
         let pl = self.pl_acquire(PlKey { table, kind }, seed)?;
         let fwd = self.pl_hot.get(pl as usize).map_or(0, |h| h.1);
         let (addr, len) = (prefix.addr_u32(), prefix.prefix_len());
-        let rk = (table, addr, len);
+        let rk = RouteKey::v4(table, addr, len);
         let Some(t) = self.tables.get_mut(&table) else {
             return Err(FibError::UnknownTable(table));
         };
@@ -76,8 +82,10 @@ impl Fib {
             } else {
                 None
             };
-            let ck = cover.map_or((table, 0, 0), |c| (table, c.addr_u32(), c.prefix_len()));
-            self.queue_route_deps(ck, Some(prefix));
+            let ck = cover.map_or(RouteKey::v4(table, 0, 0), |c| {
+                RouteKey::v4(table, c.addr_u32(), c.prefix_len())
+            });
+            self.queue_route_deps(ck, Some(prefix.into()));
             self.queue_route_deps(rk, None);
             self.run_work();
         }
@@ -95,13 +103,13 @@ impl Fib {
         let pl = t
             .trie
             .remove(addr, len)
-            .ok_or(FibError::NoSuchRoute(prefix, table))?;
+            .ok_or(FibError::NoSuchRoute(prefix.into(), table))?;
         t.lpm.mark(addr, len, NIL);
         t.index.remove(addr, len);
         if t.trie.len() == 0 {
             t.index = RouteIndex::default();
         }
-        self.queue_route_deps((table, addr, len), None);
+        self.queue_route_deps(RouteKey::v4(table, addr, len), None);
         self.run_work();
         self.pl_release(pl);
         self.finish();

@@ -25,7 +25,7 @@ const SLACK: usize = 256;
 
 /// The reader-visible arrays.
 #[derive(Debug)]
-pub(super) struct Flat {
+pub(crate) struct Flat {
     octant: [AtomicU64; 8],
     direct: Box<[AtomicU32]>,
     /// [`FANOUT`] entries per node; node 0 is the [`SINK`] (every entry `LEAF | 0`).
@@ -56,7 +56,7 @@ impl Flat {
     }
 
     /// Longest-prefix match of one key (0: no match).
-    pub(super) fn lookup(&self, key: u128) -> u32 {
+    pub(crate) fn lookup(&self, key: u128) -> u32 {
         let mut e = self.direct_entry(key);
         let mut depth = DIRECT;
         while e & LEAF == 0 && depth < 128 {
@@ -67,7 +67,7 @@ impl Flat {
     }
 
     /// Batched lookup, level by level over the burst.
-    pub(super) fn lookup_burst(&self, keys: &[u128], out: &mut [u32]) {
+    pub(crate) fn lookup_burst(&self, keys: &[u128], out: &mut [u32]) {
         let n = keys.len().min(out.len());
         for (k, o) in keys[..n].chunks(BURST).zip(out[..n].chunks_mut(BURST)) {
             self.burst(k, o);
@@ -130,7 +130,7 @@ impl Flat {
     }
 
     /// Bytes of the reader-visible arrays.
-    pub(super) fn memory_bytes(&self) -> usize {
+    pub(crate) fn memory_bytes(&self) -> usize {
         64 + self.direct.len() * 4 + self.nodes.len() * 4
     }
 
@@ -166,18 +166,18 @@ enum Stop {
 
 /// Writer-side state of a [`Flat`] structure.
 #[derive(Debug)]
-pub(super) struct FlatWriter {
+pub(crate) struct FlatWriter {
     nodes: BlockAlloc,
     dirty: Vec<(u128, u8)>,
     /// Nodes allocated for the entry being built: freed if it runs out of space.
     fresh: Vec<u32>,
-    pub(super) stats: Lpm6Stats,
+    pub(crate) stats: Lpm6Stats,
 }
 
 impl FlatWriter {
     /// The structure for `trie`, built whole (the arrays sized for it, then every
     /// eighth of the address space filled as a change would), and its writer.
-    pub(super) fn build(trie: &Lpm6Trie) -> (Self, Flat) {
+    pub(crate) fn build(trie: &Lpm6Trie) -> (Self, Flat) {
         let mut octant = [0u64; 8];
         let mut direct = 0usize;
         for (o, w) in octant.iter_mut().enumerate() {
@@ -222,20 +222,20 @@ impl FlatWriter {
         (w, flat)
     }
 
-    pub(super) fn has_dirty(&self) -> bool {
+    pub(crate) fn has_dirty(&self) -> bool {
         !self.dirty.is_empty()
     }
 
-    pub(super) fn mark(&mut self, addr: u128, len: u8) {
+    pub(crate) fn mark(&mut self, addr: u128, len: u8) {
         self.dirty.push((addr, len));
     }
 
-    pub(super) fn reclaim(&mut self, safe: u64) {
+    pub(crate) fn reclaim(&mut self, safe: u64) {
         self.nodes.reclaim(safe);
     }
 
     /// Applies the recorded changes to `flat`; `Some(new)`: publish `new` instead.
-    pub(super) fn commit(&mut self, trie: &Lpm6Trie, flat: &Flat, tag: u64) -> Option<Flat> {
+    pub(crate) fn commit(&mut self, trie: &Lpm6Trie, flat: &Flat, tag: u64) -> Option<Flat> {
         let mut dirty = std::mem::take(&mut self.dirty);
         dirty.sort_unstable_by_key(|&(a, l)| (l, a));
         dirty.dedup();

@@ -1,5 +1,5 @@
 //! The writer-side source of the IPv6 lookup structure: a binary (unibit) trie of
-//! IPv6 prefixes and their result ids. Only the writer touches it; [`crate::Lpm6`]
+//! IPv6 prefixes and their result ids. Only the writer touches it; [`crate::Lpm6Table`]
 //! is built from it. One node per bit of every stored prefix, pruned on removal, so
 //! a node without a route always has a child.
 
@@ -28,7 +28,7 @@ fn bit6(addr: u128, depth: u32) -> usize {
 }
 
 /// IPv6 prefixes and their result ids, as a binary trie: the table an
-/// [`Lpm6`](crate::Lpm6) is built from.
+/// [`Lpm6Table`](crate::Lpm6Table) is built from.
 #[derive(Debug, Clone)]
 pub struct Lpm6Trie {
     nodes: Vec<Node6>,
