@@ -140,6 +140,7 @@ fn router() -> (RouterControl, KernelView) {
             up: true,
             table: 0,
             addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+            addrs6: Vec::new(),
         };
         ctl.add_interface(iface).expect("interface");
         let mac = [2, 0, 0, 0, p, 0x99];

@@ -92,6 +92,7 @@ fn router(rib: &[(u32, u8, u32)]) -> RouterControl {
             up: true,
             table: if p == 5 { VRF_IN } else { 0 },
             addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+            addrs6: Vec::new(),
         })
         .unwrap();
         if (1..5).contains(&p) {
@@ -134,6 +135,7 @@ fn router(rib: &[(u32, u8, u32)]) -> RouterControl {
         up: true,
         table: 0,
         addrs: Vec::new(),
+        addrs6: Vec::new(),
     })
     .unwrap();
     let pw = dataplane::router::Pw {

@@ -57,6 +57,7 @@ fn router(rng: &mut StdRng) -> (RouterControl, Vec<(u32, u8)>) {
             up: true,
             table: 0,
             addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+            addrs6: Vec::new(),
         })
         .unwrap();
         if p > 0 {

@@ -181,8 +181,7 @@ pub fn router_kind(e: &RouterError) -> ErrorKind {
         | RouterError::Preference(_)
         | RouterError::TableInUse(_)
         | RouterError::Vrf(_)
-        | RouterError::Pw(_)
-        | RouterError::NotForwarded(_) => ErrorKind::Refused,
+        | RouterError::Pw(_) => ErrorKind::Refused,
     }
 }
 

@@ -698,6 +698,7 @@ fn make_iface(ifindex: u32, name: &str, w: &IfaceWant, ports: &[PortInfo]) -> In
         up: w.up,
         table: w.table,
         addrs: w.addrs.clone(),
+        addrs6: Vec::new(),
     }
 }
 

@@ -487,6 +487,7 @@ mod tests {
             up: true,
             table: 0,
             addrs: vec![(Ipv4Addr::new(10, 1, 0, 1), 24)],
+            addrs6: Vec::new(),
         })
         .unwrap();
         let via = RouteKind::Paths(vec![Path::gateway(Ipv4Addr::new(10, 1, 0, 2))]);

@@ -215,6 +215,7 @@ fn full_table_churn_under_mixed_traffic_loses_nothing_stable() {
             up: true,
             table: 0,
             addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+            addrs6: Vec::new(),
         })
         .unwrap();
         ctl.set_neighbor(

@@ -394,8 +394,8 @@ fn bad_input_is_refused_and_changes_nothing() {
         ),
         ("trace add 0", "1..1024"),
         (
-            "route add 2001:db8::/32 blackhole",
-            "route 2001:db8::/32: ipv6 routes are not forwarded",
+            "route add 2001:db8::/32 via ff02::1 port0",
+            "cannot be a next hop",
         ),
         ("route add 2001:db8::1/32 blackhole", "host bits set"),
         ("frobnicate", "unknown command \"frobnicate\""),
@@ -460,7 +460,10 @@ fn bad_input_is_refused_and_changes_nothing() {
         (r#"["label","add","100","eos","drop"]"#, "exists"),
         (r#"["frobnicate"]"#, "syntax"),
         (r#"["show","run","please"]"#, "syntax"),
-        (r#"["route","add","2001:db8::/32","blackhole"]"#, "refused"),
+        (
+            r#"["route","add","2001:db8::/32","via","ff02::1","port0"]"#,
+            "refused",
+        ),
         (r#"["interface","sub","del","port0"]"#, "refused"),
         (
             r#"["interface","address","add","port0","192.168.11.9/31"]"#,

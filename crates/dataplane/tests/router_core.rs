@@ -2582,7 +2582,10 @@ fn an_address_is_the_preferred_sources_and_withdrawing_it_reveals_the_next() {
         .unwrap();
     ctl.del_address(1, a("10.1.0.1"), 24).unwrap();
     assert_eq!(addrs(&ctl), vec![(a("10.1.0.1"), 24)]);
-    assert_eq!(ctl.addresses_of(S::Kernel), vec![(1, a("10.1.0.1"), 24)]);
+    assert_eq!(
+        ctl.addresses_of(S::Kernel),
+        vec![(1, a("10.1.0.1").into(), 24)]
+    );
     // Refused, nothing is kept.
     assert!(ctl.add_address_from(S::Dpctl, 1, a("0.0.0.0"), 8).is_err());
     assert!(ctl.addresses_of(S::Dpctl).is_empty());
@@ -2635,6 +2638,7 @@ fn an_unnumbered_interface_speaks_arp_for_the_loopback() {
         up: true,
         table: 0,
         addrs: Vec::new(),
+        addrs6: Vec::new(),
     })
     .unwrap();
     let mut core = core(&mut ctl);
@@ -3014,6 +3018,7 @@ fn pseudowire_on_a_sub_interface() {
         up: true,
         table: 0,
         addrs: Vec::new(),
+        addrs6: Vec::new(),
     })
     .unwrap();
     route(&mut ctl, "192.0.2.9/32", &["10.2.0.2"], &[1000]);

@@ -22,6 +22,7 @@ fn iface(ifindex: u32, port: u16, mac: [u8; 6], addr: [u8; 4]) -> Interface {
         up: true,
         table: 0,
         addrs: vec![(Ipv4Addr::from(addr), 24)],
+        addrs6: Vec::new(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The interface and pseudowire records the workers get (through the
 //! [`Publisher`](crate::Publisher)), and the rules of an interface's addresses.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// One interface: a port, or an 802.1Q sub-interface of a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +24,8 @@ pub struct Interface {
     pub table: u32,
     /// IPv4 addresses with prefix lengths.
     pub addrs: Vec<(Ipv4Addr, u8)>,
+    /// IPv6 addresses with prefix lengths (link-local ones included).
+    pub addrs6: Vec<(Ipv6Addr, u8)>,
 }
 
 impl Interface {
@@ -37,6 +39,39 @@ impl Interface {
     #[inline]
     pub fn has_addr(&self, ip: Ipv4Addr) -> bool {
         self.addrs.iter().any(|a| a.0 == ip)
+    }
+
+    /// Whether `ip` is one of the interface's IPv6 addresses.
+    #[inline]
+    pub fn has_addr6(&self, ip: Ipv6Addr) -> bool {
+        self.addrs6.iter().any(|a| a.0 == ip)
+    }
+
+    /// The IPv6 address to answer from on this link: a global one toward `to` if
+    /// on one of its subnets, else the first global one, else the link-local one.
+    pub fn addr6_toward(&self, to: Ipv6Addr) -> Option<Ipv6Addr> {
+        let global = |a: &&(Ipv6Addr, u8)| !a.0.is_unicast_link_local();
+        self.addrs6
+            .iter()
+            .filter(global)
+            .find(|&&(a, l)| same_subnet6(a, to, l))
+            .or(self.addrs6.iter().find(global))
+            .or(self.addrs6.first())
+            .map(|a| a.0)
+    }
+
+    /// The interface's link-local address, if it has one.
+    pub fn link_local6(&self) -> Option<Ipv6Addr> {
+        self.addrs6
+            .iter()
+            .find(|a| a.0.is_unicast_link_local())
+            .map(|a| a.0)
+    }
+
+    /// Whether `ip` is on one of the interface's IPv6 subnets (link-local ones
+    /// always are).
+    pub fn on_link6(&self, ip: Ipv6Addr) -> bool {
+        ip.is_unicast_link_local() || self.addrs6.iter().any(|&(a, l)| same_subnet6(a, ip, l))
     }
 
     /// The address to speak to `ip` from: the interface's address on its subnet,
@@ -61,6 +96,13 @@ impl Interface {
 
 /// Whether `a` and `b` share their first `len` bits.
 #[inline]
+fn same_subnet6(a: Ipv6Addr, b: Ipv6Addr, len: u8) -> bool {
+    let m = u128::MAX
+        .checked_shl(128 - u32::from(len.min(128)))
+        .unwrap_or(0);
+    (u128::from(a) ^ u128::from(b)) & m == 0
+}
+
 fn same_subnet(a: Ipv4Addr, b: Ipv4Addr, len: u8) -> bool {
     let mask = u32::MAX
         .checked_shl(32 - u32::from(len.min(32)))

@@ -34,9 +34,14 @@ impl RouterState {
             return Err(RouterError::Fib(FibError::UnknownTable(iface.table)));
         }
         for &(a, l) in &iface.addrs {
-            check_addr(a, l)?;
+            check_addr(a.into(), l)?;
         }
-        let addrs = iface.addrs.clone();
+        for &(a, l) in &iface.addrs6 {
+            check_addr(a.into(), l)?;
+        }
+        let addrs: Vec<(IpAddr, u8)> = (iface.addrs.iter().map(|&(a, l)| (a.into(), l)))
+            .chain(iface.addrs6.iter().map(|&(a, l)| (a.into(), l)))
+            .collect();
         let ifindex = iface.ifindex;
         self.fib.interface_set(
             ifindex,
@@ -48,6 +53,7 @@ impl RouterState {
         );
         let mut iface = iface;
         iface.addrs.clear();
+        iface.addrs6.clear();
         self.iface_list.insert(ifindex, iface);
         for (a, l) in addrs {
             if let Err(e) = self.add_address_from(RouteSource::Config, ifindex, a, l) {
@@ -73,7 +79,10 @@ impl RouterState {
                     .map(|(k, _, &l)| (src, k.1, l)),
             );
         }
-        let addrs = self.iface(ifindex)?.addrs.clone();
+        let i = self.iface(ifindex)?;
+        let addrs: Vec<(IpAddr, u8)> = (i.addrs.iter().map(|&(a, l)| (a.into(), l)))
+            .chain(i.addrs6.iter().map(|&(a, l)| (a.into(), l)))
+            .collect();
         for (a, l) in addrs {
             self.uninstall_address(ifindex, a, l)?;
         }
@@ -114,11 +123,9 @@ impl RouterState {
         }
         i.up = up;
         let table = i.table;
-        let nets: BTreeSet<Ipv4Prefix> = i
-            .addrs
-            .iter()
-            .filter(|&&(_, l)| l < 32)
-            .filter_map(|&(a, l)| Ipv4Prefix::new_truncated(a, l).ok())
+        let nets: BTreeSet<IpPrefix> = (i.addrs.iter().map(|&(a, l)| (IpAddr::from(a), l)))
+            .chain(i.addrs6.iter().map(|&(a, l)| (IpAddr::from(a), l)))
+            .filter_map(|(a, l)| connected_net(a, l))
             .collect();
         for net in nets {
             if up {
@@ -161,7 +168,7 @@ impl RouterState {
     pub fn add_address(
         &mut self,
         ifindex: u32,
-        addr: Ipv4Addr,
+        addr: impl Into<IpAddr>,
         len: u8,
     ) -> Result<(), RouterError> {
         self.add_address_from(RouteSource::Config, ifindex, addr, len)
@@ -172,24 +179,27 @@ impl RouterState {
     pub fn del_address(
         &mut self,
         ifindex: u32,
-        addr: Ipv4Addr,
+        addr: impl Into<IpAddr>,
         len: u8,
     ) -> Result<(), RouterError> {
         self.del_address_from(RouteSource::Config, ifindex, addr, len)
     }
 
-    /// Adds or replaces `source`'s address `addr/len` on an interface. The most
-    /// preferred source's prefix length for `addr` is installed: a local /32
-    /// route and, for shorter prefixes, the connected route of the subnet while
-    /// the interface is up. A less preferred source's waits; refused, nothing
-    /// changes.
+    /// Adds or replaces `source`'s address `addr/len` (either family) on an
+    /// interface. The most preferred source's prefix length for `addr` is
+    /// installed: a local host route (/32, /128) and, for shorter prefixes, the
+    /// connected route of the subnet while the interface is up. An IPv6
+    /// link-local address gets no route (packets to and from link-local
+    /// addresses never take the FIB: they stay on their link). A less
+    /// preferred source's waits; refused, nothing changes.
     pub fn add_address_from(
         &mut self,
         source: RouteSource,
         ifindex: u32,
-        addr: Ipv4Addr,
+        addr: impl Into<IpAddr>,
         len: u8,
     ) -> Result<(), RouterError> {
+        let addr = addr.into();
         check_addr(addr, len)?;
         self.iface(ifindex)?;
         if let Some((name, _)) = self.pws.iter().find(|(_, p)| p.2.ac == ifindex) {
@@ -220,9 +230,10 @@ impl RouterState {
         &mut self,
         source: RouteSource,
         ifindex: u32,
-        addr: Ipv4Addr,
+        addr: impl Into<IpAddr>,
         len: u8,
     ) -> Result<(), RouterError> {
+        let addr = addr.into();
         let name = self.iface(ifindex)?.name.clone();
         let key = (ifindex, addr);
         if self.addr_rib.get(&key, source, 0) != Some(&len) {
@@ -252,45 +263,60 @@ impl RouterState {
     }
 
     /// `source`'s prefix length for `addr` on an interface, installed or waiting.
-    pub fn address_of(&self, source: RouteSource, ifindex: u32, addr: Ipv4Addr) -> Option<u8> {
-        self.addr_rib.get(&(ifindex, addr), source, 0).copied()
+    pub fn address_of(
+        &self,
+        source: RouteSource,
+        ifindex: u32,
+        addr: impl Into<IpAddr>,
+    ) -> Option<u8> {
+        self.addr_rib
+            .get(&(ifindex, addr.into()), source, 0)
+            .copied()
     }
 
     /// Every address `source` gives: (ifindex, address, prefix length).
-    pub fn addresses_of(&self, source: RouteSource) -> Vec<(u32, Ipv4Addr, u8)> {
+    pub fn addresses_of(&self, source: RouteSource) -> Vec<(u32, IpAddr, u8)> {
         self.addr_rib
             .of_source(source)
             .map(|(k, _, &l)| (k.0, k.1, l))
             .collect()
     }
 
-    /// Installs an address: a local /32 route and, for shorter prefixes, the connected
-    /// route of the subnet while the interface is up.
+    /// Installs an address: a local host route and, for shorter prefixes, the
+    /// connected route of the subnet while the interface is up (none for an IPv6
+    /// link-local address).
     pub(super) fn install_address(
         &mut self,
         ifindex: u32,
-        addr: Ipv4Addr,
+        addr: IpAddr,
         len: u8,
     ) -> Result<(), RouterError> {
         check_addr(addr, len)?;
         let i = self.iface(ifindex)?;
-        if i.addrs.iter().any(|&(a, _)| a == addr) {
+        let exists = match addr {
+            IpAddr::V4(a) => i.has_addr(a),
+            IpAddr::V6(a) => i.has_addr6(a),
+        };
+        if exists {
             return Err(RouterError::AddressExists(addr, len, i.name.clone()));
         }
         let table = i.table;
         let up = i.up;
-        let host = Ipv4Prefix::new(addr, 32)?;
-        let net = Ipv4Prefix::new_truncated(addr, len)?;
-        self.offer(Origin::Address, ifindex, table, host, RouteKind::Local)?;
-        if len < 32 && up {
-            let connected = RouteKind::Connected { ifindex };
-            if let Err(e) = self.offer(Origin::Address, ifindex, table, net, connected) {
-                let _ = self.withdraw(Origin::Address, ifindex, table, host);
-                return Err(e);
+        if let Some(host) = host_route(addr) {
+            self.offer(Origin::Address, ifindex, table, host, RouteKind::Local)?;
+            if let Some(net) = connected_net(addr, len).filter(|_| up) {
+                let connected = RouteKind::Connected { ifindex };
+                if let Err(e) = self.offer(Origin::Address, ifindex, table, net, connected) {
+                    let _ = self.withdraw(Origin::Address, ifindex, table, host);
+                    return Err(e);
+                }
             }
         }
         if let Some(i) = self.iface_list.get_mut(&ifindex) {
-            i.addrs.push((addr, len));
+            match addr {
+                IpAddr::V4(a) => i.addrs.push((a, len)),
+                IpAddr::V6(a) => i.addrs6.push((a, len)),
+            }
         }
         self.publish();
         Ok(())
@@ -300,25 +326,32 @@ impl RouterState {
     pub(super) fn uninstall_address(
         &mut self,
         ifindex: u32,
-        addr: Ipv4Addr,
+        addr: IpAddr,
         len: u8,
     ) -> Result<(), RouterError> {
         let i = self.iface(ifindex)?;
-        if !i.addrs.contains(&(addr, len)) {
+        let all: Vec<(IpAddr, u8)> = (i.addrs.iter().map(|&(a, l)| (a.into(), l)))
+            .chain(i.addrs6.iter().map(|&(a, l)| (a.into(), l)))
+            .collect();
+        if !all.contains(&(addr, len)) {
             return Err(RouterError::NoSuchAddress(addr, len, i.name.clone()));
         }
         let table = i.table;
-        let host = Ipv4Prefix::new(addr, 32)?;
-        let net = Ipv4Prefix::new_truncated(addr, len)?;
+        let net = connected_net(addr, len);
         // Another address of the same subnet keeps its connected route.
-        let shared = i.addrs.iter().any(|&(a, l)| {
-            (a, l) != (addr, len) && l < 32 && Ipv4Prefix::new_truncated(a, l).ok() == Some(net)
-        });
+        let shared = all
+            .iter()
+            .any(|&(a, l)| (a, l) != (addr, len) && net.is_some() && connected_net(a, l) == net);
         if let Some(i) = self.iface_list.get_mut(&ifindex) {
-            i.addrs.retain(|&x| x != (addr, len));
+            match addr {
+                IpAddr::V4(a) => i.addrs.retain(|&x| x != (a, len)),
+                IpAddr::V6(a) => i.addrs6.retain(|&x| x != (a, len)),
+            }
         }
-        let _ = self.withdraw(Origin::Address, ifindex, table, host);
-        if len < 32 && !shared {
+        if let Some(host) = host_route(addr) {
+            let _ = self.withdraw(Origin::Address, ifindex, table, host);
+        }
+        if let Some(net) = net.filter(|_| !shared) {
             let _ = self.withdraw(Origin::Address, ifindex, table, net);
         }
         self.publish();
@@ -337,7 +370,9 @@ impl RouterState {
         if i.table == table {
             return Ok(());
         }
-        if let Some((a, l)) = i.addrs.first() {
+        let first = (i.addrs.first().map(|&(a, l)| (IpAddr::from(a), l)))
+            .or(i.addrs6.first().map(|&(a, l)| (IpAddr::from(a), l)));
+        if let Some((a, l)) = first {
             return Err(RouterError::TableInUse(format!(
                 "interface {}: remove its addresses first ({a}/{l} has its routes in table {})",
                 i.name, i.table
@@ -350,4 +385,25 @@ impl RouterState {
         self.publish();
         Ok(())
     }
+}
+
+/// The local host route of an address (none for an IPv6 link-local one).
+fn host_route(addr: IpAddr) -> Option<IpPrefix> {
+    match addr {
+        IpAddr::V6(a) if a.is_unicast_link_local() => None,
+        a => Some(IpPrefix::host(a)),
+    }
+}
+
+/// The connected route of an address's subnet: none for a host-length prefix or
+/// an IPv6 link-local address.
+fn connected_net(addr: IpAddr, len: u8) -> Option<IpPrefix> {
+    let host = match addr {
+        IpAddr::V4(_) => 32,
+        IpAddr::V6(a) if a.is_unicast_link_local() => return None,
+        IpAddr::V6(_) => 128,
+    };
+    (len < host)
+        .then(|| IpPrefix::new_truncated(addr, len).ok())
+        .flatten()
 }

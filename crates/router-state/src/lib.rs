@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use thiserror::Error;
 
-use fib::{Family, Fib, FibError, IpPrefix, Ipv4Prefix, RouteKind, TableId};
+use fib::{Fib, FibError, IpPrefix, Ipv4Prefix, RouteKind, TableId};
 
 pub mod iface;
 pub mod neigh;
@@ -104,13 +104,13 @@ pub enum RouterError {
     },
     /// The address is configured already.
     #[error("address {0}/{1} exists on interface {2}")]
-    AddressExists(Ipv4Addr, u8, String),
+    AddressExists(IpAddr, u8, String),
     /// The address is not configured.
     #[error("address {0}/{1} is not on interface {2}")]
-    NoSuchAddress(Ipv4Addr, u8, String),
+    NoSuchAddress(IpAddr, u8, String),
     /// An address that cannot be an interface address.
     #[error("{0}/{1} cannot be an interface address")]
-    InvalidAddress(Ipv4Addr, u8),
+    InvalidAddress(IpAddr, u8),
     /// No label entry.
     #[error("no label {0} {1}")]
     NoSuchLabel(u32, &'static str),
@@ -130,10 +130,6 @@ pub enum RouterError {
     /// No route of that source for that prefix.
     #[error("no route {0} in table {1}")]
     NoSuchRoute(IpPrefix, TableId),
-    /// Routes of this family are not forwarded: they are refused, and the
-    /// learners leave them to the kernel.
-    #[error("{0} routes are not forwarded")]
-    NotForwarded(Family),
     /// A more preferred source holds the label entry.
     #[error("label {label} {eos} belongs to {owner}")]
     LabelOwned {
@@ -269,7 +265,7 @@ pub struct RouterState {
     iface_list: BTreeMap<u32, Interface>,
     /// Each source's interface addresses (prefix length per interface and
     /// address); the winners are the interfaces' `addrs`.
-    addr_rib: rib::Rib<(u32, Ipv4Addr), RouteSource, u8>,
+    addr_rib: rib::Rib<(u32, IpAddr), RouteSource, u8>,
     /// The router id each source gives (one key); the winner is `router_id`.
     router_ids: rib::Rib<(), RouteSource, Ipv4Addr>,
     router_id: Option<Ipv4Addr>,
@@ -531,8 +527,18 @@ impl RouterState {
     }
 }
 
-fn check_addr(a: Ipv4Addr, len: u8) -> Result<(), RouterError> {
-    if len > 32 || a.is_unspecified() || a.is_multicast() || a.is_broadcast() || a.is_loopback() {
+fn check_addr(a: IpAddr, len: u8) -> Result<(), RouterError> {
+    let bad = match a {
+        IpAddr::V4(a) => {
+            len > 32
+                || a.is_unspecified()
+                || a.is_multicast()
+                || a.is_broadcast()
+                || a.is_loopback()
+        }
+        IpAddr::V6(a) => len > 128 || a.is_unspecified() || a.is_multicast() || a.is_loopback(),
+    };
+    if bad {
         return Err(RouterError::InvalidAddress(a, len));
     }
     Ok(())

@@ -214,6 +214,7 @@ mod tests {
                 (Ipv4Addr::new(192, 0, 2, 1), 24),
                 (Ipv4Addr::new(10, 3, 0, 1), 24),
             ],
+            addrs6: Vec::new(),
         };
         let nbr = [2, 0, 0, 0, 9, 9];
         let p = arp_probe(&i, None, Ipv4Addr::new(10, 3, 0, 2), nbr).unwrap();

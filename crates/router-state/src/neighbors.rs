@@ -132,8 +132,10 @@ impl RouterState {
             .is_some()
     }
 
-    /// Sets an IPv6 neighbour's MAC (the next hop of IPv4 routes via IPv6, RFC
-    /// 5549); returns its adjacency id.
+    /// Sets an IPv6 neighbour's MAC; returns its adjacency id. A global
+    /// neighbour on one of the interface's IPv6 subnets also gets a /128 host
+    /// route, so traffic to it stops gleaning (any other route for the /128
+    /// wins over it).
     pub fn set_neighbor6(
         &mut self,
         ifindex: u32,
@@ -146,8 +148,16 @@ impl RouterState {
                 return Ok(id);
             }
         }
+        let i = self.iface(ifindex)?;
+        let table = i.table;
+        let on_subnet = !ip.is_unicast_link_local() && i.on_link6(ip) && !i.has_addr6(ip);
         let id = self.fib.neighbor_set(ifindex, IpAddr::V6(ip), Some(mac))?;
         self.neighbors6.insert((ifindex, ip), mac);
+        if on_subnet {
+            let host = IpPrefix::host(IpAddr::V6(ip));
+            let kind = RouteKind::Paths(vec![fib::Path::gateway6(ip, ifindex)]);
+            self.offer(Origin::Neighbor, ifindex, table, host, kind)?;
+        }
         Ok(id)
     }
 
@@ -158,6 +168,9 @@ impl RouterState {
         ip: std::net::Ipv6Addr,
     ) -> Result<(), RouterError> {
         if self.neighbors6.remove(&(ifindex, ip)).is_some() {
+            let table = self.iface(ifindex)?.table;
+            let host = IpPrefix::host(IpAddr::V6(ip));
+            let _ = self.withdraw(Origin::Neighbor, ifindex, table, host);
             self.fib.neighbor_del(ifindex, IpAddr::V6(ip))?;
         }
         Ok(())

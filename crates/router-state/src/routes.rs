@@ -154,7 +154,7 @@ impl RouterState {
         addr: Ipv4Addr,
         on: bool,
     ) -> Result<(), RouterError> {
-        check_addr(addr, 32)?;
+        check_addr(addr.into(), 32)?;
         let host = Ipv4Prefix::host(addr);
         if on {
             if !self.fib.tables().any(|t| t == table) {
@@ -388,18 +388,11 @@ impl RouterState {
         Ok(())
     }
 
-    /// Whether routes of `family` are forwarded: those of a family that is not are
-    /// refused ([`RouterError::NotForwarded`]) and the learners leave them to the
-    /// kernel.
-    pub fn forwards(&self, family: Family) -> bool {
-        family == Family::V4
-    }
-
     /// Whether the route for exactly `prefix` in `table` forwards (is in a FIB).
     fn in_fib(&self, table: TableId, prefix: IpPrefix) -> bool {
         match prefix {
             IpPrefix::V4(p) => self.fib.route(table, p).is_some(),
-            IpPrefix::V6(_) => false,
+            IpPrefix::V6(p) => self.fib.route6(table, p).is_some(),
         }
     }
 
@@ -418,13 +411,14 @@ fn fib_add(
 ) -> Result<u32, RouterError> {
     match prefix {
         IpPrefix::V4(p) => Ok(fib.route_add(table, p, kind)?),
-        IpPrefix::V6(_) => Err(RouterError::NotForwarded(Family::V6)),
+        IpPrefix::V6(p) => Ok(fib.route6_add(table, p, kind)?),
     }
 }
 
 /// Removes a prefix from its family's FIB (nothing if it is not there).
 fn fib_del(fib: &mut Fib, table: TableId, prefix: IpPrefix) {
-    if let IpPrefix::V4(p) = prefix {
-        let _ = fib.route_del(table, p);
-    }
+    let _ = match prefix {
+        IpPrefix::V4(p) => fib.route_del(table, p),
+        IpPrefix::V6(p) => fib.route6_del(table, p),
+    };
 }

@@ -5,7 +5,7 @@
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 
-use fib::{Action, Family, IpPrefix, Ipv4Prefix, Path, RouteKind};
+use fib::{Action, IpPrefix, Ipv4Prefix, Path, RouteKind};
 use router_state::{Interface, InterfaceView, Publisher, RouteSource, RouterError, RouterState};
 
 /// An interface as published: ifindex, up, addresses.
@@ -46,6 +46,7 @@ fn port(ifindex: u32) -> Interface {
         up: true,
         table: 0,
         addrs: Vec::new(),
+        addrs6: Vec::new(),
     }
 }
 
@@ -81,23 +82,50 @@ fn action(r: &RouterState, dst: &str) -> Action {
 }
 
 #[test]
-fn a_family_that_is_not_forwarded_is_refused_and_changes_nothing() {
+fn ipv6_routes_and_addresses_forward_beside_ipv4_ones() {
     let (mut r, _) = router();
     let p6: IpPrefix = "2001:db8::/32".parse().unwrap();
-    assert!(r.forwards(Family::V4) && !r.forwards(Family::V6));
-    let before: Vec<_> = r.routes().map(|(t, p, k)| (t, p, k.clone())).collect();
-    let e = r
-        .route_add_from(RouteSource::Dpctl, 0, p6, RouteKind::Blackhole)
-        .unwrap_err();
-    assert!(matches!(e, RouterError::NotForwarded(Family::V6)), "{e}");
-    assert_eq!(e.to_string(), "ipv6 routes are not forwarded");
-    assert!(r.route_of(RouteSource::Dpctl, 0, p6).is_none());
+    r.route_add_from(RouteSource::Dpctl, 0, p6, RouteKind::Blackhole)
+        .unwrap();
+    assert_eq!(r.route_source(0, p6), Some(RouteSource::Dpctl));
+    let lookup6 = |r: &RouterState, dst: &str| {
+        let mut reader = r.fib().reader();
+        let v = reader.read();
+        let id = v.lookup6(0, u128::from(dst.parse::<std::net::Ipv6Addr>().unwrap()));
+        v.leg(id, 0).action()
+    };
+    assert_eq!(lookup6(&r, "2001:db8::1"), Action::Drop);
+    // An address: its /128 is local, its subnet connected while the port is up;
+    // a link-local one gets no route.
+    let a6: std::net::Ipv6Addr = "2001:db8:1::1".parse().unwrap();
+    r.add_address(1, a6, 64).unwrap();
+    r.add_address(1, "fe80::1".parse::<std::net::Ipv6Addr>().unwrap(), 64)
+        .unwrap();
+    assert_eq!(lookup6(&r, "2001:db8:1::1"), Action::Local);
+    assert_eq!(lookup6(&r, "2001:db8:1::2"), Action::Glean);
+    assert_eq!(lookup6(&r, "fe80::1"), Action::NoRoute);
+    assert_eq!(r.iface(1).unwrap().addrs6.len(), 2);
+    r.set_up(1, false).unwrap();
+    assert_eq!(lookup6(&r, "2001:db8:1::2"), Action::Drop);
+    r.set_up(1, true).unwrap();
+    // A neighbour on the subnet gets its host route.
+    let n6: std::net::Ipv6Addr = "2001:db8:1::2".parse().unwrap();
+    r.set_neighbor6(1, n6, [2, 0, 0, 0, 0, 9]).unwrap();
+    assert_eq!(lookup6(&r, "2001:db8:1::2"), Action::Forward);
+    r.del_neighbor6(1, n6).unwrap();
+    assert_eq!(lookup6(&r, "2001:db8:1::2"), Action::Glean);
+    r.del_address(1, a6, 64).unwrap();
+    assert_eq!(lookup6(&r, "2001:db8:1::2"), Action::Drop);
+    assert!(matches!(
+        r.del_address(1, a6, 64),
+        Err(RouterError::NoSuchAddress(..))
+    ));
+    r.route_del_from(RouteSource::Dpctl, 0, p6).unwrap();
+    assert_eq!(lookup6(&r, "2001:db8::1"), Action::NoRoute);
     assert!(matches!(
         r.route_del_from(RouteSource::Dpctl, 0, p6),
         Err(RouterError::NoSuchRoute(p, 0)) if p == p6
     ));
-    let after: Vec<_> = r.routes().map(|(t, p, k)| (t, p, k.clone())).collect();
-    assert_eq!(before, after);
     // IPv4 routes key the same RIB.
     let p4 = pfx("192.0.2.0/24");
     r.route_add_from(RouteSource::Dpctl, 0, p4, RouteKind::Blackhole)

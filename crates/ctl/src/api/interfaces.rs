@@ -173,6 +173,7 @@ impl RouterApi<'_> {
             up: true,
             table: p.table,
             addrs: Vec::new(),
+            addrs6: Vec::new(),
         };
         self.ctl
             .add_interface(iface)

@@ -12,7 +12,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fib::{Family, IpPrefix, Path, RouteKind, TableId, Via};
+use fib::{IpPrefix, Path, RouteKind, TableId, Via};
 use serde_json::{Value, json};
 
 use dataplane::router::{RouteSource, RouterControl};
@@ -114,7 +114,7 @@ pub type VrfDevices = Arc<Mutex<HashMap<u32, u32>>>;
 struct Mark {
     loopbacks: BTreeSet<Ipv4Addr>,
     neighbors: BTreeSet<(u32, IpAddr)>,
-    addrs: BTreeSet<(u32, Ipv4Addr, u8)>,
+    addrs: BTreeSet<(u32, IpAddr, u8)>,
     labels: BTreeSet<u32>,
     nexthops: BTreeSet<u32>,
 }
@@ -528,12 +528,6 @@ impl KernelView {
                     self.refused(format!("twin of interface {r} was deleted in Linux"));
                 }
             }
-            // The routing state holds IPv4 interface addresses only while IPv6
-            // is not forwarded: the kernel keeps these.
-            Change::Addr {
-                addr: IpAddr::V6(_),
-                ..
-            } => self.ignore("ipv6 address"),
             Change::Addr {
                 add,
                 ifindex: LOOPBACK_IFINDEX,
@@ -543,7 +537,7 @@ impl KernelView {
             Change::Addr {
                 add,
                 ifindex,
-                addr: IpAddr::V4(addr),
+                addr,
                 len,
             } => {
                 let Some(&r) = self.twins.get(&ifindex) else {
@@ -706,7 +700,9 @@ impl KernelView {
             }
             return;
         }
-        let addrs = iface.addrs.clone();
+        let addrs: Vec<(IpAddr, u8)> = (iface.addrs.iter().map(|&(a, l)| (a.into(), l)))
+            .chain(iface.addrs6.iter().map(|&(a, l)| (a.into(), l)))
+            .collect();
         for &(a, len) in &addrs {
             let _ = ctl.del_address_from(self.source, r, a, len);
         }
@@ -791,12 +787,6 @@ impl KernelView {
         metric: u32,
         route: Option<Target>,
     ) {
-        if !ctl.forwards(prefix.family()) {
-            return self.ignore(match prefix.family() {
-                Family::V4 => "ipv4 route",
-                Family::V6 => "ipv6 route",
-            });
-        }
         if !self.import_routes {
             return self.ignore("route import off");
         }

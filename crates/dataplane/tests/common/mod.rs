@@ -67,6 +67,7 @@ pub fn router_on(ports: [u16; 5]) -> RouterControl {
             up: true,
             table: 0,
             addrs: vec![(a(addr), 24)],
+            addrs6: Vec::new(),
         })
         .unwrap();
     }
@@ -92,6 +93,7 @@ pub fn port_iface(p: u8, port: u16, table: u32) -> Interface {
         up: true,
         table,
         addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+        addrs6: Vec::new(),
     }
 }
 

@@ -22,6 +22,7 @@ mod support {
                 up: true,
                 table: 0,
                 addrs: Vec::new(),
+                addrs6: Vec::new(),
             })
             .unwrap();
             // Linux holds the twins' addresses.
@@ -168,7 +169,7 @@ mod unit {
     }
 
     #[test]
-    fn ipv6_routes_are_left_to_the_kernel_while_the_family_is_not_forwarded() {
+    fn ipv6_routes_are_learned_as_ipv4_ones() {
         let (mut ctl, mut v) = setup();
         let p6: IpPrefix = "2001:db8::/32".parse().unwrap();
         let v6 = NextHop {
@@ -184,10 +185,20 @@ mod unit {
                 route: Some(Target::Paths(vec![v6])),
             },
         );
-        assert_eq!(v.stats().ignored["ipv6 route"], 1);
-        assert!(ctl.route_of(RouteSource::Kernel, 0, p6).is_none());
-        assert_eq!(ctl.routes().count(), 4, "the twins' addresses' routes only");
+        assert!(!v.stats().ignored.contains_key("ipv6 route"));
+        assert!(ctl.route_of(RouteSource::Kernel, 0, p6).is_some());
+        assert_eq!(ctl.routes().count(), 5);
         assert_eq!(v.stats().refused, 0);
+        v.apply(
+            &mut ctl,
+            Change::Route {
+                table: 254,
+                prefix: p6,
+                metric: 0,
+                route: None,
+            },
+        );
+        assert!(ctl.route_of(RouteSource::Kernel, 0, p6).is_none());
     }
 
     #[test]
