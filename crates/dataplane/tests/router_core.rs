@@ -1441,8 +1441,26 @@ fn corpus() -> Vec<Bad> {
             counter: "interface_down",
         },
         Bad {
-            what: "IPv6",
+            what: "IPv6 payload length past the frame",
             frame: eth(mac_r(0), HOST, None, 0x86dd, &[0x60; 40]),
+            port: 0,
+            counter: "ip6_bad_length",
+        },
+        Bad {
+            what: "IPv6 header cut at 39 bytes",
+            frame: eth(mac_r(0), HOST, None, 0x86dd, &[0x60; 39]),
+            port: 0,
+            counter: "ip6_truncated",
+        },
+        Bad {
+            what: "IPv4 under the IPv6 EtherType",
+            frame: eth(mac_r(0), HOST, None, 0x86dd, &ip),
+            port: 0,
+            counter: "ip6_bad_version",
+        },
+        Bad {
+            what: "LLDP",
+            frame: eth(mac_r(0), HOST, None, 0x88cc, &[0; 46]),
             port: 0,
             counter: "unknown_ethertype",
         },
@@ -2269,8 +2287,11 @@ fn with_a_host_stack_control_traffic_is_punted_by_class() {
     let mut ll_mc = [0u8; 16];
     ll_mc[..2].copy_from_slice(&[0xff, 0x02]);
     ll_mc[15] = 1;
+    // The router's link-local address as its twin holds it (the routing state
+    // has none here).
     let mut unicast6 = [0u8; 16];
-    unicast6[..2].copy_from_slice(&[0x20, 0x01]);
+    unicast6[..2].copy_from_slice(&[0xfe, 0x80]);
+    unicast6[15] = 1;
     let eth6 = |p: &[u8]| eth(mac_r(0), HOST, None, 0x86dd, p);
     let arp_reply = eth(
         mac_r(0),
@@ -2291,8 +2312,8 @@ fn with_a_host_stack_control_traffic_is_punted_by_class() {
         (from_host(&bgp), Some(P::Routing)),
         (from_host(&udp), Some(P::Local)),
         (from_host(&unreach), Some(P::Local)),
-        // Neighbour solicitation, to a unicast address.
-        (eth6(&ip6(unicast6, 58, &[135])), Some(P::Ip6Control)),
+        // MLD (ICMPv6 143) to a link-scope group.
+        (eth6(&ip6(ll_mc, 58, &[143])), Some(P::Ip6Control)),
         // OSPFv3 to ff02::5, BGP over IPv6.
         (eth6(&ip6(ll_mc, 89, &[])), Some(P::Ip6Control)),
         (

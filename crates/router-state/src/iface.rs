@@ -47,9 +47,15 @@ impl Interface {
         self.addrs6.iter().any(|a| a.0 == ip)
     }
 
-    /// The IPv6 address to answer from on this link: a global one toward `to` if
-    /// on one of its subnets, else the first global one, else the link-local one.
+    /// The IPv6 address to speak from on this link toward `to` (RFC 6724's
+    /// scope rule): the link-local one toward a link-local address; else a
+    /// global one on `to`'s subnet, the first global one, the link-local one.
     pub fn addr6_toward(&self, to: Ipv6Addr) -> Option<Ipv6Addr> {
+        if to.is_unicast_link_local() {
+            if let Some(ll) = self.link_local6() {
+                return Some(ll);
+            }
+        }
         let global = |a: &&(Ipv6Addr, u8)| !a.0.is_unicast_link_local();
         self.addrs6
             .iter()

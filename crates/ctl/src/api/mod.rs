@@ -181,6 +181,9 @@ struct WorkerSnap {
     arp_requests: u64,
     held: u64,
     arp_consumed: u64,
+    nd_replies: u64,
+    nd_requests: u64,
+    nd_consumed: u64,
     hold_released: u64,
 }
 
@@ -223,6 +226,9 @@ impl WorkerSnap {
             arp_requests: s.arp_requests.get(),
             held: s.held.get(),
             arp_consumed: s.arp_consumed.get(),
+            nd_replies: s.nd_replies.get(),
+            nd_requests: s.nd_requests.get(),
+            nd_consumed: s.nd_consumed.get(),
             hold_released: s.hold_released.get(),
         }
     }
@@ -260,6 +266,9 @@ impl WorkerSnap {
             arp_requests: d(self.arp_requests, base.arp_requests),
             held: d(self.held, base.held),
             arp_consumed: d(self.arp_consumed, base.arp_consumed),
+            nd_replies: d(self.nd_replies, base.nd_replies),
+            nd_requests: d(self.nd_requests, base.nd_requests),
+            nd_consumed: d(self.nd_consumed, base.nd_consumed),
             hold_released: d(self.hold_released, base.hold_released),
         }
     }

@@ -160,6 +160,21 @@ impl RouterApi<'_> {
                 total(&|s| s.arp_consumed),
             ),
             (
+                "nd_replies",
+                "Neighbour advertisements sent for the router's IPv6 addresses.",
+                total(&|s| s.nd_replies),
+            ),
+            (
+                "nd_requests",
+                "Neighbour solicitations sent.",
+                total(&|s| s.nd_requests),
+            ),
+            (
+                "nd_consumed",
+                "Neighbour advertisements taken by the workers.",
+                total(&|s| s.nd_consumed),
+            ),
+            (
                 "held_packets",
                 "Packets held waiting for ARP.",
                 total(&|s| s.held),

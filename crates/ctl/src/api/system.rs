@@ -138,6 +138,9 @@ impl RouterApi<'_> {
                     "arp_replies": s.arp_replies,
                     "arp_requests": s.arp_requests,
                     "arp_consumed": s.arp_consumed,
+                    "nd_replies": s.nd_replies,
+                    "nd_requests": s.nd_requests,
+                    "nd_consumed": s.nd_consumed,
                     "held": s.held,
                     "hold_released": s.hold_released,
                     "rates": {

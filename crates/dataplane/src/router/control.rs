@@ -217,6 +217,9 @@ impl RouterControl {
                         self.state.heard_arp(ifindex, ip, mac, now);
                     }
                     Event::Resolve6 { adj } => self.state.wants_nd(adj),
+                    Event::Neighbor6 { ifindex, ip, mac } => {
+                        let _ = self.state.set_neighbor6(ifindex, ip, mac);
+                    }
                 }
             }
         }

@@ -9,7 +9,8 @@
 //! | `ethernet-input` | `core/ethernet.rs` | receiving interface, MAC, EtherType |
 //! | `mpls-lookup` | `core/mpls_lookup.rs` | swap, PHP, pop into IPv4, TTL expiry |
 //! | `ip4-lookup` | `core/ip4_lookup.rs` | checks, batched LPM, ECMP, TTL, imposition |
-//! | `local` | `core/local.rs` | ARP, echo, ICMP errors (RFC 4950), resolution |
+//! | `ip6-lookup` | `core/ip6_lookup.rs` | checks, scope, batched LPM, ECMP, hop limit |
+//! | `local` | `core/local.rs`, `core/local6.rs` | ARP, ND, echo, ICMP and ICMPv6 errors (RFC 4950), resolution |
 //! | `rewrite` | `core/rewrite.rs` | L2 header of the adjacency, output port |
 //!
 //! The fast path takes the common cases first and calls the same per-packet steps
@@ -25,7 +26,7 @@
 //! The core is generic over [`Packet`], so the same code runs on DPDK mbufs and, in
 //! benchmarks, on plain buffers.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -43,7 +44,9 @@ mod ethernet;
 mod fast;
 mod hold;
 mod ip4_lookup;
+mod ip6_lookup;
 mod local;
+mod local6;
 mod mpls_lookup;
 mod pw;
 mod rewrite;
@@ -105,6 +108,16 @@ pub enum Event {
     Resolve6 {
         /// The incomplete adjacency.
         adj: u32,
+    },
+    /// An IPv6 neighbour's MAC, learned from neighbour discovery (a
+    /// solicitation's source, an advertisement's target).
+    Neighbor6 {
+        /// Interface it was heard on.
+        ifindex: u32,
+        /// Its address.
+        ip: Ipv6Addr,
+        /// Its MAC.
+        mac: [u8; 6],
     },
 }
 
@@ -173,6 +186,8 @@ enum Next {
     Drop,
     /// `ip4-lookup`.
     Ip4Lookup,
+    /// `ip6-lookup`.
+    Ip6Lookup,
     /// `mpls-lookup`.
     MplsLookup,
     /// `local`: ARP, packets for the router, ICMP errors, neighbour resolution
@@ -245,6 +260,13 @@ enum LocalJob {
     MplsTtl,
     /// A packet the router built, held for its next hop: route it.
     Route,
+    /// IPv6 to one of our addresses (or neighbour discovery).
+    ToUs6,
+    /// ICMPv6 error: type, code, MTU (packet too big).
+    Icmp6Error(u8, u8, u16),
+    /// Solicit the IPv6 neighbour on this interface: adjacency `.1`'s, or
+    /// (`u32::MAX`) the packet's destination; the packet becomes the solicitation.
+    Solicit6(u32, u32),
 }
 
 /// Packets of the vector each node still has to take, counted by the nodes
@@ -253,6 +275,7 @@ enum LocalJob {
 struct Pending {
     mpls: usize,
     ip4: usize,
+    ip6: usize,
     local: usize,
 }
 
@@ -274,6 +297,8 @@ struct Work {
     events: Arc<ArrayQueue<Event>>,
     meta: Box<[Meta; BURST]>,
     keys: [u32; BURST],
+    /// IPv6 destinations of the vector's ip6-lookup (big-endian order).
+    keys6: Box<[u128; BURST]>,
     fwd: [u32; BURST],
     sel: [u16; BURST],
     icmp: Bucket,
@@ -383,6 +408,20 @@ fn held_waiting(view: &fib::FibView<'_>, h: &hold::Held, bytes: &[u8]) -> bool {
                 _ => false,
             }
         }
+        Next::Ip6Lookup => {
+            let Some(dst) = bytes.get(24..40) else {
+                return false;
+            };
+            let mut a = [0u8; 16];
+            a.copy_from_slice(dst);
+            let fwd = view.lookup6(h.meta.table, u128::from_be_bytes(a));
+            let leg = view.leg(fwd, h.meta.hash);
+            match leg.action() {
+                fib::Action::Glean => true,
+                fib::Action::Forward => unresolved(leg.target()),
+                _ => false,
+            }
+        }
         _ => unresolved(h.meta.adj),
     }
 }
@@ -424,6 +463,7 @@ impl Core {
                 events,
                 meta: Box::new([Meta::default(); BURST]),
                 keys: [0; BURST],
+                keys6: Box::new([0; BURST]),
                 fwd: [0; BURST],
                 sel: [0; BURST],
                 icmp: Bucket::new(cfg.icmp_rate_pps, cfg.icmp_burst, tsc_hz),
@@ -597,6 +637,10 @@ impl Work {
         if q.ip4 > 0 {
             self.ip4_lookup(pkts, n_slow, ift, view, &mut q);
             t = acc.add(Stage::Ip4Lookup, q.ip4, t);
+        }
+        if q.ip6 > 0 {
+            self.ip6_lookup(pkts, n_slow, ift, view, &mut q);
+            t = acc.add(Stage::Ip6Lookup, q.ip6, t);
         }
         if q.local > 0 {
             self.local_node(pkts, n_slow, ift, view, labels, now);

@@ -33,7 +33,7 @@ pub enum DropReason {
     UnknownVlan,
     /// Received on a port with no interface, or the interface is down.
     InterfaceDown,
-    /// EtherType we do not handle (IPv6 and others).
+    /// EtherType we do not handle.
     UnknownEthertype,
     /// Multi-segment frame (the pools hold whole frames; should not happen).
     MultiSegment,
@@ -69,6 +69,39 @@ pub enum DropReason {
     MplsMtuExceeded,
     /// IPv4 multicast destination (not forwarded).
     Ip4Multicast,
+    /// IPv6 header shorter than 40 bytes.
+    Ip6Truncated,
+    /// IPv6 version field is not 6.
+    Ip6BadVersion,
+    /// IPv6 payload length past the end of the frame.
+    Ip6BadLength,
+    /// Hop limit expired (ICMPv6 time exceeded sent when allowed).
+    Ip6HopLimitExpired,
+    /// No IPv6 route (ICMPv6 no route sent when allowed).
+    Ip6NoRoute,
+    /// Unreachable IPv6 route (ICMPv6 no route sent when allowed).
+    Ip6Unreachable,
+    /// Prohibit IPv6 route (ICMPv6 administratively prohibited sent when allowed).
+    Ip6Prohibit,
+    /// IPv6 blackhole route.
+    Ip6Blackhole,
+    /// Source or destination that no packet may carry: a multicast or loopback
+    /// source, an unspecified or loopback destination (RFC 4291 §2.5.2-2.5.3).
+    Ip6Martian,
+    /// A link-local source that would leave its link (ICMPv6 beyond scope sent
+    /// when allowed; RFC 4291 §2.5.6).
+    Ip6BeyondScope,
+    /// A link-local destination that is not the router's: never forwarded.
+    Ip6LinkLocal,
+    /// IPv6 multicast destination the router does not take (not forwarded).
+    Ip6Multicast,
+    /// IPv6 packet larger than the next hop's MTU (never fragmented on the way:
+    /// ICMPv6 packet too big sent, RFC 8200 §5).
+    Ip6TooBig,
+    /// Neighbour discovery that is invalid (RFC 4861 §7.1: hop limit not 255,
+    /// bad checksum, zero-length option, ...) or a solicitation for an address
+    /// that is not the router's.
+    NdIgnored,
     /// Neighbour not resolved yet (ARP request sent, rate-limited) and the packet
     /// cannot be held: longer than the hold queue keeps, or holding is off.
     NeighborIncomplete,
@@ -112,7 +145,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 38] = [
+    pub const ALL: [DropReason; 52] = [
         DropReason::EthTruncated,
         DropReason::NotOurMac,
         DropReason::UnknownVlan,
@@ -134,6 +167,20 @@ impl DropReason {
         DropReason::Ip4FragmentationNeeded,
         DropReason::MplsMtuExceeded,
         DropReason::Ip4Multicast,
+        DropReason::Ip6Truncated,
+        DropReason::Ip6BadVersion,
+        DropReason::Ip6BadLength,
+        DropReason::Ip6HopLimitExpired,
+        DropReason::Ip6NoRoute,
+        DropReason::Ip6Unreachable,
+        DropReason::Ip6Prohibit,
+        DropReason::Ip6Blackhole,
+        DropReason::Ip6Martian,
+        DropReason::Ip6BeyondScope,
+        DropReason::Ip6LinkLocal,
+        DropReason::Ip6Multicast,
+        DropReason::Ip6TooBig,
+        DropReason::NdIgnored,
         DropReason::NeighborIncomplete,
         DropReason::NeighborHoldFull,
         DropReason::NeighborHoldTimeout,
@@ -179,6 +226,20 @@ impl DropReason {
             DropReason::Ip4FragmentationNeeded => "ip4_fragmentation_needed",
             DropReason::MplsMtuExceeded => "mpls_mtu_exceeded",
             DropReason::Ip4Multicast => "ip4_multicast",
+            DropReason::Ip6Truncated => "ip6_truncated",
+            DropReason::Ip6BadVersion => "ip6_bad_version",
+            DropReason::Ip6BadLength => "ip6_bad_length",
+            DropReason::Ip6HopLimitExpired => "ip6_hop_limit_expired",
+            DropReason::Ip6NoRoute => "ip6_no_route",
+            DropReason::Ip6Unreachable => "ip6_unreachable",
+            DropReason::Ip6Prohibit => "ip6_prohibit",
+            DropReason::Ip6Blackhole => "ip6_blackhole",
+            DropReason::Ip6Martian => "ip6_martian",
+            DropReason::Ip6BeyondScope => "ip6_beyond_scope",
+            DropReason::Ip6LinkLocal => "ip6_link_local",
+            DropReason::Ip6Multicast => "ip6_multicast",
+            DropReason::Ip6TooBig => "ip6_packet_too_big",
+            DropReason::NdIgnored => "nd_ignored",
             DropReason::NeighborIncomplete => "neighbor_incomplete",
             DropReason::NeighborHoldFull => "neighbor_hold_full",
             DropReason::NeighborHoldTimeout => "neighbor_hold_timeout",

@@ -39,6 +39,8 @@ pub enum Stage {
     MplsLookup,
     /// IPv4 header checks, LPM lookup, TTL, ECMP, label imposition.
     Ip4Lookup,
+    /// IPv6 header checks, scope, LPM lookup, hop limit, ECMP, label imposition.
+    Ip6Lookup,
     /// ARP answers and learning; local delivery; ICMP built by the router.
     Local,
     /// L2 rewrite from the adjacency.
@@ -49,11 +51,12 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in order.
-    pub const ALL: [Stage; 7] = [
+    pub const ALL: [Stage; 8] = [
         Stage::Rx,
         Stage::EthernetInput,
         Stage::MplsLookup,
         Stage::Ip4Lookup,
+        Stage::Ip6Lookup,
         Stage::Local,
         Stage::Rewrite,
         Stage::Tx,
@@ -67,6 +70,7 @@ impl Stage {
             Stage::EthernetInput => "ethernet-input",
             Stage::MplsLookup => "mpls-lookup",
             Stage::Ip4Lookup => "ip4-lookup",
+            Stage::Ip6Lookup => "ip6-lookup",
             Stage::Local => "local",
             Stage::Rewrite => "rewrite",
             Stage::Tx => "port-tx",
@@ -139,6 +143,13 @@ pub struct WorkerStats {
     /// ARP replies, and requests for other addresses, heard on a link: the sender
     /// learned, the packet consumed.
     pub arp_consumed: Counter,
+    /// Neighbour advertisements sent for our IPv6 addresses.
+    pub nd_replies: Counter,
+    /// Neighbour solicitations sent to resolve IPv6 neighbours.
+    pub nd_requests: Counter,
+    /// Neighbour advertisements heard on a link: the target learned, the
+    /// packet consumed.
+    pub nd_consumed: Counter,
     /// Packets the control thread sent through this worker (ARP probes).
     pub injected: Counter,
     /// Packets held while their next hop was resolved (see `core::hold`).
@@ -194,6 +205,9 @@ impl Default for WorkerStats {
             echo_replies: Counter::new(),
             icmp_errors: Counter::new(),
             arp_replies: Counter::new(),
+            nd_replies: Counter::new(),
+            nd_requests: Counter::new(),
+            nd_consumed: Counter::new(),
             arp_requests: Counter::new(),
             arp_consumed: Counter::new(),
             injected: Counter::new(),

@@ -256,6 +256,9 @@ pub fn counters(s: &WorkerStats) -> BTreeMap<&'static str, u64> {
     m.insert("arp_replies", s.arp_replies.get());
     m.insert("arp_requests", s.arp_requests.get());
     m.insert("arp_consumed", s.arp_consumed.get());
+    m.insert("nd_replies", s.nd_replies.get());
+    m.insert("nd_requests", s.nd_requests.get());
+    m.insert("nd_consumed", s.nd_consumed.get());
     m.insert("held", s.held.get());
     m.insert("hold_released", s.hold_released.get());
     m.retain(|_, v| *v != 0);

@@ -4,8 +4,8 @@
 //! of packets from the same interface), the destination MAC (ours, broadcast or
 //! multicast), the rx counters, and the dispatch by EtherType.
 //!
-//! Next nodes: `mpls-lookup` (0x8847), `ip4-lookup` (0x0800), `local` (ARP),
-//! punt (IPv6 when a host stack peers through the router), drop.
+//! Next nodes: `mpls-lookup` (0x8847), `ip4-lookup` (0x0800), `ip6-lookup`
+//! (0x86dd), `local` (ARP), drop.
 //! Counters: rx packets and bytes per interface; drops `eth_truncated`,
 //! `not_our_mac`, `unknown_vlan`, `interface_down`, `unknown_ethertype`,
 //! `multi_segment`.
@@ -71,6 +71,7 @@ impl Work {
             match self.meta[i].next {
                 Next::MplsLookup => q.mpls += 1,
                 Next::Ip4Lookup => q.ip4 += 1,
+                Next::Ip6Lookup => q.ip6 += 1,
                 Next::Local => q.local += 1,
                 _ => {}
             }
@@ -162,7 +163,7 @@ pub(super) fn ethernet<'t, P: Packet>(
         }
         ETHERTYPE_MPLS => Next::MplsLookup,
         ETHERTYPE_ARP => Next::Local,
-        ETHERTYPE_IPV6 if ift.punt_to_host => Next::Punt(ip6_punt_class(&f[l3..])),
+        ETHERTYPE_IPV6 => Next::Ip6Lookup,
         _ => {
             drop_meta(stats, m, DropReason::UnknownEthertype);
             return;

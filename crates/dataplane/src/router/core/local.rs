@@ -49,7 +49,7 @@ impl Work {
 
     /// Takes a token of the ICMP error bucket; without one the error is not sent,
     /// counted as `icmp_rate_limited`.
-    fn icmp_token(&mut self, now: u64) -> bool {
+    pub(super) fn icmp_token(&mut self, now: u64) -> bool {
         let ok = self.icmp.take(now);
         if !ok {
             self.stats.drops[DropReason::IcmpRateLimited as usize].inc();
@@ -101,7 +101,7 @@ impl Work {
 
     /// Counts a packet held for its next hop, or dropped for why it could not
     /// be (an ICMP error's packet keeps the reason it was dropped for).
-    fn count_held(&mut self, m: &mut Meta, held: Result<(), DropReason>) {
+    pub(super) fn count_held(&mut self, m: &mut Meta, held: Result<(), DropReason>) {
         match held {
             Ok(()) => self.stats.held.inc(),
             Err(r) => {
@@ -116,7 +116,7 @@ impl Work {
 
     /// Whether to ask for `key` now (not asked within the ARP retry time), and
     /// notes that it is asked.
-    fn ask_now(&mut self, key: u32) -> bool {
+    pub(super) fn ask_now(&mut self, key: u32) -> bool {
         let now = tsc();
         let slot = arp_slot(key);
         let (k, at) = self.arp_recent[slot];
@@ -198,6 +198,9 @@ impl Work {
             }
             LocalJob::Resolve(ifindex, ip) => self.arp_request(p, m, ift, ifindex, ip),
             LocalJob::MplsTtl => self.mpls_ttl(p, m, ift, labels),
+            LocalJob::ToUs6 | LocalJob::Icmp6Error(..) | LocalJob::Solicit6(..) => {
+                self.local6(p, m, ift, view, now)
+            }
             LocalJob::Route => {
                 let raw = p.raw_mut();
                 match raw.get(usize::from(m.l3) + 16..usize::from(m.l3) + 20) {

@@ -32,6 +32,7 @@ impl Work {
             for st in [
                 Stage::MplsLookup,
                 Stage::Ip4Lookup,
+                Stage::Ip6Lookup,
                 Stage::Local,
                 Stage::Rewrite,
             ] {

@@ -1,0 +1,479 @@
+//! IPv6 through the forwarding core without EAL: forwarding (hop limit, MACs,
+//! labels, ECMP), the errors a Linux router sends (time exceeded, no route,
+//! prohibited, packet too big, beyond scope) and their limits, the drops by
+//! name, neighbour discovery both ways (answers for our addresses, solicitations
+//! for unresolved next hops with the packets held until the advertisement),
+//! and echo replies. Frames are built byte by byte here; checksums are summed
+//! from scratch.
+
+mod common;
+
+use std::net::Ipv6Addr;
+
+use common::*;
+use dataplane::dpdk::{BURST, tsc_hz};
+use dataplane::packet::VecPacket;
+use dataplane::router::{Core, Out, RouterControl, Stage};
+use fib::{Ipv6Prefix, Path, RouteKind};
+
+const ETH_IP6: u16 = 0x86dd;
+
+fn a6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+fn p6(s: &str) -> Ipv6Prefix {
+    s.parse().unwrap()
+}
+
+/// The host on port 0.
+const HOST6: &str = "2001:db8:1::2";
+/// The router on port 0, and its link-local address there.
+const R0: &str = "2001:db8:1::1";
+const R0_LL: &str = "fe80::1";
+/// The neighbour behind port 1 (link-local, as BGP and OSPFv3 next hops are).
+const N1_LL: &str = "fe80::2:99";
+
+/// [`router`] with IPv6: 2001:db8:(p+1)::1/64 and fe80::1 on ports 0..2, the
+/// host's and port 1's neighbour known, and 2001:db8:100::/48 via port 1's
+/// link-local neighbour.
+fn router6() -> RouterControl {
+    let mut ctl = router();
+    for p in 0..3u32 {
+        ctl.add_address(p + 1, a6(&format!("2001:db8:{}::1", p + 1)), 64)
+            .unwrap();
+        ctl.add_address(p + 1, a6(R0_LL), 64).unwrap();
+    }
+    ctl.set_neighbor6(1, a6(HOST6), HOST).unwrap();
+    ctl.set_neighbor6(2, a6(N1_LL), mac_n(1)).unwrap();
+    ctl.route_add(
+        0,
+        p6("2001:db8:100::/48"),
+        RouteKind::Paths(vec![Path::gateway6(a6(N1_LL), 2)]),
+    )
+    .unwrap();
+    ctl
+}
+
+fn core(ctl: &mut RouterControl) -> Core {
+    ctl.new_core(core_cfg(), tsc_hz()).0
+}
+
+fn run(core: &mut Core, frames: &[Vec<u8>], port: u16) -> Vec<(Out, Vec<u8>)> {
+    let mut res = Vec::with_capacity(frames.len());
+    for chunk in frames.chunks(BURST) {
+        let mut pkts: Vec<VecPacket> = chunk.iter().map(|f| VecPacket::new(f, port)).collect();
+        let mut out = vec![Out::Drop; chunk.len()];
+        core.process(&mut pkts, &mut out);
+        res.extend(out.iter().zip(&pkts).map(|(o, p)| (*o, p.data().to_vec())));
+    }
+    res
+}
+
+/// Ones' complement sum of the IPv6 pseudo-header and `data`.
+fn csum6(src: Ipv6Addr, dst: Ipv6Addr, nh: u8, data: &[u8]) -> u16 {
+    let mut s: u64 = 0;
+    let mut add = |b: &[u8]| {
+        for c in b.chunks(2) {
+            s += u64::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+        }
+    };
+    add(&src.octets());
+    add(&dst.octets());
+    add(&(data.len() as u32).to_be_bytes());
+    add(&[0, 0, 0, nh]);
+    add(data);
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+/// An IPv6 packet with next header `nh`.
+fn ip6(src: &str, dst: &str, hl: u8, nh: u8, payload: &[u8]) -> Vec<u8> {
+    let mut p = vec![0x60, 0, 0, 0];
+    p.extend((payload.len() as u16).to_be_bytes());
+    p.extend([nh, hl]);
+    p.extend(a6(src).octets());
+    p.extend(a6(dst).octets());
+    p.extend(payload);
+    p
+}
+
+/// An ICMPv6 message (`body` after type, code and checksum) in an IPv6 packet.
+fn icmp6(src: &str, dst: &str, hl: u8, typ: u8, code: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![typ, code, 0, 0];
+    m.extend(body);
+    let c = csum6(a6(src), a6(dst), 58, &m);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    ip6(src, dst, hl, 58, &m)
+}
+
+/// A UDP packet of `len` payload bytes with source port `sport`.
+fn udp6(src: &str, dst: &str, hl: u8, sport: u16, len: usize) -> Vec<u8> {
+    let mut u = sport.to_be_bytes().to_vec();
+    u.extend(9u16.to_be_bytes());
+    u.extend(((8 + len) as u16).to_be_bytes());
+    u.extend([0, 0]);
+    u.extend((0..len).map(|i| i as u8));
+    let c = csum6(a6(src), a6(dst), 17, &u);
+    u[6..8].copy_from_slice(&c.to_be_bytes());
+    ip6(src, dst, hl, 17, &u)
+}
+
+fn with_hl(ip: &[u8], hl: u8) -> Vec<u8> {
+    let mut p = ip.to_vec();
+    p[7] = hl;
+    p
+}
+
+fn from_host6(ip: &[u8]) -> Vec<u8> {
+    eth(mac_r(0), HOST, None, ETH_IP6, ip)
+}
+
+/// The ICMPv6 error the router sends from `from` to `to` about `orig`.
+fn error6(from: &str, to: &str, typ: u8, code: u8, param: u32, orig: &[u8]) -> Vec<u8> {
+    let mut body = param.to_be_bytes().to_vec();
+    body.extend(&orig[..orig.len().min(1280 - 48)]);
+    icmp6(from, to, 64, typ, code, &body)
+}
+
+#[test]
+fn forwards_with_the_hop_limit_down_and_the_neighbours_mac() {
+    let mut ctl = router6();
+    let mut core = core(&mut ctl);
+    let frames: Vec<Vec<u8>> = (0..257)
+        .map(|i| from_host6(&udp6(HOST6, "2001:db8:100::5", 64, 1000 + i, 32)))
+        .collect();
+    let res = run(&mut core, &frames, 0);
+    for (i, (o, d)) in res.iter().enumerate() {
+        assert_eq!(*o, Out::Tx(1), "packet {i}");
+        let ip = udp6(HOST6, "2001:db8:100::5", 63, 1000 + i as u16, 32);
+        assert_eq!(
+            d,
+            &eth(mac_n(1), mac_r(1), None, ETH_IP6, &ip),
+            "packet {i}"
+        );
+    }
+    assert_eq!(counters(core.stats()), expect(&[]));
+    assert_eq!(stage(&core, Stage::Ip6Lookup), (2, 257));
+    // Ethernet padding is cut; a route's labels go on with the hop limit.
+    ctl.route_add(
+        0,
+        p6("2001:db8:200::/48"),
+        RouteKind::Paths(vec![Path::gateway6(a6(N1_LL), 2).with_labels(&[1000])]),
+    )
+    .unwrap();
+    let small = icmp6(HOST6, "2001:db8:200::1", 9, 128, 0, &[0, 1, 0, 1]);
+    let mut padded = from_host6(&small);
+    padded.resize(64, 0);
+    let res = run(&mut core, &[padded], 0);
+    let mut want = lse(1000, true, 8).to_vec();
+    want.extend(with_hl(&small, 8));
+    assert_eq!(
+        res[0],
+        (Out::Tx(1), eth(mac_n(1), mac_r(1), None, ETH_MPLS, &want))
+    );
+}
+
+fn stage(core: &Core, s: Stage) -> (u64, u64) {
+    let c = &core.stats().stages[s as usize];
+    (c.calls.get(), c.pkts.get())
+}
+
+#[test]
+fn errors_are_those_of_a_linux_router() {
+    let mut ctl = router6();
+    ctl.route_add(0, p6("2001:db8:dead::/48"), RouteKind::Unreachable)
+        .unwrap();
+    ctl.route_add(0, p6("2001:db8:f00d::/48"), RouteKind::Prohibit)
+        .unwrap();
+    ctl.route_add(0, p6("2001:db8:b1ac::/48"), RouteKind::Blackhole)
+        .unwrap();
+    let mut core = core(&mut ctl);
+    let back = |ip: &[u8]| (Out::Tx(0), eth(HOST, mac_r(0), None, ETH_IP6, ip));
+    let expired = udp6(HOST6, "2001:db8:100::5", 1, 7, 16);
+    let noroute = udp6(HOST6, "2001:db9::1", 64, 7, 16);
+    let unreach = udp6(HOST6, "2001:db8:dead::1", 64, 7, 16);
+    let prohibit = udp6(HOST6, "2001:db8:f00d::1", 64, 7, 16);
+    let hole = udp6(HOST6, "2001:db8:b1ac::1", 64, 7, 16);
+    let big = udp6(HOST6, "2001:db8:100::5", 64, 7, 1500 - 48 + 1);
+    let res = run(
+        &mut core,
+        &[&expired, &noroute, &unreach, &prohibit, &hole, &big].map(|p| from_host6(p)),
+        0,
+    );
+    assert_eq!(res[0], back(&error6(R0, HOST6, 3, 0, 0, &expired)));
+    assert_eq!(res[1], back(&error6(R0, HOST6, 1, 0, 0, &noroute)));
+    assert_eq!(res[2], back(&error6(R0, HOST6, 1, 0, 0, &unreach)));
+    assert_eq!(res[3], back(&error6(R0, HOST6, 1, 1, 0, &prohibit)));
+    assert_eq!(res[4].0, Out::Drop);
+    assert_eq!(res[5], back(&error6(R0, HOST6, 2, 0, 1500, &big)));
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[
+            ("ip6_hop_limit_expired", 1),
+            ("ip6_no_route", 1),
+            ("ip6_unreachable", 1),
+            ("ip6_prohibit", 1),
+            ("ip6_blackhole", 1),
+            ("ip6_packet_too_big", 1),
+            ("icmp_errors", 5),
+        ])
+    );
+    // Never about an ICMPv6 error, nor to a multicast source's packet.
+    let err = error6(HOST6, "2001:db9::1", 1, 0, 0, &noroute);
+    let res = run(&mut core, &[from_host6(&err)], 0);
+    assert_eq!(res[0].0, Out::Drop);
+    assert_eq!(counters(core.stats())["icmp_suppressed"], 1);
+}
+
+#[test]
+fn scope_and_bad_headers_are_named_drops() {
+    let mut ctl = router6();
+    let mut core = core(&mut ctl);
+    // A link-local source may not leave its link: beyond scope, back to the
+    // MAC it came from.
+    let ll = udp6("fe80::55", "2001:db8:100::5", 64, 7, 16);
+    let res = run(&mut core, &[from_host6(&ll)], 0);
+    let err = error6(R0_LL, "fe80::55", 1, 2, 0, &ll);
+    assert_eq!(
+        res[0],
+        (Out::Tx(0), eth(HOST, mac_r(0), None, ETH_IP6, &err))
+    );
+    let mut bad_version = udp6(HOST6, "2001:db8:100::5", 64, 7, 16);
+    bad_version[0] = 0x40;
+    let mut too_long = udp6(HOST6, "2001:db8:100::5", 64, 7, 16);
+    too_long[5] += 1;
+    let cases: Vec<Vec<u8>> = vec![
+        vec![0x60; 39],
+        bad_version,
+        too_long,
+        udp6("ff02::1", "2001:db8:100::5", 64, 7, 16),
+        udp6(HOST6, "::1", 64, 7, 16),
+        udp6(HOST6, "fe80::77", 64, 7, 16),
+        udp6(HOST6, "ff0e::1", 64, 7, 16),
+        udp6(HOST6, "ff02::5", 64, 7, 16),
+        udp6("::", "2001:db8:100::5", 64, 7, 16),
+    ];
+    let res = run(
+        &mut core,
+        &cases.iter().map(|p| from_host6(p)).collect::<Vec<_>>(),
+        0,
+    );
+    assert!(res.iter().all(|r| r.0 == Out::Drop), "{res:?}");
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[
+            ("ip6_beyond_scope", 1),
+            ("icmp_errors", 1),
+            ("ip6_truncated", 1),
+            ("ip6_bad_version", 1),
+            ("ip6_bad_length", 1),
+            ("ip6_martian", 3),
+            ("ip6_link_local", 1),
+            ("ip6_multicast", 2),
+        ])
+    );
+}
+
+/// A neighbour solicitation for `target` from `src` (with its MAC as the source
+/// link-layer option unless unspecified), to the target's solicited-node group.
+fn ns(src: &str, mac: [u8; 6], target: &str, hl: u8) -> Vec<u8> {
+    let t = a6(target).octets();
+    let group = format!("ff02::1:ff{:02x}:{:02x}{:02x}", t[13], t[14], t[15]);
+    let mut body = vec![0; 4];
+    body.extend(t);
+    if src != "::" {
+        body.extend([1, 1]);
+        body.extend(mac);
+    }
+    icmp6(src, &group, hl, 135, 0, &body)
+}
+
+/// A neighbour advertisement for `target` (flags R S O as given) with its MAC.
+fn na(src: &str, dst: &str, flags: u8, target: &str, mac: [u8; 6]) -> Vec<u8> {
+    let mut body = vec![flags, 0, 0, 0];
+    body.extend(a6(target).octets());
+    body.extend([2, 1]);
+    body.extend(mac);
+    icmp6(src, dst, 255, 136, 0, &body)
+}
+
+fn group_mac(target: &str) -> [u8; 6] {
+    let t = a6(target).octets();
+    [0x33, 0x33, 0xff, t[13], t[14], t[15]]
+}
+
+#[test]
+fn solicitations_for_our_addresses_are_answered_and_their_senders_learned() {
+    let mut ctl = router6();
+    let mut core = core(&mut ctl);
+    let mac = [2, 0, 0, 0, 0, 0x77];
+    let frame = eth(
+        group_mac(R0),
+        mac,
+        None,
+        ETH_IP6,
+        &ns("2001:db8:1::7", mac, R0, 255),
+    );
+    let res = run(&mut core, &[frame], 0);
+    let answer = na(R0, "2001:db8:1::7", 0xe0, R0, mac_r(0));
+    assert_eq!(
+        res[0],
+        (Out::Tx(0), eth(mac, mac_r(0), None, ETH_IP6, &answer))
+    );
+    assert_eq!(ctl.poll(), 1);
+    assert_eq!(ctl.neighbors6().get(&(1, a6("2001:db8:1::7"))), Some(&mac));
+    // Duplicate address detection (from ::) is answered to all nodes, S clear.
+    let dad = eth(
+        group_mac(R0_LL),
+        mac,
+        None,
+        ETH_IP6,
+        &ns("::", mac, R0_LL, 255),
+    );
+    let res = run(&mut core, &[dad], 0);
+    let answer = na(R0_LL, "ff02::1", 0xa0, R0_LL, mac_r(0));
+    let all_nodes = [0x33, 0x33, 0, 0, 0, 1];
+    assert_eq!(
+        res[0],
+        (Out::Tx(0), eth(all_nodes, mac_r(0), None, ETH_IP6, &answer))
+    );
+    // Not ours, or not valid (hop limit 64, a bad checksum): ignored.
+    let mut bad_sum = ns("2001:db8:1::7", mac, R0, 255);
+    bad_sum[42] ^= 1;
+    let res = run(
+        &mut core,
+        &[
+            ns("2001:db8:1::7", mac, "2001:db8:1::9", 255),
+            ns("2001:db8:1::7", mac, R0, 64),
+            bad_sum,
+        ]
+        .map(|p| eth(group_mac(R0), mac, None, ETH_IP6, &p)),
+        0,
+    );
+    assert!(res.iter().all(|r| r.0 == Out::Drop));
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[("nd_replies", 2), ("nd_ignored", 3)])
+    );
+}
+
+#[test]
+fn unresolved_next_hops_are_solicited_and_their_packets_held() {
+    let mut ctl = router6();
+    let mut core = core(&mut ctl);
+    // 2001:db8:2::9 is on port 1's subnet and never heard from.
+    let ip = udp6(HOST6, "2001:db8:2::9", 64, 7, 16);
+    let res = run(&mut core, &vec![from_host6(&ip); 3], 0);
+    let ask = ns("2001:db8:2::1", mac_r(1), "2001:db8:2::9", 255);
+    assert_eq!(
+        res[0],
+        (
+            Out::Tx(1),
+            eth(group_mac("2001:db8:2::9"), mac_r(1), None, ETH_IP6, &ask)
+        )
+    );
+    assert!(res[1..].iter().all(|r| r.0 == Out::Drop));
+    assert_eq!(core.holding(), 3);
+    let mac = [2, 0, 0, 0, 1, 9];
+    let reply = na("2001:db8:2::9", "2001:db8:2::1", 0x60, "2001:db8:2::9", mac);
+    let res = run(&mut core, &[eth(mac_r(1), mac, None, ETH_IP6, &reply)], 1);
+    assert_eq!(res[0].0, Out::Drop);
+    assert_eq!(ctl.poll(), 1);
+    assert_eq!(core.held_ready(), 3);
+    let mut pkts: Vec<VecPacket> = (0..3).map(|_| VecPacket::new(&[], 0)).collect();
+    let mut out = vec![Out::Drop; 3];
+    assert_eq!(core.release(&mut pkts, &mut out), 3);
+    let want = eth(mac, mac_r(1), None, ETH_IP6, &with_hl(&ip, 63));
+    for (o, p) in out.iter().zip(&pkts) {
+        assert_eq!((*o, p.data().to_vec()), (Out::Tx(1), want.clone()));
+    }
+    // Now it has a host route: straight through.
+    let res = run(&mut core, &[from_host6(&ip)], 0);
+    assert_eq!(res[0], (Out::Tx(1), want));
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[
+            ("held", 3),
+            ("hold_released", 3),
+            ("nd_requests", 1),
+            ("nd_consumed", 1)
+        ])
+    );
+    // An incomplete link-local gateway is solicited from the link-local address.
+    ctl.del_neighbor6(2, a6(N1_LL)).unwrap();
+    ctl.set_neighbor6(2, a6("fe80::2:98"), mac_n(1)).unwrap();
+    ctl.route_add(
+        0,
+        p6("2001:db8:300::/48"),
+        RouteKind::Paths(vec![Path::gateway6(a6("fe80::2:77"), 2)]),
+    )
+    .unwrap();
+    let ip = udp6(HOST6, "2001:db8:300::1", 64, 7, 16);
+    let res = run(&mut core, &[from_host6(&ip)], 0);
+    let ask = ns(R0_LL, mac_r(1), "fe80::2:77", 255);
+    assert_eq!(
+        res[0],
+        (
+            Out::Tx(1),
+            eth(group_mac("fe80::2:77"), mac_r(1), None, ETH_IP6, &ask)
+        )
+    );
+}
+
+#[test]
+fn echo_requests_to_our_addresses_are_answered() {
+    let mut ctl = router6();
+    let mut core = core(&mut ctl);
+    let body = [0x12, 0x34, 0, 1, b'a', b'b'];
+    let req = icmp6(HOST6, R0, 64, 128, 0, &body);
+    let ll_req = icmp6("fe80::55", R0_LL, 64, 128, 0, &body);
+    let res = run(&mut core, &[from_host6(&req), from_host6(&ll_req)], 0);
+    let reply = icmp6(R0, HOST6, 64, 129, 0, &body);
+    let ll_reply = icmp6(R0_LL, "fe80::55", 64, 129, 0, &body);
+    assert_eq!(
+        res[0],
+        (Out::Tx(0), eth(HOST, mac_r(0), None, ETH_IP6, &reply))
+    );
+    assert_eq!(
+        res[1],
+        (Out::Tx(0), eth(HOST, mac_r(0), None, ETH_IP6, &ll_reply))
+    );
+    // Anything else for the router, with no host stack behind it: dropped.
+    let tcp = ip6(HOST6, R0, 64, 6, &[0; 20]);
+    let res = run(&mut core, &[from_host6(&tcp)], 0);
+    assert_eq!(res[0].0, Out::Drop);
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[("echo_replies", 2), ("local_unhandled", 1)])
+    );
+}
+
+#[test]
+fn ecmp_spreads_ipv6_flows() {
+    let mut ctl = router6();
+    ctl.set_neighbor6(3, a6("fe80::3:99"), mac_n(2)).unwrap();
+    ctl.route_add(
+        0,
+        p6("2001:db8:400::/48"),
+        RouteKind::Paths(vec![
+            Path::gateway6(a6(N1_LL), 2),
+            Path::gateway6(a6("fe80::3:99"), 3),
+        ]),
+    )
+    .unwrap();
+    let mut core = core(&mut ctl);
+    let frames: Vec<Vec<u8>> = (0..256)
+        .map(|i| from_host6(&udp6(HOST6, "2001:db8:400::1", 64, 2000 + i, 8)))
+        .collect();
+    let res = run(&mut core, &frames, 0);
+    let on1 = res.iter().filter(|r| r.0 == Out::Tx(1)).count();
+    let on2 = res.iter().filter(|r| r.0 == Out::Tx(2)).count();
+    assert_eq!(on1 + on2, 256);
+    assert!((96..=160).contains(&on1), "{on1} of 256 on port 1");
+    // A flow stays on its leg.
+    let again = run(&mut core, &frames, 0);
+    assert!(res.iter().zip(&again).all(|(a, b)| a.0 == b.0));
+}
