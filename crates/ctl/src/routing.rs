@@ -579,7 +579,8 @@ struct IfaceWant {
     /// Port (index into the ports) and VLAN.
     port: usize,
     vlan: Option<u16>,
-    addrs: Vec<(Ipv4Addr, u8)>,
+    /// Addresses of both families.
+    addrs: Vec<(std::net::IpAddr, u8)>,
     mtu: u16,
     up: bool,
     table: TableId,
@@ -697,8 +698,22 @@ fn make_iface(ifindex: u32, name: &str, w: &IfaceWant, ports: &[PortInfo]) -> In
         mtu: w.mtu,
         up: w.up,
         table: w.table,
-        addrs: w.addrs.clone(),
-        addrs6: Vec::new(),
+        addrs: w
+            .addrs
+            .iter()
+            .filter_map(|&(a, l)| match a {
+                std::net::IpAddr::V4(a) => Some((a, l)),
+                std::net::IpAddr::V6(_) => None,
+            })
+            .collect(),
+        addrs6: w
+            .addrs
+            .iter()
+            .filter_map(|&(a, l)| match a {
+                std::net::IpAddr::V6(a) => Some((a, l)),
+                std::net::IpAddr::V4(_) => None,
+            })
+            .collect(),
     }
 }
 

@@ -134,8 +134,8 @@ pub enum Command {
         add: bool,
         /// Interface.
         interface: String,
-        /// Address.
-        addr: Ipv4Addr,
+        /// Address (either family).
+        addr: IpAddr,
         /// Prefix length.
         len: u8,
     },

@@ -34,14 +34,17 @@ pub fn parse_prefix(s: &str) -> Result<IpPrefix, SpecError> {
     IpPrefix::from_str(s.trim()).map_err(|e| SpecError::Prefix(s.to_string(), e.to_string()))
 }
 
-/// Parses `a.b.c.d/len` as an interface address (host bits allowed).
-pub fn parse_addr_len(s: &str) -> Result<(Ipv4Addr, u8), SpecError> {
+/// Parses `a.b.c.d/len` or `x:y::z/len` as an interface address (host bits
+/// allowed).
+pub fn parse_addr_len(s: &str) -> Result<(std::net::IpAddr, u8), SpecError> {
     let (a, l) = s
         .split_once('/')
         .ok_or_else(|| SpecError::NoLength(s.to_string()))?;
     let len: u8 = l.parse().map_err(|_| SpecError::Length(s.to_string()))?;
-    if len > 32 {
+    let addr = std::net::IpAddr::from_str(a.trim()).map_err(|_| SpecError::IpAny(a.to_string()))?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    if len > max {
         return Err(SpecError::Length(s.to_string()));
     }
-    Ok((parse_ip(a)?, len))
+    Ok((addr, len))
 }

@@ -110,6 +110,9 @@ pub enum SpecError {
     /// Not an IPv4 address.
     #[error("bad IPv4 address {0:?}")]
     Ip(String),
+    /// Not an IP address of either family.
+    #[error("bad IP address {0:?}")]
+    IpAny(String),
     /// Not a prefix (or host bits set).
     #[error("bad prefix {0:?}: {1}")]
     Prefix(String, String),

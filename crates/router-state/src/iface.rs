@@ -41,6 +41,12 @@ impl Interface {
         self.addrs.iter().any(|a| a.0 == ip)
     }
 
+    /// Every address of both families, IPv4 first.
+    pub fn all_addrs(&self) -> impl Iterator<Item = (std::net::IpAddr, u8)> + '_ {
+        (self.addrs.iter().map(|&(a, l)| (a.into(), l)))
+            .chain(self.addrs6.iter().map(|&(a, l)| (a.into(), l)))
+    }
+
     /// Whether `ip` is one of the interface's IPv6 addresses.
     #[inline]
     pub fn has_addr6(&self, ip: Ipv6Addr) -> bool {

@@ -48,7 +48,7 @@ impl RouterApi<'_> {
                             "name": i.name,
                             "up": i.up,
                             "table": i.table,
-                            "addresses": i.addrs.iter().map(|(a, l)| format!("{a}/{l}")).collect::<Vec<_>>(),
+                            "addresses": i.all_addrs().map(|(a, l)| format!("{a}/{l}")).collect::<Vec<_>>(),
                         })
                     })
                     .collect();
@@ -62,7 +62,7 @@ impl RouterApi<'_> {
         &mut self,
         add: bool,
         name: &str,
-        addr: Ipv4Addr,
+        addr: std::net::IpAddr,
         len: u8,
     ) -> Result<Value, ApiError> {
         let ix = ifindex(self.ctl, name)?;
@@ -70,12 +70,13 @@ impl RouterApi<'_> {
         let Some(i) = ift.get(ix) else {
             return Err(ApiError::NotFound(format!("unknown interface {name:?}")));
         };
+        let all = |i: &Interface| -> Vec<(std::net::IpAddr, u8)> { i.all_addrs().collect() };
         let list = |i: &Interface| {
-            if i.addrs.is_empty() {
+            let all = all(i);
+            if all.is_empty() {
                 "none".to_string()
             } else {
-                i.addrs
-                    .iter()
+                all.iter()
                     .map(|(a, l)| format!("{a}/{l}"))
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -97,10 +98,14 @@ impl RouterApi<'_> {
             }
             return Ok(Value::Null);
         }
+        let has = |o: &Interface| all(o).iter().any(|&(a, _)| a == addr);
+        // (the same link-local address on several links is the norm)
+        let link_local = matches!(addr, std::net::IpAddr::V6(a) if a.is_unicast_link_local());
         if let Some(o) = ift.iter().find(|o| {
             o.table == i.table
-                && o.has_addr(addr)
-                && (o.ifindex != ix || o.addrs.contains(&(addr, len)))
+                && has(o)
+                && (o.ifindex == ix && all(o).contains(&(addr, len))
+                    || o.ifindex != ix && !link_local)
         }) {
             let text = format!("{addr} is already an address of {}", o.name);
             // This interface's address, or another interface's.
@@ -110,10 +115,11 @@ impl RouterApi<'_> {
                 ApiError::Conflict(text)
             });
         }
-        if !i.has_addr(addr) {
-            let host = Ipv4Prefix::new(addr, 32)?;
-            let net = Ipv4Prefix::new_truncated(addr, len)?;
-            for p in [Some(host), (len < 32).then_some(net)]
+        if !has(i) && !link_local {
+            let host = IpPrefix::host(addr);
+            let net = IpPrefix::new_truncated(addr, len)?;
+            let full = if addr.is_ipv4() { 32 } else { 128 };
+            for p in [Some(host), (len < full).then_some(net)]
                 .into_iter()
                 .flatten()
             {
@@ -217,9 +223,8 @@ impl RouterApi<'_> {
             )));
         }
         let own: Vec<IpPrefix> = i
-            .addrs
-            .iter()
-            .filter_map(|&(a, l)| Ipv4Prefix::new_truncated(a, l).ok().map(IpPrefix::V4))
+            .all_addrs()
+            .filter_map(|(a, l)| IpPrefix::new_truncated(a, l).ok())
             .collect();
         let mut users = Vec::new();
         for (t, p, k) in self.ctl.routes() {
@@ -294,7 +299,11 @@ impl RouterApi<'_> {
             .map(|i| {
                 let ix = i.ifindex as usize;
                 let sum = |k: usize| -> u64 {
-                    snaps.iter().filter_map(|s| s.ifaces.get(ix)).map(|c| c[k]).sum()
+                    snaps
+                        .iter()
+                        .filter_map(|s| s.ifaces.get(ix))
+                        .map(|c| c[k])
+                        .sum()
                 };
                 let port = self.port_counters(i.port);
                 let mut counters = json!({
@@ -320,7 +329,7 @@ impl RouterApi<'_> {
                     "up": i.up,
                     "link": port.map(|p| p.0),
                     "table": i.table,
-                    "addresses": i.addrs.iter().map(|(a, l)| format!("{a}/{l}")).collect::<Vec<_>>(),
+                    "addresses": i.all_addrs().map(|(a, l)| format!("{a}/{l}")).collect::<Vec<_>>(),
                     "counters": counters,
                 })
             })

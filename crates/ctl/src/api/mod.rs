@@ -30,7 +30,7 @@ use dataplane::router::{
     RouterControl, Stage, WorkerStats,
 };
 use dataplane::xconnect::{RxAssignment, WorkerCounters};
-use fib::{IpPrefix, Ipv4Prefix, RouteKind, TableId, Via};
+use fib::{IpPrefix, RouteKind, TableId, Via};
 
 use crate::cli::{self, Command, RouteFilter};
 use crate::config::Config;

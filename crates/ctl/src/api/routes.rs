@@ -100,10 +100,11 @@ impl RouterApi<'_> {
     /// If `prefix` is the local or connected route of an interface address, which.
     pub(super) fn address_route(&self, table: TableId, prefix: IpPrefix) -> Option<String> {
         for i in self.ctl.ifaces().iter().filter(|i| i.table == table) {
-            for &(a, l) in &i.addrs {
-                let host = IpPrefix::host(a.into());
-                let net = Ipv4Prefix::new_truncated(a, l).ok().map(IpPrefix::V4);
-                if host == prefix || (l < 32 && net == Some(prefix)) {
+            for (a, l) in i.all_addrs() {
+                let host = IpPrefix::host(a);
+                let net = IpPrefix::new_truncated(a, l).ok();
+                if host == prefix || (l < if a.is_ipv4() { 32 } else { 128 } && net == Some(prefix))
+                {
                     return Some(format!("address {a}/{l} on {}", i.name));
                 }
             }

@@ -44,12 +44,12 @@ impl RouterApi<'_> {
                 &l,
                 f64::from(u8::from(i.up)),
             );
-            m.gauge("interface_mtu", "IPv4 MTU in bytes.", &l, f64::from(i.mtu));
+            m.gauge("interface_mtu", "IP MTU in bytes.", &l, f64::from(i.mtu));
             m.gauge(
                 "interface_addresses",
-                "IPv4 addresses.",
+                "IPv4 and IPv6 addresses.",
                 &l,
-                i.addrs.len() as f64,
+                i.all_addrs().count() as f64,
             );
             if i.vlan.is_none() {
                 if let Some((link, ps)) = self.ports.port_state(i.port) {

@@ -227,7 +227,7 @@ pub enum LinuxError {
         /// The twin.
         twin: String,
         /// The address.
-        addr: std::net::Ipv4Addr,
+        addr: std::net::IpAddr,
         /// Its prefix length.
         len: u8,
         /// Why.
@@ -486,7 +486,7 @@ impl LinuxPlane {
         // Linux holds the interfaces' addresses from now on: the file's go to the
         // twins and come back through the learner.
         for (t, i) in twins.iter().zip(&wanted) {
-            for &(a, l) in &i.addrs {
+            for (a, l) in i.all_addrs() {
                 dump.add_address(t.kernel_ifindex, a, l)
                     .map_err(|source| LinuxError::Address {
                         twin: t.name.clone(),

@@ -2,7 +2,7 @@
 //! multicast groups (events), one for dumps and requests.
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use netlink_packet_core::{
@@ -244,13 +244,18 @@ impl NlSocket {
     }
 
     /// `ip addr add ADDR/LEN dev IFINDEX` (EEXIST is not an error).
-    pub fn add_address(&mut self, ifindex: u32, addr: Ipv4Addr, len: u8) -> io::Result<()> {
+    pub fn add_address(&mut self, ifindex: u32, addr: IpAddr, len: u8) -> io::Result<()> {
         let mut m = AddressMessage::default();
-        m.header.family = AddressFamily::Inet;
+        m.header.family = match addr {
+            IpAddr::V4(_) => AddressFamily::Inet,
+            IpAddr::V6(_) => AddressFamily::Inet6,
+        };
         m.header.prefix_len = len;
         m.header.index = ifindex;
-        m.attributes.push(AddressAttribute::Local(addr.into()));
-        m.attributes.push(AddressAttribute::Address(addr.into()));
+        if addr.is_ipv4() {
+            m.attributes.push(AddressAttribute::Local(addr));
+        }
+        m.attributes.push(AddressAttribute::Address(addr));
         match self.request(
             RouteNetlinkMessage::NewAddress(m),
             NLM_F_CREATE | NLM_F_EXCL,

@@ -10,10 +10,16 @@ fn parsers() {
     assert!(parse_mac("zz:00:00:00:00:00").is_err());
     assert_eq!(
         parse_addr_len("10.0.0.1/24").unwrap(),
-        (Ipv4Addr::new(10, 0, 0, 1), 24)
+        (Ipv4Addr::new(10, 0, 0, 1).into(), 24)
+    );
+    assert_eq!(
+        parse_addr_len("2001:db8::1/64").unwrap(),
+        ("2001:db8::1".parse().unwrap(), 64)
     );
     assert!(parse_addr_len("10.0.0.1").is_err());
     assert!(parse_addr_len("10.0.0.1/33").is_err());
+    assert!(parse_addr_len("2001:db8::1/129").is_err());
+    assert!(parse_addr_len("2001:db8::g/64").is_err());
     assert!(parse_prefix("10.0.0.1/24").is_err(), "host bits set");
     assert!(parse_prefix("10.0.0.0/24").is_ok());
 }
