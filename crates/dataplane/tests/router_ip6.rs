@@ -477,3 +477,35 @@ fn ecmp_spreads_ipv6_flows() {
     let again = run(&mut core, &frames, 0);
     assert!(res.iter().zip(&again).all(|(a, b)| a.0 == b.0));
 }
+
+#[test]
+fn a_reply_to_an_unresolved_host_solicits_it_and_goes_once_it_answers() {
+    let mut ctl = router6();
+    let mut core = core(&mut ctl);
+    // 2001:db8:1::7 pings the router without having been heard from.
+    let body = [0, 7, 0, 1];
+    let req = icmp6("2001:db8:1::7", R0, 64, 128, 0, &body);
+    let mac = [2, 0, 0, 0, 0, 0x77];
+    let res = run(&mut core, &[eth(mac_r(0), mac, None, ETH_IP6, &req)], 0);
+    let ask = ns(R0, mac_r(0), "2001:db8:1::7", 255);
+    assert_eq!(
+        res[0],
+        (
+            Out::Tx(0),
+            eth(group_mac("2001:db8:1::7"), mac_r(0), None, ETH_IP6, &ask)
+        )
+    );
+    assert_eq!(core.holding(), 1);
+    let answer = na("2001:db8:1::7", R0, 0x60, "2001:db8:1::7", mac);
+    run(&mut core, &[eth(mac_r(0), mac, None, ETH_IP6, &answer)], 0);
+    assert_eq!(ctl.poll(), 1);
+    assert_eq!(core.held_ready(), 1);
+    let mut pkts = vec![VecPacket::new(&[], 0)];
+    let mut out = vec![Out::Drop];
+    assert_eq!(core.release(&mut pkts, &mut out), 1);
+    let reply = icmp6(R0, "2001:db8:1::7", 64, 129, 0, &body);
+    assert_eq!(
+        (out[0], pkts[0].data().to_vec()),
+        (Out::Tx(0), eth(mac, mac_r(0), None, ETH_IP6, &reply))
+    );
+}

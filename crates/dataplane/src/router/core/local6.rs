@@ -66,21 +66,24 @@ impl Work {
             LocalJob::Icmp6Error(typ, code, mtu) => {
                 self.icmp6_error(p, m, ift, view, typ, code, mtu, now)
             }
-            LocalJob::Solicit6(ifindex, adj) => {
-                let target = if adj == u32::MAX {
-                    p.raw_mut()
-                        .get(usize::from(m.l3)..usize::from(m.end))
-                        .filter(|ip| ip.len() >= 40)
-                        .map(|ip| addr(ip, 24))
-                } else {
-                    view.adjacency(adj).and_then(|a| a.neighbor6)
-                };
-                match target {
-                    Some(t) => self.solicit_now(p, m, ift, ifindex, t),
-                    None => m.next = Next::Drop,
-                }
-            }
+            LocalJob::Solicit6(..) => {}
             _ => m.next = Next::Drop,
+        }
+        // A packet to solicit for (or a reply or error whose next hop needs
+        // it): its buffer becomes the solicitation.
+        if let (Next::Local, LocalJob::Solicit6(ifindex, adj)) = (m.next, m.local) {
+            let target = if adj == u32::MAX {
+                p.raw_mut()
+                    .get(usize::from(m.l3)..usize::from(m.end))
+                    .filter(|ip| ip.len() >= 40)
+                    .map(|ip| addr(ip, 24))
+            } else {
+                view.adjacency(adj).and_then(|a| a.neighbor6)
+            };
+            match target {
+                Some(t) => self.solicit_now(p, m, ift, ifindex, t),
+                None => m.next = Next::Drop,
+            }
         }
     }
 
@@ -396,6 +399,29 @@ impl Work {
         let d = u128::from(dst);
         let fwd = view.lookup6(m.table, d);
         let leg = view.leg(fwd, fold6(d));
+        let unresolved = match leg.action() {
+            fib::Action::Glean => Some((leg.target(), u32::MAX, d)),
+            fib::Action::Forward => view
+                .adjacency(leg.target())
+                .filter(|a| !a.complete)
+                .map(|a| (a.ifindex, leg.target(), a.neighbor6.map_or(0, u128::from))),
+            _ => None,
+        };
+        if let Some((ifindex, adj, target)) = unresolved {
+            // Held to go through ip6-lookup once the neighbour answers, with a
+            // hop limit one above what it leaves with (ip6-lookup takes one).
+            let mut again = *m;
+            again.next = Next::Ip6Lookup;
+            again.local = LocalJob::None;
+            again.hash = fold6(d);
+            let (l3, end) = (usize::from(m.l3), usize::from(m.end));
+            let raw = p.raw_mut();
+            raw[l3 + 7] = 65;
+            let held = self.hold_frame(&raw[l3..end], again, ifindex, fold6(target));
+            raw[l3 + 7] = 64;
+            self.solicit6(m, ifindex, adj, target, held);
+            return;
+        }
         match leg.action() {
             fib::Action::Forward => {
                 let l3 = usize::from(m.l3);
@@ -413,7 +439,6 @@ impl Work {
                 m.adj = leg.target();
                 m.next = Next::Rewrite;
             }
-            fib::Action::Glean => self.drop(m, DropReason::NeighborIncomplete),
             _ => self.drop(m, DropReason::Ip6NoRoute),
         }
     }
