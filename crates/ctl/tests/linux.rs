@@ -55,6 +55,8 @@ fn route(lab: &Lab, prefix: &str) -> Option<Value> {
         .and_then(|r| r.iter().find(|r| r["prefix"] == prefix).cloned())
 }
 
+/// The interface's addresses but the link-local ones the kernel gives every
+/// twin.
 fn addresses(lab: &Lab, iface: &str) -> Vec<String> {
     let v = lab.json("show interfaces address");
     v["interfaces"]
@@ -68,6 +70,7 @@ fn addresses(lab: &Lab, iface: &str) -> Vec<String> {
                 .unwrap()
                 .iter()
                 .map(|a| a.as_str().unwrap().to_string())
+                .filter(|a| !a.starts_with("fe80:"))
                 .collect()
         })
         .unwrap_or_default()
@@ -106,6 +109,22 @@ fn linux_state_is_reflected_in_the_dataplane() {
         addresses(&lab, "port1") == ["10.77.2.1/24"]
     });
     assert_eq!(route(&lab, "10.77.2.0/24").unwrap()["source"], "interface");
+    // So do IPv6 ones, and the twin's own link-local address.
+    ip(&cp, "addr add 2001:db8:77:2::1/64 dev port1 nodad");
+    wait_for("2001:db8:77:2::1 on port1", || {
+        addresses(&lab, "port1") == ["10.77.2.1/24", "2001:db8:77:2::1/64"]
+    });
+    assert_eq!(
+        route(&lab, "2001:db8:77:2::/64").unwrap()["source"],
+        "interface"
+    );
+    let all = lab.json("show interfaces address");
+    assert!(all.to_string().contains("fe80::"), "{all}");
+    ip(&cp, "addr del 2001:db8:77:2::1/64 dev port1");
+    wait_for("2001:db8:77:2::1 gone", || {
+        addresses(&lab, "port1") == ["10.77.2.1/24"]
+    });
+    assert!(route(&lab, "2001:db8:77:2::/64").is_none());
     // The dataplane forwards between the hosts.
     assert!(
         ping(&a, "10.77.2.2", 4, "0.2").0 >= 3,

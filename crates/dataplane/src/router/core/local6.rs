@@ -163,7 +163,13 @@ impl Work {
                 source_ll_addr,
             } => {
                 if !ifc.has_addr6(target_addr) {
-                    self.drop(m, DropReason::NdIgnored);
+                    // The host stack may hold addresses of its own (tentative
+                    // ones, those not learned yet): it decides.
+                    if ift.punt_to_host {
+                        m.next = Next::Punt(PuntReason::Ip6Control);
+                    } else {
+                        self.drop(m, DropReason::NdIgnored);
+                    }
                     return;
                 }
                 if let Some(mac) = source_ll_addr.filter(|_| !src.is_unspecified()) {
