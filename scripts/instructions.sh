@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind > /dev/null || { echo "instructions: valgrind missing: run scripts/setup.sh"; exit 1; }
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(l3fwd_work ip4_forward p_swap pe_push pe_explicit_null pe_pop_lookup php ip4_ecmp4 vpn_ingress vpn_egress pw_encap pw_decap)
+[ ${#cases[@]} -gt 0 ] || cases=(l3fwd_work ip4_forward p_swap pe_push pe_explicit_null pe_pop_lookup php ip4_ecmp4 vpn_ingress vpn_egress pw_encap pw_decap ip6_forward)
 bin=$(cargo bench -p benches --bench pipeline --no-run --message-format=json 2> /dev/null \
     | python3 -c 'import json, sys
 for l in sys.stdin:

@@ -22,10 +22,16 @@
 //! pseudowire (the LSP's label over the PW label and the control word);
 //! `pw_decap` pops the PW label and sends the frames under it out of port 6.
 //!
+//! IPv6: `ip6_forward` routes UDP over IPv6 (the same 26-byte payload as the
+//! IPv4 cases) through the 2024 table's 160,147 IPv6 prefixes (or its synthetic
+//! stand-in), each via one of four link-local neighbours, to random addresses
+//! inside random prefixes; `PIPELINE_PREFIXES6` (else `PIPELINE_PREFIXES`)
+//! truncates it.
+//!
 //! Run: `cargo bench -p benches --bench pipeline`
 #![deny(unsafe_code)]
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use benches::cycles::{Tsc, rdtsc, tsc_hz};
 use criterion::{BenchmarkId, Criterion, Throughput};
@@ -34,7 +40,7 @@ use dataplane::dpdk::peers::RteLpm;
 use dataplane::dpdk::{Eal, Mbuf, Mempool};
 use dataplane::packet::{Packet, VecPacket};
 use dataplane::router::{Core, CoreConfig, Interface, Out, RouterControl, Stage};
-use fib::{Ipv4Prefix, Path, RouteKind};
+use fib::{Ipv4Prefix, Ipv6Prefix, Path, RouteKind};
 use mpls::LabelAction;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -77,7 +83,7 @@ fn load_rib() -> Vec<(u32, u8, u32)> {
 /// (192.0.2.4, an LSP with label 1000 towards port 1) with a VPN label per origin
 /// AS under the LSP's; label 301 pops into VRF table 20, whose copy of the table
 /// goes to the local customers' neighbours without labels.
-fn router(rib: &[(u32, u8, u32)]) -> RouterControl {
+fn router(rib: &[(u32, u8, u32)], rib6: &[(u128, u8, u32)]) -> RouterControl {
     let mut ctl = RouterControl::new();
     ctl.table_add(VRF_IN).unwrap();
     ctl.table_add(VRF_OUT).unwrap();
@@ -121,6 +127,23 @@ fn router(rib: &[(u32, u8, u32)]) -> RouterControl {
         ctl.route_add(VRF_OUT, prefix, RouteKind::Paths(vec![ce]))
             .unwrap();
     }
+    for p in 1..5u8 {
+        ctl.set_neighbor6(u32::from(p) + 1, nbr6(p), mac_n(p))
+            .unwrap();
+    }
+    let t6 = std::time::Instant::now();
+    for &(a, l, v) in rib6 {
+        let p = (v % 4) as u8 + 1;
+        let prefix = Ipv6Prefix::new_truncated(Ipv6Addr::from(a), l).unwrap();
+        let path = Path::gateway6(nbr6(p), u32::from(p) + 1);
+        ctl.route_add(0, prefix, RouteKind::Paths(vec![path]))
+            .unwrap();
+    }
+    eprintln!(
+        "{} IPv6 routes loaded in {:.2} s",
+        rib6.len(),
+        t6.elapsed().as_secs_f64()
+    );
     let lsp = Path::gateway_on(Ipv4Addr::new(10, 2, 0, 2), 2).with_labels(&[1000]);
     let pe = Ipv4Prefix::new(REMOTE_PE, 32).unwrap();
     ctl.route_add(0, pe, RouteKind::Paths(vec![lsp])).unwrap();
@@ -180,6 +203,62 @@ const VRF_OUT: u32 = 20;
 const REMOTE_PE: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 4);
 /// The pseudowire's label (this router's).
 const PW_IN: u32 = 400;
+
+/// The link-local neighbour behind port `p`.
+fn nbr6(p: u8) -> Ipv6Addr {
+    Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, u16::from(p), 2)
+}
+
+/// The 2024 table's IPv6 prefixes (`PIPELINE_PREFIXES6` of them, else
+/// `PIPELINE_PREFIXES`, if set).
+fn load_rib6() -> Vec<(u128, u8, u32)> {
+    let mut rib = benches::rib::load_v6_2024().0;
+    let n = ["PIPELINE_PREFIXES6", "PIPELINE_PREFIXES"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().and_then(|v| v.parse().ok()));
+    if let Some(n) = n {
+        rib.truncate(n);
+    }
+    rib
+}
+
+/// A frame from the host on port 0: IPv6 (hop limit 64), UDP to `dst` with the
+/// IPv4 cases' payload.
+fn frame6(dst: u128, sport: u16) -> Vec<u8> {
+    let payload = IP_LEN - 20;
+    let mut f = Vec::with_capacity(14 + 40 + payload);
+    f.extend_from_slice(&mac_r(0));
+    f.extend_from_slice(&HOST);
+    f.extend_from_slice(&0x86ddu16.to_be_bytes());
+    f.extend_from_slice(&[0x60, 0, 0, 0]);
+    f.extend_from_slice(&(payload as u16).to_be_bytes());
+    f.extend_from_slice(&[17, 64]);
+    f.extend_from_slice(&Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 2).octets());
+    f.extend_from_slice(&dst.to_be_bytes());
+    let mut u = [0u8; IP_LEN - 20];
+    u[0..2].copy_from_slice(&sport.to_be_bytes());
+    u[2..4].copy_from_slice(&53u16.to_be_bytes());
+    u[4..6].copy_from_slice(&(payload as u16).to_be_bytes());
+    f.extend_from_slice(&u);
+    f
+}
+
+/// Template vectors of IPv6 frames to random addresses inside random prefixes
+/// of `rib6`.
+fn templates6(rib6: &[(u128, u8, u32)]) -> Vec<Vec<Vec<u8>>> {
+    let mut rng = StdRng::seed_from_u64(6);
+    (0..TEMPLATES)
+        .map(|_| {
+            (0..BURST)
+                .map(|i| {
+                    let (a, l, _) = rib6[rng.random_range(0..rib6.len())];
+                    let host = rng.random::<u128>() & !benches::rib::mask6(l);
+                    frame6(a | host, 1024 + i as u16)
+                })
+                .collect()
+        })
+        .collect()
+}
 
 fn ip4(dst: u32, sport: u16) -> [u8; IP_LEN] {
     let mut p = [0u8; IP_LEN];
@@ -429,10 +508,11 @@ impl<P: Packet> Case<P> {
 }
 
 /// The stages the core times (rx and tx are the worker's).
-const STAGES: [Stage; 5] = [
+const STAGES: [Stage; 6] = [
     Stage::EthernetInput,
     Stage::MplsLookup,
     Stage::Ip4Lookup,
+    Stage::Ip6Lookup,
     Stage::Local,
     Stage::Rewrite,
 ];
@@ -459,6 +539,7 @@ fn per_packet(v: &mut [u64]) -> (f64, f64) {
 /// The router with the table, and the destinations of the cases.
 struct Setup {
     rib: Vec<(u32, u8, u32)>,
+    rib6: Vec<(u128, u8, u32)>,
     ctl: RouterControl,
     plain: Vec<u32>,
     labelled: Vec<u32>,
@@ -467,7 +548,8 @@ struct Setup {
 
 fn setup() -> Setup {
     let rib = load_rib();
-    let mut ctl = router(&rib);
+    let rib6 = load_rib6();
+    let mut ctl = router(&rib, &rib6);
     let n = TEMPLATES * BURST;
     let (mut probe, _) = ctl.new_core(CoreConfig::default(), tsc_hz());
     let plain = destinations(&rib, &mut probe, 0x0800, n);
@@ -478,6 +560,7 @@ fn setup() -> Setup {
         .collect();
     Setup {
         rib,
+        rib6,
         ctl,
         plain,
         labelled,
@@ -493,6 +576,7 @@ fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8], u16) -> P) -> Vec<Case<P>>
         plain,
         labelled,
         ecmp,
+        rib6,
         ..
     } = s;
     vec![
@@ -538,6 +622,7 @@ fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8], u16) -> P) -> Vec<Case<P>>
         Case::new(ctl, mk, 0, "vpn_egress", "", "", plain, &[301], 0x0800),
         Case::new(ctl, mk, 6, "pw_encap", "", "", plain, &[], 0x8847),
         Case::of_frames(ctl, mk, 0, "pw_decap", "", "", pw_frames(plain), 0x0800),
+        Case::of_frames(ctl, mk, 0, "ip6_forward", "", "", templates6(rib6), 0x86dd),
     ]
 }
 
@@ -741,7 +826,11 @@ fn profile<P: Packet>(cs: &mut [Case<P>], name: &str, vectors: u64) -> u64 {
         .iter_mut()
         .find(|c| c.name == name)
         .unwrap_or_else(|| panic!("no case {name}"));
-    case.timed(vectors)
+    let t = case.timed(vectors);
+    if std::env::var_os("PIPELINE_SUMMARY").is_some() {
+        case.summary(tsc_hz());
+    }
+    t
 }
 
 fn main() {
@@ -755,7 +844,8 @@ fn main() {
         next: 0,
     };
     // Profiling mode: `PIPELINE_PROFILE=ip4_forward` runs that case alone (4096
-    // vectors, or PIPELINE_VECTORS) and exits: for `perf record`, or for
+    // vectors, or PIPELINE_VECTORS; with PIPELINE_SUMMARY, then its summary
+    // line with the cycles per stage) and exits: for `perf record`, or for
     // `valgrind --tool=cachegrind`, whose instruction counts do not move with the
     // neighbours' load (two runs with different counts, subtracted, give the
     // instructions per packet). `PIPELINE_MBUF=1`: on DPDK mbufs (EAL with

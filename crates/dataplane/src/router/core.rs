@@ -299,6 +299,8 @@ struct Work {
     keys: [u32; BURST],
     /// IPv6 destinations of the vector's ip6-lookup (big-endian order).
     keys6: Box<[u128; BURST]>,
+    /// The packets of the fast path's IPv6 keys.
+    sel6: [u16; BURST],
     fwd: [u32; BURST],
     sel: [u16; BURST],
     icmp: Bucket,
@@ -464,6 +466,7 @@ impl Core {
                 meta: Box::new([Meta::default(); BURST]),
                 keys: [0; BURST],
                 keys6: Box::new([0; BURST]),
+                sel6: [0; BURST],
                 fwd: [0; BURST],
                 sel: [0; BURST],
                 icmp: Bucket::new(cfg.icmp_rate_pps, cfg.icmp_burst, tsc_hz),

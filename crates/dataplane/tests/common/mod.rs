@@ -352,7 +352,63 @@ pub fn fuzz_router_on(ports: [u16; 5]) -> RouterControl {
             .unwrap();
         ctl.label_add(l, true, LabelAction::ip4_lookup(t)).unwrap();
     }
+    // IPv6: addresses on ports 0..3, 2001:db8:18::/48 via port 1's link-local
+    // neighbour, labelled via port 2's, ECMP over both, via an unresolved one,
+    // a blackhole; the host on port 0 known.
+    for p in 0..3u32 {
+        let a6 = std::net::Ipv6Addr::new(0x2001, 0xdb8, p as u16 + 1, 0, 0, 0, 0, 1);
+        ctl.add_address(p + 1, a6, 64).unwrap();
+        ctl.add_address(p + 1, v6("fe80::1"), 64).unwrap();
+    }
+    ctl.set_neighbor6(1, v6("2001:db8:1::2"), HOST).unwrap();
+    ctl.set_neighbor6(2, v6("fe80::2:99"), mac_n(1)).unwrap();
+    ctl.set_neighbor6(3, v6("fe80::3:99"), mac_n(2)).unwrap();
+    let via6 = |n: &str, ix: u32| Path::gateway6(v6(n), ix);
+    for (prefix, kind) in [
+        (
+            "2001:db8:18::/48",
+            RouteKind::Paths(vec![via6("fe80::2:99", 2)]),
+        ),
+        (
+            "2001:db8:19::/48",
+            RouteKind::Paths(vec![via6("fe80::3:99", 3).with_labels(&[1000])]),
+        ),
+        (
+            "2001:db8:21::/48",
+            RouteKind::Paths(vec![via6("fe80::2:99", 2), via6("fe80::3:99", 3)]),
+        ),
+        (
+            "2001:db8:25::/48",
+            RouteKind::Paths(vec![via6("fe80::3:77", 3)]),
+        ),
+        ("2001:db8:26::/48", RouteKind::Blackhole),
+    ] {
+        let p: fib::Ipv6Prefix = prefix.parse().unwrap();
+        ctl.route_add(0, p, kind).unwrap();
+    }
     ctl
+}
+
+pub fn v6(s: &str) -> std::net::Ipv6Addr {
+    s.parse().unwrap()
+}
+
+/// An IPv6/UDP packet from the host (2001:db8:1::2) to address `i` of
+/// 2001:db8:`net`::/48, `len` bytes (at least 48), hop limit `hl`.
+pub fn host_ip6(i: usize, net: u16, hl: u8, len: usize) -> Vec<u8> {
+    let len = len.max(48);
+    let mut p = vec![0u8; len];
+    p[0] = 0x60;
+    p[4..6].copy_from_slice(&((len - 40) as u16).to_be_bytes());
+    p[6] = 17;
+    p[7] = hl;
+    p[8..24].copy_from_slice(&v6("2001:db8:1::2").octets());
+    let dst = std::net::Ipv6Addr::new(0x2001, 0xdb8, net, 0, 0, 0, 0, i as u16 + 1);
+    p[24..40].copy_from_slice(&dst.octets());
+    p[40..42].copy_from_slice(&(1024 + i as u16).to_be_bytes());
+    p[42..44].copy_from_slice(&53u16.to_be_bytes());
+    p[44..46].copy_from_slice(&((len - 40) as u16).to_be_bytes());
+    p
 }
 
 /// Mostly plain IPv4 (what the fast path takes) with everything that must leave it:
@@ -372,7 +428,7 @@ pub fn diff_frame() -> impl Strategy<Value = (Vec<u8>, usize)> {
         ),
         prop::collection::vec((0usize..40, any::<u8>()), 0..2),
         prop_oneof![Just(0usize), Just(0), Just(0), Just(1), Just(2)],
-        0u8..19,
+        0u8..23,
     )
         .prop_map(|((net, ttl, len, pad, df), edits, port, head)| {
             let nets: [[u8; 2]; 14] = [
@@ -413,6 +469,19 @@ pub fn diff_frame() -> impl Strategy<Value = (Vec<u8>, usize)> {
                 // pop into VRF 7 or 8
                 17 => from_host_mpls(&[(301, lt)], &ip),
                 18 => from_host_mpls(&[(302, lt)], &ip),
+                // IPv6: routed, labelled, ECMP, unresolved, blackhole, no
+                // route, link-local and multicast destinations
+                19..=22 => {
+                    let nets = [0x18, 0x19, 0x21, 0x25, 0x26, 0x99, 0x18];
+                    let mut ip6 = host_ip6(len % 3, nets[net % 7], ttl, len);
+                    match (net, head) {
+                        (7, _) => ip6[24..40].copy_from_slice(&v6("fe80::1").octets()),
+                        (8, _) => ip6[24..40].copy_from_slice(&v6("ff02::1").octets()),
+                        (9, _) => ip6[8..24].copy_from_slice(&v6("fe80::55").octets()),
+                        _ => {}
+                    }
+                    eth(mac_r(0), HOST, None, 0x86dd, &ip6)
+                }
                 _ => from_host(&ip),
             };
             f.extend(std::iter::repeat_n(0xee, pad * 7));

@@ -63,6 +63,7 @@ use super::*;
 
 mod forward_walk;
 mod ip4;
+mod ip6;
 mod label;
 mod send;
 
@@ -373,6 +374,9 @@ impl Work {
             sent: 0,
             switched: 0,
             guard: None,
+            k6: 0,
+            // (sFlow's notes are the IPv4 walks' only)
+            v6: !(light_meta | self.obs.tx_ifs),
         };
         self.classify(pkts, out, n, ift, vt, &mut c, labels, &mut hb);
         let Cls {
@@ -387,6 +391,7 @@ impl Work {
             sent,
             switched,
             guard,
+            k6,
             ..
         } = c;
         drop(guard);
@@ -424,8 +429,16 @@ impl Work {
             done_ip4 += self.forward_walk(pkts, out, k2, &mut hb);
             hb.vt = vt;
         }
-        acc.add(Stage::Ip4Lookup, done_ip4, t1);
-        acc.count(Stage::Rewrite, sent + done_ip4);
+        let t2 = acc.add(Stage::Ip4Lookup, done_ip4, t1);
+        let done_ip6 = if k6 > 0 {
+            view.lookup6_burst(vt, &self.keys6[..k6], &mut self.fwd[..k6]);
+            let d = self.forward_walk6(pkts, out, k6, &mut hb);
+            acc.add(Stage::Ip6Lookup, d, t2);
+            d
+        } else {
+            0
+        };
+        acc.count(Stage::Rewrite, sent + done_ip4 + done_ip6);
         let (back, n_back) = (&mut hb.back, hb.n);
         if n_back > 0 {
             // Merge the two ascending index lists.
@@ -497,6 +510,7 @@ impl Work {
                 self.ip4_run::<false, P>(pkts, i, n, c)
             };
             i = self.mpls_run(pkts, out, i, n, c, labels, hb);
+            i = self.ip6_run(pkts, i, n, c);
             let Some(p) = pkts.get(i).filter(|_| i < n) else {
                 break;
             };
@@ -566,6 +580,10 @@ struct Cls<'g> {
     switched: usize,
     /// The label table, pinned at the first labelled packet.
     guard: Option<mpls::LabelGuard<'g>>,
+    /// IPv6 keys so far (`Work::keys6`, `Work::sel6`).
+    k6: usize,
+    /// IPv6 may take the fast path (sFlow takes nothing of it yet).
+    v6: bool,
 }
 
 /// What the fast path's walks share over a vector: the tables, what to note per

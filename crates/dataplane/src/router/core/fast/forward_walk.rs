@@ -167,13 +167,19 @@ impl Work {
     /// Entry `slot` holds FIB result `f`, decoded in this generation (one
     /// compare: see `Work::fd_tag`).
     #[inline(always)]
-    fn fd_hit(&self, slot: usize, f: u32) -> bool {
+    pub(super) fn fd_hit(&self, slot: usize, f: u32) -> bool {
         self.fd[slot].tag == fd_tag(self.fd_gen, f)
     }
 
     /// [`Work::fwd_decode`] out of the forward walk's loop.
     #[inline(never)]
-    fn fwd_decode_cold(&mut self, slot: usize, f: u32, ift: &IfTable, view: &fib::FibView<'_>) {
+    pub(super) fn fwd_decode_cold(
+        &mut self,
+        slot: usize,
+        f: u32,
+        ift: &IfTable,
+        view: &fib::FibView<'_>,
+    ) {
         self.fwd_decode(slot, f, ift, view);
     }
 
