@@ -32,5 +32,12 @@ pub fn port(p: u8, mtu: u16) -> Interface {
         up: true,
         table: 0,
         addrs: vec![(Ipv4Addr::new(10, p + 1, 0, 1), 24)],
+        addrs6: vec![
+            (
+                std::net::Ipv6Addr::new(0x2001, 0xdb8, u16::from(p) + 1, 0, 0, 0, 0, 1),
+                64,
+            ),
+            (std::net::Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1), 64),
+        ],
     }
 }

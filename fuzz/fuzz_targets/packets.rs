@@ -1,12 +1,14 @@
 //! The packet path: vectors of arbitrary frames through `Core::process` (heap
 //! buffers, fast path on) on a router with every path configured: routes, ECMP,
 //! labelled routes, swap, PHP, explicit null, pop and lookup, a VLAN
-//! sub-interface, an unresolved neighbour, a small MTU; by the input's length,
+//! sub-interface, an unresolved neighbour, a small MTU, IPv6 routes (plain,
+//! labelled, ECMP, via an unresolved link-local neighbour); by the input's length,
 //! with sFlow sampling every packet both ways, the trace on, both or neither.
 //! Every packet is accounted for (sent, dropped with a counted reason, held for
 //! its neighbour, or punted), and what is sent is well formed: IPv4 (a valid
 //! header when it came in as IPv4; what PHP uncovers is sent as it is, as Linux
-//! does, once its version says IPv4), or a label stack that keeps its
+//! does, once its version says IPv4), IPv6 (its payload length within the
+//! frame), or a label stack that keeps its
 //! bottom-of-stack entry. Held packets whose neighbour resolved are released
 //! and checked the same way; samples never claim more header than frame. (One
 //! router and core serve every run: building them costs far more than a run.)
@@ -61,6 +63,7 @@ fn router() -> Rig {
         up: true,
         table: 0,
         addrs: vec![(a("10.100.0.1"), 24)],
+        addrs6: Vec::new(),
     })
     .expect("sub-interface");
     for (ix, gw) in [
@@ -98,6 +101,28 @@ fn router() -> Rig {
         "0.0.0.0/0",
         vec![gw("10.2.0.2").with_labels(&[3])],
     );
+    let v6 = |s: &str| -> std::net::Ipv6Addr { s.parse().expect("address") };
+    ctl.set_neighbor6(2, v6("fe80::2:2"), [2, 0, 0, 0, 2, 6])
+        .expect("neighbour");
+    ctl.set_neighbor6(3, v6("fe80::3:2"), [2, 0, 0, 0, 3, 6])
+        .expect("neighbour");
+    let gw6 = |g: &str, ix: u32| Path::gateway6(v6(g), ix);
+    route(&mut ctl, "2001:db8:18::/48", vec![gw6("fe80::2:2", 2)]);
+    route(
+        &mut ctl,
+        "2001:db8:19::/48",
+        vec![gw6("fe80::2:2", 2).with_labels(&[1000])],
+    );
+    route(
+        &mut ctl,
+        "2001:db8:20::/48",
+        vec![gw6("fe80::2:2", 2), gw6("fe80::3:2", 3)],
+    );
+    route(&mut ctl, "2001:db8:21::/48", vec![gw6("fe80::3:7", 3)]);
+    // (port 3's small MTU: packet too big)
+    ctl.set_neighbor6(4, v6("fe80::4:2"), [2, 0, 0, 0, 4, 6])
+        .expect("neighbour");
+    route(&mut ctl, "2001:db8:23::/48", vec![gw6("fe80::4:2", 4)]);
     let adj2 = ctl.adjacency(2, a("10.2.0.2")).expect("adjacency");
     let adj3 = ctl.adjacency(3, a("10.3.0.2")).expect("adjacency");
     let adj4 = ctl.adjacency(4, a("10.4.0.2")).expect("adjacency");
@@ -213,7 +238,7 @@ fuzz_target!(|data: &[u8]| {
     let (drops, held, arp) = (
         stats.total_drops(),
         stats.held.get(),
-        stats.arp_consumed.get(),
+        stats.arp_consumed.get() + stats.nd_consumed.get(),
     );
     let mut pkts: Vec<VecPacket> = frames.iter().map(|(p, f)| VecPacket::new(f, *p)).collect();
     let mut out = vec![Out::Drop; pkts.len()];
@@ -225,8 +250,12 @@ fuzz_target!(|data: &[u8]| {
     let stats = core.stats();
     let accounted = stats.total_drops() - drops + stats.held.get() - held
         + stats.arp_consumed.get()
+        + stats.nd_consumed.get()
         - arp;
-    assert!(accounted >= dropped, "{dropped} dropped, {accounted} accounted");
+    assert!(
+        accounted >= dropped,
+        "{dropped} dropped, {accounted} accounted"
+    );
     while let Some(r) = samples.pop() {
         assert!(
             r.header().len() <= r.frame_len as usize,
@@ -262,6 +291,15 @@ fn check_sent(o: &Out, f: &[u8], got: Option<&[u8]>) {
                 assert!(
                     !plain_in || ip4_sum_ok(&f[l3..]),
                     "bad IPv4 sent: {o:?} {f:02x?} for {got:02x?}"
+                );
+            }
+            0x86dd => {
+                let ip = &f[l3..];
+                assert!(
+                    ip.len() >= 40
+                        && ip[0] >> 4 == 6
+                        && 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]])) <= ip.len(),
+                    "bad IPv6 sent: {o:?} {f:02x?} for {got:02x?}"
                 );
             }
             0x8847 => {

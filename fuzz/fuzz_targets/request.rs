@@ -133,7 +133,11 @@ fuzz_target!(|data: &[u8]| {
             if let Err(e) = &res {
                 assert!(!e.to_string().is_empty(), "an error without a message");
                 let after = state(&mut api);
-                assert_eq!(before, after, "{:?} failed ({e}) but changed state", req.args);
+                assert_eq!(
+                    before, after,
+                    "{:?} failed ({e}) but changed state",
+                    req.args
+                );
             }
             ctl::server::answer(req.id, res)
         }
