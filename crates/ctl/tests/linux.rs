@@ -1270,7 +1270,9 @@ log "LOG" all;
 router id 192.0.2.1;
 protocol device { scan time 10; }
 protocol direct { ipv4; interface "lo", "port0"; }
+protocol direct d6 { ipv6; interface "port0"; }
 protocol kernel { ipv4 { import none; export where source = RTS_BGP; }; }
+protocol kernel k6 { ipv6 { import none; export where source = RTS_BGP; }; }
 protocol bgp peer {
   local fe80::1 as 65001;
   neighbor fe80::2 as 65002;
@@ -1278,6 +1280,7 @@ protocol bgp peer {
   direct;
   hold time 6; keepalive time 2; connect retry time 1;
   ipv4 { extended next hop on; import all; export where source = RTS_DEVICE; };
+  ipv6 { import all; export where source = RTS_DEVICE && net ~ [ 2001:db8::/32+ ]; };
 }
 "#;
 
@@ -1286,7 +1289,9 @@ log "LOG" all;
 router id 192.0.2.2;
 protocol device { scan time 10; }
 protocol direct { ipv4; interface "lo"; }
+protocol direct d6 { ipv6; interface "lo"; }
 protocol kernel { ipv4 { import none; export where source = RTS_BGP; }; }
+protocol kernel k6 { ipv6 { import none; export where source = RTS_BGP; }; }
 protocol bgp peer {
   local fe80::2 as 65002;
   neighbor fe80::1 as 65001;
@@ -1294,6 +1299,7 @@ protocol bgp peer {
   direct;
   hold time 6; keepalive time 2; connect retry time 1;
   ipv4 { extended next hop on; import all; export where source = RTS_DEVICE; };
+  ipv6 { import all; export where source = RTS_DEVICE && net ~ [ 2001:db8::/32+ ]; };
 }
 "#;
 
@@ -1314,7 +1320,9 @@ fn birdc(ns: &str, sock: &std::path::Path, cmd: &str) -> String {
 /// The IPv4-lite router of seed 003: the core link carries no IPv4 address; BGP
 /// over IPv6 link-local with extended next hop installs IPv4 routes via IPv6
 /// next hops, the dataplane forwards on them (resolving the IPv6 neighbour's MAC)
-/// and answers traceroute from its loopback.
+/// and answers traceroute from its loopback. The same session carries IPv6
+/// unicast: IPv6 routes via the link-local peer, forwarded by the dataplane
+/// (neighbour discovery both ways on both links) in both directions.
 #[test]
 fn ipv4_lite_routes_via_ipv6_link_local_next_hops() {
     let _serial = serial();
@@ -1331,6 +1339,12 @@ fn ipv4_lite_routes_via_ipv6_link_local_next_hops() {
     ip(&b, &format!("addr add fe80::2/64 dev {uplink} nodad"));
     ip(&b, "addr add 192.0.2.2/32 dev lo");
     ip(&b, "addr add 198.18.6.1/24 dev lo");
+    ip(&b, "addr add 2001:db8:6::1/64 dev lo");
+    ip(
+        &a,
+        &format!("addr add 2001:db8:80:1::2/64 dev dp{}a1 nodad", lab.tag),
+    );
+    ip(&a, "-6 route add default via 2001:db8:80:1::1");
     ok(&[
         "ip",
         "netns",
@@ -1350,6 +1364,7 @@ fn ipv4_lite_routes_via_ipv6_link_local_next_hops() {
     ip(&cp, "addr add 192.0.2.1/32 dev lo");
     ip(&cp, "link set lo up");
     ip(&cp, "addr add fe80::1/64 dev port1 nodad");
+    ip(&cp, "addr add 2001:db8:80:1::1/64 dev port0 nodad");
     let r2 = Bird::start(
         &lab,
         &b,
@@ -1360,10 +1375,11 @@ fn ipv4_lite_routes_via_ipv6_link_local_next_hops() {
     let r1 = Bird::start(&lab, &cp, "r1", BIRD_LITE_R1, &[]);
     let logs = || {
         format!(
-            "--- show linux\n{}\n--- routes\n{}\n--- kernel\n{}\n--- neigh\n{}\n--- r1\n{}\n--- r2\n{}",
+            "--- show linux\n{}\n--- routes\n{}\n--- kernel\n{}{}\n--- neigh\n{}\n--- r1\n{}\n--- r2\n{}",
             lab.dpctl("show linux").1,
             lab.dpctl("route show").1,
             String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "route"]).stdout),
+            String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "-6", "route"]).stdout),
             String::from_utf8_lossy(&sh(&["ip", "-n", &cp, "-6", "neigh"]).stdout),
             birdc(&cp, &lab.dir.join("r1.ctl"), "show protocols all peer"),
             birdc(&b, &lab.dir.join("r2.ctl"), "show route all"),
@@ -1427,6 +1443,42 @@ fn ipv4_lite_routes_via_ipv6_link_local_next_hops() {
         logs()
     );
     assert!(lab.json("show linux")["resolve6"].as_u64().unwrap() >= 1);
+    // IPv6 over the same session: R2's network via fe80::2, forwarded here.
+    wait_long("IPv6 route via fe80::2 in the dataplane", 30, &logs, || {
+        route(&lab, "2001:db8:6::/64").is_some_and(|r| {
+            r["paths"][0]["gateway"] == "fe80::2" && r["paths"][0]["interface"] == "port1"
+        })
+    });
+    let ping6 = |n: u32| {
+        let o = sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &a,
+            "ping",
+            "-6",
+            "-c",
+            &n.to_string(),
+            "-i",
+            "0.2",
+            "-W",
+            "1",
+            "2001:db8:6::1",
+        ]);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    wait_long("a -> 2001:db8:6::1", 20, &logs, || {
+        ping6(1).contains(" 1 received")
+    });
+    let out = ping6(4);
+    assert!(
+        out.contains(" 4 received"),
+        "{out}
+{}",
+        logs()
+    );
+    let run = lab.dpctl("show run").1;
+    assert!(run.contains("ip6-lookup"), "{run}");
     drop(r1);
     drop(r2);
     lab.stop_daemon();

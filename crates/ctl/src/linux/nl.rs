@@ -26,13 +26,14 @@ use crate::linux::change::DecodeError;
 const RTM_GETNEXTHOP: u16 = 106;
 
 /// The rtnetlink multicast groups the learner follows: links, neighbours, IPv4
-/// and IPv6 addresses, IPv4 routes, MPLS routes, nexthop objects.
-const GROUPS: [u32; 7] = [
+/// and IPv6 addresses and routes, MPLS routes, nexthop objects.
+const GROUPS: [u32; 8] = [
     1,  // RTNLGRP_LINK
     3,  // RTNLGRP_NEIGH
     5,  // RTNLGRP_IPV4_IFADDR
     7,  // RTNLGRP_IPV4_ROUTE
     9,  // RTNLGRP_IPV6_IFADDR
+    11, // RTNLGRP_IPV6_ROUTE
     27, // RTNLGRP_MPLS_ROUTE
     32, // RTNLGRP_NEXTHOP
 ];
@@ -142,7 +143,7 @@ impl NlSocket {
         Ok(self.seq)
     }
 
-    /// Dumps links, addresses, neighbours, nexthop objects, the IPv4 routes of
+    /// Dumps links, addresses, neighbours, nexthop objects, the IPv4 and IPv6 routes of
     /// kernel tables `tables` and the MPLS routes, one after the other, and
     /// returns every message decoded. Blocking: for the dump socket.
     ///
@@ -179,14 +180,16 @@ impl NlSocket {
         self.collect(&mut nh)?;
         out.extend(nh.into_iter().filter(|m| !matches!(m, Ok(Msg::Error(_)))));
         let mut reqs = Vec::new();
-        for &t in tables {
-            let mut m = RouteMessage::default();
-            m.header.address_family = AddressFamily::Inet;
-            match u8::try_from(t) {
-                Ok(small) => m.header.table = small,
-                Err(_) => m.attributes.push(RouteAttribute::Table(t)),
+        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
+            for &t in tables {
+                let mut m = RouteMessage::default();
+                m.header.address_family = family;
+                match u8::try_from(t) {
+                    Ok(small) => m.header.table = small,
+                    Err(_) => m.attributes.push(RouteAttribute::Table(t)),
+                }
+                reqs.push(m);
             }
-            reqs.push(m);
         }
         // Only a kernel with MPLS routing: without it the kernel answers a
         // family it does not know with a dump of every family.
