@@ -1,9 +1,11 @@
 //! The kernel as the oracle: a seeded random sequence of `ip` events in the
 //! control-plane namespace (links up and down, addresses, routes with metrics,
 //! ECMP weights, onlink and IPv6 next hops, reject kinds, nexthop objects and
-//! groups, neighbours), and after each step the dataplane's table 0 must equal
-//! the kernel's effective main table (per prefix the lowest metric, dead legs
-//! dropped) within a bounded time; every second step a packet from a host to an
+//! groups, neighbours; a quarter of them IPv6: addresses, routes via link-local
+//! and global next hops, ECMP, reject kinds), and after each step the
+//! dataplane's table 0 must equal the kernel's effective main table of both
+//! families (per prefix the lowest metric, dead legs dropped; hosts and
+//! link-local subnets left out) within a bounded time; every second step an IPv4 packet from a host to an
 //! address of a random prefix must be treated as that route says (forwarded
 //! out one of its interfaces, held for a neighbour there, or answered with the
 //! ICMP error or dropped as its reject kind says), seen in `dpctl show trace`.
@@ -50,19 +52,33 @@ fn leg(gw: Option<&str>, dev: &str, weight: u64) -> String {
     }
 }
 
-/// The kernel's effective main table.
+/// A prefix each side holds as its own (hosts, local addresses, link-local
+/// subnets): left out of the comparison.
+fn own(prefix: &str) -> bool {
+    prefix.ends_with("/32") || prefix.ends_with("/128") || prefix.starts_with("fe80:")
+}
+
+/// The kernel's effective main table, both families.
 fn kernel_table(ns: &str) -> Table {
-    let o = sh(&["ip", "-j", "-n", ns, "route", "show", "table", "main"]);
-    let routes: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let mut routes: Vec<(Value, bool)> = Vec::new();
+    for (family, v6) in [("-4", false), ("-6", true)] {
+        let o = sh(&[
+            "ip", family, "-j", "-n", ns, "route", "show", "table", "main",
+        ]);
+        let part: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        routes.extend(part.into_iter().map(|r| (r, v6)));
+    }
     let mut best: BTreeMap<String, (u64, String)> = BTreeMap::new();
-    for r in routes {
-        let dst = match r["dst"].as_str() {
-            Some("default") => "0.0.0.0/0".to_string(),
-            Some(d) if d.contains('/') => d.to_string(),
-            Some(d) => format!("{d}/32"),
-            None => continue,
+    for (r, v6) in routes {
+        let dst = match (r["dst"].as_str(), v6) {
+            (Some("default"), false) => "0.0.0.0/0".to_string(),
+            (Some("default"), true) => "::/0".to_string(),
+            (Some(d), _) if d.contains('/') => d.to_string(),
+            (Some(d), false) => format!("{d}/32"),
+            (Some(d), true) => format!("{d}/128"),
+            (None, _) => continue,
         };
-        if dst.ends_with("/32") {
+        if own(&dst) {
             continue;
         }
         let metric = r["metric"].as_u64().unwrap_or(0);
@@ -119,7 +135,7 @@ fn dataplane_table(lab: &Lab) -> Table {
     let mut t = Table::new();
     for r in v["routes"].as_array().into_iter().flatten() {
         let p = r["prefix"].as_str().unwrap().to_string();
-        if p.ends_with("/32") {
+        if own(&p) {
             continue;
         }
         let what = match r["kind"].as_str().unwrap_or("") {
@@ -266,6 +282,9 @@ fn step(rng: &mut Rng, n: u8) -> String {
     let metric = ["", " metric 10", " metric 20"][rng.below(3)];
     let p = rng.pick(&prefixes);
     let op = ["add", "replace"][rng.below(2)];
+    if rng.below(4) == 0 {
+        return step6(rng, n, op, metric);
+    }
     match rng.below(21) {
         0 => format!(
             "link set {} {}",
@@ -346,6 +365,43 @@ fn step(rng: &mut Rng, n: u8) -> String {
             rng.pick(&ports)
         ),
         _ => format!("neigh del {} dev {}", rng.pick(&gws), rng.pick(&ports)),
+    }
+}
+
+/// One random IPv6 `ip` command: addresses, routes via link-local and global
+/// next hops, ECMP with weights, reject kinds, deletes.
+fn step6(rng: &mut Rng, n: u8, op: &str, metric: &str) -> String {
+    let prefixes = [
+        format!("2001:db8:{n}:9::/64"),
+        format!("2001:db8:{n}:a::/64"),
+        format!("2001:db8:{n}::/48"),
+        "::/0".to_string(),
+    ];
+    let p = &prefixes[rng.below(prefixes.len())];
+    let port = ["port0", "port1"][rng.below(2)];
+    let k = if port == "port0" { 1 } else { 2 };
+    let via = |rng: &mut Rng| match rng.below(3) {
+        0 => format!("via fe80::99 dev {port}"),
+        1 => format!("via fe80::98 dev {port}"),
+        _ => format!("via 2001:db8:{n}:{k}::2"),
+    };
+    match rng.below(8) {
+        0 | 1 => format!(
+            "addr {} 2001:db8:{n}:{k}::1/64 dev {port} nodad",
+            ["add", "del"][rng.below(2)]
+        ),
+        2 | 3 => format!("-6 route {op} {p}{metric} {}", via(rng)),
+        4 => format!(
+            "-6 route {op} {p}{metric} nexthop via fe80::99 dev port0 weight {} \
+             nexthop via fe80::98 dev port1 weight {}",
+            1 + rng.below(4),
+            1 + rng.below(4)
+        ),
+        5 => format!(
+            "-6 route {op} {} {p}{metric}",
+            ["blackhole", "unreachable", "prohibit"][rng.below(3)]
+        ),
+        _ => format!("-6 route del {p}{metric}"),
     }
 }
 
