@@ -1647,7 +1647,9 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
          ip route 198.51.100.0/24 10.82.2.2\n\
          ip route 203.0.113.0/24 10.82.1.2\n\
          ip route 203.0.113.0/24 10.82.2.2\n\
-         ip route 192.0.2.0/24 blackhole\n";
+         ip route 192.0.2.0/24 blackhole\n\
+         ipv6 route 2001:db8:82::/48 fe80::2:2 port1\n\
+         ipv6 route 2001:db8:83::/48 blackhole\n";
     // After the restart: 203.0.113.0/24 is gone, 100.64.0.0/24 is new.
     let statics2 = "hostname cp\n\
          ip route 198.51.100.0/24 10.82.2.2\n\
@@ -1676,6 +1678,12 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
                 r["source"] == "fpm" && r["paths"].as_array().is_some_and(|p| p.len() == 2)
             })
             && route(&lab, "192.0.2.0/24").is_some_and(|r| r["kind"] == "blackhole")
+            && route(&lab, "2001:db8:82::/48").is_some_and(|r| {
+                r["source"] == "fpm"
+                    && r["paths"][0]["gateway"] == "fe80::2:2"
+                    && r["paths"][0]["interface"] == "port1"
+            })
+            && route(&lab, "2001:db8:83::/48").is_some_and(|r| r["kind"] == "blackhole")
     });
     let f = lab.json("show fpm");
     assert_eq!(f["connects"], 1, "{f}");
@@ -1715,6 +1723,7 @@ fn frr_routes_over_fpm_are_preferred_held_and_swept() {
     assert_eq!(route(&lab, "198.51.100.0/24").unwrap()["source"], "fpm");
     // Gone, whether the new zebra deleted it or the sweep after its walk did.
     assert!(route(&lab, "203.0.113.0/24").is_none(), "{}", logs());
+    assert!(route(&lab, "2001:db8:82::/48").is_none(), "{}", logs());
     // It goes for longer than the hold time: its routes are swept.
     staticd.stop();
     zebra.stop();
