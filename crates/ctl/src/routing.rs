@@ -486,7 +486,15 @@ impl ViaSection {
     /// The path, checked for syntax.
     pub fn spec(&self) -> Result<ViaSpec, SpecError> {
         Ok(ViaSpec {
-            gateway: self.gateway.as_deref().map(parse_ip).transpose()?,
+            gateway: self
+                .gateway
+                .as_deref()
+                .map(|g| {
+                    g.trim()
+                        .parse::<std::net::IpAddr>()
+                        .map_err(|_| SpecError::IpAny(g.to_string()))
+                })
+                .transpose()?,
             interface: self.interface.clone(),
             out_labels: self.out_labels.clone(),
             weight: self.weight,

@@ -2,7 +2,7 @@
 //! ([`dpctl::spec`]: interface names, gateway addresses, out-labels) against the
 //! running router into FIB routes and label actions.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use dataplane::router::{RouteSource, RouterControl, RouterError};
 use fib::{Path, RouteKind, TableId};
@@ -85,14 +85,24 @@ pub fn resolve_route(ctl: &RouterControl, t: &RouteTarget) -> Result<RouteKind, 
                     .map(|n| ifindex(ctl, n))
                     .transpose()?;
                 let p = match (v.gateway, ix) {
-                    (Some(g), Some(ix)) => Path::gateway_on(g, ix),
-                    (Some(g), None) => match v.table {
-                        Some(t) => {
-                            check_table(ctl, t)?;
-                            Path::gateway(g).in_table(t)
+                    (Some(IpAddr::V4(g)), Some(ix)) => Path::gateway_on(g, ix),
+                    (Some(IpAddr::V6(g)), Some(ix)) => Path::gateway6(g, ix),
+                    (Some(g), None) => {
+                        let p = match g {
+                            IpAddr::V4(g) => Path::gateway(g),
+                            IpAddr::V6(g) => Path {
+                                ifindex: None,
+                                ..Path::gateway6(g, 0)
+                            },
+                        };
+                        match v.table {
+                            Some(t) => {
+                                check_table(ctl, t)?;
+                                p.in_table(t)
+                            }
+                            None => p,
                         }
-                        None => Path::gateway(g),
-                    },
+                    }
                     (None, Some(ix)) => Path::attached(ix),
                     (None, None) => return Err(SpecError::EmptyVia.into()),
                 };
@@ -123,7 +133,7 @@ pub fn install_label(
     let mut hops = Vec::new();
     if let LabelSpec::Forward { paths, .. } = spec {
         for v in paths {
-            let (Some(g), Some(n)) = (v.gateway, &v.interface) else {
+            let (Some(IpAddr::V4(g)), Some(n)) = (v.gateway, &v.interface) else {
                 unreachable!("checked above");
             };
             hops.push((ifindex(ctl, n)?, g));

@@ -13,7 +13,7 @@ mod common;
 use common::*;
 
 /// The probes: (what, ping arguments before the destination, destination).
-const PROBES: [(&str, &str, &str); 7] = [
+const PROBES: [(&str, &str, &str); 9] = [
     ("the router", "", "2001:db8:a::fe"),
     ("across it", "", "2001:db8:b::1"),
     ("hop limit 1", "-t 1", "2001:db8:b::1"),
@@ -21,6 +21,8 @@ const PROBES: [(&str, &str, &str); 7] = [
     ("unreachable route", "", "2001:db8:66::1"),
     ("prohibit route", "", "2001:db8:77::1"),
     ("too big for b's link", "-s 1400 -M do", "2001:db8:b::1"),
+    ("a route of the file via b", "", "2001:db8:88::1"),
+    ("a route of dpctl via b", "", "2001:db8:89::1"),
 ];
 
 /// One ping from `ns` with `args` to `dst`: "reply", or the ICMPv6 error ping
@@ -60,10 +62,14 @@ fn link_local(ns: &str, dev: &str) -> String {
         .to_string()
 }
 
-/// Host `ns`'s side `dev`: its address, its default route via the router.
+/// Host `ns`'s side `dev`: its address, its default route via the router, and
+/// (for b) the addresses the routes via it lead to.
 fn host6(ns: &str, dev: &str, addr: &str, gw: &str) {
     ok(&["ip", "-n", ns, "addr", "add", addr, "dev", dev, "nodad"]);
     ok(&["ip", "-n", ns, "-6", "route", "add", "default", "via", gw]);
+    for a in ["2001:db8:88::1/64", "2001:db8:89::1/64"] {
+        ok(&["ip", "-n", ns, "addr", "add", a, "dev", "lo"]);
+    }
 }
 
 /// Waits (5 s at most) until `dev` in `ns` has a link-local address that is no
@@ -213,8 +219,11 @@ fn ipv6_answers_match_a_linux_router() {
          [[interface]]\nname = \"port1\"\nmtu = 1280\n\
          addresses = [\"10.99.19.254/24\", \"2001:db8:b::fe/64\", \"fe80::fe/64\"]\n\
          [[route]]\nprefix = \"2001:db8:66::/48\"\nkind = \"unreachable\"\n\
-         [[route]]\nprefix = \"2001:db8:77::/48\"\nkind = \"prohibit\"\n",
+         [[route]]\nprefix = \"2001:db8:77::/48\"\nkind = \"prohibit\"\n\
+         [[route]]\nprefix = \"2001:db8:88::/48\"\nvia = [{ gateway = \"2001:db8:b::1\" }]\n",
     );
+    let (code, _, err) = lab.dpctl("route add 2001:db8:89::/48 via 2001:db8:b::1");
+    assert_eq!(code, 0, "{err}");
     let mut probes: Vec<(&str, String, String)> = PROBES
         .iter()
         .map(|&(what, args, dst)| (what, args.to_string(), dst.to_string()))

@@ -403,6 +403,11 @@ fn ipv4(w: &str) -> Option<Ipv4Addr> {
     w.parse().ok()
 }
 
+/// An address of either family.
+fn ip_any(w: &str) -> Option<IpAddr> {
+    w.parse().ok()
+}
+
 fn label_value(w: &str, what: &str) -> Result<u32> {
     w.parse()
         .map_err(|_| bad(format!("{what} {w:?} is not a number")))
@@ -737,10 +742,10 @@ fn via(w: &mut Words<'_>, route: bool) -> Result<ViaSpec> {
         weight: 1,
         table: None,
     };
-    if let Some(a) = ipv4(first) {
+    if let Some(a) = ip_any(first) {
         v.gateway = Some(a);
         if let Some(n) = w.peek() {
-            if !KEYWORDS.contains(&n) && ipv4(n).is_none() {
+            if !KEYWORDS.contains(&n) && ip_any(n).is_none() {
                 w.next();
                 v.interface = Some(interface_name(n)?);
             }
@@ -749,8 +754,8 @@ fn via(w: &mut Words<'_>, route: bool) -> Result<ViaSpec> {
         return w.err(format!(
             "via {first:?}: want a next-hop address or an interface"
         ));
-    } else if first.chars().all(|c| c.is_ascii_digit() || c == '.') {
-        return Err(bad(format!("via {first:?}: not an IPv4 address")));
+    } else if first.chars().all(|c| c.is_ascii_digit() || c == '.') || first.contains(':') {
+        return Err(bad(format!("via {first:?}: not an IP address")));
     } else {
         v.interface = Some(interface_name(first)?);
     }

@@ -5,7 +5,7 @@
 //! Both the configuration file and `dpctl` ([`crate::cli`]) produce these, so a
 //! route means the same thing in either place and is checked by the same code.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use fib::TableId;
 
@@ -13,8 +13,8 @@ use fib::TableId;
 /// [out-labels ...] [weight N]`, or `via INTERFACE` (attached).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ViaSpec {
-    /// Next hop; `None` for an attached path.
-    pub gateway: Option<Ipv4Addr>,
+    /// Next hop (either family); `None` for an attached path.
+    pub gateway: Option<IpAddr>,
     /// Output interface; `None` resolves the gateway through the table (routes only).
     pub interface: Option<String>,
     /// Out-labels, top of stack first.
@@ -138,7 +138,13 @@ pub enum SpecError {
     Weight(u32),
     /// A next hop that is not unicast.
     #[error("{0} cannot be a next hop (unspecified, loopback, multicast or broadcast)")]
-    NextHop(Ipv4Addr),
+    NextHop(IpAddr),
+    /// A label entry's path via an IPv6 next hop.
+    #[error("label paths take IPv4 next hops ({0} is IPv6)")]
+    LabelPathV6(IpAddr),
+    /// A link-local IPv6 next hop without its interface.
+    #[error("{0} is link-local: name its interface (via {0} INTERFACE)")]
+    LinkLocalNeedsInterface(IpAddr),
     /// A route without a via.
     #[error("a route needs a via (or blackhole, unreachable, prohibit)")]
     NoVia,
@@ -200,11 +206,24 @@ pub fn check_weight(w: u32) -> Result<(), SpecError> {
 }
 
 /// Checks a next-hop address: a unicast address.
-pub fn check_next_hop(ip: Ipv4Addr) -> Result<(), SpecError> {
-    if ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() || ip.is_loopback() {
+pub fn check_next_hop(ip: impl Into<IpAddr>) -> Result<(), SpecError> {
+    let ip = ip.into();
+    let bad = match ip {
+        IpAddr::V4(a) => {
+            a.is_unspecified() || a.is_multicast() || a.is_broadcast() || a.is_loopback()
+        }
+        IpAddr::V6(a) => a.is_unspecified() || a.is_multicast() || a.is_loopback(),
+    };
+    if bad {
         return Err(SpecError::NextHop(ip));
     }
     Ok(())
+}
+
+/// Whether `ip` is an IPv6 link-local address (a next hop that needs its
+/// interface).
+fn link_local(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V6(a) if a.is_unicast_link_local())
 }
 
 impl RouteTarget {
@@ -225,6 +244,9 @@ impl RouteTarget {
             }
             if let Some(g) = v.gateway {
                 check_next_hop(g)?;
+                if link_local(g) && v.interface.is_none() {
+                    return Err(SpecError::LinkLocalNeedsInterface(g));
+                }
             }
             if v.table.is_some() && (v.gateway.is_none() || v.interface.is_some()) {
                 return Err(SpecError::ViaTable);
@@ -258,6 +280,9 @@ impl LabelSpec {
                 let (Some(g), Some(_)) = (v.gateway, &v.interface) else {
                     return Err(SpecError::LabelPath);
                 };
+                if g.is_ipv6() {
+                    return Err(SpecError::LabelPathV6(g));
+                }
                 check_next_hop(g)?;
                 check_swap_labels(&v.out_labels)?;
                 if v.weight != 1 {

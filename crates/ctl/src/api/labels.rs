@@ -83,7 +83,7 @@ impl RouterApi<'_> {
                         )));
                     };
                     let ix = spec::ifindex(self.ctl, n)?;
-                    let adj = self.ctl.fib().adjacency_id(ix, std::net::IpAddr::V4(g));
+                    let adj = self.ctl.fib().adjacency_id(ix, g);
                     let pos = adj.and_then(|a| {
                         remaining
                             .iter()

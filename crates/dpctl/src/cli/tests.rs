@@ -212,7 +212,7 @@ fn bad_input_says_what_is_wrong() {
     assert!(err("route add 10.0.1.0/24 via port0 next-hop-table 0").contains("next-hop-table"));
     assert!(err("route add 10.0.1.0/24 via 1.2.3.4 next-hop-table x").contains("next-hop-table"));
     assert!(err("label add 100 eos via 1.2.3.4 port0 next-hop-table 0").contains("unexpected"));
-    assert!(err("route add 10.0.1.0/24 via 1.2.3 port0").contains("not an IPv4"));
+    assert!(err("route add 10.0.1.0/24 via 1.2.3 port0").contains("not an IP address"));
     assert!(err("route add 10.0.1.0/24 via 1.2.3.4 port0 blackhole").contains("not both"));
     assert!(err("label add 3 eos via 1.2.3.4 port0 out-labels 100").contains("in-label 3"));
     assert!(err("label add 1 eos via 1.2.3.4 port0 out-labels 100").contains("in-label 1"));
@@ -232,4 +232,26 @@ fn bad_input_says_what_is_wrong() {
     assert!(err("").contains("no command"));
     assert!(err("trace add 0").contains("1..1024"));
     assert!(err("show run now").contains("unexpected \"now\""));
+}
+
+#[test]
+fn ipv6_routes_take_ipv6_next_hops() {
+    assert_eq!(
+        p("route add 2001:db8::/32 via fe80::1 port0 weight 2 via 2001:db8:1::2").unwrap(),
+        Command::RouteAdd {
+            table: 0,
+            prefix: "2001:db8::/32".parse().unwrap(),
+            target: RouteTarget::Paths(vec![
+                v(Some("fe80::1"), Some("port0"), &[], 2),
+                v(Some("2001:db8:1::2"), None, &[], 1),
+            ]),
+            replace: false,
+        }
+    );
+    assert!(
+        err("route add 2001:db8::/32 via fe80::1")
+            .contains("fe80::1 is link-local: name its interface")
+    );
+    assert!(err("route add 2001:db8::/32 via ff02::1 port0").contains("cannot be a next hop"));
+    assert!(err("route add 2001:db8::/32 via 2001:db8::1::2 port0").contains("not an IP address"));
 }
