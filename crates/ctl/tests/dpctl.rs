@@ -462,7 +462,11 @@ fn bad_input_is_refused_and_changes_nothing() {
         (r#"["show","run","please"]"#, "syntax"),
         (
             r#"["route","add","2001:db8::/32","via","ff02::1","port0"]"#,
-            "refused",
+            "syntax",
+        ),
+        (
+            r#"["route","add","2001:db8::/32","via","fe80::1","port9"]"#,
+            "not_found",
         ),
         (r#"["interface","sub","del","port0"]"#, "refused"),
         (
