@@ -224,6 +224,21 @@ fn ipv6_answers_match_a_linux_router() {
     );
     let (code, _, err) = lab.dpctl("route add 2001:db8:89::/48 via 2001:db8:b::1");
     assert_eq!(code, 0, "{err}");
+    // A static IPv6 neighbour, listed as such, then deleted.
+    let nbr = |addr: &str| {
+        lab.json("neighbor show")["neighbors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["address"] == addr)
+            .map(|n| n["source"].as_str().unwrap_or("").to_string())
+    };
+    let (code, _, err) = lab.dpctl("neighbor add port1 2001:db8:b::77 02:00:00:00:00:77");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(nbr("2001:db8:b::77").as_deref(), Some("static"));
+    let (code, _, err) = lab.dpctl("neighbor del port1 2001:db8:b::77");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(nbr("2001:db8:b::77"), None);
     let mut probes: Vec<(&str, String, String)> = PROBES
         .iter()
         .map(|&(what, args, dst)| (what, args.to_string(), dst.to_string()))
@@ -264,6 +279,8 @@ fn ipv6_answers_match_a_linux_router() {
     assert!(ours.0.contains("Beyond scope"), "{ours:?}");
     assert!(ours.1.starts_with("fe80::fe%"), "{ours:?}");
     probes.clear();
+    // The pinger was learned from its solicitations.
+    assert_eq!(nbr("2001:db8:a::1").as_deref(), Some("learned"));
     let summary = lab.stop_daemon();
     for c in [
         "ip6_hop_limit_expired",

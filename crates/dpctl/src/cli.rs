@@ -169,8 +169,8 @@ pub enum Command {
     NeighborAdd {
         /// Interface.
         interface: String,
-        /// Address.
-        ip: Ipv4Addr,
+        /// Address (either family).
+        ip: IpAddr,
         /// MAC; `None` leaves it to ARP.
         mac: Option<[u8; 6]>,
     },
@@ -178,8 +178,8 @@ pub enum Command {
     NeighborDel {
         /// Interface.
         interface: String,
-        /// Address.
-        ip: Ipv4Addr,
+        /// Address (either family).
+        ip: IpAddr,
         /// Must match, if given.
         mac: Option<[u8; 6]>,
     },
@@ -397,10 +397,6 @@ fn prefix(w: &str) -> Result<IpPrefix> {
             format!("{e}: a prefix needs a length (e.g. {w}/32)")
         })
     })
-}
-
-fn ipv4(w: &str) -> Option<Ipv4Addr> {
-    w.parse().ok()
 }
 
 /// An address of either family.
@@ -1011,8 +1007,8 @@ fn neighbor(w: &mut Words<'_>) -> Result<Command> {
     }
 }
 
-fn address(s: &str) -> Result<Ipv4Addr> {
-    let a = ipv4(s).ok_or_else(|| bad(format!("bad IPv4 address {s:?}")))?;
+fn address(s: &str) -> Result<IpAddr> {
+    let a = ip_any(s).ok_or_else(|| bad(format!("bad IP address {s:?}")))?;
     crate::spec::check_next_hop(a).map_err(|_| {
         bad(format!(
             "{a} cannot be a neighbour (unspecified, loopback, multicast or broadcast)"

@@ -303,6 +303,8 @@ pub struct RouterState {
     last_kind: Option<Arc<RouteKind>>,
     /// IPv6 neighbours (next hops of IPv4 routes, RFC 5549): (ifindex, address) → MAC.
     neighbors6: BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]>,
+    /// IPv6 neighbours configured with `dpctl` (the rest are learned).
+    static6: BTreeSet<(u32, std::net::Ipv6Addr)>,
     /// IPv6 next hops packets wait for (see [`RouterState::take_unresolved6`]).
     unresolved6: BTreeSet<(u32, std::net::Ipv6Addr)>,
     /// VRF names of tables (table 0 is `default`, never listed here).
@@ -369,6 +371,7 @@ impl RouterState {
             kinds: fib::FastSet::default(),
             last_kind: None,
             neighbors6: BTreeMap::new(),
+            static6: BTreeSet::new(),
             unresolved6: BTreeSet::new(),
             vrfs: BTreeMap::new(),
             pws: BTreeMap::new(),

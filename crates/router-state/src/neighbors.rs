@@ -161,12 +161,31 @@ impl RouterState {
         Ok(id)
     }
 
+    /// Sets an IPv6 neighbour's MAC as configured (`dpctl`): shown as static
+    /// until it is deleted (by anyone).
+    pub fn set_static_neighbor6(
+        &mut self,
+        ifindex: u32,
+        ip: std::net::Ipv6Addr,
+        mac: [u8; 6],
+    ) -> Result<u32, RouterError> {
+        let id = self.set_neighbor6(ifindex, ip, mac)?;
+        self.static6.insert((ifindex, ip));
+        Ok(id)
+    }
+
+    /// Whether an IPv6 neighbour was configured ([`RouterState::set_static_neighbor6`]).
+    pub fn is_static_neighbor6(&self, ifindex: u32, ip: std::net::Ipv6Addr) -> bool {
+        self.static6.contains(&(ifindex, ip))
+    }
+
     /// Forgets an IPv6 neighbour.
     pub fn del_neighbor6(
         &mut self,
         ifindex: u32,
         ip: std::net::Ipv6Addr,
     ) -> Result<(), RouterError> {
+        self.static6.remove(&(ifindex, ip));
         if self.neighbors6.remove(&(ifindex, ip)).is_some() {
             let table = self.iface(ifindex)?.table;
             let host = IpPrefix::host(IpAddr::V6(ip));

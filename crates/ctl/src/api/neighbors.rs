@@ -1,12 +1,63 @@
 //! Neighbours: `neighbor add|del|show`, and the aging of ARP-learned ones.
 
+use std::net::IpAddr;
+
 use super::*;
 
 impl RouterApi<'_> {
     /// Runs a command of this domain (see [`Domain`]).
     pub(super) fn run_neighbors(&mut self, cmd: Command) -> Result<Value, ApiError> {
         match cmd {
-            Command::NeighborAdd { interface, ip, mac } => {
+            Command::NeighborAdd {
+                interface,
+                ip: IpAddr::V6(ip),
+                mac,
+            } => {
+                let ix = ifindex(self.ctl, &interface)?;
+                let Some(mac) = mac else {
+                    // (nothing to hold: the workers solicit it when traffic needs it)
+                    return Ok(json!({
+                        "message": format!("{ip} on {interface}: resolved by neighbour discovery when traffic uses it")
+                    }));
+                };
+                self.ctl
+                    .set_static_neighbor6(ix, ip, mac)
+                    .map_err(|source| ApiError::Router {
+                        what: format!("neighbor {ip} on {interface}"),
+                        source,
+                    })?;
+                Ok(Value::Null)
+            }
+            Command::NeighborDel {
+                interface,
+                ip: IpAddr::V6(ip),
+                mac,
+            } => {
+                let ix = ifindex(self.ctl, &interface)?;
+                let Some(have) = self.ctl.neighbors6().get(&(ix, ip)).copied() else {
+                    return Err(ApiError::NotFound(format!(
+                        "no neighbor {ip} on {interface}"
+                    )));
+                };
+                if mac.is_some_and(|m| m != have) {
+                    return Err(ApiError::NotFound(format!(
+                        "neighbor {ip} on {interface} has MAC {}",
+                        mac_str(have)
+                    )));
+                }
+                self.ctl
+                    .del_neighbor6(ix, ip)
+                    .map_err(|source| ApiError::Router {
+                        what: format!("neighbor {ip} on {interface}"),
+                        source,
+                    })?;
+                Ok(Value::Null)
+            }
+            Command::NeighborAdd {
+                interface,
+                ip: IpAddr::V4(ip),
+                mac,
+            } => {
                 let ix = ifindex(self.ctl, &interface)?;
                 let Some(mac) = mac else {
                     if self.ctl.neighbors().contains_key(&(ix, ip)) {
@@ -33,7 +84,11 @@ impl RouterApi<'_> {
                     })?;
                 Ok(Value::Null)
             }
-            Command::NeighborDel { interface, ip, mac } => {
+            Command::NeighborDel {
+                interface,
+                ip: IpAddr::V4(ip),
+                mac,
+            } => {
                 let ix = ifindex(self.ctl, &interface)?;
                 let Some(have) = self.ctl.neighbors().get(&(ix, ip)).copied() else {
                     let on: Vec<String> = self
@@ -95,13 +150,17 @@ impl RouterApi<'_> {
                         })
                     })
                     .collect();
-                // IPv6 next hops of IPv4 routes (RFC 5549), from the kernel.
+                // IPv6: configured, or learned (neighbour discovery, the kernel).
                 v.extend(self.ctl.neighbors6().iter().map(|(&(ix, ip), &mac)| {
                     json!({
                         "interface": name(ix),
                         "address": ip.to_string(),
                         "mac": mac_str(mac),
-                        "source": "kernel",
+                        "source": if self.ctl.is_static_neighbor6(ix, ip) {
+                            "static"
+                        } else {
+                            "learned"
+                        },
                     })
                 }));
                 let (probes, forgotten) = self.ctl.aging_counts();
