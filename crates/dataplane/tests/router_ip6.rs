@@ -509,3 +509,50 @@ fn a_reply_to_an_unresolved_host_solicits_it_and_goes_once_it_answers() {
         (Out::Tx(0), eth(mac, mac_r(0), None, ETH_IP6, &reply))
     );
 }
+
+#[test]
+fn learned_ipv6_neighbours_age_as_arp_ones() {
+    use dataplane::router::NeighborAging;
+    use std::time::{Duration, Instant};
+    let mut ctl = router6();
+    let mut core = core(&mut ctl);
+    let mac = [2, 0, 0, 0, 0, 0x77];
+    let nb = "2001:db8:1::7";
+    let solicit = eth(group_mac(R0), mac, None, ETH_IP6, &ns(nb, mac, R0, 255));
+    run(&mut core, std::slice::from_ref(&solicit), 0);
+    assert_eq!(ctl.poll(), 1);
+    let t0 = Instant::now();
+    let aging = NeighborAging {
+        reachable: Duration::from_secs(60),
+        probe_every: Duration::from_secs(1),
+        probes: 2,
+    };
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert!(ctl.age_neighbors(at(59), &aging).is_empty());
+    // A unicast solicitation to the MAC it has, from the router's address.
+    let probes = ctl.age_neighbors(at(61), &aging);
+    assert_eq!(probes.len(), 1);
+    let mut body = vec![0; 4];
+    body.extend(a6(nb).octets());
+    body.extend([1, 1]);
+    body.extend(mac_r(0));
+    let want = eth(
+        mac,
+        mac_r(0),
+        None,
+        ETH_IP6,
+        &icmp6(R0, nb, 255, 135, 0, &body),
+    );
+    assert_eq!((probes[0].port, probes[0].frame.clone()), (0, want));
+    // Silent: a second probe, then forgotten (with its host route).
+    assert_eq!(ctl.age_neighbors(at(62), &aging).len(), 1);
+    assert!(ctl.neighbors6().contains_key(&(1, a6(nb))));
+    assert!(ctl.age_neighbors(at(63), &aging).is_empty());
+    assert!(!ctl.neighbors6().contains_key(&(1, a6(nb))));
+    // Configured ones never age.
+    ctl.set_static_neighbor6(1, a6(nb), mac).unwrap();
+    run(&mut core, &[solicit], 0);
+    ctl.poll();
+    assert!(ctl.age_neighbors(at(1 << 20), &aging).is_empty());
+    assert!(ctl.is_static_neighbor6(1, a6(nb)));
+}

@@ -29,7 +29,7 @@ pub mod iface;
 pub mod neigh;
 
 pub use iface::{Interface, PwEntry};
-use neigh::{ArpProbe, Learned, NeighborAging, Step, arp_probe};
+use neigh::{ArpProbe, Learned, NeighborAging, Step, arp_probe, nd_probe};
 
 /// Most interfaces (ifIndex values 1..MAX_IFACES-1); index 0 is unused.
 pub const MAX_IFACES: usize = 256;
@@ -305,6 +305,8 @@ pub struct RouterState {
     neighbors6: BTreeMap<(u32, std::net::Ipv6Addr), [u8; 6]>,
     /// IPv6 neighbours configured with `dpctl` (the rest are learned).
     static6: BTreeSet<(u32, std::net::Ipv6Addr)>,
+    /// IPv6 neighbours learned from neighbour discovery, aging as ARP's.
+    learned6: BTreeMap<(u32, std::net::Ipv6Addr), Learned>,
     /// IPv6 next hops packets wait for (see [`RouterState::take_unresolved6`]).
     unresolved6: BTreeSet<(u32, std::net::Ipv6Addr)>,
     /// VRF names of tables (table 0 is `default`, never listed here).
@@ -372,6 +374,7 @@ impl RouterState {
             last_kind: None,
             neighbors6: BTreeMap::new(),
             static6: BTreeSet::new(),
+            learned6: BTreeMap::new(),
             unresolved6: BTreeSet::new(),
             vrfs: BTreeMap::new(),
             pws: BTreeMap::new(),
@@ -518,6 +521,17 @@ impl RouterState {
                 .is_ok()
         {
             self.learned.insert((ifindex, ip), Learned::heard_at(now));
+        }
+    }
+
+    /// A worker heard IPv6 neighbour `ip` at `mac` on `ifindex` in neighbour
+    /// discovery: learned (aging as ARP's), unless it was configured.
+    pub fn heard_nd(&mut self, ifindex: u32, ip: std::net::Ipv6Addr, mac: [u8; 6], now: Instant) {
+        if self.static6.contains(&(ifindex, ip)) {
+            return;
+        }
+        if self.set_neighbor6(ifindex, ip, mac).is_ok() {
+            self.learned6.insert((ifindex, ip), Learned::heard_at(now));
         }
     }
 

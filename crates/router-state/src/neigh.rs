@@ -15,7 +15,7 @@
 //!
 //! [`RouterState::age_neighbors`]: crate::RouterState::age_neighbors
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
 use wire::{
@@ -99,7 +99,8 @@ impl Learned {
     }
 }
 
-/// An ARP probe to send: the whole frame and the DPDK port.
+/// A neighbour probe to send (a unicast ARP request or neighbour solicitation):
+/// the whole frame and the DPDK port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArpProbe {
     /// DPDK port to send on.
@@ -107,8 +108,8 @@ pub struct ArpProbe {
     /// Interface (ifIndex) it is for.
     pub ifindex: u32,
     /// The neighbour probed.
-    pub ip: Ipv4Addr,
-    /// The Ethernet frame (padded to 60 bytes).
+    pub ip: IpAddr,
+    /// The Ethernet frame (an ARP request padded to 60 bytes, or a solicitation).
     pub frame: Vec<u8>,
 }
 
@@ -155,7 +156,47 @@ pub(super) fn arp_probe(
     Some(ArpProbe {
         port: i.port,
         ifindex: i.ifindex,
-        ip,
+        ip: ip.into(),
+        frame,
+    })
+}
+
+/// A unicast neighbour solicitation for `ip` to the MAC it has (`mac`), from
+/// the interface's address toward it (RFC 4861 §7.3.3: a stale entry is
+/// probed unicast); `None` when the interface has no IPv6 address.
+pub(super) fn nd_probe(i: &Interface, ip: Ipv6Addr, mac: [u8; 6]) -> Option<ArpProbe> {
+    let src = i.addr6_toward(ip)?;
+    let repr = wire::nd::NdRepr::NeighborSolicit {
+        target_addr: ip,
+        source_ll_addr: Some(EthernetAddress(i.mac)),
+    };
+    let l2 = if i.vlan.is_some() { 18 } else { 14 };
+    let mut frame = vec![0u8; l2 + wire::nd::PACKET_LEN];
+    let len = wire::nd::write_packet(src, ip, &repr, &mut frame[l2..]).ok()?;
+    frame.truncate(l2 + len);
+    let eth = EthernetRepr {
+        src_addr: EthernetAddress(i.mac),
+        dst_addr: EthernetAddress(mac),
+        ethertype: if i.vlan.is_some() {
+            EtherType::Vlan
+        } else {
+            EtherType::Ipv6
+        },
+    };
+    eth.emit(&mut EthernetFrame::new_unchecked(&mut frame[..]));
+    if let Some(vid) = i.vlan {
+        let tag = VlanRepr {
+            pcp: 0,
+            dei: false,
+            vid,
+            ethertype: EtherType::Ipv6,
+        };
+        tag.emit(&mut VlanTag::new_unchecked(&mut frame[14..18]));
+    }
+    Some(ArpProbe {
+        port: i.port,
+        ifindex: i.ifindex,
+        ip: ip.into(),
         frame,
     })
 }

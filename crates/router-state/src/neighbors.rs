@@ -171,6 +171,7 @@ impl RouterState {
     ) -> Result<u32, RouterError> {
         let id = self.set_neighbor6(ifindex, ip, mac)?;
         self.static6.insert((ifindex, ip));
+        self.learned6.remove(&(ifindex, ip));
         Ok(id)
     }
 
@@ -186,6 +187,7 @@ impl RouterState {
         ip: std::net::Ipv6Addr,
     ) -> Result<(), RouterError> {
         self.static6.remove(&(ifindex, ip));
+        self.learned6.remove(&(ifindex, ip));
         if self.neighbors6.remove(&(ifindex, ip)).is_some() {
             let table = self.iface(ifindex)?.table;
             let host = IpPrefix::host(IpAddr::V6(ip));
@@ -318,6 +320,32 @@ impl RouterState {
                 .is_some();
             self.withdraw_neighbor(NeighborOrigin::Arp, ifindex, ip);
             self.aging_counts.1 += u64::from(taught);
+        }
+        // IPv6 neighbours learned from neighbour discovery: the same steps,
+        // probed with unicast solicitations.
+        let mut forget6 = Vec::new();
+        for (&(ifindex, ip), e) in self.learned6.iter_mut() {
+            match e.step(now, aging) {
+                Step::Wait => {}
+                Step::Forget => forget6.push((ifindex, ip)),
+                Step::Probe => {
+                    let probe = self
+                        .iface_list
+                        .get(&ifindex)
+                        .zip(self.neighbors6.get(&(ifindex, ip)))
+                        .and_then(|(i, &mac)| nd_probe(i, ip, mac));
+                    match probe {
+                        Some(p) => probes.push(p),
+                        None => forget6.push((ifindex, ip)),
+                    }
+                }
+            }
+        }
+        for (ifindex, ip) in forget6 {
+            self.learned6.remove(&(ifindex, ip));
+            if self.del_neighbor6(ifindex, ip).is_ok() {
+                self.aging_counts.1 += 1;
+            }
         }
         self.aging_counts.0 += probes.len() as u64;
         probes

@@ -218,7 +218,7 @@ impl RouterControl {
                     }
                     Event::Resolve6 { adj } => self.state.wants_nd(adj),
                     Event::Neighbor6 { ifindex, ip, mac } => {
-                        let _ = self.state.set_neighbor6(ifindex, ip, mac);
+                        self.state.heard_nd(ifindex, ip, mac, now);
                     }
                 }
             }
