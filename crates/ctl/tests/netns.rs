@@ -6,6 +6,8 @@
 //! python3 (scripts/setup.sh installs them).
 
 mod common;
+#[path = "netns/ip6.rs"]
+mod ip6;
 
 use common::*;
 use std::process::Command;

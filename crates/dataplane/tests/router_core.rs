@@ -1,8 +1,11 @@
 //! The forwarding core without EAL: [`RouterControl`] builds the tables, [`Core`]
 //! runs vectors of [`VecPacket`]s, and every case checks the bytes that leave and the
-//! exact counters (VPP's `n=257`: one full vector and one packet more).
+//! exact counters (VPP's `n=257`: one full vector and one packet more). IPv6:
+//! `router_core/ip6.rs`.
 
 mod common;
+#[path = "router_core/ip6.rs"]
+mod ip6;
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;

@@ -6,6 +6,8 @@
 //! (Changes to a loaded table: `lpm6_updates.rs`.)
 
 mod common;
+#[path = "lpm6/fib6.rs"]
+mod fib6;
 
 use std::net::Ipv6Addr;
 

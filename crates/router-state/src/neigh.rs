@@ -131,34 +131,10 @@ pub(super) fn arp_probe(
         target_hardware_addr: EthernetAddress([0; 6]),
         target_protocol_addr: ip,
     };
-    let l2 = if i.vlan.is_some() { 18 } else { 14 };
-    let mut frame = vec![0u8; (l2 + arp.buffer_len()).max(60)];
-    let eth = EthernetRepr {
-        src_addr: EthernetAddress(i.mac),
-        dst_addr: EthernetAddress(mac),
-        ethertype: if i.vlan.is_some() {
-            EtherType::Vlan
-        } else {
-            EtherType::Arp
-        },
-    };
-    eth.emit(&mut EthernetFrame::new_unchecked(&mut frame[..]));
-    if let Some(vid) = i.vlan {
-        let tag = VlanRepr {
-            pcp: 0,
-            dei: false,
-            vid,
-            ethertype: EtherType::Arp,
-        };
-        tag.emit(&mut VlanTag::new_unchecked(&mut frame[14..18]));
-    }
+    let (mut frame, l2) = l2_frame(i, mac, EtherType::Arp, arp.buffer_len());
+    frame.resize(frame.len().max(60), 0);
     arp.emit(&mut ArpPacket::new_unchecked(&mut frame[l2..]));
-    Some(ArpProbe {
-        port: i.port,
-        ifindex: i.ifindex,
-        ip: ip.into(),
-        frame,
-    })
+    Some(probe(i, ip.into(), frame))
 }
 
 /// A unicast neighbour solicitation for `ip` to the MAC it has (`mac`), from
@@ -170,17 +146,34 @@ pub(super) fn nd_probe(i: &Interface, ip: Ipv6Addr, mac: [u8; 6]) -> Option<ArpP
         target_addr: ip,
         source_ll_addr: Some(EthernetAddress(i.mac)),
     };
-    let l2 = if i.vlan.is_some() { 18 } else { 14 };
-    let mut frame = vec![0u8; l2 + wire::nd::PACKET_LEN];
+    let (mut frame, l2) = l2_frame(i, mac, EtherType::Ipv6, wire::nd::PACKET_LEN);
     let len = wire::nd::write_packet(src, ip, &repr, &mut frame[l2..]).ok()?;
     frame.truncate(l2 + len);
+    Some(probe(i, ip.into(), frame))
+}
+
+fn probe(i: &Interface, ip: IpAddr, frame: Vec<u8>) -> ArpProbe {
+    ArpProbe {
+        port: i.port,
+        ifindex: i.ifindex,
+        ip,
+        frame,
+    }
+}
+
+/// A frame from interface `i` to `mac` with EtherType `et` (behind the
+/// interface's 802.1Q tag, if it has one) and room for `len` bytes of payload;
+/// and where the payload starts.
+fn l2_frame(i: &Interface, mac: [u8; 6], et: EtherType, len: usize) -> (Vec<u8>, usize) {
+    let l2 = if i.vlan.is_some() { 18 } else { 14 };
+    let mut frame = vec![0u8; l2 + len];
     let eth = EthernetRepr {
         src_addr: EthernetAddress(i.mac),
         dst_addr: EthernetAddress(mac),
         ethertype: if i.vlan.is_some() {
             EtherType::Vlan
         } else {
-            EtherType::Ipv6
+            et
         },
     };
     eth.emit(&mut EthernetFrame::new_unchecked(&mut frame[..]));
@@ -189,16 +182,11 @@ pub(super) fn nd_probe(i: &Interface, ip: Ipv6Addr, mac: [u8; 6]) -> Option<ArpP
             pcp: 0,
             dei: false,
             vid,
-            ethertype: EtherType::Ipv6,
+            ethertype: et,
         };
         tag.emit(&mut VlanTag::new_unchecked(&mut frame[14..18]));
     }
-    Some(ArpProbe {
-        port: i.port,
-        ifindex: i.ifindex,
-        ip: ip.into(),
-        frame,
-    })
+    (frame, l2)
 }
 
 #[cfg(test)]

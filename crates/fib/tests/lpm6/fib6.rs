@@ -3,13 +3,11 @@
 //! their routes, and the 2024 table with a distinct result per prefix, checked
 //! against a naive reference at rest and while it churns under readers.
 
-mod common;
-
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use common::{Reference6, fib_with_port};
+use crate::common::{self, Reference6, fib_with_port};
 use fib::{Action, Fib, FibError, Interface, Ipv6Prefix, Path, RouteKind};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -291,6 +289,22 @@ fn labelled(value: u32) -> RouteKind {
     ])
 }
 
+/// The 2024 table loaded in one batch, each prefix its own labelled result,
+/// and the reference holding the same.
+fn loaded() -> (Vec<(Ipv6Prefix, u32)>, Fib, Reference6) {
+    let table = load_v6_2024();
+    let mut fib = fib_with_port();
+    let mut reference = Reference6::new();
+    {
+        let mut b = fib.batch();
+        for &(p, v) in &table {
+            b.route6_add(0, p, labelled(v)).unwrap();
+            reference.insert(p, v);
+        }
+    }
+    (table, fib, reference)
+}
+
 /// Keys drawn from the table: a random address inside each of `n` random prefixes.
 fn keys_in(table: &[(Ipv6Prefix, u32)], n: usize, rng: &mut StdRng) -> Vec<u128> {
     (0..n)
@@ -303,16 +317,7 @@ fn keys_in(table: &[(Ipv6Prefix, u32)], n: usize, rng: &mut StdRng) -> Vec<u128>
 
 #[test]
 fn full_table_each_prefix_its_own_result() {
-    let table = load_v6_2024();
-    let mut fib = fib_with_port();
-    let mut reference = Reference6::new();
-    {
-        let mut b = fib.batch();
-        for &(p, v) in &table {
-            b.route6_add(0, p, labelled(v)).unwrap();
-            reference.insert(p, v);
-        }
-    }
+    let (table, fib, reference) = loaded();
     assert_eq!(fib.route6_count(0), table.len());
     assert!(fib.result_count() >= table.len());
     let mut rng = StdRng::seed_from_u64(6);
@@ -342,16 +347,7 @@ fn full_table_each_prefix_its_own_result() {
 
 #[test]
 fn churn_under_readers_answers_only_covering_prefixes() {
-    let table = load_v6_2024();
-    let mut fib = fib_with_port();
-    let mut reference = Reference6::new();
-    {
-        let mut b = fib.batch();
-        for &(p, v) in &table {
-            b.route6_add(0, p, labelled(v)).unwrap();
-            reference.insert(p, v);
-        }
-    }
+    let (table, mut fib, mut reference) = loaded();
     let values: std::collections::HashMap<(u128, u8), u32> = table
         .iter()
         .map(|&(p, v)| ((p.addr_u128(), p.prefix_len()), v))

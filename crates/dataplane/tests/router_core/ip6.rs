@@ -6,14 +6,12 @@
 //! and echo replies. Frames are built byte by byte here; checksums are summed
 //! from scratch.
 
-mod common;
-
 use std::net::Ipv6Addr;
 
-use common::*;
-use dataplane::dpdk::{BURST, tsc_hz};
+use super::{core, run, stage};
+use crate::common::*;
 use dataplane::packet::VecPacket;
-use dataplane::router::{Core, Out, RouterControl, Stage};
+use dataplane::router::{Out, RouterControl, Stage};
 use fib::{Ipv6Prefix, Path, RouteKind};
 
 const ETH_IP6: u16 = 0x86dd;
@@ -53,21 +51,6 @@ fn router6() -> RouterControl {
     )
     .unwrap();
     ctl
-}
-
-fn core(ctl: &mut RouterControl) -> Core {
-    ctl.new_core(core_cfg(), tsc_hz()).0
-}
-
-fn run(core: &mut Core, frames: &[Vec<u8>], port: u16) -> Vec<(Out, Vec<u8>)> {
-    let mut res = Vec::with_capacity(frames.len());
-    for chunk in frames.chunks(BURST) {
-        let mut pkts: Vec<VecPacket> = chunk.iter().map(|f| VecPacket::new(f, port)).collect();
-        let mut out = vec![Out::Drop; chunk.len()];
-        core.process(&mut pkts, &mut out);
-        res.extend(out.iter().zip(&pkts).map(|(o, p)| (*o, p.data().to_vec())));
-    }
-    res
 }
 
 /// Ones' complement sum of the IPv6 pseudo-header and `data`.
@@ -174,11 +157,6 @@ fn forwards_with_the_hop_limit_down_and_the_neighbours_mac() {
         res[0],
         (Out::Tx(1), eth(mac_n(1), mac_r(1), None, ETH_MPLS, &want))
     );
-}
-
-fn stage(core: &Core, s: Stage) -> (u64, u64) {
-    let c = &core.stats().stages[s as usize];
-    (c.calls.get(), c.pkts.get())
 }
 
 #[test]

@@ -8,9 +8,7 @@
 //! hosts solicit the router, the router solicits the hosts). Needs root (CI
 //! runs as root), iproute2 and iputils-ping.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// The probes: (what, ping arguments before the destination, destination).
 const PROBES: [(&str, &str, &str); 9] = [
