@@ -46,11 +46,13 @@ fuzz: setup
 	scripts/fuzz.sh $${FUZZ_SECONDS:-600} --keep
 
 # the full table churning under traffic for SOAK_SECONDS (default 600), then ORACLE_STEPS
-# (default 5000) random kernel events checked against the kernel; release mode
+# (default 5000) random kernel events checked against the kernel, then every distinct-result
+# table (the 2024 one and 1.2 M synthetic prefixes); release mode
 soak: setup
 	cargo build --release -p dpctl
 	CHURN_SECS=$${SOAK_SECONDS:-600} cargo test --release -p ctl --test churn -- --nocapture
 	ORACLE_STEPS=$${ORACLE_STEPS:-5000} cargo test --release -p ctl --test oracle -- --nocapture
+	DISTINCT_ALL=1 cargo test --release -p fib --test distinct
 
 # every namespace/daemon test RUNS (default 20) times, passes per test
 stress: setup

@@ -38,4 +38,4 @@ stage "Debian package"; DEB_PROFILE=dev scripts/test-deb.sh
 stage "benches build"; cargo test --workspace --benches --no-run
 # Every fuzz target on its corpus for a few seconds, built without optimisations
 # (`make fuzz` builds them optimised and runs them long).
-stage "fuzz, briefly"; FUZZ_BUILD=--dev scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
+stage "fuzz, briefly"; FUZZ_BUILD=--dev scripts/fuzz.sh "${FUZZ_SECONDS:-3}"
