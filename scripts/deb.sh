@@ -16,7 +16,13 @@ arch=$(dpkg --print-architecture)
 date=$(git log -1 --format=%aD 2>/dev/null || date -R)
 
 profile=${DEB_PROFILE:-release}
-cargo build --profile "$profile" -p ctl -p dpctl
+if [ "$profile" = dev ]; then
+    # The whole workspace with every target, as `cargo test --workspace` built
+    # it: the same features, so its binaries are reused rather than rebuilt.
+    cargo build --profile dev --workspace --all-targets
+else
+    cargo build --profile "$profile" -p ctl -p dpctl
+fi
 bin=target/$([ "$profile" = dev ] && echo debug || echo "$profile")
 out=target/debian
 root="$out/dataplane_${version}_$arch"
