@@ -1320,7 +1320,7 @@ fn birdc(ns: &str, sock: &std::path::Path, cmd: &str) -> String {
 /// The IPv4-lite router of seed 003: the core link carries no IPv4 address; BGP
 /// over IPv6 link-local with extended next hop installs IPv4 routes via IPv6
 /// next hops, the dataplane forwards on them (resolving the IPv6 neighbour's MAC)
-/// and answers traceroute from its loopback. The same session carries IPv6
+/// and answers traceroute from its loopback. The same BGP peering carries IPv6
 /// unicast: IPv6 routes via the link-local peer, forwarded by the dataplane
 /// (neighbour discovery both ways on both links) in both directions.
 #[test]
@@ -1443,7 +1443,7 @@ fn ipv4_lite_routes_via_ipv6_link_local_next_hops() {
         logs()
     );
     assert!(lab.json("show linux")["resolve6"].as_u64().unwrap() >= 1);
-    // IPv6 over the same session: R2's network via fe80::2, forwarded here.
+    // IPv6 over the same peering: R2's network via fe80::2, forwarded here.
     wait_long("IPv6 route via fe80::2 in the dataplane", 30, &logs, || {
         route(&lab, "2001:db8:6::/64").is_some_and(|r| {
             r["paths"][0]["gateway"] == "fe80::2" && r["paths"][0]["interface"] == "port1"

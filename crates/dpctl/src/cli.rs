@@ -35,8 +35,8 @@ label show [LABEL]
 interface address add|del INTERFACE ADDRESS/LEN
 interface mtu INTERFACE MTU
 interface up|down INTERFACE
-interface table INTERFACE N                           (bind to IPv4 table N; remove its addresses first)
-table add|del N                                       (create an IPv4 table; delete an empty one)
+interface table INTERFACE N                           (bind to table N, both families; remove its addresses first)
+table add|del N                                       (create a table of both families; delete an empty one)
 vrf add NAME table N                                  (name table N VRF NAME, creating it)
 vrf del NAME                                          (delete an empty VRF and its table)
 show vrf                                              (VRFs: tables, interfaces, routes)
@@ -46,7 +46,7 @@ pw del NAME
 show pw                                               (pseudowires: labels, state, counters)
 interface sub add INTERFACE VLAN                      (creates INTERFACE.VLAN)
 interface sub del INTERFACE.VLAN
-neighbor add INTERFACE ADDRESS [MAC]                  (no MAC: resolved by ARP)
+neighbor add INTERFACE ADDRESS [MAC]                  (either family; no MAC: resolved by ARP or ND)
 neighbor del INTERFACE ADDRESS [MAC]
 neighbor show
 show interfaces [INTERFACE]
@@ -217,7 +217,7 @@ pub enum Command {
     InterfaceTable {
         /// Interface.
         interface: String,
-        /// IPv4 table.
+        /// Table (both families).
         table: TableId,
     },
     /// `vrf add NAME table N`.

@@ -93,20 +93,8 @@ impl Fib {
         self.pl(*pl).map(|p| p.fwd)
     }
 
-    /// The length of the IPv6 route a lookup of `addr` in `table` finds, if any.
-    pub fn match_len6(&self, table: TableId, addr: u128) -> Option<u8> {
-        let t = self.tables.get(&table)?;
-        t.v6.longest_match(addr, 128, |_| false).map(|(_, l)| l)
-    }
-
     /// Number of IPv6 routes in `table` (0 for an unknown table).
     pub fn route6_count(&self, table: TableId) -> usize {
         self.tables.get(&table).map_or(0, |t| t.v6.routes.len())
-    }
-
-    /// The result id a lookup of `addr` in `table` returns as last published
-    /// (from the writer's thread; 0: no route).
-    pub fn lookup6(&self, table: TableId, addr: u128) -> u32 {
-        self.tables.get(&table).map_or(0, |t| t.v6.lpm.lookup(addr))
     }
 }

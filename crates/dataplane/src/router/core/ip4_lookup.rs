@@ -218,7 +218,13 @@ impl Work {
 /// by a Fibonacci multiply first (as `mpls::flow_hash` does for labelled packets).
 #[inline(always)]
 pub(super) fn flow_hash(ip: &[u8]) -> u32 {
-    let h = mpls::ip4_flow_hash(ip);
+    spread(mpls::ip4_flow_hash(ip))
+}
+
+/// A 64-bit flow mix folded to 32 bits and spread by a Fibonacci multiply, so
+/// any mask of its low bits picks ECMP buckets evenly.
+#[inline(always)]
+pub(super) fn spread(h: u64) -> u32 {
     let x = u64::from((h ^ (h >> 32)) as u32);
     (x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32
 }

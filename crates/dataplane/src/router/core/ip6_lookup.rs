@@ -38,8 +38,9 @@ fn is_link_local(a: u128) -> bool {
     a & LINK_LOCAL_MASK == LINK_LOCAL
 }
 
+/// The address at `ip[o..o + 16]`, as a big-endian `u128`.
 #[inline(always)]
-fn addr_at(ip: &[u8], o: usize) -> u128 {
+pub(super) fn addr_at(ip: &[u8], o: usize) -> u128 {
     let mut b = [0u8; 16];
     b.copy_from_slice(&ip[o..o + 16]);
     u128::from_be_bytes(b)
@@ -71,17 +72,21 @@ impl Work {
             let i = usize::from(self.sel[j]);
             let mut m = self.meta[i];
             let (l3, end) = (usize::from(m.l3), usize::from(m.end));
-            let rss = pkts[i].rss_hash();
-            let hash = if m.hash != 0 {
-                m.hash
-            } else if view.bucket_count(self.fwd[j]) == 1 {
-                0
-            } else if rss != 0 {
-                rss
-            } else {
-                pkts[i].raw_mut().get(l3..end).map_or(0, flow_hash6)
+            // (a result with one leg needs no flow hash: one read of its header)
+            let (leg, hash) = match view.only_leg(self.fwd[j]) {
+                Some(leg) => (leg, m.hash),
+                None => {
+                    let rss = pkts[i].rss_hash();
+                    let hash = if m.hash != 0 {
+                        m.hash
+                    } else if rss != 0 {
+                        rss
+                    } else {
+                        pkts[i].raw_mut().get(l3..end).map_or(0, flow_hash6)
+                    };
+                    (view.leg(self.fwd[j], hash), hash)
+                }
             };
-            let leg = view.leg(self.fwd[j], hash);
             match leg.action() {
                 fib::Action::Forward => {
                     self.ip6_forward(&mut pkts[i], &mut m, leg, hash, ift, view)
@@ -292,8 +297,8 @@ fn ip6_check(raw: &[u8], m: &mut Meta, ift: &IfTable) -> Result<u128, Pre> {
 }
 
 /// The ECMP hash of an IPv6 packet: addresses, flow label, next header and,
-/// for TCP and UDP right behind the header, the ports; spread by a Fibonacci
-/// multiply as [`flow_hash`] is.
+/// for TCP and UDP right behind the header, the ports; folded and spread as
+/// [`flow_hash`]'s ([`spread`]).
 #[inline(always)]
 pub(super) fn flow_hash6(ip: &[u8]) -> u32 {
     if ip.len() < 40 {
@@ -310,8 +315,7 @@ pub(super) fn flow_hash6(ip: &[u8]) -> u32 {
         0
     };
     h ^= (flow << 40) ^ (u64::from(nh) << 32) ^ ports.rotate_left(21);
-    let x = u64::from((h ^ (h >> 32)) as u32);
-    (x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32
+    spread(h)
 }
 
 /// An IPv6 address folded to the 32-bit key the hold queue and the

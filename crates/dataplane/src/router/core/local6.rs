@@ -18,16 +18,15 @@ use wire::ipv6::{self, Ipv6Packet};
 use wire::nd::{self, NdRepr};
 use wire::{EthernetAddress, IpProtocol};
 
-use super::ip6_lookup::fold6;
+use super::ip6_lookup::{addr_at, fold6};
 use super::*;
 
 /// Bytes the router puts in front of a quoted packet: IPv6 and ICMPv6 headers.
 const ERR_HDRS: usize = ipv6::HEADER_LEN + icmpv6::HEADER_LEN;
 
+/// The IPv6 address at `ip[o..o + 16]` (ip6-lookup checked the header's length).
 fn addr(ip: &[u8], o: usize) -> Ipv6Addr {
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&ip[o..o + 16]);
-    Ipv6Addr::from(b)
+    Ipv6Addr::from(addr_at(ip, o))
 }
 
 impl Work {
