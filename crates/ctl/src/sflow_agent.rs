@@ -20,7 +20,7 @@
 //! ifIndexes are the router's (`dpctl show interfaces`).
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -231,8 +231,8 @@ impl CounterSource for RouterSource<'_> {
 }
 
 /// extended_router's masks of a flow sample: the lengths of the routes to its
-/// IPv4 source and destination in the table the router looked it up in: the
-/// receiving interface's for a packet that arrived without labels, or the one
+/// source and destination (IPv4 or IPv6) in the table the router looked it up in:
+/// the receiving interface's for a packet that arrived without labels, or the one
 /// its label stack pops into (explicit null, a label entry's `ip4-lookup`: a
 /// per-VRF VPN label); `None` for a label switch, which looks up no prefix.
 pub fn mask_lengths(ctl: &RouterControl, ifaces: &IfTable, rec: &SampleRecord) -> Option<(u8, u8)> {
@@ -247,12 +247,12 @@ pub fn mask_lengths(ctl: &RouterControl, ifaces: &IfTable, rec: &SampleRecord) -
     for &w in rec.in_labels.as_slice() {
         let (label, eos) = (w >> 12, w & 0x100 != 0);
         let action = match label {
-            // IPv4 explicit null: popped, and looked up where it arrived.
-            0 if eos => {
+            // IPv4 and IPv6 explicit null: popped, and looked up where it arrived.
+            0 | 2 if eos => {
                 table = Some(rx_table);
                 break;
             }
-            0 => continue,
+            0 | 2 => continue,
             _ => ctl.labels().get(label, eos)?,
         };
         match action {
@@ -265,15 +265,25 @@ pub fn mask_lengths(ctl: &RouterControl, ifaces: &IfTable, rec: &SampleRecord) -
         }
     }
     let table = table?;
-    let (src, dst) = ip4_addresses(rec.header())?;
-    let len = |a: u32| ctl.fib().match_len(table, a).unwrap_or(0);
-    Some((len(src), len(dst)))
+    let fib = ctl.fib();
+    match ip_addresses(rec.header())? {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let len = |a: Ipv4Addr| fib.match_len(table, u32::from(a)).unwrap_or(0);
+            Some((len(s), len(d)))
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let len = |a: Ipv6Addr| fib.match_len6(table, u128::from(a)).unwrap_or(0);
+            Some((len(s), len(d)))
+        }
+        _ => None,
+    }
 }
 
-/// The IPv4 source and destination of an Ethernet frame (802.1Q tag and label
-/// stack skipped; the IPv4 packet may be cut short, as a sampled header is).
-fn ip4_addresses(f: &[u8]) -> Option<(u32, u32)> {
-    use wire::{EtherType, EthernetFrame, Ipv4Packet, LabelStack, VlanTag};
+/// The source and destination of the IPv4 or IPv6 packet in an Ethernet frame
+/// (802.1Q tag and label stack skipped; the packet may be cut short, as a sampled
+/// header is; under labels, the first nibble tells the family).
+fn ip_addresses(f: &[u8]) -> Option<(IpAddr, IpAddr)> {
+    use wire::{EtherType, EthernetFrame, Ipv4Packet, Ipv6Packet, LabelStack, VlanTag};
     let mut et = EthernetFrame::new_checked(f).ok()?.ethertype();
     let mut at = 14;
     if et == EtherType::Vlan {
@@ -285,12 +295,22 @@ fn ip4_addresses(f: &[u8]) -> Option<(u32, u32)> {
             .ok()?
             .stack_bytes()
             .len();
-    } else if et != EtherType::Ipv4 {
+    } else if et != EtherType::Ipv4 && et != EtherType::Ipv6 {
         return None;
     }
-    // (not `new_checked`: the total length may pass the header's end)
-    let ip = Ipv4Packet::new_unchecked(f.get(at..).filter(|b| b.len() >= 20)?);
-    (ip.version() == 4).then(|| (u32::from(ip.src_addr()), u32::from(ip.dst_addr())))
+    let rest = f.get(at..)?;
+    match rest.first()? >> 4 {
+        // (not `new_checked`: the lengths may pass the header's end)
+        4 => {
+            let ip = Ipv4Packet::new_unchecked(rest.get(..20)?);
+            Some((ip.src_addr().into(), ip.dst_addr().into()))
+        }
+        6 => {
+            let ip = Ipv6Packet::new_unchecked(rest.get(..40)?);
+            Some((ip.src_addr().into(), ip.dst_addr().into()))
+        }
+        _ => None,
+    }
 }
 
 /// Interface counters for the agent's counter samples: the workers' per-interface

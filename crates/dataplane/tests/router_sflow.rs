@@ -95,7 +95,7 @@ fn swap_sample_has_both_stacks_output_next_hop_and_the_frame_as_it_leaves() {
     for r in &recs {
         assert_eq!(r.input, Interface::Index(1));
         assert_eq!(r.output, Interface::Index(2));
-        assert_eq!(r.next_hop, Some(a("10.2.0.2")));
+        assert_eq!(r.next_hop, Some(a("10.2.0.2").into()));
         assert_eq!(r.in_labels.as_slice(), want_in);
         assert_eq!(r.out_labels.as_slice(), want_out);
         assert_eq!(r.sampling_rate, 1);
@@ -130,7 +130,7 @@ fn push_sample_has_no_in_stack_and_the_pushed_out_stack() {
         r.out_labels.as_slice(),
         [word(1000, false, 63), word(2000, true, 63)]
     );
-    assert_eq!(r.next_hop, Some(a("10.2.0.2")));
+    assert_eq!(r.next_hop, Some(a("10.2.0.2").into()));
     assert_eq!(
         (r.input, r.output),
         (Interface::Index(1), Interface::Index(2))

@@ -2,7 +2,7 @@
 //! tells the sampler about a sampled packet.
 
 use std::borrow::Cow;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use crate::config::MAX_HEADER_BYTES;
 use crate::proto::{
@@ -108,8 +108,8 @@ pub struct PacketInfo<'a> {
     /// Where it goes: an ifIndex, [`Interface::Internal`] for local delivery,
     /// [`Interface::Discarded`] with a reason for a drop.
     pub output: Interface,
-    /// IPv4 next hop chosen, if any (extended_router, extended_mpls).
-    pub next_hop: Option<Ipv4Addr>,
+    /// Next hop chosen, if any (extended_router, extended_mpls).
+    pub next_hop: Option<IpAddr>,
     /// Prefix length of the route to the source (0 if not looked up).
     pub src_mask_len: u8,
     /// Prefix length of the route that forwarded the packet.
@@ -149,8 +149,8 @@ pub struct SampleRecord {
     pub output: Interface,
     /// Frame length without FCS.
     pub frame_len: u32,
-    /// IPv4 next hop.
-    pub next_hop: Option<Ipv4Addr>,
+    /// Next hop.
+    pub next_hop: Option<IpAddr>,
     /// Prefix length of the route to the source.
     pub src_mask_len: u8,
     /// Prefix length of the route that forwarded the packet.
@@ -241,9 +241,11 @@ impl SampleRecord {
         sequence_number: u32,
         f: impl FnOnce(&FlowSample<'_>) -> R,
     ) -> R {
-        let next_hop = self
-            .next_hop
-            .map_or(Address::V4(Ipv4Addr::UNSPECIFIED), Address::V4);
+        let next_hop = match self.next_hop {
+            Some(IpAddr::V4(a)) => Address::V4(a),
+            Some(IpAddr::V6(a)) => Address::V6(a),
+            None => Address::V4(Ipv4Addr::UNSPECIFIED),
+        };
         let mut records = [
             FlowRecord::SampledHeader(SampledHeader {
                 protocol: HeaderProtocol::Ethernet,

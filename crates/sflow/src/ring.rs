@@ -13,7 +13,7 @@
 //! the 400-byte record and copying it into the slot; this ring writes a sample in a
 //! fraction of that (see benches/RESULTS-sflow.md).
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -23,15 +23,18 @@ use crate::record::{
 };
 
 /// Words of metadata in front of the header in a slot.
-const META_WORDS: usize = 16;
+const META_WORDS: usize = 24;
 /// Words of a slot.
 const SLOT_WORDS: usize = META_WORDS + HEADER_CAPACITY / 8;
 const LABEL_IN: usize = 8;
 const LABEL_OUT: usize = 12;
+/// An IPv6 next hop: two words, high half first.
+const NH6: usize = 16;
 
 /// One sample: the metadata words, then the header. Cache-line aligned, so a short
 /// header shares no line with the next slot and a sample of a 60-byte frame writes
-/// two lines (metadata, header), three with labels.
+/// two lines (metadata, header), one more with labels and one more with an IPv6
+/// next hop.
 #[derive(Debug)]
 #[repr(C, align(64))]
 struct Slot([AtomicU64; SLOT_WORDS]);
@@ -277,8 +280,12 @@ impl Producer {
             .min(m.header_bytes)
             .min(HEADER_CAPACITY)
             .min(pkt.frame_len as usize);
-        let nh = pkt.next_hop.map_or(0, |a| u64::from(u32::from(a)));
-        let has_nh = u64::from(pkt.next_hop.is_some());
+        let (nh, nh6) = match pkt.next_hop {
+            Some(IpAddr::V4(a)) => (u64::from(u32::from(a)), None),
+            Some(IpAddr::V6(a)) => (0, Some(u128::from(a))),
+            None => (0, None),
+        };
+        let has_nh = u64::from(pkt.next_hop.is_some()) | u64::from(nh6.is_some()) << 1;
         let n_in = pkt.in_labels.len().min(MAX_RECORD_LABELS);
         let n_out = pkt.out_labels.len().min(MAX_RECORD_LABELS);
         let words = [
@@ -305,6 +312,10 @@ impl Producer {
         }
         if n_out != 0 {
             store_labels(&w[LABEL_OUT..LABEL_OUT + 4], &pkt.out_labels[..n_out]);
+        }
+        if let (Some(a), Some(hi), Some(lo)) = (nh6, w.get(NH6), w.get(NH6 + 1)) {
+            st(hi, (a >> 64) as u64);
+            st(lo, a as u64);
         }
         store_header(&w[META_WORDS..], pkt.frame, n);
         true
@@ -404,7 +415,13 @@ impl Consumer {
             input: word_iface(ld(&w[3])),
             output: word_iface(ld(&w[4])),
             frame_len: w5 as u32,
-            next_hop: ((w5 >> 56) & 1 == 1).then_some(Ipv4Addr::from(w6 as u32)),
+            next_hop: match (w5 >> 56) & 3 {
+                1 => Some(IpAddr::V4(Ipv4Addr::from(w6 as u32))),
+                3 => Some(IpAddr::V6(Ipv6Addr::from(
+                    u128::from(ld(&w[NH6])) << 64 | u128::from(ld(&w[NH6 + 1])),
+                ))),
+                _ => None,
+            },
             src_mask_len: (w6 >> 32) as u8,
             dst_mask_len: (w6 >> 40) as u8,
             in_labels: load_labels(&w[LABEL_IN..LABEL_IN + 4], (w6 >> 48) as u8 as usize),
@@ -469,7 +486,11 @@ mod tests {
                 frame_len: 1500,
                 input: Interface::Index(k as u32),
                 output: outputs[k % 4],
-                next_hop: (k % 2 == 0).then_some(Ipv4Addr::new(10, 0, k as u8, 1)),
+                next_hop: match k % 3 {
+                    0 => Some(Ipv4Addr::new(10, 0, k as u8, 1).into()),
+                    1 => Some(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, k as u16).into()),
+                    _ => None,
+                },
                 src_mask_len: 16,
                 dst_mask_len: 32,
                 in_labels: &labels[..k.min(11)],

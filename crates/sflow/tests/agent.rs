@@ -59,7 +59,7 @@ fn mpls_packets(n: usize) -> Vec<TestPacket> {
             ),
             rx_if: 1,
             tx_if: 2,
-            next_hop: Some(Ipv4Addr::new(192, 168, 11, 10)),
+            next_hop: Some(Ipv4Addr::new(192, 168, 11, 10).into()),
             in_labels: in_labels.clone(),
             out_labels: out_labels.clone(),
         })

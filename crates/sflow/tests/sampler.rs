@@ -441,7 +441,7 @@ fn full_ring_drops_without_blocking_and_next_sample_reports_it() {
             frame: f.clone(),
             rx_if: 1,
             tx_if: 2,
-            next_hop: Some(Ipv4Addr::new(192, 168, 1, 1)),
+            next_hop: Some(Ipv4Addr::new(192, 168, 1, 1).into()),
             in_labels: labels.to_vec(),
             out_labels: vec![lse(200, 0, true, 63)],
         })
@@ -474,7 +474,7 @@ fn full_ring_drops_without_blocking_and_next_sample_reports_it() {
     assert_eq!(r.sample_pool, 104);
     assert_eq!(r.in_labels.as_slice(), &labels);
     assert_eq!(r.out_labels.as_slice(), &[lse(200, 0, true, 63)]);
-    assert_eq!(r.next_hop, Some(Ipv4Addr::new(192, 168, 1, 1)));
+    assert_eq!(r.next_hop, Some(Ipv4Addr::new(192, 168, 1, 1).into()));
     assert_eq!(r.header(), &f[..]);
 }
 

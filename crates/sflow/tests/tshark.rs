@@ -8,7 +8,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, UdpSocket};
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,6 +17,8 @@ use sflow::*;
 
 const NH_A: Ipv4Addr = Ipv4Addr::new(192, 168, 11, 10);
 const NH_B: Ipv4Addr = Ipv4Addr::new(192, 168, 12, 10);
+/// A link-local next hop, as BGP and OSPFv3 give.
+const NH_6: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0x12);
 
 /// The packets, in the order they are sampled (rate 1, rx on ifIndex 1).
 fn packets() -> Vec<(TestPacket, Interface)> {
@@ -43,7 +45,7 @@ fn packets() -> Vec<(TestPacket, Interface)> {
                 ),
                 rx_if: 1,
                 tx_if: 2,
-                next_hop: Some(NH_A),
+                next_hop: Some(NH_A.into()),
                 in_labels: swap_in,
                 out_labels: swap_out,
             },
@@ -55,7 +57,23 @@ fn packets() -> Vec<(TestPacket, Interface)> {
                 frame: ip(2, 30),
                 rx_if: 1,
                 tx_if: 3,
-                next_hop: Some(NH_B),
+                next_hop: Some(NH_B.into()),
+                in_labels: vec![],
+                out_labels: vec![],
+            },
+            Interface::Index(3),
+        ),
+        // Plain IPv6 routing.
+        (
+            TestPacket {
+                frame: frame6(
+                    "2001:db8::1".parse().unwrap(),
+                    "2001:db8:2::1".parse().unwrap(),
+                    40,
+                ),
+                rx_if: 1,
+                tx_if: 3,
+                next_hop: Some(NH_6.into()),
                 in_labels: vec![],
                 out_labels: vec![],
             },
@@ -79,7 +97,7 @@ fn packets() -> Vec<(TestPacket, Interface)> {
                 frame: ip(4, 500),
                 rx_if: 1,
                 tx_if: 2,
-                next_hop: Some(NH_A),
+                next_hop: Some(NH_A.into()),
                 in_labels: vec![],
                 out_labels: push_out,
             },
@@ -114,6 +132,8 @@ fn datagrams(agent_address: IpAddr, with_counters: bool) -> Vec<Vec<u8>> {
         },
     );
     cfg.seed = Some(1);
+    // (every sample in one datagram: tshark's view of sequence numbers is per run)
+    cfg.max_datagram_bytes = 1500;
     cfg.polling_interval = if with_counters {
         Duration::from_secs(20)
     } else {
@@ -225,6 +245,7 @@ const FLOW_FIELDS: &[&str] = &[
     "sflow_245.pri.in",
     "sflow_245.vlan.out",
     "sflow_245.nexthop",
+    "sflow_245.nexthop.v6",
     "sflow_245.nexthop.src_mask",
     "sflow_245.nexthop.dst_mask",
     "sflow_245.extended_mpls.in_label_stack_entries",
@@ -306,15 +327,16 @@ fn expected_flows(agent: IpAddr, n_samples: usize) -> BTreeMap<&'static str, Str
     e.insert("sflow_245.pri.in", join(vec![5; n]));
     e.insert("sflow_245.vlan.out", join(vec![0; n]));
     // extended_router, then extended_mpls, per sample, when present.
-    let mut nh = Vec::new();
+    let (mut nh, mut nh6) = (Vec::new(), Vec::new());
     let mut masks = 0;
     let (mut in_n, mut in_l, mut out_n, mut out_l) = (vec![], vec![], vec![], vec![]);
     for (p, _) in &pkts {
         if let Some(h) = p.next_hop {
-            nh.push(h);
+            let list = if h.is_ipv4() { &mut nh } else { &mut nh6 };
+            list.push(h);
             masks += 1;
             if !p.in_labels.is_empty() || !p.out_labels.is_empty() {
-                nh.push(h);
+                list.push(h);
                 in_n.push(p.in_labels.len());
                 in_l.extend(p.in_labels.iter().copied());
                 out_n.push(p.out_labels.len());
@@ -323,6 +345,7 @@ fn expected_flows(agent: IpAddr, n_samples: usize) -> BTreeMap<&'static str, Str
         }
     }
     e.insert("sflow_245.nexthop", join(nh));
+    e.insert("sflow_245.nexthop.v6", join(nh6));
     e.insert("sflow_245.nexthop.src_mask", join(vec![0; masks]));
     e.insert("sflow_245.nexthop.dst_mask", join(vec![24; masks]));
     e.insert("sflow_245.extended_mpls.in_label_stack_entries", join(in_n));
@@ -382,7 +405,7 @@ fn tshark_decodes_every_field() {
     assert_eq!(
         d.len(),
         1,
-        "5 flow samples and 1 counters sample fit 1400 bytes"
+        "6 flow samples and 1 counters sample fit 1500 bytes"
     );
     d.extend(datagrams(agent6, false));
     assert_eq!(d.len(), 2);
@@ -391,8 +414,8 @@ fn tshark_decodes_every_field() {
 
     let flows = fields(&pcap, &[], FLOW_FIELDS);
     assert_eq!(flows.len(), 2);
-    check(&flows[0], &expected_flows(agent4, 6));
-    check(&flows[1], &expected_flows(agent6, 5));
+    check(&flows[0], &expected_flows(agent4, 7));
+    check(&flows[1], &expected_flows(agent6, 6));
 
     let ctr = fields(&pcap, &[], COUNTER_FIELDS);
     let want: BTreeMap<&str, String> = [
@@ -437,7 +460,7 @@ fn tshark_decodes_on_another_port_with_decode_as() {
     let f = fields(&pcap, &decode_as, FLOW_FIELDS);
     check(
         &f[0],
-        &expected_flows(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 10)), 6),
+        &expected_flows(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 10)), 7),
     );
     assert_clean(&pcap, &decode_as);
     let _ = std::fs::remove_file(&pcap);

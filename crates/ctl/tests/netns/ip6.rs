@@ -292,3 +292,101 @@ fn ipv6_answers_match_a_linux_router() {
         assert!(summary.contains(c), "{c} missing from {summary}");
     }
 }
+
+/// sFlow on IPv6: every packet port0 receives is sampled (1 in 1); a UDP packet
+/// routed to b's address and one routed by a /48 via b both report b's address
+/// as the IPv6 next hop in extended_router, with the masks of the routes the
+/// lookup finds (a's and b's neighbour /128s, the /48).
+#[test]
+fn ipv6_sflow_samples_name_next_hop_and_masks() {
+    use sflow::{Address, FlowRecord, Interface, Sample, decode_datagram};
+    let collector = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    collector
+        .set_read_timeout(Some(std::time::Duration::from_millis(300)))
+        .unwrap();
+    let cport = collector.local_addr().unwrap().port();
+    let mut lab = Lab::new(
+        "sf6",
+        ["10.99.20.1/24", "10.99.21.1/24"],
+        Some(["10.99.20.254", "10.99.21.254"]),
+    );
+    let t = lab.tag.clone();
+    let ns_a = format!("dp{t}a");
+    host6(
+        &ns_a,
+        &format!("dp{t}a1"),
+        "2001:db8:a::1/64",
+        "2001:db8:a::fe",
+    );
+    host6(
+        &format!("dp{t}b"),
+        &format!("dp{t}b1"),
+        "2001:db8:b::1/64",
+        "2001:db8:b::fe",
+    );
+    wait_link_local(&ns_a, &format!("dp{t}a1"));
+    lab.start_daemon(&format!(
+        "[forwarding]\nmode = \"router\"\n\
+         [[interface]]\nname = \"port0\"\n\
+         addresses = [\"10.99.20.254/24\", \"2001:db8:a::fe/64\"]\n\
+         [[interface]]\nname = \"port1\"\n\
+         addresses = [\"10.99.21.254/24\", \"2001:db8:b::fe/64\"]\n\
+         [[route]]\nprefix = \"2001:db8:90::/48\"\nvia = [{{ gateway = \"2001:db8:b::1\" }}]\n\
+         [sflow]\nagent_address = \"192.0.2.7\"\ncollectors = [\"127.0.0.1:{cport}\"]\n\
+         [[sflow.interface]]\nname = \"port0\"\nrate = 1\ndirection = \"rx\"\n"
+    ));
+    // Both hosts resolved (the echo replies need a), then the UDP packets.
+    let (got, out) = (0..20)
+        .map(|_| probe(&ns_a, "", "2001:db8:b::1"))
+        .find(|p| p.0 == "reply")
+        .map_or((false, String::new()), |p| (true, p.1));
+    assert!(got, "no echo reply across the router {out}");
+    let send = "import socket\ns=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM)\n\
+                for i in range(20):\n    s.sendto(b'x'*32,('2001:db8:b::1',9))\n    \
+                s.sendto(b'x'*32,('2001:db8:90::1',9))\n";
+    ok(&["ip", "netns", "exec", &ns_a, "python3", "-c", send]);
+    let want_b = (Address::V6("2001:db8:b::1".parse().unwrap()), 128, 128);
+    let want_88 = (Address::V6("2001:db8:b::1".parse().unwrap()), 128, 48);
+    let (mut to_b, mut to_88, mut other) = (0, 0, Vec::new());
+    let mut buf = vec![0u8; 65536];
+    let t0 = std::time::Instant::now();
+    while (to_b < 20 || to_88 < 20) && t0.elapsed() < std::time::Duration::from_secs(20) {
+        let Ok(len) = collector.recv(&mut buf) else {
+            continue;
+        };
+        let d = decode_datagram(&buf[..len]).expect("our datagrams decode");
+        for s in d.samples.iter() {
+            let Sample::Flow(f) = s else { continue };
+            let header = f.records.iter().find_map(|r| match r {
+                FlowRecord::SampledHeader(h) => Some(h.header.to_vec()),
+                _ => None,
+            });
+            // IPv6/UDP to port 9 only (not the echoes, nor neighbour discovery).
+            let Some(h) = header.filter(|h| h.len() >= 58 && h[12..14] == [0x86, 0xdd]) else {
+                continue;
+            };
+            if h[20] != 17 || h[56..58] != [0, 9] {
+                continue;
+            }
+            let router = f.records.iter().find_map(|r| match r {
+                FlowRecord::ExtendedRouter(x) => Some((x.next_hop, x.src_mask_len, x.dst_mask_len)),
+                _ => None,
+            });
+            let dst: [u8; 16] = h[38..54].try_into().unwrap();
+            match (std::net::Ipv6Addr::from(dst).to_string().as_str(), router) {
+                ("2001:db8:b::1", Some(r)) if r == want_b && f.output == Interface::Index(2) => {
+                    to_b += 1
+                }
+                ("2001:db8:90::1", Some(r)) if r == want_88 && f.output == Interface::Index(2) => {
+                    to_88 += 1
+                }
+                (d, r) => other.push(format!("{d} {r:?} {:?}", f.output)),
+            }
+        }
+    }
+    assert!(
+        to_b == 20 && to_88 == 20 && other.is_empty(),
+        "to b {to_b}, to the /48 {to_88}, unlike: {other:?}"
+    );
+    lab.stop_daemon();
+}

@@ -97,4 +97,11 @@ impl Fib {
     pub fn route6_count(&self, table: TableId) -> usize {
         self.tables.get(&table).map_or(0, |t| t.v6.routes.len())
     }
+
+    /// The length of the IPv6 route a lookup of `addr` in `table` finds (its
+    /// longest match), if any.
+    pub fn match_len6(&self, table: TableId, addr: u128) -> Option<u8> {
+        let t = self.tables.get(&table)?;
+        t.v6.longest_match(addr, 128, |_| false).map(|(_, len)| len)
+    }
 }

@@ -2,7 +2,7 @@
 //! drives a worker's sampler, a pcap writer and the tshark runner.
 #![allow(dead_code, unreachable_pub)]
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,6 +20,25 @@ pub fn frame(labels: &[u32], src: Ipv4Addr, dst: Ipv4Addr, payload_len: usize) -
         f.extend_from_slice(&l.to_be_bytes());
     }
     f.extend_from_slice(&ipv4_udp(src, dst, 1024, 4000, &vec![0xab; payload_len]));
+    f
+}
+
+/// An untagged Ethernet frame with an IPv6/UDP packet (UDP checksum 0: not
+/// checked by any reader here) of `payload_len` bytes of payload.
+pub fn frame6(src: Ipv6Addr, dst: Ipv6Addr, payload_len: usize) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x86, 0xdd]);
+    let plen = (8 + payload_len) as u16;
+    f.extend_from_slice(&[0x60, 0, 0, 0]);
+    f.extend_from_slice(&plen.to_be_bytes());
+    f.extend_from_slice(&[17, 64]);
+    f.extend_from_slice(&src.octets());
+    f.extend_from_slice(&dst.octets());
+    f.extend_from_slice(&1024u16.to_be_bytes());
+    f.extend_from_slice(&4000u16.to_be_bytes());
+    f.extend_from_slice(&plen.to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend(std::iter::repeat_n(0xab, payload_len));
     f
 }
 
@@ -56,7 +75,7 @@ pub struct TestPacket {
     pub frame: Vec<u8>,
     pub rx_if: u32,
     pub tx_if: u32,
-    pub next_hop: Option<Ipv4Addr>,
+    pub next_hop: Option<IpAddr>,
     pub in_labels: Vec<u32>,
     pub out_labels: Vec<u32>,
 }

@@ -48,7 +48,7 @@
 //!   packet, never the router's answer. Those answers are not transit: no tx
 //!   sampler counts or samples them.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use sflow::{Direction, Interface as SfInterface, PacketInfo, Picks, WorkerSampler};
 
@@ -71,8 +71,10 @@ struct AdjEntry {
     /// Adjacency id + 1; 0 = empty.
     key: u32,
     ifindex: u32,
-    /// Neighbour address, 0 = none.
+    /// IPv4 neighbour address, 0 = none.
     nbr: u32,
+    /// IPv6 neighbour address, 0 = none.
+    nbr6: u128,
 }
 
 /// A worker's sFlow step. See the module documentation.
@@ -330,10 +332,12 @@ impl SflowHook {
                     Some(e) => e,
                     None => adj_slow(&mut self.adj, adj, &mut reader, &mut view),
                 };
-                (
-                    SfInterface::Index(e.ifindex),
-                    (e.nbr != 0).then(|| Ipv4Addr::from(e.nbr)),
-                )
+                let nh = if e.nbr != 0 {
+                    Some(IpAddr::V4(Ipv4Addr::from(e.nbr)))
+                } else {
+                    (e.nbr6 != 0).then(|| IpAddr::V6(Ipv6Addr::from(e.nbr6)))
+                };
+                (SfInterface::Index(e.ifindex), nh)
             } else if matches!(o, Out::Punt(..)) || (m.reason.is_none() && m.next != Next::Drop) {
                 (SfInterface::Internal, None)
             } else {
@@ -458,15 +462,18 @@ fn adj_slow<'a>(
     }
 }
 
-/// The interface and neighbour of adjacency `adj` if the core decoded it in this
-/// vector (its rewrite cache: the same answer the packet was forwarded with).
+/// The interface and IPv4 neighbour of adjacency `adj` if the core decoded it in
+/// this vector (its rewrite cache: the same answer the packet was forwarded with).
+/// The cache keeps no IPv6 neighbour: an adjacency without an IPv4 one is decoded
+/// from the FIB.
 #[inline(always)]
 fn rw_hit(rw: &[super::Rw; super::RW_CACHE], adj: u32) -> Option<AdjEntry> {
     let e = &rw[super::rw_index(adj)];
-    (e.key == adj.wrapping_add(1)).then_some(AdjEntry {
+    (e.key == adj.wrapping_add(1) && e.nbr != 0).then_some(AdjEntry {
         key: e.key,
         ifindex: e.ifindex,
         nbr: e.nbr,
+        nbr6: 0,
     })
 }
 
@@ -525,5 +532,6 @@ fn adj_decode(adj: u32, view: &fib::FibView<'_>) -> AdjEntry {
         key: adj.wrapping_add(1),
         ifindex: a.map_or(0, |a| a.ifindex),
         nbr: a.and_then(|a| a.neighbor).map_or(0, u32::from),
+        nbr6: a.and_then(|a| a.neighbor6).map_or(0, u128::from),
     }
 }
