@@ -5,6 +5,8 @@
 //! on what was learned. Needs root, iproute2 and iputils-ping.
 
 mod common;
+#[path = "linux/ospf6.rs"]
+mod ospf6;
 
 use std::time::{Duration, Instant};
 

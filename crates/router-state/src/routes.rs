@@ -146,16 +146,17 @@ impl RouterState {
     }
 
     /// Adds (`on`) or removes an address of the router's own that is on no
-    /// interface (a loopback's): its local /32 in `table`, which wins over every
-    /// source's route for it, as the kernel's local table does.
+    /// interface (a loopback's): its local /32 or /128 in `table`, which wins over
+    /// every source's route for it, as the kernel's local table does.
     pub fn set_local(
         &mut self,
         table: TableId,
-        addr: Ipv4Addr,
+        addr: impl Into<IpAddr>,
         on: bool,
     ) -> Result<(), RouterError> {
-        check_addr(addr.into(), 32)?;
-        let host = Ipv4Prefix::host(addr);
+        let addr = addr.into();
+        check_addr(addr, if addr.is_ipv4() { 32 } else { 128 })?;
+        let host = IpPrefix::host(addr);
         if on {
             if !self.fib.tables().any(|t| t == table) {
                 return Err(RouterError::Fib(FibError::UnknownTable(table)));

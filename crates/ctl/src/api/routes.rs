@@ -182,6 +182,8 @@ impl RouterApi<'_> {
         v["source"] = json!(match self.ctl.route_source(table, prefix) {
             Some(src) => src.name(),
             None if self.address_route(table, prefix).is_some() => "interface",
+            // (an address of the router's on no interface: the namespace's `lo`)
+            None if matches!(k, RouteKind::Local) => "loopback",
             None => "neighbor",
         });
         v

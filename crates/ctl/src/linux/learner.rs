@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -92,8 +92,8 @@ pub struct KernelView {
     labels: BTreeSet<u32>,
     /// Set while a resync marks what the dump holds.
     mark: Option<Mark>,
-    /// The router's addresses on the namespace's `lo` (/32s).
-    loopbacks: BTreeSet<Ipv4Addr>,
+    /// The router's addresses on the namespace's `lo` (/32s and /128s).
+    loopbacks: BTreeSet<IpAddr>,
     /// An event after which the kernel changed routes without telling (a link
     /// down or up, an address gone or added): the routes are read again.
     refresh: Option<String>,
@@ -112,7 +112,7 @@ pub type VrfDevices = Arc<Mutex<HashMap<u32, u32>>>;
 /// What a dump refreshed (routes: the RIB marks them).
 #[derive(Debug, Default)]
 struct Mark {
-    loopbacks: BTreeSet<Ipv4Addr>,
+    loopbacks: BTreeSet<IpAddr>,
     neighbors: BTreeSet<(u32, IpAddr)>,
     addrs: BTreeSet<(u32, IpAddr, u8)>,
     labels: BTreeSet<u32>,
@@ -389,7 +389,7 @@ impl KernelView {
             }
         }
         self.nexthops.retain(|id, _| mark.nexthops.contains(id));
-        let gone: Vec<Ipv4Addr> = self
+        let gone: Vec<IpAddr> = self
             .loopbacks
             .iter()
             .copied()
@@ -531,9 +531,9 @@ impl KernelView {
             Change::Addr {
                 add,
                 ifindex: LOOPBACK_IFINDEX,
-                addr: IpAddr::V4(addr),
-                len: 32,
-            } if !addr.is_loopback() => self.loopback(ctl, add, addr),
+                addr,
+                len,
+            } if is_router_loopback(addr, len) => self.loopback(ctl, add, addr),
             Change::Addr {
                 add,
                 ifindex,
@@ -630,10 +630,10 @@ impl KernelView {
         }
     }
 
-    /// A /32 on the namespace's `lo`: the router's own address (delivered
-    /// locally), and its router id unless the file set one: ICMP errors and ARP
-    /// of unnumbered interfaces come from it.
-    fn loopback(&mut self, ctl: &mut RouterControl, add: bool, addr: Ipv4Addr) {
+    /// A /32 or /128 on the namespace's `lo`: the router's own address (delivered
+    /// locally); the lowest IPv4 one is its router id unless the file set one:
+    /// ICMP errors and ARP of unnumbered interfaces come from it.
+    fn loopback(&mut self, ctl: &mut RouterControl, add: bool, addr: IpAddr) {
         if add {
             if let Some(m) = &mut self.mark {
                 m.loopbacks.insert(addr);
@@ -647,7 +647,10 @@ impl KernelView {
         } else if self.loopbacks.remove(&addr) {
             let _ = ctl.set_local(0, addr, false);
         }
-        let lowest = self.loopbacks.iter().next().copied();
+        let lowest = self.loopbacks.iter().find_map(|a| match a {
+            IpAddr::V4(a) => Some(*a),
+            IpAddr::V6(_) => None,
+        });
         ctl.set_router_id_from(self.source, lowest);
     }
 
@@ -1069,6 +1072,15 @@ impl KernelView {
             "nexthop_objects": self.nexthops.len(),
             "labels": self.labels.len(),
         })
+    }
+}
+
+/// An address on `lo` that makes the router's own: a /32 or a /128, not the
+/// loopback block itself (127/8, ::1) nor a link-local one.
+fn is_router_loopback(addr: IpAddr, len: u8) -> bool {
+    match addr {
+        IpAddr::V4(a) => len == 32 && !a.is_loopback(),
+        IpAddr::V6(a) => len == 128 && !a.is_loopback() && !a.is_unicast_link_local(),
     }
 }
 

@@ -279,6 +279,29 @@ pub fn spawn_dataplaned(
     sock: &std::path::Path,
     stdout: Stdio,
 ) -> (Child, std::sync::mpsc::Receiver<String>) {
+    let mut stdout = Some(stdout);
+    // DPDK 22.11's af_packet names a port's fanout group by the process id XOR
+    // the interface index: two daemons in one namespace can draw the same group
+    // for different interfaces, and the second one's port is refused (EINVAL).
+    // Another process id draws another group.
+    for _ in 0..5 {
+        let out = stdout.take().unwrap_or_else(Stdio::piped);
+        match try_spawn_dataplaned(cfg, sock, out) {
+            Ok(started) => return started,
+            Err(fanout) if fanout => eprintln!("af_packet fanout group taken: starting again"),
+            Err(_) => panic!("dataplaned did not start within 20 s"),
+        }
+    }
+    panic!("dataplaned: 5 starts refused by af_packet fanout groups");
+}
+
+/// Starts dataplaned and waits for it to forward; `Err(true)` when it stopped
+/// because an af_packet port's fanout group was taken.
+fn try_spawn_dataplaned(
+    cfg: &std::path::Path,
+    sock: &std::path::Path,
+    stdout: Stdio,
+) -> Result<(Child, std::sync::mpsc::Receiver<String>), bool> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_dataplaned"))
         .arg("-c")
         .arg(cfg)
@@ -297,16 +320,18 @@ pub fn spawn_dataplaned(
         }
     });
     let t0 = Instant::now();
+    let mut fanout = false;
     loop {
         let left = Duration::from_secs(20).saturating_sub(t0.elapsed());
         match rx.recv_timeout(left) {
             Ok(l) if l.contains("forwarding") => break,
-            Ok(_) => {}
+            Ok(l) => fanout |= l.contains("could not set PACKET_FANOUT"),
             Err(_) => {
                 let _ = child.kill();
-                panic!("dataplaned did not start within 20 s");
+                let _ = child.wait();
+                return Err(fanout);
             }
         }
     }
-    (child, rx)
+    Ok((child, rx))
 }

@@ -2,6 +2,7 @@
 //! ports, and random change sequences against the rules.
 
 use super::*;
+use std::net::Ipv4Addr;
 
 mod support {
     use super::*;
@@ -523,6 +524,38 @@ mod unit {
             },
         );
         assert_eq!(v.stats().ignored["not a twin"], 1);
+    }
+
+    /// Addresses on the namespace's `lo`: a /32 or a /128 is the router's own
+    /// (a local route in table 0; the lowest IPv4 one its router id), withdrawn
+    /// with the address; ::1, a link-local one and a wider prefix are not.
+    #[test]
+    fn loopback_addresses_of_both_families_are_the_routers_own() {
+        let (mut ctl, mut v) = setup();
+        let lo = |add, a: &str, len| Change::Addr {
+            add,
+            ifindex: LOOPBACK_IFINDEX,
+            addr: a.parse().unwrap(),
+            len,
+        };
+        let local = |ctl: &RouterControl, a: &str, len| {
+            let p = fib::IpPrefix::new(a.parse().unwrap(), len).unwrap();
+            matches!(ctl.route_kind(0, p), Some(RouteKind::Local))
+        };
+        for (a, len) in [("192.0.2.1", 32), ("2001:db8:ff::1", 128)] {
+            v.apply(&mut ctl, lo(true, a, len));
+            assert!(local(&ctl, a, len), "{a}");
+        }
+        assert_eq!(ctl.router_id(), Some("192.0.2.1".parse().unwrap()));
+        for (a, len) in [("::1", 128), ("fe80::1", 128), ("2001:db8:fe::", 64)] {
+            v.apply(&mut ctl, lo(true, a, len));
+            assert!(!local(&ctl, a, len), "{a}/{len}");
+        }
+        for (a, len) in [("192.0.2.1", 32), ("2001:db8:ff::1", 128)] {
+            v.apply(&mut ctl, lo(false, a, len));
+            assert!(!local(&ctl, a, len), "{a}");
+        }
+        assert_eq!(ctl.router_id(), None);
     }
 
     /// Connected routes as the kernel keeps them: gone while the link is down
