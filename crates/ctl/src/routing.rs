@@ -48,7 +48,7 @@
 //! ```
 
 use std::collections::{BTreeMap, HashSet};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use serde::Deserialize;
 
@@ -244,7 +244,7 @@ fn yes() -> bool {
 pub struct NeighborSection {
     /// Interface name.
     pub interface: String,
-    /// IPv4 address.
+    /// IPv4 or IPv6 address (a link-local one included).
     pub address: String,
     /// MAC `aa:bb:cc:dd:ee:ff`.
     pub mac: String,
@@ -757,18 +757,51 @@ fn wanted_labels(r: &Routing) -> Result<BTreeMap<(u32, bool), LabelSpec>, Routin
 }
 
 /// Static neighbours of the file by (interface, address) → MAC.
-fn wanted_neighbors(r: &Routing) -> Result<BTreeMap<(String, Ipv4Addr), [u8; 6]>, RoutingError> {
+fn wanted_neighbors(r: &Routing) -> Result<BTreeMap<(String, IpAddr), [u8; 6]>, RoutingError> {
     let mut out = BTreeMap::new();
     for n in &r.neighbors {
         let ctx =
             |e: RoutingError| within(format!("[[neighbor]] {} on {}", n.address, n.interface), e);
-        let ip = parse_ip(&n.address).map_err(|e| ctx(e.into()))?;
+        let ip: IpAddr = n
+            .address
+            .trim()
+            .parse()
+            .map_err(|_| ctx(SpecError::IpAny(n.address.clone()).into()))?;
         let mac = parse_mac(&n.mac).map_err(|e| ctx(e.into()))?;
         if out.insert((n.interface.clone(), ip), mac).is_some() {
             return Err(ctx(RoutingError::Invalid("configured twice".into())));
         }
     }
     Ok(out)
+}
+
+/// Installs a neighbour of the file (either family), shown as static.
+fn set_file_neighbor(
+    ctl: &mut RouterControl,
+    ifindex: u32,
+    ip: IpAddr,
+    mac: [u8; 6],
+) -> Result<(), RouterError> {
+    match ip {
+        IpAddr::V4(a) => ctl.set_neighbor(ifindex, a, mac).map(drop),
+        IpAddr::V6(a) => ctl.set_static_neighbor6(ifindex, a, mac).map(drop),
+    }
+}
+
+/// Forgets a neighbour the file no longer has: a configured IPv4 MAC reveals
+/// what the host stack or ARP knows; an IPv6 one goes (neighbour discovery
+/// finds it again when traffic needs it).
+fn del_file_neighbor(ctl: &mut RouterControl, ifindex: u32, ip: IpAddr) {
+    match ip {
+        IpAddr::V4(a) => {
+            ctl.del_static_neighbor(ifindex, a);
+        }
+        IpAddr::V6(a) => {
+            if ctl.is_static_neighbor6(ifindex, a) {
+                let _ = ctl.del_neighbor6(ifindex, a);
+            }
+        }
+    }
 }
 
 fn router_id(r: &Routing) -> Result<Option<Ipv4Addr>, RoutingError> {
@@ -816,7 +849,7 @@ pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result
     for ((ifname, ip), mac) in wanted_neighbors(r)? {
         let ctx = |e: RoutingError| within(format!("[[neighbor]] {ip} on {ifname}"), e);
         let ix = spec::ifindex(ctl, &ifname).map_err(|e| ctx(e.into()))?;
-        ctl.set_neighbor(ix, ip, mac).map_err(|e| ctx(e.into()))?;
+        set_file_neighbor(ctl, ix, ip, mac).map_err(|e| ctx(e.into()))?;
     }
     for ((table, prefix), target) in wanted_routes(r)? {
         let ctx = |e: RoutingError| within(format!("[[route]] {prefix}"), e);

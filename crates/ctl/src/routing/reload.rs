@@ -77,8 +77,8 @@ struct Diff {
     new_rt: BTreeMap<(TableId, IpPrefix), RouteTarget>,
     old_lb: BTreeMap<(u32, bool), LabelSpec>,
     new_lb: BTreeMap<(u32, bool), LabelSpec>,
-    old_nb: BTreeMap<(String, Ipv4Addr), [u8; 6]>,
-    new_nb: BTreeMap<(String, Ipv4Addr), [u8; 6]>,
+    old_nb: BTreeMap<(String, IpAddr), [u8; 6]>,
+    new_nb: BTreeMap<(String, IpAddr), [u8; 6]>,
     sub_del: Vec<String>,
     sub_add: Vec<String>,
 }
@@ -270,7 +270,7 @@ fn remove_gone(
     }
     for ((ifname, ip), _) in d.old_nb.iter().filter(|(k, _)| !d.new_nb.contains_key(k)) {
         if let Ok(ix) = spec::ifindex(ctl, ifname) {
-            ctl.del_static_neighbor(ix, *ip);
+            del_file_neighbor(ctl, ix, *ip);
         }
         sum.neighbors.removed += 1;
     }
@@ -365,8 +365,7 @@ fn apply_entries(
             continue;
         }
         let ix = spec::ifindex(ctl, ifname).map_err(|e| stopped(format!("neighbor {ip}"), e))?;
-        ctl.set_neighbor(ix, *ip, *mac)
-            .map_err(|e| stopped(format!("neighbor {ip}"), e))?;
+        set_file_neighbor(ctl, ix, *ip, *mac).map_err(|e| stopped(format!("neighbor {ip}"), e))?;
         sum.neighbors.wrote(before.is_some());
     }
     for ((table, prefix), target) in &d.new_rt {

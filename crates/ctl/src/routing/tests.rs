@@ -326,3 +326,40 @@ fn bad_reload_changes_nothing() {
         assert_eq!(routes(&live), before, "{extra}");
     }
 }
+
+/// `[[neighbor]]` of either family: an IPv6 one (link-local or global) is a
+/// static neighbour the routes via it use; a reload that drops it forgets it,
+/// one that changes its MAC changes it; a bad address is refused by name.
+#[test]
+fn file_neighbors_of_both_families() {
+    let nb = |mac: &str| {
+        format!(
+            "[[neighbor]]\ninterface = \"port1\"\naddress = \"fe80::2\"\nmac = \"{mac}\"\n\
+             [[neighbor]]\ninterface = \"port0\"\naddress = \"192.168.11.8\"\nmac = \"02:00:00:00:00:08\"\n\
+             [[route]]\nprefix = \"2001:db8:9::/48\"\nvia = [{{ gateway = \"fe80::2\", interface = \"port1\" }}]\n"
+        )
+    };
+    let a = routing(&nb("02:00:00:00:00:02"));
+    let mut live = RouterControl::new();
+    apply(&a, &ports(), &mut live).unwrap();
+    let ll: std::net::Ipv6Addr = "fe80::2".parse().unwrap();
+    assert!(live.is_static_neighbor6(2, ll));
+    assert_eq!(live.neighbors6().get(&(2, ll)), Some(&[2, 0, 0, 0, 0, 2]));
+    assert!(live.is_static_neighbor(1, Ipv4Addr::new(192, 168, 11, 8)));
+    let b = routing(&nb("02:00:00:00:00:22"));
+    let sum = reload(&a, &b, &ports(), &mut live, &|_| None).unwrap();
+    assert_eq!(sum.neighbors.changed, 1, "{sum}");
+    assert_eq!(
+        live.neighbors6().get(&(2, ll)),
+        Some(&[2, 0, 0, 0, 0, 0x22])
+    );
+    let c = routing("");
+    reload(&b, &c, &ports(), &mut live, &|_| None).unwrap();
+    assert!(live.neighbors6().is_empty());
+    assert!(!live.is_static_neighbor(1, Ipv4Addr::new(192, 168, 11, 8)));
+    let bad = routing(
+        "[[neighbor]]\ninterface = \"port1\"\naddress = \"fe80::zz\"\nmac = \"02:00:00:00:00:02\"\n",
+    );
+    let err = apply(&bad, &ports(), &mut RouterControl::new()).unwrap_err();
+    assert!(err.to_string().contains("fe80::zz"), "{err}");
+}
