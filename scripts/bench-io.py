@@ -22,6 +22,19 @@ warm-up.
                    --rule_ipv4; each waits until forwarding starts (rte_lpm takes
                    ~20 s to load the table).
 
+  --mode router6:  IPv6 routing (hop limit, MAC rewrite) in l3fwd's default
+                   IPv6 table (16 /64s, 2001:200:0:N::/64 -> port N; ours: each
+                   via a static neighbour on port1) with 78-byte UDP/IPv6 frames
+                   to 254 hosts of 2001:200:0:1::/64, against testpmd io and
+                   l3fwd's IPv6 path with both its lookups: --lookup=lpm
+                   (rte_lpm6) and --lookup=fib (rte_fib6, trie).
+  --mode router6-full: the same with the IPv6 part of the 2024 table (RIB_V6,
+                   default ../shared/data/prefixes-2024-v4v6.txt.gz, 160,147
+                   prefixes) in both, every prefix via port1, frames to 4,096
+                   addresses drawn from its prefixes (seeded); l3fwd rebuilt
+                   with its IPv6 LPM and FIB sized for it (build-l3fwd.sh
+                   --full-table) reading it with --rule_ipv6.
+
   --mode linux:    the router with [linux] (TAP twins, netlink learner) run twice
                    per round: control plane idle, then busy (50,000 /32 routes
                    added and deleted in the namespace's kernel over and over, a
@@ -68,7 +81,7 @@ warm-up.
   --mode mpls-* --callgrind: the same count for dataplaned alone on that mode's
                    configuration.
 
-    scripts/bench-io.py [--mode xconnect|router|router-full|sflow|linux|mpls-swap|mpls-push|mpls-pop|mpls-mix]
+    scripts/bench-io.py [--mode xconnect|router|router-full|router6|router6-full|sflow|linux|mpls-swap|mpls-push|mpls-pop|mpls-mix]
                         [--rounds 3] [--seconds 10] [--callgrind]
 
 Prints a table (Mpps, TSC cycles/packet, ratio) and writes it to
@@ -77,6 +90,7 @@ target/bench-io/<mode>.md. Needs root and hugepages (scripts/setup.sh).
 import argparse
 import glob
 import gzip
+import ipaddress
 import json
 import os
 import random
@@ -131,24 +145,24 @@ def run_testpmd(pcap, seconds):
     return statistics.median(rates), cpp
 
 
-def run_l3fwd(pcap, seconds, binary, rules=()):
+def run_l3fwd(pcap, seconds, binary, rules=(), lookup="lpm"):
     """l3fwd's rate (Mpps) and cycles/packet; a start that fails is tried once more."""
     err = ""
     for _ in range(2):
-        r, err = run_l3fwd_once(pcap, seconds, binary, rules)
+        r, err = run_l3fwd_once(pcap, seconds, binary, rules, lookup)
         if r is not None:
             return r
     sys.exit(f"l3fwd gave no rates: {err}")
 
 
-def run_l3fwd_once(pcap, seconds, binary, rules):
+def run_l3fwd_once(pcap, seconds, binary, rules, lookup):
     prefix = "dpbench_l3fwd"
     # (the pcap by its name, in its directory: dpdk-proc-info attaching to an
     # l3fwd whose rx_pcap is a long absolute path crashed before printing)
     here = os.path.dirname(os.path.abspath(pcap))
     cmd = [binary, "-l", "1", "--no-pci", f"--file-prefix={prefix}", "--log-level=*:error",
            f"--vdev=net_pcap0,rx_pcap={os.path.basename(pcap)},infinite_rx=1", "--vdev=net_null0,no-rx=1", "--",
-           "-p", "0x3", "-P", "--lookup=lpm", "--parse-ptype", "--config=(0,0,1),(1,0,1)", *rules]
+           "-p", "0x3", "-P", f"--lookup={lookup}", "--parse-ptype", "--config=(0,0,1),(1,0,1)", *rules]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          stdin=subprocess.DEVNULL, cwd=here)
 
@@ -228,6 +242,22 @@ addresses = ["192.0.2.1/30"]
 [[neighbor]]
 interface = "port1"
 address = "192.0.2.2"
+mac = "02:00:00:00:00:02"
+"""
+
+
+ROUTER6_CFG = """
+[forwarding]
+mode = "router"
+[[interface]]
+name = "port0"
+addresses = ["2001:db8:a::fe/64"]
+[[interface]]
+name = "port1"
+addresses = ["2001:db8:1::1/64"]
+[[neighbor]]
+interface = "port1"
+address = "2001:db8:1::2"
 mac = "02:00:00:00:00:02"
 """
 
@@ -381,7 +411,7 @@ def cg_row(name, parts, pkts):
             f"| **{per['own']:.1f}** | {sum(per.values()):.1f} |\n")
 
 
-def peer_table(what, ours, peers):
+def peer_table(what, ours, peers, size=64):
     """The table of our rounds against each (name, rounds) of `peers` (medians of
     (Mpps, cycles/pkt) each), and the per-round Mpps for the note."""
     med = lambda xs, k: statistics.median(x[k] for x in xs)
@@ -391,7 +421,7 @@ def peer_table(what, ours, peers):
     runs = ", ".join(f"{x[0]:.2f}" for x in ours)
     for name, xs in peers:
         p_mpps, p_cpp = med(xs, 0), med(xs, 1)
-        table += (f"| {what}, 64 B, net_pcap -> net_null, 1 core | {o_mpps:.2f} | {o_cpp:.1f} | {name} "
+        table += (f"| {what}, {size} B, net_pcap -> net_null, 1 core | {o_mpps:.2f} | {o_cpp:.1f} | {name} "
                   f"| {p_mpps:.2f} | {p_cpp:.1f} | {o_mpps / p_mpps:.3f} |\n")
         runs += f" vs {name} " + ", ".join(f"{x[0]:.2f}" for x in xs)
     return table, runs
@@ -512,16 +542,19 @@ def main():
     outdir = os.path.join(ROOT, "target", "bench-io")
     os.makedirs(outdir, exist_ok=True)
     mpls = a.mode.startswith("mpls-")
-    full = a.mode == "router-full"
-    kind, prefixes = mpls_setup(a.mode)[2:] if mpls else ("ipv4", 0)
+    v6 = a.mode in ("router6", "router6-full")
+    full = a.mode in ("router-full", "router6-full")
+    kind, prefixes = mpls_setup(a.mode)[2:] if mpls else ("ipv6" if v6 else "ipv4", 0)
     count = 65536 if prefixes else FULL_DSTS if full else 254
-    pcap = a.pcap or os.path.join(outdir, f"{kind}{'-mix' if prefixes else '-full' if full else ''}64.pcap")
-    table = read_rib() if full else []
+    # (78 bytes: the smallest UDP/IPv6 frame with a payload, as IPv6 benchmarks use)
+    size = 78 if v6 else 64
+    pcap = a.pcap or os.path.join(outdir, f"{kind}{'-mix' if prefixes else '-full' if full else ''}{size}.pcap")
+    table = (read_rib6() if v6 else read_rib()) if full else []
     if not a.pcap:
         # destination MAC = net_pcap0's MAC, so the router's MAC check accepts the frames
         extra = ["--dsts", full_dsts(table, outdir)] if full else []
         subprocess.run([sys.executable, os.path.join(ROOT, "scripts/mkpcap.py"), pcap, "--kind", kind,
-                        "--count", str(count), "--size", "64", "--dst-mac", "02:70:63:61:70:00",
+                        "--count", str(count), "--size", str(size), "--dst-mac", "02:70:63:61:70:00",
                         "--prefixes", str(prefixes), *extra], check=True)
     cfg = os.path.join(outdir, f"{a.mode}.toml")
     with open(cfg, "w") as f:
@@ -544,6 +577,14 @@ socket = "{outdir}/bench.sock"
 """)
         if mpls:
             f.write(ROUTER_CFG)
+        elif v6:
+            f.write(ROUTER6_CFG)
+            # l3fwd's default IPv6 table: 2001:200:0:N::/64 -> port N, N = 0..15;
+            # or the full table, every prefix via port1
+            routes = [f"{net}/{plen}" for net, plen in table] or [
+                f"2001:200:0:{n:x}::/64" for n in range(16)]
+            for r in routes:
+                f.write(f'[[route]]\nprefix = "{r}"\nvia = [{{ gateway = "2001:db8:1::2", interface = "port1" }}]\n')
         elif a.mode in ("router", "router-full", "sflow", "linux"):
             f.write(ROUTER_CFG)
             if a.mode == "linux":
@@ -561,14 +602,17 @@ socket = "{outdir}/bench.sock"
             a.l3fwd = L3FWD_FULL
         if not os.path.exists(a.l3fwd):
             subprocess.run([os.path.join(ROOT, "scripts/build-l3fwd.sh"), "--full-table"], check=True)
-        v4 = os.path.join(outdir, "full-v4.cfg")
-        with open(v4, "w") as f:
+        # (l3fwd reads rule files only in pairs: its default table of the other family)
+        defaults = os.path.dirname(os.path.dirname(a.l3fwd))
+        mine = os.path.join(outdir, f"full-v{6 if v6 else 4}.cfg")
+        with open(mine, "w") as f:
             for net, plen in table:
                 f.write(f"R{net}/{plen} 1\n")
-        # (l3fwd reads rule files only in pairs: its default IPv6 table)
-        v6 = os.path.join(os.path.dirname(os.path.dirname(a.l3fwd)), "lpm_default_v6.cfg")
-        rules = [f"--rule_ipv4={v4}", f"--rule_ipv6={v6}"]
-    elif a.mode == "router" and not os.path.exists(a.l3fwd):
+        if v6:
+            rules = [f"--rule_ipv4={os.path.join(defaults, 'lpm_default_v4.cfg')}", f"--rule_ipv6={mine}"]
+        else:
+            rules = [f"--rule_ipv4={mine}", f"--rule_ipv6={os.path.join(defaults, 'lpm_default_v6.cfg')}"]
+    elif a.mode in ("router", "router6") and not os.path.exists(a.l3fwd):
         subprocess.run([os.path.join(ROOT, "scripts/build-l3fwd.sh")], check=True)
     load = os.getloadavg()[0]
     if mpls:
@@ -579,19 +623,24 @@ socket = "{outdir}/bench.sock"
         return linux_main(a, cfg, outdir, load)
     if a.callgrind:
         return callgrind_main(a, cfg, outdir, pcap)
-    ours, peer, l3 = [], [], []
+    ours, peer = [], []
+    lookups = ["lpm", "fib"] if v6 else ["lpm"] if a.mode in ("router", "router-full") else []
+    l3 = {k: [] for k in lookups}
     for r in range(a.rounds):
         ours.append(run_ours(a.binary, cfg, a.seconds))
         peer.append(run_testpmd(pcap, a.seconds))
         line = (f"round {r + 1}: dataplaned {ours[-1][0]:.2f} Mpps {ours[-1][1]:.1f} cyc/pkt | "
                 f"testpmd io {peer[-1][0]:.2f} Mpps {peer[-1][1]:.1f} cyc/pkt")
-        if a.mode in ("router", "router-full"):
-            l3.append(run_l3fwd(pcap, a.seconds, a.l3fwd, rules))
-            line += f" | l3fwd lpm {l3[-1][0]:.2f} Mpps {l3[-1][1]:.1f} cyc/pkt"
+        for k in lookups:
+            l3[k].append(run_l3fwd(pcap, a.seconds, a.l3fwd, rules, k))
+            line += f" | l3fwd {k} {l3[k][-1][0]:.2f} Mpps {l3[k][-1][1]:.1f} cyc/pkt"
         print(line, flush=True)
     what = {"xconnect": "xconnect", "router": "IPv4 routing, 16 routes",
-            "router-full": f"IPv4 routing, {len(table):,} prefixes, {FULL_DSTS:,} destinations"}[a.mode]
-    table, runs = peer_table(what, ours, [("testpmd io", peer)] + ([("l3fwd lpm", l3)] if l3 else []))
+            "router-full": f"IPv4 routing, {len(table):,} prefixes, {FULL_DSTS:,} destinations",
+            "router6": "IPv6 routing, 16 routes",
+            "router6-full": f"IPv6 routing, {len(table):,} prefixes, {FULL_DSTS:,} destinations"}[a.mode]
+    table, runs = peer_table(what, ours, [("testpmd io", peer)] + [(f"l3fwd {k}", l3[k]) for k in lookups],
+                             size)
     report(a, outdir, table, runs, load)
 
 
@@ -757,11 +806,41 @@ def read_rib():
     return table
 
 
+RIB6 = os.environ.get("RIB_V6", os.path.join(ROOT, "..", "shared", "data", "prefixes-2024-v4v6.txt.gz"))
+
+
+def read_rib6():
+    """(network, length) of every IPv6 prefix of the table (lines with a ':')."""
+    table = []
+    with gzip.open(RIB6, "rt") as f:
+        for line in f:
+            w = line.split()
+            if not w or ":" not in w[0]:
+                continue
+            try:
+                n = ipaddress.IPv6Network(w[0], strict=False)
+            except ValueError:
+                continue
+            table.append((str(n.network_address), n.prefixlen))
+    if len(table) < 100_000:
+        sys.exit(f"{RIB6}: only {len(table)} IPv6 prefixes")
+    return table
+
+
 def full_dsts(table, outdir):
     """Writes FULL_DSTS addresses, each in a prefix of `table` drawn at random
     (seeded; none in the ports' subnets), and returns the file's path."""
     rng = random.Random(4)
     path = os.path.join(outdir, "full-dsts.txt")
+    if ":" in table[0][0]:
+        with open(path, "w") as f:
+            for _ in range(FULL_DSTS):
+                net, plen = table[rng.randrange(len(table))]
+                while net.startswith("2001:db8:"):
+                    net, plen = table[rng.randrange(len(table))]
+                v = int(ipaddress.IPv6Address(net)) | (rng.getrandbits(128 - plen) if plen < 128 else 0)
+                f.write(f"{ipaddress.IPv6Address(v)}\n")
+        return path
     with open(path, "w") as f:
         for _ in range(FULL_DSTS):
             net, plen = table[rng.randrange(len(table))]

@@ -6,8 +6,12 @@
 #
 #   scripts/build-l3fwd.sh [--full-table]
 #
-# --full-table: into target/l3fwd-full/, its IPv4 LPM sized for a full table (2^20
-# rules, 2^16 tbl8 groups; the stock one takes 1,024 rules and 256 groups).
+# --full-table: into target/l3fwd-full/, its lookups sized for full tables: the IPv4
+# LPM for 2^20 rules and 2^16 tbl8 groups (the stock one takes 1,024 rules and 256
+# groups), the IPv6 LPM for 2^18 rules, the IPv6 FIB (rte_fib6 trie) for 2^19
+# routes (its RIB counts its branch nodes too) and 300,000 tbl8 groups (it
+# reserves the worst case per route: 273,035
+# for the 2024 table's 160,147 prefixes; the stock one takes 2^16 - 1 and 2^15).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=/usr/share/dpdk/examples
@@ -28,8 +32,14 @@ grep -q 'rxmode.offloads &= dev_info.rx_offload_capa' main.c || { echo "build-l3
 if [ -n "$full" ]; then
     sed -i -e 's|^#define IPV4_L3FWD_LPM_MAX_RULES .*|#define IPV4_L3FWD_LPM_MAX_RULES (1 << 20)|' \
         -e 's|^#define IPV4_L3FWD_LPM_NUMBER_TBL8S .*|#define IPV4_L3FWD_LPM_NUMBER_TBL8S (1 << 16)|' l3fwd_lpm.c
+    sed -i -e 's|^#define IPV6_L3FWD_LPM_MAX_RULES .*|#define IPV6_L3FWD_LPM_MAX_RULES (1 << 18)|' l3fwd_lpm.c
     grep -q 'IPV4_L3FWD_LPM_MAX_RULES (1 << 20)' l3fwd_lpm.c && grep -q 'NUMBER_TBL8S (1 << 16)' l3fwd_lpm.c \
+        && grep -q 'IPV6_L3FWD_LPM_MAX_RULES (1 << 18)' l3fwd_lpm.c \
         || { echo "build-l3fwd: could not size the LPM in l3fwd_lpm.c"; exit 1; }
+    sed -i -e 's|^\(\t*\)config.max_routes = (1 << 16) - 1;|\1config.max_routes = (1 << 19);|' \
+        -e 's|^\(\t*\)config.trie.num_tbl8 = (1 << 15);|\1config.trie.num_tbl8 = 300000;|' l3fwd_fib.c
+    grep -q 'config.max_routes = (1 << 19);' l3fwd_fib.c && grep -q 'config.trie.num_tbl8 = 300000;' l3fwd_fib.c \
+        || { echo "build-l3fwd: could not size the IPv6 FIB in l3fwd_fib.c"; exit 1; }
 fi
 make -s shared > /dev/null
 echo "$PWD/build/l3fwd"

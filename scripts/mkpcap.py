@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """Write a pcap of synthetic Ethernet frames for benchmarks and tests.
 
-    scripts/mkpcap.py OUT.pcap [--kind ipv4|mpls] [--count N] [--size BYTES] [--prefixes P]
+    scripts/mkpcap.py OUT.pcap [--kind ipv4|ipv6|mpls] [--count N] [--size BYTES] [--prefixes P]
                       [--dsts FILE]
 
 ipv4: UDP/IPv4 frames to 198.18.1.1 .. 198.18.1.N (RFC 2544 benchmark range), from
 198.18.0.1, TTL 64, valid header checksums. mpls: the same IPv4 packets under one
 label (100, S=1, TTL 64). --prefixes P: frame i goes to 10.a.b.h instead, where
 a.b is i mod P (one /24 of 10.0.0.0/8 each) and h the round (i div P) + 1, and
-its UDP source port is 1024 + i mod 60000: N distinct flows over P prefixes. --dsts
-FILE: frame i goes to line i mod L of FILE (L dotted-quad addresses). Frame size includes the 4-byte FCS the wire would add, so
+its UDP source port is 1024 + i mod 60000: N distinct flows over P prefixes. ipv6: UDP/IPv6 frames to 2001:200:0:1::1 .. N (in l3fwd's
+default route to port 1), from 2001:db8:a::1, hop limit 64. --dsts
+FILE: frame i goes to line i mod L of FILE (L addresses of the kind's family). Frame size includes the 4-byte FCS the wire would add, so
 --size 64 writes 60-byte frames, as testpmd and the DPDK docs count them.
 Uses only the standard library.
 """
 import argparse
+import ipaddress
 import struct
 
 
@@ -43,10 +45,19 @@ def ipv4_udp(i: int, payload_len: int, prefixes: int = 0, to: bytes = b"") -> by
     return hdr + udp
 
 
+def ipv6_udp(i: int, payload_len: int, to: bytes = b"") -> bytes:
+    src = bytes.fromhex("20010db8000a00000000000000000001")
+    dst = to or bytes.fromhex("20010200000000010000") + i.to_bytes(6, "big")
+    udp = struct.pack("!HHHH", 1024 + i % 1000, 5001, 8 + payload_len, 0) + bytes(payload_len)
+    pseudo = src + dst + struct.pack("!IxxxB", len(udp), 17)
+    udp = udp[:6] + struct.pack("!H", csum(pseudo + udp) or 0xFFFF) + udp[8:]
+    return struct.pack("!IHBB", 6 << 28, len(udp), 17, 64) + src + dst + udp
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--kind", choices=["ipv4", "mpls"], default="ipv4")
+    ap.add_argument("--kind", choices=["ipv4", "ipv6", "mpls"], default="ipv4")
     ap.add_argument("--count", type=int, default=254)
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--dst-mac", default="02:00:00:00:00:02")
@@ -57,7 +68,7 @@ def main() -> None:
     dsts = []
     if a.dsts:
         with open(a.dsts) as f:
-            dsts = [bytes(int(x) for x in l.split(".")) for l in f if l.strip()]
+            dsts = [ipaddress.ip_address(l.strip()).packed for l in f if l.strip()]
     dst = bytes(int(x, 16) for x in a.dst_mac.split(":"))
     src = bytes(int(x, 16) for x in a.src_mac.split(":"))
     frame_len = max(a.size - 4, 60)
@@ -68,6 +79,10 @@ def main() -> None:
                 l2 = dst + src + b"\x08\x00"
                 to = dsts[i % len(dsts)] if dsts else b""
                 l3 = ipv4_udp(i + 1, max(frame_len - 14 - 28, 0), a.prefixes, to)
+            elif a.kind == "ipv6":
+                l2 = dst + src + b"\x86\xdd"
+                to = dsts[i % len(dsts)] if dsts else b""
+                l3 = ipv6_udp(i + 1, max(frame_len - 14 - 48, 0), to)
             else:
                 l2 = dst + src + b"\x88\x47"
                 lse = struct.pack("!I", (100 << 12) | (1 << 8) | 64)
