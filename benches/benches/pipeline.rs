@@ -36,7 +36,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use benches::cycles::{Tsc, rdtsc, tsc_hz};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use dataplane::dpdk::BURST;
-use dataplane::dpdk::peers::RteLpm;
+use dataplane::dpdk::peers::{RteLpm, RteLpm6};
 use dataplane::dpdk::{Eal, Mbuf, Mempool};
 use dataplane::packet::{Packet, VecPacket};
 use dataplane::router::{Core, CoreConfig, Interface, Out, RouterControl, Stage};
@@ -779,6 +779,108 @@ impl<'l, P: Packet> L3fwdWork<'l, P> {
 }
 
 /// The table in `rte_lpm` (next hop: the output port of the router's route).
+/// The IPv6 peer in the same run: l3fwd's per-packet work on IPv6 in its LPM
+/// mode, over the `ip6_forward` case's frames with the same table in DPDK's
+/// `rte_lpm6`: per packet the destination read, `rte_lpm6_lookup` (a miss goes
+/// back out of the receiving port), the output port's MACs written. l3fwd does
+/// no hop limit, no header check, no scope or MTU test on IPv6: the floor of
+/// what forwarding one IPv6 packet costs here, not a router.
+struct L3fwdWork6<'l, P: Packet> {
+    lpm: &'l RteLpm6,
+    templates: Vec<Vec<Vec<u8>>>,
+    pkts: Vec<P>,
+    ports: [u16; BURST],
+    eth: [[u8; 12]; 8],
+    next: usize,
+}
+
+impl<'l, P: Packet> L3fwdWork6<'l, P> {
+    fn new(lpm: &'l RteLpm6, rib6: &[(u128, u8, u32)], mk: &dyn Fn(&[u8], u16) -> P) -> Self {
+        let templates = templates6(rib6);
+        let pkts = templates[0].iter().map(|f| mk(f, 0)).collect();
+        let eth = std::array::from_fn(|p| {
+            let mut e = [0u8; 12];
+            e[..6].copy_from_slice(&mac_n(p as u8));
+            e[6..].copy_from_slice(&mac_r(p as u8));
+            e
+        });
+        let mut w = L3fwdWork6 {
+            lpm,
+            templates,
+            pkts,
+            ports: [0; BURST],
+            eth,
+            next: 0,
+        };
+        for t in 0..w.templates.len() {
+            refill(&mut w.pkts, &w.templates[t]);
+            w.process();
+            for (i, p) in w.pkts.iter_mut().enumerate() {
+                let (port, d) = (w.ports[i], data(p));
+                assert!(
+                    (1..=4).contains(&port) && d[..6] == mac_n(port as u8),
+                    "l3fwd_work6: template {t} frame {i}: port {port}"
+                );
+            }
+        }
+        w
+    }
+
+    /// One vector, packet by packet (l3fwd looks IPv6 up one at a time).
+    #[inline(never)]
+    fn process(&mut self) {
+        for (p, port) in self.pkts.iter_mut().zip(self.ports.iter_mut()) {
+            let rx = p.port();
+            let f = p.data_mut();
+            let mut out = rx;
+            if let Some(d) = f.get(38..54).and_then(|d| <&[u8; 16]>::try_from(d).ok()) {
+                out = self.lpm.lookup(d).map_or(rx, |h| h as u16);
+            }
+            if let Some(e) = self.eth.get(usize::from(out)) {
+                f[..12].copy_from_slice(e);
+            }
+            *port = out;
+        }
+    }
+
+    fn timed(&mut self, iters: u64) -> u64 {
+        let mut total = 0;
+        for _ in 0..iters {
+            refill(&mut self.pkts, &self.templates[self.next]);
+            self.next = (self.next + 1) % self.templates.len();
+            let t0 = rdtsc();
+            self.process();
+            total += rdtsc() - t0;
+            black_box(&self.ports);
+        }
+        total
+    }
+
+    fn summary(&mut self, hz: u64) {
+        let mut v: Vec<u64> = (0..2001).map(|_| self.timed(1)).collect();
+        other_row(
+            "l3fwd_work6",
+            &mut v,
+            hz,
+            "l3fwd's IPv6 work per packet: see L3fwdWork6",
+        );
+    }
+}
+
+/// `rib6` in DPDK's `rte_lpm6`, each prefix to the port the router's table
+/// sends it to.
+fn rte_lpm6(eal: &Eal, rib6: &[(u128, u8, u32)]) -> RteLpm6 {
+    let rules = (rib6.len() * 2 + 1024) as u32;
+    let mut lpm =
+        RteLpm6::new(eal, "pipeline_lpm6", rules, 1 << 16).unwrap_or_else(|e| panic!("{e}"));
+    for &(a, l, v) in rib6 {
+        let a = a & benches::rib::mask6(l);
+        lpm.add(&a.to_be_bytes(), l, v % 4 + 1)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    lpm
+}
+
 fn rte_lpm(eal: &Eal, rib: &[(u32, u8, u32)]) -> RteLpm {
     let mut lpm =
         RteLpm::new(eal, "pipeline_lpm", 1 << 20, 1 << 16).unwrap_or_else(|e| panic!("{e}"));
@@ -856,7 +958,7 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(4096);
         let mbuf = std::env::var_os("PIPELINE_MBUF").is_some();
-        let eal = (mbuf || name == "l3fwd_work").then(|| {
+        let eal = (mbuf || name.starts_with("l3fwd_work")).then(|| {
             Eal::init(&[
                 "pipeline-bench",
                 "--no-pci",
@@ -873,6 +975,13 @@ fn main() {
         let heap = |f: &[u8], rx: u16| VecPacket::new(f, rx);
         let pool = eal.filter(|_| mbuf).map(bench_pool);
         let t = match (eal, &pool) {
+            (Some(eal), pool) if name == "l3fwd_work6" => {
+                let lpm = rte_lpm6(eal, &st.rib6);
+                match pool {
+                    Some(pool) => L3fwdWork6::new(&lpm, &st.rib6, &mbufs(pool)).timed(vectors),
+                    None => L3fwdWork6::new(&lpm, &st.rib6, &heap).timed(vectors),
+                }
+            }
             (Some(eal), pool) if name == "l3fwd_work" => {
                 let lpm = rte_lpm(eal, &st.rib);
                 match pool {
@@ -900,8 +1009,10 @@ fn main() {
     ]);
     let eal = eal.map_err(|e| println!("(no l3fwd_work and no mbuf run: EAL: {e})"));
     let rlpm = eal.as_ref().ok().map(|eal| rte_lpm(eal, &st.rib));
+    let rlpm6 = eal.as_ref().ok().map(|eal| rte_lpm6(eal, &st.rib6));
     let heap = |f: &[u8], rx: u16| VecPacket::new(f, rx);
     let mut peer = rlpm.as_ref().map(|l| L3fwdWork::new(l, &st.plain, &heap));
+    let mut peer6 = rlpm6.as_ref().map(|l| L3fwdWork6::new(l, &st.rib6, &heap));
     let mut cs = cases(&mut st, &heap);
     {
         let mut g = c.benchmark_group("pipeline");
@@ -911,6 +1022,11 @@ fn main() {
         });
         if let Some(peer) = peer.as_mut() {
             g.bench_function(BenchmarkId::from_parameter("l3fwd_work"), |b| {
+                b.iter_custom(|iters| peer.timed(iters))
+            });
+        }
+        if let Some(peer) = peer6.as_mut() {
+            g.bench_function(BenchmarkId::from_parameter("l3fwd_work6"), |b| {
                 b.iter_custom(|iters| peer.timed(iters))
             });
         }
@@ -943,6 +1059,9 @@ fn main() {
     if let Some(peer) = peer.as_mut() {
         peer.summary(hz);
     }
+    if let Some(peer) = peer6.as_mut() {
+        peer.summary(hz);
+    }
     for case in cs.iter_mut() {
         case.summary(hz);
     }
@@ -958,6 +1077,9 @@ fn main() {
     println!("\nthe same on mbufs (hugepage mempool), TSC cycles/packet:");
     header();
     L3fwdWork::new(rlpm, &st.plain, &mk).summary(hz);
+    if let Some(l) = rlpm6.as_ref() {
+        L3fwdWork6::new(l, &st.rib6, &mk).summary(hz);
+    }
     for case in ms.iter_mut() {
         case.summary(hz);
     }
