@@ -548,3 +548,44 @@ fn pseudowire_samples_name_the_circuit_and_carry_the_stacks() {
     }
     assert_eq!(recs.iter().filter(|r| r.source == 5).count(), 1);
 }
+
+/// Plain IPv6 forwarded with sampling on both sides (the fast path's IPv6
+/// batch): every record names the output interface and the IPv6 next hop (a
+/// link-local neighbour), and holds the frame as it leaves (hop limit 63).
+#[test]
+fn ipv6_samples_have_the_ipv6_next_hop_and_the_frame_as_it_leaves() {
+    let mut ctl = router();
+    let ll: std::net::Ipv6Addr = "fe80::2:2".parse().unwrap();
+    ctl.set_neighbor6(2, ll, mac_n(1)).unwrap();
+    let p: fib::Ipv6Prefix = "2001:db8:7::/48".parse().unwrap();
+    ctl.route_add(
+        0,
+        p,
+        fib::RouteKind::Paths(vec![fib::Path::gateway6(ll, 2)]),
+    )
+    .unwrap();
+    let mut core = core(&mut ctl);
+    let (mut h, mut c, table) = hook(1024);
+    table.set(1, every(Directions::Rx)).unwrap();
+    table.set(2, every(Directions::Tx)).unwrap();
+    let frames: Vec<Vec<u8>> = (0..8)
+        .map(|i| eth(mac_r(0), HOST, None, 0x86dd, &host_ip6(i, 7, 64, 80)))
+        .collect();
+    let res = run(&mut core, &mut h, &frames, 0);
+    assert!(res.iter().all(|r| r.0 == Out::Tx(1)), "{:?}", res[0].0);
+    let recs = drain(&mut c);
+    assert_eq!(recs.len(), 16, "rx and tx of each");
+    for r in &recs {
+        assert_eq!(r.input, Interface::Index(1));
+        assert_eq!(r.output, Interface::Index(2));
+        assert_eq!(r.next_hop, Some(ll.into()));
+        assert!(r.in_labels.is_empty() && r.out_labels.is_empty());
+        assert_eq!(r.header()[14 + 7], 63, "hop limit as it leaves");
+    }
+    let rx: Vec<u64> = recs
+        .iter()
+        .filter(|r| r.source == 1)
+        .map(|r| r.sample_pool)
+        .collect();
+    assert_eq!(rx, (1..=8).collect::<Vec<_>>());
+}

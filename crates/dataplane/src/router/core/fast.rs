@@ -309,6 +309,13 @@ impl Work {
     /// or not.)
     #[cold]
     #[inline(never)]
+    fn note_fast6(&mut self, k: usize) {
+        for j in 0..k.min(BURST) {
+            let i = usize::from(self.sel6[j]);
+            self.meta[i].next = Next::Fast(false);
+        }
+    }
+
     fn note_fast(&mut self, k: usize) {
         for j in 0..k {
             let i = usize::from(self.sel[j]);
@@ -375,8 +382,6 @@ impl Work {
             switched: 0,
             guard: None,
             k6: 0,
-            // (sFlow's notes are the IPv4 walks' only)
-            v6: !(light_meta | self.obs.tx_ifs),
         };
         self.classify(pkts, out, n, ift, vt, &mut c, labels, &mut hb);
         let Cls {
@@ -430,6 +435,9 @@ impl Work {
             hb.vt = vt;
         }
         let t2 = acc.add(Stage::Ip4Lookup, done_ip4, t1);
+        if light_meta {
+            self.note_fast6(k6);
+        }
         let done_ip6 = if k6 > 0 {
             view.lookup6_burst(vt, &self.keys6[..k6], &mut self.fwd[..k6]);
             let d = self.forward_walk6(pkts, out, k6, &mut hb);
@@ -582,8 +590,6 @@ struct Cls<'g> {
     guard: Option<mpls::LabelGuard<'g>>,
     /// IPv6 keys so far (`Work::keys6`, `Work::sel6`).
     k6: usize,
-    /// IPv6 may take the fast path (sFlow takes nothing of it yet).
-    v6: bool,
 }
 
 /// What the fast path's walks share over a vector: the tables, what to note per

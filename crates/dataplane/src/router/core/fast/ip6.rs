@@ -44,7 +44,7 @@ impl Work {
         c: &mut Cls<'_>,
     ) -> usize {
         let rxif = c.rxif;
-        if !rxif.v4 || !c.v6 {
+        if !rxif.v4 {
             return i0;
         }
         let n = n.min(pkts.len());
@@ -100,6 +100,8 @@ impl Work {
         let (pkts, out) = (&mut pkts[..n], &mut out[..n]);
         let mut sent = 0;
         let mut last_f = u64::MAX;
+        // (what sFlow reads of a packet this walk sends: see `forward_walk`)
+        let notes = hb.light_meta | self.obs.tx_ifs;
         for j in 0..k {
             let f = self.fwd[j];
             let slot = f as usize & (FWD_CACHE - 1);
@@ -128,6 +130,10 @@ impl Work {
                     }
                     *o = count_tx(rw, len);
                     sent += 1;
+                    if notes {
+                        self.obs.fast_adj[i & (BURST - 1)] = d.adj;
+                        self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
+                    }
                 }
                 _ => self.ip6_resume(p, i, hb),
             }
