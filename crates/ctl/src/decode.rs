@@ -1,6 +1,6 @@
 //! One-line, tcpdump-like summaries of the frame heads a packet trace keeps:
 //! Ethernet (and 802.1Q), the MPLS label stack (label, TC, S bit, TTL per entry),
-//! IPv4 and ICMP, ARP. Heads are truncated, so every step checks what is there and
+//! IPv4 and ICMP, IPv6 and ICMPv6 (neighbour discovery included), ARP. Heads are truncated, so every step checks what is there and
 //! stops quietly where the bytes end.
 
 use std::fmt::Write;
@@ -63,6 +63,7 @@ pub fn frame(head: &[u8]) -> String {
             }
             match rest.first().map(|b| b >> 4) {
                 Some(4) => ipv4(&mut o, rest),
+                Some(6) => ipv6(&mut o, rest),
                 Some(v) => {
                     let _ = write!(o, ", payload version {v}");
                 }
@@ -70,6 +71,7 @@ pub fn frame(head: &[u8]) -> String {
             }
         }
         EtherType::Ipv4 => ipv4(&mut o, rest),
+        EtherType::Ipv6 => ipv6(&mut o, rest),
         EtherType::Arp => {
             //= RFC 826: oper at 6..8, sender IP at 14..18, target IP at 24..28.
             if rest.len() >= 28 {
@@ -148,6 +150,61 @@ fn ipv4(o: &mut String, b: &[u8]) {
     let _ = write!(o, ", ttl {}, length {}", ip.ttl(), ip.total_len());
 }
 
+fn ipv6(o: &mut String, b: &[u8]) {
+    //= RFC 8200 §3: next header at 6, hop limit at 7, addresses at 8..24, 24..40.
+    if b.len() < 40 {
+        o.push_str(", ipv6 (truncated)");
+        return;
+    }
+    let addr = |at: usize| {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&b[at..at + 16]);
+        std::net::Ipv6Addr::from(a)
+    };
+    let _ = write!(o, ", {} > {}", addr(8), addr(24));
+    let l4 = &b[40..];
+    let port = |at: usize| u16::from_be_bytes([l4[at], l4[at + 1]]);
+    match b[6] {
+        //= RFC 4443 §2.1, RFC 4861 §4: the message types.
+        58 => {
+            let what = match (l4.first(), l4.get(1)) {
+                (Some(128), _) => "icmp6 echo request".to_string(),
+                (Some(129), _) => "icmp6 echo reply".to_string(),
+                (Some(1), Some(c)) => format!("icmp6 unreachable code {c}"),
+                (Some(2), _) => "icmp6 packet too big".to_string(),
+                (Some(3), Some(c)) => format!("icmp6 time exceeded code {c}"),
+                (Some(4), Some(c)) => format!("icmp6 parameter problem code {c}"),
+                (Some(133), _) => "icmp6 router solicitation".to_string(),
+                (Some(134), _) => "icmp6 router advertisement".to_string(),
+                (Some(135), _) if l4.len() >= 24 => {
+                    format!("icmp6 neighbor solicitation who-has {}", addr(40 + 8))
+                }
+                (Some(136), _) if l4.len() >= 24 => {
+                    format!("icmp6 neighbor advertisement {}", addr(40 + 8))
+                }
+                (Some(t), _) => format!("icmp6 type {t}"),
+                (None, _) => "icmp6".to_string(),
+            };
+            let _ = write!(o, ": {what}");
+        }
+        17 if l4.len() >= 4 => {
+            let _ = write!(o, ": udp {} > {}", port(0), port(2));
+        }
+        6 if l4.len() >= 4 => {
+            let _ = write!(o, ": tcp {} > {}", port(0), port(2));
+        }
+        nh => {
+            let _ = write!(o, ": next header {nh}");
+        }
+    }
+    let _ = write!(
+        o,
+        ", hlim {}, payload length {}",
+        b[7],
+        u16::from_be_bytes([b[4], b[5]])
+    );
+}
+
 /// Lowercase hex.
 pub fn hex(b: &[u8]) -> String {
     b.iter()
@@ -184,6 +241,32 @@ mod tests {
         assert!(frame(&f[..16]).ends_with("mpls (truncated)"));
         assert!(frame(&f[..30]).ends_with("ipv4 (truncated)"));
         assert!(frame(&f[..5]).contains("truncated Ethernet"));
+    }
+
+    #[test]
+    fn ipv6_udp_and_neighbour_discovery() {
+        let f = unhex(
+            "020000000002 020000000001 86dd 60000000 0010 11 40
+             20010db8000100000000000000000002 20010db8000200000000000000000001
+             9c40 0035 0010 0000",
+        );
+        assert_eq!(
+            frame(&f),
+            "02:00:00:00:00:01 > 02:00:00:00:00:02, 2001:db8:1::2 > 2001:db8:2::1: udp 40000 > 53, hlim 64, payload length 16"
+        );
+        let ns = unhex(
+            "3333ff000001 020000000001 86dd 60000000 0020 3a ff
+             fe800000000000000000000000000002 ff0200000000000000000001ff000001
+             8700 0000 00000000 fe800000000000000000000000000001 0101020000000001",
+        );
+        assert!(
+            frame(&ns).ends_with(
+                "fe80::2 > ff02::1:ff00:1: icmp6 neighbor solicitation who-has fe80::1, hlim 255, payload length 32"
+            ),
+            "{}",
+            frame(&ns)
+        );
+        assert!(frame(&f[..40]).ends_with("ipv6 (truncated)"));
     }
 
     #[test]
