@@ -5,10 +5,11 @@
 //! and global next hops, ECMP, reject kinds), and after each step the
 //! dataplane's table 0 must equal the kernel's effective main table of both
 //! families (per prefix the lowest metric, dead legs dropped; hosts and
-//! link-local subnets left out) within a bounded time; every second step an IPv4 packet from a host to an
-//! address of a random prefix must be treated as that route says (forwarded
-//! out one of its interfaces, held for a neighbour there, or answered with the
-//! ICMP error or dropped as its reject kind says), seen in `dpctl show trace`.
+//! link-local subnets left out) within a bounded time; every second step a
+//! packet from a host to an address of a random prefix, IPv4 and IPv6 in turn,
+//! must be treated as that route says (forwarded out one of its interfaces,
+//! held for a neighbour there, or answered with the ICMP error or dropped as
+//! its reject kind says), seen in `dpctl show trace`.
 //! `ORACLE_SEED` replays a run, `ORACLE_STEPS` sets its length (`make soak`
 //! runs thousands). Needs root and iproute2.
 
@@ -165,26 +166,33 @@ fn dataplane_table(lab: &Lab) -> Table {
 }
 
 /// What the route covering `addr` in `table` says (longest match), if any.
-fn covering(table: &Table, addr: std::net::Ipv4Addr) -> Option<(&str, &str)> {
+fn covering(table: &Table, addr: std::net::IpAddr) -> Option<(&str, &str)> {
+    let bits = |a: std::net::IpAddr| match a {
+        std::net::IpAddr::V4(a) => (u128::from(u32::from(a)) << 96, 32u32),
+        std::net::IpAddr::V6(a) => (u128::from(a), 128),
+    };
+    let (key, width) = bits(addr);
     table
         .iter()
         .filter_map(|(p, what)| {
             let (net, len) = p.split_once('/')?;
-            let (net, len): (std::net::Ipv4Addr, u32) = (net.parse().ok()?, len.parse().ok()?);
-            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-            (u32::from(addr) & mask == u32::from(net) & mask).then_some((
-                len,
-                p.as_str(),
-                what.as_str(),
-            ))
+            let (net, len): (std::net::IpAddr, u32) = (net.parse().ok()?, len.parse().ok()?);
+            let (net, w) = bits(net);
+            let mask = if len == 0 {
+                0
+            } else {
+                u128::MAX << (128 - len)
+            };
+            (w == width && key & mask == net & mask).then_some((len, p.as_str(), what.as_str()))
         })
         .max_by_key(|c| c.0)
         .map(|(_, p, w)| (p, w))
 }
 
-/// Sends one UDP datagram from host `a` to `addr` and checks the dataplane's
-/// decision for it (its trace) against what the table says. Err: why not.
-fn probe(lab: &Lab, table: &Table, addr: std::net::Ipv4Addr, port: u16) -> Result<(), String> {
+/// Sends one UDP datagram from host `a` to `addr` (either family) and checks the
+/// dataplane's decision for it (its trace) against what the table says. Err:
+/// why not.
+fn probe(lab: &Lab, table: &Table, addr: std::net::IpAddr, port: u16) -> Result<(), String> {
     lab.dpctl("clear trace");
     lab.dpctl("trace add 64");
     sh(&[
@@ -220,21 +228,24 @@ fn probe(lab: &Lab, table: &Table, addr: std::net::Ipv4Addr, port: u16) -> Resul
         std::thread::sleep(Duration::from_millis(10));
     };
     let route = covering(table, addr);
+    let ip = if addr.is_ipv4() { "ip4" } else { "ip6" };
     // The ICMP error, or the error built but with no way back to host a (the
     // router's own lookup for it found no route or no neighbour, as the
-    // kernel's would with the same table).
+    // kernel's would with the same table; for IPv6, no address of the router's
+    // to send it from).
     let error = |kinds: &[&str]| {
         kinds.iter().any(|k| decision.contains(k))
             || decision.starts_with("drop icmp_rate_limited ")
+            || decision.starts_with("drop icmp_suppressed ")
             || (decision.contains("\"local\"")
-                && (decision.starts_with("drop ip4_no_route ")
+                && (decision.starts_with(&format!("drop {ip}_no_route "))
                     || decision.starts_with("drop neighbor_")))
     };
     let ok = match route.map(|r| r.1) {
-        None => error(&["ip4_no_route"]),
-        Some("blackhole") => decision.starts_with("drop ip4_blackhole "),
-        Some("unreachable") => error(&["ip4_unreachable"]),
-        Some("prohibit") => error(&["ip4_prohibit"]),
+        None => error(&[&format!("{ip}_no_route")]),
+        Some("blackhole") => decision.starts_with(&format!("drop {ip}_blackhole ")),
+        Some("unreachable") => error(&[&format!("{ip}_unreachable")]),
+        Some("prohibit") => error(&[&format!("{ip}_prohibit")]),
         Some(legs) => {
             // Out one of the route's interfaces (port N is DPDK port N here),
             // the datagram itself or the ARP request that holds it; or held
@@ -461,7 +472,33 @@ fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
         ]);
         sh(&["ip", "-n", &a, "route", "replace", "default", "via", &gw]);
     };
-    let targets: Vec<std::net::Ipv4Addr> = [
+    // IPv6: host a's address, and the router as its gateway by a link-local
+    // address whose MAC is port0's, for good.
+    let host_a_route6 = || {
+        let a6 = format!("2001:db8:{n}:1::2/64");
+        sh(&[
+            "ip", "-n", &a, "addr", "replace", &a6, "dev", &veth, "nodad",
+        ]);
+        sh(&[
+            "ip",
+            "-n",
+            &a,
+            "-6",
+            "neigh",
+            "replace",
+            "fe80::1",
+            "lladdr",
+            &mac,
+            "dev",
+            &veth,
+            "nud",
+            "permanent",
+        ]);
+        sh(&[
+            "ip", "-n", &a, "-6", "route", "replace", "default", "via", "fe80::1", "dev", &veth,
+        ]);
+    };
+    let targets: Vec<std::net::IpAddr> = [
         "198.18.0.77",
         "198.18.1.77",
         "198.18.2.77",
@@ -472,10 +509,15 @@ fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
     ]
     .iter()
     .map(|a| a.parse().unwrap())
-    .chain((2..5).map(|k| std::net::Ipv4Addr::new(10, n, k, 77)))
+    .chain((2..5).map(|k| std::net::Ipv4Addr::new(10, n, k, 77).into()))
     .collect();
+    let targets6: Vec<std::net::IpAddr> = ["9", "a", "b", "2"]
+        .iter()
+        .map(|s| format!("2001:db8:{n}:{s}::77").parse().unwrap())
+        .chain(["2001:db8:99::77".parse().unwrap()])
+        .collect();
     let mut host_a_carrier = true;
-    let mut probed = 0;
+    let (mut probed, mut probed6) = (0, 0);
     let mut rng = Rng(seed);
     let mut history: Vec<String> = Vec::new();
     let mut applied = 0;
@@ -544,8 +586,14 @@ fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
             );
         }
         if i % 2 == 1 && up {
-            let addr = targets[rng.below(targets.len())];
+            // (IPv4 and IPv6 in turn)
+            let addr = if i % 4 == 1 {
+                targets[rng.below(targets.len())]
+            } else {
+                targets6[rng.below(targets6.len())]
+            };
             host_a_route();
+            host_a_route6();
             // A datagram held for a neighbour is looked up again when it is
             // let go, by then under another route: one more, afresh.
             let mut r = probe(&lab, &kernel_table(&cp), addr, 40_000 + i as u16);
@@ -561,12 +609,16 @@ fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
                 );
             }
             probed += 1;
+            probed6 += usize::from(addr.is_ipv6());
         }
     }
     eprintln!(
-        "oracle: seed {seed}: {steps} steps agree ({applied} taken by the kernel), {probed} packets went where the kernel sends them"
+        "oracle: seed {seed}: {steps} steps agree ({applied} taken by the kernel), {probed} packets ({probed6} IPv6) went where the kernel sends them"
     );
-    assert!(steps < 100 || probed > 0, "no packet was sent");
+    assert!(
+        steps < 100 || probed6 > 0 && probed > probed6,
+        "no packet of a family was sent"
+    );
     for (p, what) in kernel_table(&cp) {
         eprintln!("oracle: final {p}: {what}");
     }
