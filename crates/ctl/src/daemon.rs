@@ -602,19 +602,20 @@ fn run_router(
     // (the file's parse is done: a full table's buffers go back to the system)
     crate::linux::heap::trim();
     let launched = launch_all(eal, jobs, &worker_stop)?;
+    // (table 0, both families)
+    let routes = ctl.fib().route_count(0) + ctl.fib().route6_count(0);
     tracing::info!(
         "forwarding (router) with {} worker(s) on lcores {:?}, {} interface(s), {} route(s), {} label(s); control socket {}; SIGINT/SIGTERM stops",
         plan.workers,
         eal.worker_lcores(),
         ctl.ifaces().iter().count(),
-        ctl.fib().route_count(0),
+        routes,
         ctl.labels().len(),
         control.socket.path().display()
     );
     crate::notify::ready(&format!(
         "forwarding (router), {} worker(s), {} route(s)",
-        plan.workers,
-        ctl.fib().route_count(0)
+        plan.workers, routes
     ));
     let c = Counters::Router(ctl.worker_stats());
     let dpdk_ports = DpdkPorts(ports);
