@@ -20,7 +20,7 @@ use arc_swap::ArcSwap;
 use crate::arena::{BlockAlloc, FastMap as HashMap, FastSet as HashSet};
 use crate::index::{RouteEntry, RouteIndex};
 use crate::lpm::{LpmWriter, UpdateStats};
-use crate::lpm6::{Flat, FlatWriter, Lpm6Trie};
+use crate::lpm6::{Lpm6Trie, Tree, TreeWriter};
 use crate::model::{
     Action, FibError, Interface, Ipv4Prefix, MAX_LABELS, Path, RouteKind, TableId, Via, check_paths,
 };
@@ -224,14 +224,14 @@ struct Table6 {
     /// Routes per prefix length, so a longest match tries only lengths in use.
     lens: [u32; 129],
     trie: Lpm6Trie,
-    writer: FlatWriter,
-    lpm: Arc<Flat>,
+    writer: TreeWriter,
+    lpm: Arc<Tree>,
 }
 
 impl Table6 {
     fn new() -> Self {
         let trie = Lpm6Trie::new();
-        let (writer, lpm) = FlatWriter::build(&trie);
+        let (writer, lpm) = TreeWriter::build(&trie);
         Self {
             routes: HashMap::default(),
             lens: [0; 129],

@@ -148,7 +148,7 @@
 //! per prefix, loads in about 0.1 s, looks up 0.85-0.89x as fast as DPDK's
 //! `rte_fib6` at batch 256, and takes 0.67-1.3 M route changes/s while a reader
 //! runs (`benches/RESULTS-fib6.md`).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod arena;
 mod fib;
@@ -164,9 +164,7 @@ mod trie;
 pub use arena::{FastHasher, FastMap, FastSet};
 pub use fib::{Batch, Fib, MAX_BUCKETS, MAX_RESULTS, MemoryUsage};
 pub use lpm::{DIRECT_BITS, UpdateStats};
-pub use lpm6::{
-    LPM6_DIRECT_BITS, LPM6_MAX_RESULT, LPM6_STRIDE, Lpm6Reader, Lpm6Stats, Lpm6Table, Lpm6Trie,
-};
+pub use lpm6::{LPM6_DIRECT_BITS, LPM6_MAX_RESULT, Lpm6Reader, Lpm6Stats, Lpm6Table, Lpm6Trie};
 pub use model::{
     Action, Adjacency, FibError, Interface, Ipv4Prefix, MAX_LABEL_VALUE, MAX_LABELS, MAX_PATHS,
     Path, RouteKind, TableId, Via,

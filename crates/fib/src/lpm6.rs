@@ -1,47 +1,47 @@
 //! The IPv6 lookup: one table is an [`Lpm6Table`], a binary trie of its routes on
-//! the writer's side ([`Lpm6Trie`]) and, for lock-free readers, arrays laid out as
-//! DPDK's DIR-24-8 tables and `rte_fib6`'s trie are (all atomic words, as in
-//! [`crate::lpm`]):
-//! - `octant[key >> 125]`: where the direct entries of that eighth of the address
-//!   space start, and the mask of the key bits that index them: an eighth with a
-//!   route longer than /3 gets 2^21 entries, any other one entry. A real table only
-//!   has routes in 2000::/3, so the 24-bit direct level costs 8 MiB, not 64;
-//! - `direct`: [`LEAF`] | result id when nothing longer than /24 lies under the
-//!   entry, else the index of the node that resolves the next 8 bits;
-//! - `nodes`: 256 entries each, the same kind of value. Node 0 is the [`SINK`]
-//!   (every entry a leaf of result 0), where a finished walk idles.
+//! the writer's side ([`Lpm6Trie`]) and, for lock-free readers, arrays of atomic
+//! words (as in [`crate::lpm`]):
+//! - `direct[key >> 112]`, one entry per /16: a result id when nothing longer than
+//!   /16 lies under it (shorter routes are expanded into the entries they cover),
+//!   else the reference of the /16's tree;
+//! - `nodes`, 128 bytes each: a B+-tree node over the elementary intervals of 32 key
+//!   bits (the intervals between the boundaries of the routes, each with its longest
+//!   match): 15 separator keys in the first cache line, 16 values in the second. Key
+//!   `k` takes value lane `#{separators <= k}` (one SIMD compare of the line): a
+//!   child node, or in a leaf the interval's result id. A level-0 tree (bits 16..48)
+//!   holds every route of its /16 up to /48 exactly; a /48 block with longer routes
+//!   is one interval whose value is the root of a level-1 tree over bits 48..80, and
+//!   so on (level 3: bits 112..128). Node 0 is the sink (every value 0).
 //!
-//! A lookup reads one octant word (L1-resident), one direct entry, then one entry
-//! per 8 bits. The batched lookup walks the whole burst level by level down to /48
-//! (nearly every route of a real table) with no branch on the key, so the loads of
-//! one level are independent and their cache misses overlap; only keys under longer
-//! routes walk on. Route changes are single-entry release stores (`flat.rs`).
+//! A lookup reads one direct entry (the 256 KiB direct array stays in L2) and one
+//! node per level of its tree: on the 2024 table the trees are built at most four
+//! nodes tall, whose upper levels also stay in L2, so a key costs about one
+//! last-level-cache line pair (its leaf). The batched lookup walks the whole burst
+//! level by level down the level-0 trees with no branch on the key (finished keys
+//! read the sink), so the loads of one level are independent and their cache misses
+//! overlap; the few keys under routes longer than /48 then finish one by one.
 //!
-//! A Poptrie of the same direct level (8-bit nodes compressed with `popcnt`, 83
-//! bytes per prefix against 298) was measured and dropped: 0.68x `rte_fib6`'s
-//! lookups against 0.85-0.89x, and its updates (nodes rewritten and swung in) ran at
-//! 290-413 k changes/s against 0.67-1.3 M (`benches/RESULTS-fib6.md`).
+//! A route change rebuilds, in free nodes, the smallest subtree whose range holds
+//! the route's range and that can take its new intervals (usually one leaf: leaves
+//! are built 12 intervals full of 16) and swings it in with one release store
+//! (`btree.rs`); the old nodes are reused after the readers' grace period.
+//!
+//! Replaced: a DIR-24-8-like layout (24-bit direct level, 8-bit nodes; 298 bytes per
+//! prefix, four dependent cache misses per key down to /48: 0.82-0.89x `rte_fib6`)
+//! and, before it, a Poptrie (0.68x) (`benches/RESULTS-fib6.md`).
 
-mod flat;
+mod btree;
+mod simd;
 mod table;
 mod trie;
 
-pub use flat::Lpm6Stats;
-pub(crate) use flat::{Flat, FlatWriter};
+pub use btree::Lpm6Stats;
+pub(crate) use btree::{Tree, TreeWriter};
 pub use table::{Lpm6Reader, Lpm6Table};
 pub use trie::Lpm6Trie;
 
-/// Result ids must stay below this (entries keep a flag bit beside them).
+/// Result ids must stay below this (values keep a flag bit beside them).
 pub const LPM6_MAX_RESULT: u32 = 1 << 31;
 /// Bits resolved by the direct level.
-pub const LPM6_DIRECT_BITS: u32 = 24;
-/// Bits resolved by each node below it.
-pub const LPM6_STRIDE: u32 = 8;
-/// Bits that pick an eighth of the address space, each with a direct block of its
-/// own only if routes longer than /3 lie in it (global unicast, 2000::/3, holds
-/// every route of a real table).
-const OCTANT_BITS: u32 = 3;
-/// Flag of an entry that holds a result id.
-const LEAF: u32 = 1 << 31;
-/// Node 0: every entry a leaf of result 0. A walk that reached its leaf idles here.
-const SINK: u32 = 0;
+pub const LPM6_DIRECT_BITS: u32 = 16;
+const DIRECT_BITS: u32 = LPM6_DIRECT_BITS;

@@ -8,7 +8,7 @@ use arc_swap::{ArcSwap, Cache};
 
 use crate::arena::{grow32, grow64};
 use crate::lpm::LpmArena;
-use crate::lpm6::Flat;
+use crate::lpm6::Tree;
 use crate::model::{Action, Adjacency, MAX_LABELS, TableId};
 use crate::qsbr::Qsbr;
 
@@ -34,7 +34,7 @@ pub(crate) struct Planes {
     pub(crate) tables: Vec<(TableId, LpmArena)>,
     /// Per table, the IPv6 lookup (the same ids). Its arrays are changed in place
     /// and shared by successive snapshots; a grown one comes with a new snapshot.
-    pub(crate) tables6: Vec<(TableId, Arc<Flat>)>,
+    pub(crate) tables6: Vec<(TableId, Arc<Tree>)>,
     /// Result id → `mask << 32 | first bucket`.
     pub(crate) lb: Box<[AtomicU64]>,
     /// Bucket → leg.
@@ -57,8 +57,8 @@ pub(crate) enum TableChange {
     /// A new IPv4 lookup for a table.
     Replace4(TableId, LpmArena),
     /// A new (grown) IPv6 lookup for a table.
-    Replace6(TableId, Arc<Flat>),
-    Add(TableId, LpmArena, Arc<Flat>),
+    Replace6(TableId, Arc<Tree>),
+    Add(TableId, LpmArena, Arc<Tree>),
     Drop(TableId),
 }
 
@@ -89,7 +89,7 @@ impl Planes {
     /// Deep copy with new sizes and one change of the tables.
     pub(crate) fn copy(&self, s: Sizes, change: TableChange) -> Self {
         let mut tables: Vec<(TableId, LpmArena)> = Vec::with_capacity(self.tables.len() + 1);
-        let mut tables6: Vec<(TableId, Arc<Flat>)> = Vec::with_capacity(self.tables.len() + 1);
+        let mut tables6: Vec<(TableId, Arc<Tree>)> = Vec::with_capacity(self.tables.len() + 1);
         let mut change = Some(change);
         for ((id, a), (_, f)) in self.tables.iter().zip(&self.tables6) {
             let (a, f) = match change.take() {
@@ -134,7 +134,7 @@ impl Planes {
             .map(|i| &self.tables[i].1)
     }
 
-    pub(crate) fn table6(&self, id: TableId) -> Option<&Flat> {
+    pub(crate) fn table6(&self, id: TableId) -> Option<&Tree> {
         if let Some((tid, a)) = self.tables6.first() {
             if *tid == id {
                 return Some(a);

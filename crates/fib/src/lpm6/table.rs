@@ -9,14 +9,14 @@ use std::sync::atomic::AtomicU64;
 use arc_swap::{ArcSwap, Cache};
 
 use super::Lpm6Trie;
-use super::flat::{Flat, FlatWriter, Lpm6Stats};
+use super::btree::{Lpm6Stats, Tree, TreeWriter};
 use crate::Ipv6Prefix;
 use crate::qsbr::Qsbr;
 
 /// What the writer and the readers share.
 #[derive(Debug)]
 struct Shared {
-    current: Arc<ArcSwap<Flat>>,
+    current: Arc<ArcSwap<Tree>>,
     qsbr: Qsbr,
 }
 
@@ -26,11 +26,11 @@ struct Shared {
 #[derive(Debug)]
 pub struct Lpm6Table {
     trie: Lpm6Trie,
-    writer: FlatWriter,
-    lpm: Arc<Flat>,
+    writer: TreeWriter,
+    lpm: Arc<Tree>,
     shared: Arc<Shared>,
     /// Replaced structures, dropped once no reader holds them.
-    retired: Vec<Arc<Flat>>,
+    retired: Vec<Arc<Tree>>,
 }
 
 impl Default for Lpm6Table {
@@ -47,7 +47,7 @@ impl Lpm6Table {
 
     /// A table holding `trie`'s routes, built whole (a full table's load).
     pub fn from_trie(trie: Lpm6Trie) -> Self {
-        let (writer, lpm) = FlatWriter::build(&trie);
+        let (writer, lpm) = TreeWriter::build(&trie);
         let lpm = Arc::new(lpm);
         Self {
             trie,
@@ -141,7 +141,7 @@ impl Lpm6Table {
 /// A lock-free reader of an [`Lpm6Table`] (one per thread).
 pub struct Lpm6Reader {
     shared: Arc<Shared>,
-    cache: Cache<Arc<ArcSwap<Flat>>, Arc<Flat>>,
+    cache: Cache<Arc<ArcSwap<Tree>>, Arc<Tree>>,
     slot: Arc<AtomicU64>,
 }
 
