@@ -6,6 +6,7 @@
 //! under a reader: to grow, the writer copies it into a larger one and publishes the
 //! copy (see [`crate::reader`]); the old one stays frozen until its last reader lets go.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Allocates `n` zeroed atomic words.
@@ -43,7 +44,9 @@ pub(crate) struct BlockAlloc {
     /// Free lists indexed by block size.
     free: Vec<Vec<u32>>,
     /// (epoch tag, base, size) blocks waiting for a grace period.
-    pending: Vec<(u64, u32, u32)>,
+    /// (in retirement order: tags never decrease, so the blocks whose grace
+    /// period is over are a prefix)
+    pending: VecDeque<(u64, u32, u32)>,
     /// Units in `pending`.
     pending_units: usize,
 }
@@ -56,7 +59,7 @@ impl BlockAlloc {
             top: first,
             live: 0,
             free: vec![Vec::new(); max_block + 1],
-            pending: Vec::new(),
+            pending: VecDeque::new(),
             pending_units: 0,
         }
     }
@@ -104,7 +107,7 @@ impl BlockAlloc {
         debug_assert!(self.live >= size, "retire of a block not in use");
         self.live = self.live.saturating_sub(size);
         self.pending_units += size;
-        self.pending.push((tag, base, size as u32));
+        self.pending.push_back((tag, base, size as u32));
     }
 
     /// Frees a block no reader has seen.
@@ -121,22 +124,19 @@ impl BlockAlloc {
 
     /// Moves blocks whose grace period is over to the free lists.
     pub(crate) fn reclaim(&mut self, safe: u64) {
-        if self.pending.is_empty() {
-            return;
-        }
-        let free = &mut self.free;
+        // (a block behind one of a later tag waits for that one: later, never
+        // early; the cost is the blocks released, not the blocks waiting)
         let mut released = 0usize;
-        self.pending.retain(|&(tag, base, size)| {
-            if tag <= safe {
-                if let Some(l) = free.get_mut(size as usize) {
-                    l.push(base);
-                }
-                released += size as usize;
-                false
-            } else {
-                true
+        while let Some(&(tag, base, size)) = self.pending.front() {
+            if tag > safe {
+                break;
             }
-        });
+            self.pending.pop_front();
+            if let Some(l) = self.free.get_mut(size as usize) {
+                l.push(base);
+            }
+            released += size as usize;
+        }
         self.pending_units -= released;
     }
 }
