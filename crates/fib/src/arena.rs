@@ -2,7 +2,8 @@
 //!
 //! Readers index plain `Box<[AtomicU32]>` / `Box<[AtomicU64]>` arrays; on x86-64 a
 //! relaxed or acquire atomic load is an ordinary `mov`, so this costs nothing on the
-//! lookup path while keeping the crate free of `unsafe`. An array never changes size
+//! lookup path and needs no `unsafe` (the IPv6 lookup's SIMD compare is the one
+//! exception, `lpm6/simd.rs`). An array never changes size
 //! under a reader: to grow, the writer copies it into a larger one and publishes the
 //! copy (see [`crate::reader`]); the old one stays frozen until its last reader lets go.
 

@@ -140,14 +140,16 @@
 //! route through an IPv6 next hop, RFC 5549; an IPv6 route through an IPv4 one,
 //! 6PE); a link-local gateway needs its interface. An incomplete IPv6 adjacency
 //! carries its neighbour's address ([`Adjacency::neighbor6`]) for solicitation.
-//! The lookup is the [`Lpm6Table`]'s structure: a direct level of 24 bits (kept
-//! only for the populated eighths of the address space) and flat 8-bit nodes,
-//! changed in place at each commit (one release store per entry; freed nodes
-//! reused after the FIB's QSBR grace period; grown arrays published with a new
-//! snapshot). On the 2024 table's 160,147 IPv6 prefixes it takes about 300 bytes
-//! per prefix, loads in about 0.1 s, looks up 0.85-0.89x as fast as DPDK's
-//! `rte_fib6` at batch 256, and takes 0.67-1.3 M route changes/s while a reader
-//! runs (`benches/RESULTS-fib6.md`).
+//! The lookup is the [`Lpm6Table`]'s structure: a direct level of 16 bits, then
+//! per /16 a B+-tree over the elementary intervals of the next 32 bits (15 keys
+//! per node, one SIMD compare each; longer routes in next-level trees under their
+//! /48), changed in place at each commit (the smallest subtree a change touches
+//! rebuilt in free nodes and swung in with one release store; freed nodes reused
+//! after the FIB's QSBR grace period; grown arrays published with a new snapshot).
+//! On the 2024 table's 160,147 IPv6 prefixes it takes 24 bytes per prefix, loads
+//! in about 50 ms, looks up 1.3-1.45x as fast as DPDK's `rte_fib6` at batch 256, and
+//! takes 0.4-0.6 M route changes/s while a reader runs (`benches/RESULTS-fib6.md`).
+//! The crate's only `unsafe` is that lookup's SIMD compare (`lpm6/simd.rs`).
 #![deny(unsafe_code)]
 
 mod arena;

@@ -223,3 +223,91 @@ fn readers_see_only_covering_routes_while_the_table_changes() {
     assert!(checked.load(Ordering::Relaxed) > 100_000);
     assert!(s.grown > 0 && s.rebuilt > 0 && s.nodes > 0, "{s:?}");
 }
+
+/// The tree structure's edges: routes shorter than the direct level (::/0, /3, /15),
+/// at it and just below (/16, /17), at the level boundaries and across them (/47,
+/// /48, /49, /64, /80, /81, /112, /113, /127, /128), adjacent /48 blocks, the last
+/// blocks and addresses of a /16 and of the address space, a /32 dense enough for a
+/// four-node-tall tree, a /48 with enough longer routes for its own tall tree; then
+/// covers withdrawn and announced again, and every route withdrawn, one commit each.
+#[test]
+fn tree_edges_match_reference() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(48);
+    let mut routes: Vec<(Ipv6Prefix, u32)> = Vec::new();
+    let mut add = |a: u128, len: u8| {
+        let p = Ipv6Prefix::new_truncated(Ipv6Addr::from(a), len).expect("prefix");
+        let id = routes.len() as u32 + 1;
+        routes.push((p, id));
+    };
+    let dense: u128 = 0x2001_0db8 << 96;
+    for l in [
+        0u8, 3, 15, 16, 17, 32, 47, 48, 49, 64, 80, 81, 112, 113, 127, 128,
+    ] {
+        add(dense | 0x1234_5678_9abc_def0_1234_5678, l);
+        add(u128::MAX, l);
+        add(0x2a02_ffff_ffff << 80, l);
+    }
+    for i in 0..6000u128 {
+        // (adjacent /48s, with gaps, under one /32: about 12,000 intervals)
+        add(dense | (i * 3 / 2) << 80, 48);
+    }
+    let deep: u128 = dense | 0x77 << 80;
+    for i in 0..3000u128 {
+        add(deep | rng.random::<u64>() as u128 >> 16 << 64, 64);
+        add(deep | i << 70, 58);
+        if i % 10 == 0 {
+            add(deep | rng.random::<u128>() >> 48, 128);
+        }
+    }
+    routes.sort_by_key(|&(p, _)| p.prefix_len());
+    routes.dedup_by_key(|(p, _)| *p);
+    let mut keys = edges(&routes);
+    keys.extend((0..20_000).map(|_| dense | rng.random::<u128>() >> 32));
+    keys.extend((0..20_000).map(|_| deep | rng.random::<u128>() >> 48));
+    let mut reference = Reference6::new();
+    let mut trie = Lpm6Trie::new();
+    for &(p, v) in &routes[..routes.len() / 2] {
+        trie.insert(p, v);
+        reference.insert(p, v);
+    }
+    let mut t = Lpm6Table::from_trie(trie);
+    check(&t, &reference, &keys);
+    for &(p, v) in &routes[routes.len() / 2..] {
+        t.insert(p, v);
+        reference.insert(p, v);
+        t.commit();
+    }
+    check(&t, &reference, &keys);
+    // Covers (every route up to /48) withdrawn, then announced again with new ids.
+    let covers: Vec<(Ipv6Prefix, u32)> = routes
+        .iter()
+        .copied()
+        .filter(|(p, _)| p.prefix_len() <= 48 && rng.random_bool(0.3))
+        .collect();
+    for &(p, _) in &covers {
+        assert_eq!(t.remove(p), reference.remove(p));
+        t.commit();
+    }
+    check(&t, &reference, &keys);
+    for &(p, v) in &covers {
+        t.insert(p, v + 100_000);
+        reference.insert(p, v + 100_000);
+        t.commit();
+    }
+    check(&t, &reference, &keys);
+    let mut all = routes.clone();
+    all.shuffle(&mut rng);
+    for (i, &(p, _)) in all.iter().enumerate() {
+        assert_eq!(t.remove(p), reference.remove(p));
+        if i % 3 == 0 {
+            t.commit();
+        }
+        if i % 4000 == 0 {
+            t.commit();
+            check(&t, &reference, &keys);
+        }
+    }
+    t.commit();
+    check(&t, &reference, &keys);
+    assert!(t.is_empty());
+}

@@ -6,7 +6,9 @@
 //! array of atomic words that no writer touches while a reader can reach the node:
 //! a node is filled before it is linked and refilled only after the readers' grace
 //! period), and the calls into the variants, made only when the CPU has the
-//! features.
+//! features. Unlike the rest of the lookup's reads these loads are not atomic, so
+//! here, and only here, a grace-period bug (a node refilled under a reader) would be
+//! a data race rather than a stale answer.
 #![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
