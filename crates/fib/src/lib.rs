@@ -77,14 +77,14 @@
 //! random keys and 1.48x on keys drawn from prefixes (170 M/s), warm, batch 256. DPDK
 //! requires SSE4.2 (x86-64-v2) anyway. The `popcnt` intrinsic itself cannot be called
 //! here: it is a `#[target_feature]` function, `unsafe` to call from code compiled
-//! without the feature, and this crate forbids `unsafe`.
+//! without the feature, and this crate denies `unsafe` outside `lpm6/simd.rs`.
 //!
 //! The batched lookup makes two passes: one reads the direct entry of every key of the
 //! burst, the next takes every key to its leaf or block entry (the answer for
 //! prefixes up to /24; the deeper walk goes on out of line). The first pass's loads are independent, so the core
 //! overlaps their cache misses — what software prefetch does in `rte_lpm`/VPP.
 //! (`_mm_prefetch` is an `unsafe` call in Rust 1.95 outside a `#[target_feature]`
-//! function, and this crate is `forbid(unsafe_code)`.)
+//! function; only the IPv6 lookup's SIMD module may make it.)
 //!
 //! # Concurrency
 //!
