@@ -667,6 +667,16 @@ struct L3fwdWork<'l, P: Packet> {
     next: usize,
 }
 
+/// Per output port, the destination and source MACs l3fwd writes.
+fn port_macs() -> [[u8; 12]; 8] {
+    std::array::from_fn(|p| {
+        let mut e = [0u8; 12];
+        e[..6].copy_from_slice(&mac_n(p as u8));
+        e[6..].copy_from_slice(&mac_r(p as u8));
+        e
+    })
+}
+
 /// l3fwd's port for a packet it drops.
 const BAD_PORT: u16 = u16::MAX;
 
@@ -674,12 +684,7 @@ impl<'l, P: Packet> L3fwdWork<'l, P> {
     fn new(lpm: &'l RteLpm, dsts: &[u32], mk: &dyn Fn(&[u8], u16) -> P) -> Self {
         let templates = templates(dsts, 0, &[]);
         let pkts = templates[0].iter().map(|f| mk(f, 0)).collect();
-        let eth = std::array::from_fn(|p| {
-            let mut e = [0u8; 12];
-            e[..6].copy_from_slice(&mac_n(p as u8));
-            e[6..].copy_from_slice(&mac_r(p as u8));
-            e
-        });
+        let eth = port_macs();
         let mut w = L3fwdWork {
             lpm,
             templates,
@@ -798,12 +803,7 @@ impl<'l, P: Packet> L3fwdWork6<'l, P> {
     fn new(lpm: &'l RteLpm6, rib6: &[(u128, u8, u32)], mk: &dyn Fn(&[u8], u16) -> P) -> Self {
         let templates = templates6(rib6);
         let pkts = templates[0].iter().map(|f| mk(f, 0)).collect();
-        let eth = std::array::from_fn(|p| {
-            let mut e = [0u8; 12];
-            e[..6].copy_from_slice(&mac_n(p as u8));
-            e[6..].copy_from_slice(&mac_r(p as u8));
-            e
-        });
+        let eth = port_macs();
         let mut w = L3fwdWork6 {
             lpm,
             templates,
