@@ -884,6 +884,52 @@ fn a_flood_on_one_interface_leaves_another_interfaces_adjacencies_alone() {
     assert_eq!(lab.pool.in_use(), 0);
 }
 
+/// One class per packet in every counter view: with the control namespace's
+/// sessions known and nothing listening on BGP's port, a SYN flood to 179 is
+/// policed as `other` on the interface and in the global counters alike; the
+/// neighbour's hellos stay control.
+#[test]
+fn policed_packets_are_counted_in_one_class_everywhere() {
+    use dataplane::router::Sessions;
+    let (eal, _g) = eal();
+    let lab = Lab::new(eal, "pc", 1, 1024);
+    let mut ctl = lsr(&lab);
+    ctl.set_punt_to_host(true);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w, stats, punts) = worker(&mut ctl, &lab, &[(0, 0), (1, 0)], 0, &stop, core_cfg());
+    let sessions = Arc::new(arc_swap::ArcSwap::from_pointee(Sessions::new(
+        [22u16],
+        [],
+        [],
+    )));
+    let w = w
+        .with_punt_rates(PuntRates {
+            control_pps: 4000,
+            other_pps: 100,
+        })
+        .with_sessions(sessions);
+    let flood: Vec<Vec<u8>> = (0..600)
+        .map(|i| from_host(&tcp("10.1.0.2", "10.1.0.1", 1024 + i as u16, 179, 0x02)))
+        .collect();
+    let lcores = start(eal, vec![w]);
+    lab.feed(0, 0, &flood);
+    finish(eal, lcores, &stop, || {
+        rx_pkts(&stats) == 600 && lab.rx_empty()
+    });
+    while punts.pop().is_some() {}
+    let policed = |c: PuntClass| stats.ifaces[1].punt_policed[c as usize].get();
+    let c = counters(&stats);
+    assert!(
+        policed(PuntClass::Other) >= 400,
+        "{}",
+        policed(PuntClass::Other)
+    );
+    assert_eq!(policed(PuntClass::Syn), 0);
+    assert_eq!(c["punt_policed_other"], policed(PuntClass::Other), "{c:?}");
+    assert_eq!(c.get("punt_policed_control"), None, "{c:?}");
+    assert_eq!(lab.pool.in_use(), 0);
+}
+
 /// `shrink_window` keeps a window inside the old one and refuses anything else,
 /// on an mbuf (its packet length drops by what the segment loses) as on a heap
 /// buffer; `grow_front` grows it into the headroom and no further.

@@ -637,10 +637,13 @@ impl RouterWorker {
                         .classify(m.data(), class);
                 }
                 if !policer.take(rx_if, class, t2) {
-                    let policed = if r.is_control() {
-                        DropReason::PuntPolicedControl
-                    } else {
+                    // (by the class that was policed, as the interface counts it:
+                    // TCP to a port nobody listens on is `other` whatever its
+                    // reason)
+                    let policed = if class == PuntClass::Other {
                         DropReason::PuntPolicedOther
+                    } else {
+                        DropReason::PuntPolicedControl
                     };
                     stats.drops[policed as usize].inc();
                     if let Some(i) = stats.ifaces.get(usize::from(rx_if)) {
