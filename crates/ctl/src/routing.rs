@@ -290,7 +290,7 @@ pub struct VrfSection {
 pub struct PwSection {
     /// Its name.
     pub name: String,
-    /// The attachment circuit: a port without addresses.
+    /// The attachment circuit: a port or sub-interface without addresses.
     pub interface: String,
     /// The remote PE's address (its loopback, reached in table 0).
     pub neighbor: String,

@@ -1164,7 +1164,7 @@ fn vrfs_name_tables_and_vpn_routes_resolve_in_the_default_one() {
     assert!(!d.ok("show vrf").contains("blue"));
 }
 
-/// A pseudowire from dpctl: its circuit (a port without addresses), its label
+/// A pseudowire from dpctl: its circuit (an interface without addresses), its label
 /// in `label show`, `show pw` with the transport label of the route to the
 /// PE; bad requests are refused and change nothing; deleted, its label goes.
 #[test]

@@ -35,11 +35,11 @@ label show [LABEL]
 interface address add|del INTERFACE ADDRESS/LEN
 interface mtu INTERFACE MTU
 interface up|down INTERFACE
-interface table INTERFACE N                           (bind to table N, both families; remove its addresses first)
+interface table INTERFACE N|vrf NAME                  (bind to table N, both families; remove its addresses first)
 table add|del N                                       (create a table of both families; delete an empty one)
 vrf add NAME table N                                  (name table N VRF NAME, creating it)
 vrf del NAME                                          (delete an empty VRF and its table)
-show vrf                                              (VRFs: tables, interfaces, routes)
+show vrf                                              (VRFs: tables, interfaces, route counts)
 pw add NAME interface INTERFACE neighbor A.B.C.D in-label L out-label L [no-control-word]
                                                       (VPWS: the circuit's frames to the PE under label L)
 pw del NAME
@@ -236,7 +236,7 @@ pub enum Command {
     PwAdd {
         /// Its name.
         name: String,
-        /// The attachment circuit (a port without addresses).
+        /// The attachment circuit (a port or sub-interface without addresses).
         interface: String,
         /// The remote PE.
         neighbor: Ipv4Addr,
