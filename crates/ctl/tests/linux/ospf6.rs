@@ -95,28 +95,10 @@ fn via(lab: &Lab, prefix: &str) -> Option<String> {
     route(lab, prefix).and_then(|r| r["paths"][0]["interface"].as_str().map(str::to_string))
 }
 
+/// Echo replies from `ns` to `dst` out of `n` (iputils' ping takes IPv6 by the
+/// address).
 fn ping6(ns: &str, dst: &str, n: u32) -> u32 {
-    let o = sh(&[
-        "ip",
-        "netns",
-        "exec",
-        ns,
-        "ping",
-        "-6",
-        "-c",
-        &n.to_string(),
-        "-i",
-        "0.2",
-        "-W",
-        "1",
-        dst,
-    ]);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    out.split(" received")
-        .next()
-        .and_then(|s| s.rsplit(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+    ping(ns, dst, n, "0.2").0
 }
 
 /// Removes the router links on drop.
