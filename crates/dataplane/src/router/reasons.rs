@@ -262,8 +262,8 @@ impl DropReason {
 }
 
 /// Why a packet went to the control plane (the punt queue, then the Linux twin of
-/// the interface it arrived on). Each reason belongs to a policer class
-/// ([`PuntReason::is_control`]).
+/// the interface it arrived on). The policer meters it by its [`PuntClass`]
+/// ([`PuntClass::of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum PuntReason {
@@ -308,13 +308,6 @@ impl PuntReason {
             PuntReason::Ip6Control => "punt_ip6_control",
             PuntReason::Ip6Other => "punt_ip6_other",
         }
-    }
-
-    /// Whether the punt policer counts it in the control class (routing
-    /// protocols, ARP, ND), which has a budget of its own so a flood of other
-    /// traffic to the router cannot starve it.
-    pub const fn is_control(self) -> bool {
-        !matches!(self, PuntReason::Local | PuntReason::Ip6Other)
     }
 }
 

@@ -342,7 +342,7 @@ impl WorkerWake {
 }
 
 /// Punts a worker lets through per second, per class (see
-/// [`PuntReason::is_control`]): routing protocols, ARP and ND have a budget of
+/// [`PuntClass`]; every class but `Other` is control): routing protocols, ARP and ND have a budget of
 /// their own, so a flood of other traffic to the router cannot starve them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PuntRates {
