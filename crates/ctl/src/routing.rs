@@ -775,35 +775,6 @@ fn wanted_neighbors(r: &Routing) -> Result<BTreeMap<(String, IpAddr), [u8; 6]>, 
     Ok(out)
 }
 
-/// Installs a neighbour of the file (either family), shown as static.
-fn set_file_neighbor(
-    ctl: &mut RouterControl,
-    ifindex: u32,
-    ip: IpAddr,
-    mac: [u8; 6],
-) -> Result<(), RouterError> {
-    match ip {
-        IpAddr::V4(a) => ctl.set_neighbor(ifindex, a, mac).map(drop),
-        IpAddr::V6(a) => ctl.set_static_neighbor6(ifindex, a, mac).map(drop),
-    }
-}
-
-/// Forgets a neighbour the file no longer has: a configured IPv4 MAC reveals
-/// what the host stack or ARP knows; an IPv6 one goes (neighbour discovery
-/// finds it again when traffic needs it).
-fn del_file_neighbor(ctl: &mut RouterControl, ifindex: u32, ip: IpAddr) {
-    match ip {
-        IpAddr::V4(a) => {
-            ctl.del_static_neighbor(ifindex, a);
-        }
-        IpAddr::V6(a) => {
-            if ctl.is_static_neighbor6(ifindex, a) {
-                let _ = ctl.del_neighbor6(ifindex, a);
-            }
-        }
-    }
-}
-
 fn router_id(r: &Routing) -> Result<Option<Ipv4Addr>, RoutingError> {
     r.router
         .router_id
@@ -849,7 +820,8 @@ pub fn apply(r: &Routing, ports: &[PortInfo], ctl: &mut RouterControl) -> Result
     for ((ifname, ip), mac) in wanted_neighbors(r)? {
         let ctx = |e: RoutingError| within(format!("[[neighbor]] {ip} on {ifname}"), e);
         let ix = spec::ifindex(ctl, &ifname).map_err(|e| ctx(e.into()))?;
-        set_file_neighbor(ctl, ix, ip, mac).map_err(|e| ctx(e.into()))?;
+        ctl.set_configured_neighbor(ix, ip, mac)
+            .map_err(|e| ctx(e.into()))?;
     }
     for ((table, prefix), target) in wanted_routes(r)? {
         let ctx = |e: RoutingError| within(format!("[[route]] {prefix}"), e);

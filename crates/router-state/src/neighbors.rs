@@ -16,6 +16,36 @@ impl RouterState {
         }
     }
 
+    /// Sets a configured neighbour of either family (the file's, `dpctl`'s),
+    /// shown as static; returns its adjacency id.
+    pub fn set_configured_neighbor(
+        &mut self,
+        ifindex: u32,
+        ip: IpAddr,
+        mac: [u8; 6],
+    ) -> Result<u32, RouterError> {
+        match ip {
+            IpAddr::V4(a) => self.set_neighbor(ifindex, a, mac),
+            IpAddr::V6(a) => self.set_static_neighbor6(ifindex, a, mac),
+        }
+    }
+
+    /// Forgets a configured neighbour of either family: an IPv4 one reveals
+    /// what the host stack or ARP knows; an IPv6 one goes (neighbour discovery
+    /// finds it again when traffic needs it). False when none was configured.
+    pub fn del_configured_neighbor(&mut self, ifindex: u32, ip: IpAddr) -> bool {
+        match ip {
+            IpAddr::V4(a) => self.del_static_neighbor(ifindex, a),
+            IpAddr::V6(a) => {
+                let had = self.is_static_neighbor6(ifindex, a);
+                if had {
+                    let _ = self.del_neighbor6(ifindex, a);
+                }
+                had
+            }
+        }
+    }
+
     /// Sets (or learns) a neighbour's MAC; returns its adjacency id. A neighbour on
     /// one of the interface's connected subnets also gets a /32 host route, so traffic
     /// to it stops gleaning (unless a route for that /32 exists already).

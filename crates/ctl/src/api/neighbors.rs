@@ -10,23 +10,28 @@ impl RouterApi<'_> {
         match cmd {
             Command::NeighborAdd {
                 interface,
-                ip: IpAddr::V6(ip),
-                mac,
+                ip,
+                mac: Some(mac),
             } => {
                 let ix = ifindex(self.ctl, &interface)?;
-                let Some(mac) = mac else {
-                    // (nothing to hold: the workers solicit it when traffic needs it)
-                    return Ok(json!({
-                        "message": format!("{ip} on {interface}: resolved by neighbour discovery when traffic uses it")
-                    }));
-                };
                 self.ctl
-                    .set_static_neighbor6(ix, ip, mac)
+                    .set_configured_neighbor(ix, ip, mac)
                     .map_err(|source| ApiError::Router {
                         what: format!("neighbor {ip} on {interface}"),
                         source,
                     })?;
                 Ok(Value::Null)
+            }
+            Command::NeighborAdd {
+                interface,
+                ip: IpAddr::V6(ip),
+                mac: None,
+            } => {
+                ifindex(self.ctl, &interface)?;
+                // (nothing to hold: the workers solicit it when traffic needs it)
+                Ok(json!({
+                    "message": format!("{ip} on {interface}: resolved by neighbour discovery when traffic uses it")
+                }))
             }
             Command::NeighborDel {
                 interface,
@@ -56,33 +61,24 @@ impl RouterApi<'_> {
             Command::NeighborAdd {
                 interface,
                 ip: IpAddr::V4(ip),
-                mac,
+                mac: None,
             } => {
                 let ix = ifindex(self.ctl, &interface)?;
-                let Some(mac) = mac else {
-                    if self.ctl.neighbors().contains_key(&(ix, ip)) {
-                        return Ok(
-                            json!({ "message": format!("{ip} on {interface} is resolved already") }),
-                        );
-                    }
-                    // An incomplete entry: the workers ARP for it when traffic needs it.
-                    self.ctl
-                        .adjacency(ix, ip)
-                        .map_err(|source| ApiError::Router {
-                            what: format!("neighbor {ip} on {interface}"),
-                            source,
-                        })?;
-                    return Ok(json!({
-                        "message": format!("{ip} on {interface}: incomplete, resolved by ARP when traffic uses it")
-                    }));
-                };
+                if self.ctl.neighbors().contains_key(&(ix, ip)) {
+                    return Ok(
+                        json!({ "message": format!("{ip} on {interface} is resolved already") }),
+                    );
+                }
+                // An incomplete entry: the workers ARP for it when traffic needs it.
                 self.ctl
-                    .set_neighbor(ix, ip, mac)
+                    .adjacency(ix, ip)
                     .map_err(|source| ApiError::Router {
                         what: format!("neighbor {ip} on {interface}"),
                         source,
                     })?;
-                Ok(Value::Null)
+                Ok(json!({
+                    "message": format!("{ip} on {interface}: incomplete, resolved by ARP when traffic uses it")
+                }))
             }
             Command::NeighborDel {
                 interface,

@@ -270,7 +270,7 @@ fn remove_gone(
     }
     for ((ifname, ip), _) in d.old_nb.iter().filter(|(k, _)| !d.new_nb.contains_key(k)) {
         if let Ok(ix) = spec::ifindex(ctl, ifname) {
-            del_file_neighbor(ctl, ix, *ip);
+            ctl.del_configured_neighbor(ix, *ip);
         }
         sum.neighbors.removed += 1;
     }
@@ -365,7 +365,8 @@ fn apply_entries(
             continue;
         }
         let ix = spec::ifindex(ctl, ifname).map_err(|e| stopped(format!("neighbor {ip}"), e))?;
-        set_file_neighbor(ctl, ix, *ip, *mac).map_err(|e| stopped(format!("neighbor {ip}"), e))?;
+        ctl.set_configured_neighbor(ix, *ip, *mac)
+            .map_err(|e| stopped(format!("neighbor {ip}"), e))?;
         sum.neighbors.wrote(before.is_some());
     }
     for ((table, prefix), target) in &d.new_rt {
