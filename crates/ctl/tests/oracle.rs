@@ -1,7 +1,8 @@
 //! The kernel as the oracle: a seeded random sequence of `ip` events in the
 //! control-plane namespace (links up and down, addresses, routes with metrics,
-//! ECMP weights, onlink and IPv6 next hops, reject kinds, nexthop objects and
-//! groups, neighbours; a quarter of them IPv6: addresses, routes via link-local
+//! ECMP weights, onlink and IPv6 next hops, reject kinds, nexthop objects (a
+//! blackhole among them, deleted and created again under the same id) and
+//! groups (of one too), neighbours; a quarter of them IPv6: addresses, routes via link-local
 //! and global next hops, ECMP, reject kinds), and after each step the
 //! dataplane's table 0 must equal the kernel's effective main table of both
 //! families (per prefix the lowest metric, dead legs dropped; hosts and
@@ -357,17 +358,25 @@ fn step(rng: &mut Rng, n: u8) -> String {
             [1, 2, 3, 10][rng.below(4)]
         ),
         12..=14 => format!("route del {p}{metric}"),
-        15 => format!(
-            "nexthop {op} id {} via {}",
-            1 + rng.below(3),
-            rng.pick(&gws)
-        ),
-        16 => format!(
-            "nexthop {op} id 10 group {}/{},{}",
-            1 + rng.below(3),
-            1 + rng.below(3),
-            1 + rng.below(3)
-        ),
+        // (a blackhole member can only be a group of one: the kernel refuses
+        // the rest, and the step with it)
+        15 => match rng.below(4) {
+            0 => format!("nexthop {op} id {} blackhole", 1 + rng.below(3)),
+            _ => format!(
+                "nexthop {op} id {} via {}",
+                1 + rng.below(3),
+                rng.pick(&gws)
+            ),
+        },
+        16 => match rng.below(3) {
+            0 => format!("nexthop {op} id 10 group {}", 1 + rng.below(3)),
+            _ => format!(
+                "nexthop {op} id 10 group {}/{},{}",
+                1 + rng.below(3),
+                1 + rng.below(3),
+                1 + rng.below(3)
+            ),
+        },
         17 => format!("nexthop del id {}", [1, 2, 3, 10][rng.below(4)]),
         18 => format!(
             "neigh replace {} lladdr 02:00:00:00:{n:02x}:{:02x} dev {} nud permanent",
@@ -432,7 +441,7 @@ fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
     let steps: usize = std::env::var("ORACLE_STEPS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(300);
+        .unwrap_or(1000);
     eprintln!("oracle: seed {seed}, {steps} steps (ORACLE_SEED={seed} replays it)");
     let mut lab = Lab::new(
         "or",

@@ -471,11 +471,13 @@ fn route_general(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
         None
     } else {
         let nh_id = find!(attrs, RouteAttribute::NhId(id) => *id);
+        // A route over a blackhole nexthop has the blackhole's type too: the
+        // object decides, so that the route goes when the object does.
         Some(match (kind, nh_id) {
+            (_, Some(id)) => Target::NexthopId(id),
             (RTN_BLACKHOLE, _) => Target::Blackhole,
             (RTN_UNREACHABLE, _) => Target::Unreachable,
             (RTN_PROHIBIT, _) => Target::Prohibit,
-            (_, Some(id)) => Target::NexthopId(id),
             _ => {
                 let hops = paths(attrs, flags).map_err(|d| bad("route", d.to_string()))?;
                 if hops.is_empty() {

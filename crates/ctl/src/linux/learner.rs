@@ -606,26 +606,65 @@ impl KernelView {
                 match nh {
                     Some(o) => {
                         self.nexthops.insert(id, o);
+                        self.follow_nexthop(ctl, id);
                     }
-                    None => {
-                        self.nexthops.remove(&id);
+                    None => self.nexthop_gone(ctl, id),
+                }
+            }
+        }
+    }
+
+    /// Routes over nexthop `id`, directly or through a group, follow its change.
+    fn follow_nexthop(&mut self, ctl: &mut RouterControl, id: u32) {
+        let users: Vec<_> = self
+            .nh_users
+            .iter()
+            .filter(|(_, n)| {
+                **n == id
+                    || matches!(self.nexthops.get(n),
+                        Some(NexthopObject::Group(g)) if g.iter().any(|m| m.0 == id))
+            })
+            .map(|(k, n)| (*k, *n))
+            .collect();
+        for ((t, p, m), n) in users {
+            let kind = self.resolve(&Target::NexthopId(n));
+            self.install(ctl, (t, p, m), kind);
+        }
+    }
+
+    /// A nexthop deleted, as the kernel does it: the routes over it go (the
+    /// kernel flushes IPv4 ones without a message), it leaves the groups that
+    /// hold it, and a group left empty goes too, with its routes. An object
+    /// created later under the same id starts with no routes.
+    fn nexthop_gone(&mut self, ctl: &mut RouterControl, id: u32) {
+        let mut gone = vec![id];
+        while let Some(id) = gone.pop() {
+            self.nexthops.remove(&id);
+            let users: Vec<_> = self
+                .nh_users
+                .iter()
+                .filter(|(_, n)| **n == id)
+                .map(|(k, _)| *k)
+                .collect();
+            for key @ (t, p, m) in users {
+                self.nh_users.remove(&key);
+                let _ = ctl.route_del_metric(self.source, t, p, m);
+            }
+            let mut shrunk = Vec::new();
+            for (&g, o) in &mut self.nexthops {
+                if let NexthopObject::Group(members) = o {
+                    if members.iter().any(|m| m.0 == id) {
+                        members.retain(|m| m.0 != id);
+                        if members.is_empty() {
+                            gone.push(g);
+                        } else {
+                            shrunk.push(g);
+                        }
                     }
                 }
-                // Routes over it (directly or through a group) follow.
-                let users: Vec<_> = self
-                    .nh_users
-                    .iter()
-                    .filter(|(_, n)| {
-                        **n == id
-                            || matches!(self.nexthops.get(n),
-                                Some(NexthopObject::Group(g)) if g.iter().any(|m| m.0 == id))
-                    })
-                    .map(|(k, n)| (*k, *n))
-                    .collect();
-                for ((t, p, m), n) in users {
-                    let kind = self.resolve(&Target::NexthopId(n));
-                    self.install(ctl, (t, p, m), kind);
-                }
+            }
+            for g in shrunk {
+                self.follow_nexthop(ctl, g);
             }
         }
     }
@@ -863,6 +902,14 @@ impl KernelView {
             Target::NexthopId(id) => match self.nexthops.get(id)? {
                 NexthopObject::Blackhole => Some(RouteKind::Blackhole),
                 NexthopObject::One(n) => self.paths([(n, 1)].into_iter()),
+                // A group of one blackhole forwards as the blackhole (a
+                // blackhole cannot share a group).
+                NexthopObject::Group(g)
+                    if g.len() == 1
+                        && matches!(self.nexthops.get(&g[0].0), Some(NexthopObject::Blackhole)) =>
+                {
+                    Some(RouteKind::Blackhole)
+                }
                 NexthopObject::Group(g) => {
                     self.paths(g.iter().filter_map(|&(m, w)| match self.nexthops.get(&m)? {
                         NexthopObject::One(n) => Some((n, u32::from(w))),

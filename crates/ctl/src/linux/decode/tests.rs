@@ -243,6 +243,10 @@ fn nexthop_id_route() {
     // Compat mode: RTA_NH_ID plus the expanded gateway.
     let m = uni(&[a32(30, 7), gw("192.0.2.1"), oif(3)]);
     assert_eq!(one(&m), r(254, P, Some(Target::NexthopId(7))));
+    // Over a blackhole nexthop the route's type is blackhole: the object still
+    // decides (its delete takes the route).
+    let m = msg(24, &inet(6, 0), &[dst(), a32(30, 2)]);
+    assert_eq!(one(&m), r(254, P, Some(Target::NexthopId(2))));
 }
 
 #[test]

@@ -303,11 +303,62 @@ mod unit {
                 .is_none()
         );
         assert_eq!(paths(&ctl, "198.51.100.0/24").unwrap().len(), 1);
+        // A nexthop created again under the same id starts without routes, as
+        // the kernel's (it flushed the routes with the old one).
         v.apply(&mut ctl, obj(1, NexthopObject::Blackhole));
-        assert_eq!(
-            ctl.route_of(RouteSource::Kernel, 0, pfx("203.0.113.0/24")),
-            Some(&RouteKind::Blackhole)
+        assert!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("203.0.113.0/24"))
+                .is_none()
         );
+        assert_eq!(paths(&ctl, "198.51.100.0/24").unwrap().len(), 1);
+        // The group's last member goes: the group goes, and its route.
+        v.apply(&mut ctl, Change::Nexthop { id: 2, nh: None });
+        assert!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("198.51.100.0/24"))
+                .is_none()
+        );
+        v.apply(&mut ctl, obj(2, NexthopObject::One(nh("10.2.0.2", 12))));
+        v.apply(&mut ctl, obj(10, NexthopObject::Group(vec![(2, 1)])));
+        assert!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("198.51.100.0/24"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_group_of_one_blackhole_goes_with_its_member() {
+        // ip nexthop replace id 1 blackhole; ip nexthop replace id 20 group 1;
+        // ip route replace 10.100.22.0/24 metric 10 nhid 20; ip nexthop del id 1
+        let (mut ctl, mut v) = setup();
+        let obj = |id, o| Change::Nexthop { id, nh: Some(o) };
+        v.apply(&mut ctl, obj(1, NexthopObject::Blackhole));
+        v.apply(&mut ctl, obj(3, NexthopObject::One(nh("10.1.0.3", 11))));
+        v.apply(&mut ctl, obj(20, NexthopObject::Group(vec![(1, 1)])));
+        v.apply(
+            &mut ctl,
+            Change::Route {
+                table: 254,
+                prefix: pfx("10.100.22.0/24").into(),
+                metric: 10,
+                route: Some(Target::NexthopId(20)),
+            },
+        );
+        let p = pfx("10.100.22.0/24");
+        let held =
+            |ctl: &RouterControl| ctl.route_of_metric(RouteSource::Kernel, 0, p, 10).cloned();
+        assert_eq!(held(&ctl), Some(RouteKind::Blackhole));
+        // The kernel tells the member's delete and the group's; the route goes
+        // silently. Either message alone takes it.
+        v.apply(&mut ctl, Change::Nexthop { id: 1, nh: None });
+        assert_eq!(held(&ctl), None);
+        v.apply(&mut ctl, Change::Nexthop { id: 20, nh: None });
+        v.apply(&mut ctl, obj(1, NexthopObject::One(nh("10.1.0.2", 11))));
+        v.apply(
+            &mut ctl,
+            obj(20, NexthopObject::Group(vec![(1, 1), (3, 1)])),
+        );
+        assert_eq!(held(&ctl), None);
+        assert_eq!(ctl.routes_of(RouteSource::Kernel).count(), 0);
     }
 
     #[test]
