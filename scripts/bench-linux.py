@@ -576,6 +576,12 @@ def main():
                      f"p50; max {took[-1] * 1e3:.1f} ms over {len(took)}"))
         shown, a = dp.during(lambda: len(dpctl(sock, "route", "show")["routes"]))
         lat.append((f"`dpctl --json route show` ({shown:,} routes)", a, None))
+        before = rss(d.pid)
+        for _ in range(10):
+            dpctl(sock, "route", "show")
+        after = rss(d.pid)
+        rows.append(("resident memory after 10 full-table `route show`", f"{after / before:.3f}x",
+                     f"{before / 2**20:,.0f} MiB before, {after / 2**20:,.0f} MiB after"))
         _, a = dp.during(lambda: dpctl(sock, "reload"))
         lat.append(("`dpctl reload`", a, None))
         # A reload of a file that holds the table (as static routes via the
@@ -591,11 +597,14 @@ def main():
         with open(cfg, "w") as f:
             f.write(base + "".join(f'[[route]]\nprefix = "{p}"\nvia = [{{ gateway = "10.250.0.2", interface = "port0" }}]\n'
                                    for p in prefixes))
+        base_rss = rss(d.pid)
         took, a = dp.during(reload_timed)
         lat.append((f"`dpctl reload` of a file with the table ({len(prefixes):,} `[[route]]` added)", a, None))
+        statics = rss(d.pid)
         rows.append(("`dpctl reload` adding the table as `[[route]]` (a 45 MB file)" if len(prefixes) > 500_000
                      else f"`dpctl reload` adding {len(prefixes):,} `[[route]]`", f"{took:.2f} s",
-                     f"resident memory then {rss(d.pid) / 2**20:,.0f} MiB"))
+                     f"resident memory then {statics / 2**20:,.0f} MiB: "
+                     f"{(statics - base_rss) / len(prefixes):,.0f} B per static route"))
         with open(cfg, "w") as f:
             f.write(base)
         took, a = dp.during(reload_timed)

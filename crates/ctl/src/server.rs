@@ -222,8 +222,21 @@ async fn connection(stream: tokio::net::UnixStream, jobs: mpsc::Sender<Job>) {
                 }
             }
         };
-        if w.write_all(resp.to_line().as_bytes()).await.is_err() {
+        let line = resp.to_line();
+        drop(resp);
+        let sent = w.write_all(line.as_bytes()).await;
+        // A large reply (a full table's `route show`) leaves its tree and text
+        // free in the C heap, scattered where the next allocations will not
+        // fill them: give them back rather than keep the high-water mark.
+        if line.len() >= TRIM_AFTER {
+            drop(line);
+            crate::linux::heap::trim();
+        }
+        if sent.is_err() {
             return;
         }
     }
 }
+
+/// Reply size from which the heap is trimmed after sending, bytes.
+const TRIM_AFTER: usize = 1 << 20;

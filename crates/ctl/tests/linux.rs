@@ -386,13 +386,24 @@ fn port_carrier_and_twin_admin_follow_the_link() {
     };
     wait_for("port0 up with carrier", || twin_carrier(&lab) && link(&lab));
     assert!(ping(&a, "10.84.2.2", 2, "0.2").0 >= 1);
-    // The neighbour pulls its end.
+    // The neighbour pulls its end. The twin's carrier goes, and the kernel
+    // publishes it (operstate down: what routing daemons hear) at once, not at
+    // linkwatch's next slot a second after the veth's own event.
+    let published = || {
+        let s = sh(&["ip", "-n", &cp, "link", "show", "port0"]).stdout;
+        let s = String::from_utf8_lossy(&s);
+        s.contains("NO-CARRIER") && s.contains("state DOWN")
+    };
     ip(&a, &format!("link set {host_if} down"));
     let t0 = Instant::now();
     wait_for("port0's twin without carrier", || {
-        !twin_carrier(&lab) && no_carrier(Some(&cp), "port0")
+        !twin_carrier(&lab) && published()
     });
     let lost = t0.elapsed();
+    assert!(
+        lost < Duration::from_millis(500),
+        "published after {lost:?}"
+    );
     assert!(!link(&lab));
     ip(&a, &format!("link set {host_if} up"));
     // (its kernel flushed its default route with the link)
@@ -923,8 +934,10 @@ fn bird_ospf_peers_through_the_dataplane_and_its_routes_forward() {
         panic!("no reroute on carrier loss\n{}", logs());
     };
     assert!(tf <= tk + Duration::from_millis(100), "{tk:?} {tf:?}");
-    // (BIRD's OSPF runs its SPF on a 1 s tick)
-    assert!(tf < Duration::from_secs(2), "{tf:?}\n{}", logs());
+    // BIRD's OSPF runs its SPF on a 1 s tick: between plain kernels the reroute
+    // takes up to a second. The twin's carrier loss is published at once, so
+    // the dataplane's takes at most 0.1 s more.
+    assert!(tf < Duration::from_millis(1100), "{tf:?}\n{}", logs());
     ip(&b, &format!("link set {uplink} up"));
     wait_long("back over port1 after carrier", 20, &logs, via_port1);
     // Admin down of the twin: the port (its veth) goes down, so the peer loses

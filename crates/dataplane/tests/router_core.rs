@@ -979,6 +979,35 @@ fn ping_to_the_router_is_answered() {
 }
 
 #[test]
+fn replies_that_meet_a_reject_route_are_dropped_by_its_name() {
+    // Echo requests from sources the router's routes reject: no reply and no
+    // error (it would be about the router's own packet), as Linux; the drop
+    // names the route.
+    let mut ctl = router();
+    ctl.route_add(0, pfx("198.26.0.0/16"), RouteKind::Unreachable)
+        .unwrap();
+    ctl.route_add(0, pfx("198.27.0.0/16"), RouteKind::Prohibit)
+        .unwrap();
+    ctl.route_add(0, pfx("198.28.0.0/16"), RouteKind::Blackhole)
+        .unwrap();
+    let mut core = core(&mut ctl);
+    for src in ["198.26.0.5", "198.27.0.5", "198.28.0.5", "203.0.113.5"] {
+        let req = from_host(&echo(a(src), a("10.1.0.1"), 60, 8, 1));
+        assert!(run(&mut core, &[req], 0).iter().all(|r| r.0 == Out::Drop));
+    }
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[
+            ("echo_replies", 4),
+            ("ip4_unreachable", 1),
+            ("ip4_prohibit", 1),
+            ("ip4_blackhole", 1),
+            ("ip4_no_route", 1)
+        ])
+    );
+}
+
+#[test]
 fn replies_to_a_source_behind_an_lsp_are_labelled() {
     let mut ctl = router();
     route(&mut ctl, "10.9.0.0/16", &["10.2.0.2"], &[1000]);
@@ -1236,6 +1265,45 @@ fn packets_held_for_a_gateway_follow_a_route_change() {
     assert_eq!(core.held_ready(), 0);
     let mut spare = [VecPacket::new(&[], 0)];
     assert_eq!(core.release(&mut spare, &mut [Out::Drop]), 0);
+}
+
+#[test]
+fn held_packets_that_meet_a_reject_route_get_its_icmp_error() {
+    // Held for an unresolved gateway; the route turns unreachable, prohibit or
+    // blackhole before the gateway answers: on release each is answered (or
+    // dropped) as the new route says, as Linux's queued packets are.
+    for (kind, code, reason) in [
+        (RouteKind::Unreachable, Some(1u8), "ip4_unreachable"),
+        (RouteKind::Prohibit, Some(13), "ip4_prohibit"),
+        (RouteKind::Blackhole, None, "ip4_blackhole"),
+    ] {
+        let mut ctl = router();
+        route(&mut ctl, "198.25.0.0/16", &["10.3.0.7"], &[]);
+        let mut core = core(&mut ctl);
+        let ips: Vec<Vec<u8>> = (0..2).map(|i| host_ip(i, [198, 25], 64, 64)).collect();
+        let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host(p)).collect();
+        run(&mut core, &frames, 0);
+        assert_eq!(core.holding(), 2);
+        ctl.route_add(0, pfx("198.25.0.0/16"), kind.clone())
+            .unwrap();
+        assert_eq!(core.held_ready(), 2, "{kind:?}");
+        let res = release(&mut core, 2);
+        match code {
+            Some(code) => assert_all_tx(&res, 0, |i| {
+                let id = ident(&res[i].1, 14);
+                eth(
+                    HOST,
+                    mac_r(0),
+                    None,
+                    ETH_IP4,
+                    &icmp_error(a("10.1.0.1"), a("10.1.0.2"), id, 3, code, 0, &ips[i]),
+                )
+            }),
+            None => assert!(res.iter().all(|r| r.0 == Out::Drop)),
+        }
+        let c = counters(core.stats());
+        assert_eq!(c.get(reason), Some(&2), "{kind:?}: {c:?}");
+    }
 }
 
 #[test]

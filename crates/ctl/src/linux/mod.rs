@@ -21,6 +21,7 @@
 pub mod change;
 pub mod decode;
 pub mod diag;
+pub mod ethtool;
 pub mod fpm;
 pub mod heap;
 pub mod keeper;

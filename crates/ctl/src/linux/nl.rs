@@ -305,11 +305,17 @@ impl NlSocket {
 
     /// `ip link set dev IFINDEX carrier on|off` (RTM_SETLINK with IFLA_CARRIER; a
     /// TAP's driver applies it as TUNSETCARRIER does): with it off the kernel sees
-    /// the link down (routes over it marked linkdown, routing daemons react at once).
+    /// the link down (routes over it marked linkdown, routing daemons react).
+    /// The change is then published at once rather than at linkwatch's next
+    /// slot, up to a second later (`ethtool::sync_link`).
     pub fn set_carrier(&mut self, ifindex: u32, on: bool) -> io::Result<()> {
         let mut m = LinkMessage::default();
         m.header.index = ifindex;
         m.attributes.push(LinkAttribute::Carrier(u8::from(on)));
-        self.request(RouteNetlinkMessage::SetLink(m), 0)
+        self.request(RouteNetlinkMessage::SetLink(m), 0)?;
+        if let Err(e) = super::ethtool::sync_link(self.sock.as_fd(), ifindex) {
+            tracing::debug!("ifindex {ifindex}: link state not synced: {e}");
+        }
+        Ok(())
     }
 }

@@ -238,6 +238,15 @@ fn ospf3_and_ibgp_ipv6_across_three_dataplanes_reroute_on_carrier_loss() {
                 std::fs::read_to_string(r.lab.dir.join("r.log")).unwrap_or_default()
             ));
         }
+        // The links' veth ends, as the root namespace sees them.
+        let ends = sh(&["ip", "-br", "link", "show"]).stdout;
+        s.push_str("=== links\n");
+        for l in String::from_utf8_lossy(&ends).lines() {
+            if l.starts_with(&format!("{tag}x")) {
+                s.push_str(l);
+                s.push('\n');
+            }
+        }
         s
     };
     // OSPFv3 converges over the twins: r1 reaches b's link directly, over port2
@@ -285,8 +294,10 @@ fn ospf3_and_ibgp_ipv6_across_three_dataplanes_reroute_on_carrier_loss() {
         panic!("no reroute on carrier loss\n{}", logs());
     };
     assert!(tf <= tk + Duration::from_millis(100), "{tk:?} {tf:?}");
-    // (BIRD's OSPF runs its SPF on a 1 s tick)
-    assert!(tf < Duration::from_secs(2), "{tf:?}\n{}", logs());
+    // BIRD's OSPF runs its SPF on a 1 s tick: between plain kernels the reroute
+    // takes up to a second. The twin's carrier loss is published at once, so
+    // the dataplane's takes at most 0.1 s more.
+    assert!(tf < Duration::from_millis(1100), "{tf:?}\n{}", logs());
     wait_long("iBGP route over port3", 20, &logs, || {
         via(r1, "2001:db8:bb::/48").as_deref() == Some("port3")
     });

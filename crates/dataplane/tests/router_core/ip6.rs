@@ -430,6 +430,39 @@ fn echo_requests_to_our_addresses_are_answered() {
 }
 
 #[test]
+fn replies_that_meet_a_reject_route_are_dropped_by_its_name() {
+    let mut ctl = router6();
+    for (p, kind) in [
+        ("2001:db8:26::/48", RouteKind::Unreachable),
+        ("2001:db8:27::/48", RouteKind::Prohibit),
+        ("2001:db8:28::/48", RouteKind::Blackhole),
+    ] {
+        ctl.route_add(0, p6(p), kind).unwrap();
+    }
+    let mut core = core(&mut ctl);
+    let body = [0x12, 0x34, 0, 1];
+    for src in [
+        "2001:db8:26::5",
+        "2001:db8:27::5",
+        "2001:db8:28::5",
+        "3fff::5",
+    ] {
+        let req = from_host6(&icmp6(src, R0, 64, 128, 0, &body));
+        assert_eq!(run(&mut core, &[req], 0)[0].0, Out::Drop, "{src}");
+    }
+    assert_eq!(
+        counters(core.stats()),
+        expect(&[
+            ("echo_replies", 4),
+            ("ip6_unreachable", 1),
+            ("ip6_prohibit", 1),
+            ("ip6_blackhole", 1),
+            ("ip6_no_route", 1)
+        ])
+    );
+}
+
+#[test]
 fn ecmp_spreads_ipv6_flows() {
     let mut ctl = router6();
     ctl.set_neighbor6(3, a6("fe80::3:99"), mac_n(2)).unwrap();

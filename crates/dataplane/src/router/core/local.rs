@@ -378,6 +378,11 @@ impl Work {
                 let held = self.hold_frame(l3, again, leg.target(), dst);
                 self.resolve(m, leg.target(), dst, held)
             }
+            // No error about a packet the router built (it would be to itself),
+            // as Linux: the drop is named after the route.
+            fib::Action::Unreachable => self.drop(m, DropReason::Ip4Unreachable),
+            fib::Action::Prohibit => self.drop(m, DropReason::Ip4Prohibit),
+            fib::Action::Drop => self.drop(m, DropReason::Ip4Blackhole),
             _ => self.drop(m, DropReason::Ip4NoRoute),
         }
     }

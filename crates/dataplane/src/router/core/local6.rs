@@ -444,6 +444,10 @@ impl Work {
                 m.adj = leg.target();
                 m.next = Next::Rewrite;
             }
+            // No error about a packet the router built, as Linux.
+            fib::Action::Unreachable => self.drop(m, DropReason::Ip6Unreachable),
+            fib::Action::Prohibit => self.drop(m, DropReason::Ip6Prohibit),
+            fib::Action::Drop => self.drop(m, DropReason::Ip6Blackhole),
             _ => self.drop(m, DropReason::Ip6NoRoute),
         }
     }
