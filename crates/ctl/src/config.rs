@@ -395,6 +395,35 @@ fn read_in_slices(path: &Path) -> std::io::Result<String> {
 }
 
 impl Config {
+    /// Reads, parses and plans a file on a thread of its own, and returns the
+    /// file (without its routes and labels: the plan has them) and its plan,
+    /// copied out. The parser's scratch, a document tree many times the size
+    /// of a file with a full table, stays in that thread's heap arena, which is
+    /// all free once the copies are made and goes back to the system at the
+    /// next trim. Parsed here, the router's long-lived state would be laid out
+    /// through the freed tree and keep most of it resident.
+    pub fn load_planned(path: &Path) -> Result<(Config, Plan), ConfigError> {
+        let shown = path.display().to_string();
+        let parsed = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut c = Config::load(path)?;
+                let plan = c.plan(&shown)?;
+                c.routes = Vec::new();
+                c.labels = Vec::new();
+                Ok::<_, ConfigError>((c, plan))
+            })
+            .join()
+        });
+        match parsed {
+            Ok(Ok((c, plan))) => Ok((c.clone(), plan.clone())),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(ConfigError::Read {
+                path: shown,
+                reason: std::io::Error::other("the parser stopped"),
+            }),
+        }
+    }
+
     /// Reads and parses a file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let p = path.display().to_string();
@@ -483,6 +512,7 @@ impl Config {
             labels: self.labels.clone(),
             vrfs: self.vrfs.clone(),
             pws: self.pws.clone(),
+            route_digest: None,
         };
         routing
             .resolve_vrf_names()

@@ -133,7 +133,7 @@ impl Counters {
 
 /// Runs the router until a signal (or `opts.duration`). `config` is the file as
 /// loaded (reload compares against it). Returns after a clean stop.
-pub fn run(config: &Config, plan: &Plan, opts: &RunOptions) -> Result<()> {
+pub fn run(config: &Config, mut plan: Plan, opts: &RunOptions) -> Result<()> {
     crate::log::init(&config.log).map_err(anyhow::Error::msg)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -202,8 +202,8 @@ pub fn run(config: &Config, plan: &Plan, opts: &RunOptions) -> Result<()> {
         metrics: control.metrics.as_ref().and_then(|l| l.local_addr().ok()),
     };
     let result = match plan.mode {
-        Mode::Xconnect => run_xconnect(eal, plan, control, info, &ports),
-        Mode::Router => run_router(eal, plan, control, info, &ports, &pool),
+        Mode::Xconnect => run_xconnect(eal, &plan, control, info, &ports),
+        Mode::Router => run_router(eal, &mut plan, control, info, &ports, &pool),
     };
     drop(ports);
     drop(pool);
@@ -495,7 +495,7 @@ fn run_xconnect(
 
 fn run_router(
     eal: &'static Eal,
-    plan: &Plan,
+    plan: &mut Plan,
     mut control: Control<'_>,
     info: DaemonInfo,
     ports: &[Port],
@@ -621,8 +621,11 @@ fn run_router(
     let dpdk_ports = DpdkPorts(ports);
     // ARP probes of neighbour aging go out through the first worker.
     let inject = ctl.workers().first().map(|w| w.inject.clone());
-    let mut api = RouterApi::new(&mut ctl, &dpdk_ports, infos, plan.routing.clone(), info)
-        .with_sflow(agent, sflow_cfg);
+    // (applied: what a reload needs of the file's routes is their digest)
+    let _ = plan.routing.compact();
+    let routing = std::mem::take(&mut plan.routing);
+    let mut api =
+        RouterApi::new(&mut ctl, &dpdk_ports, infos, routing, info).with_sflow(agent, sflow_cfg);
     if let Some(q) = inject {
         api = api.with_probes(pool, q);
     }

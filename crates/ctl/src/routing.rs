@@ -373,6 +373,20 @@ pub struct LabelSection {
     pub ttl_mode: Option<String>,
 }
 
+/// The file's `[[route]]`s as a reload compares them once they are applied:
+/// (table, prefix) → a fingerprint of what the section says (a 64-bit hash).
+/// The sections themselves, a few hundred bytes each with their strings, are
+/// not kept for a full table's worth of static routes.
+pub type RouteDigest = BTreeMap<(TableId, IpPrefix), u64>;
+
+/// The fingerprint of a route's target in a [`RouteDigest`].
+fn fingerprint(t: &RouteTarget) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    t.hash(&mut h);
+    h.finish()
+}
+
 /// Everything routing-related of the file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Routing {
@@ -390,9 +404,33 @@ pub struct Routing {
     pub vrfs: Vec<VrfSection>,
     /// `[[pw]]`.
     pub pws: Vec<PwSection>,
+    /// `routes` as their digest, once [`Routing::compact`] dropped them.
+    pub route_digest: Option<RouteDigest>,
 }
 
 impl Routing {
+    /// Keeps the routes as their digest only: what a later reload needs of
+    /// them. Fails (and keeps them) if they are not valid.
+    pub fn compact(&mut self) -> Result<(), RoutingError> {
+        let digest = self.routes_digest()?.into_owned();
+        self.route_digest = Some(digest);
+        self.routes = Vec::new();
+        Ok(())
+    }
+
+    /// The routes' digest: kept, or made from `routes`.
+    fn routes_digest(&self) -> Result<std::borrow::Cow<'_, RouteDigest>, RoutingError> {
+        match &self.route_digest {
+            Some(d) if self.routes.is_empty() => Ok(std::borrow::Cow::Borrowed(d)),
+            _ => Ok(std::borrow::Cow::Owned(
+                wanted_routes(self)?
+                    .into_iter()
+                    .map(|(k, t)| (k, fingerprint(&t)))
+                    .collect(),
+            )),
+        }
+    }
+
     /// Turns every VRF name (`vrf`, `next_hop_vrf`, `lookup_vrf`) into its table,
     /// from `[[vrf]]`; an unknown name, or a name beside the table it stands
     /// for, is an error that names the section.

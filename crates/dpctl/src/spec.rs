@@ -11,7 +11,7 @@ use fib::TableId;
 
 /// One path of a route or a label entry: `via GATEWAY [INTERFACE] [next-hop-table N]
 /// [out-labels ...] [weight N]`, or `via INTERFACE` (attached).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ViaSpec {
     /// Next hop (either family); `None` for an attached path.
     pub gateway: Option<IpAddr>,
@@ -28,7 +28,7 @@ pub struct ViaSpec {
 }
 
 /// Special routes that need no path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Special {
     /// Drop silently.
     Blackhole,
@@ -64,7 +64,7 @@ impl Special {
 }
 
 /// What a route does, by name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RouteTarget {
     /// Forward over these paths (ECMP when several).
     Paths(Vec<ViaSpec>),

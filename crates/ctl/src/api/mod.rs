@@ -113,8 +113,7 @@ impl DaemonInfo {
     fn reread(&self) -> Result<(Config, Routing), ReloadError> {
         let path = self.config_path.as_ref().ok_or(ReloadError::NoFile)?;
         let shown = path.display().to_string();
-        let new = Config::load(path).map_err(ReloadError::File)?;
-        let plan = new.plan(&shown).map_err(ReloadError::File)?;
+        let (new, plan) = Config::load_planned(path).map_err(ReloadError::File)?;
         let restart = self.config.restart_sections(&new);
         if !restart.is_empty() {
             return Err(ReloadError::Restart {

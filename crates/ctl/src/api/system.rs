@@ -86,6 +86,8 @@ impl RouterApi<'_> {
         let sum = routing::reload(&self.routing, &routing, &self.port_infos, self.ctl, &owns)
             .map_err(ReloadError::Routing)?;
         self.routing = routing;
+        // (applied: the file's routes are valid)
+        let _ = self.routing.compact();
         let mut message = format!("reload: {sum}");
         if let (Some(agent), Some(old)) = (&mut self.sflow, &self.sflow_file) {
             let ctl = &*self.ctl;

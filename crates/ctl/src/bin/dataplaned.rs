@@ -94,8 +94,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     let path = config.display().to_string();
-    let result = Config::load(&config)
-        .and_then(|c| c.plan(&path).map(|p| (c, p)))
+    let result = Config::load_planned(&config)
         .map_err(anyhow::Error::from)
         .and_then(|(cfg, plan)| {
             if args.remove_twins {
@@ -121,7 +120,7 @@ fn main() -> ExitCode {
                 socket: args.socket.clone().unwrap_or_else(|| plan.socket.clone()),
                 keeper: std::env::current_exe().ok(),
             };
-            run(&cfg, &plan, &opts)
+            run(&cfg, plan, &opts)
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -70,10 +70,10 @@ impl std::fmt::Display for ReloadSummary {
 }
 
 /// The two files side by side, and the sub-interfaces to remove and create.
-struct Diff {
+struct Diff<'a> {
     old_if: BTreeMap<String, IfaceWant>,
     new_if: BTreeMap<String, IfaceWant>,
-    old_rt: BTreeMap<(TableId, IpPrefix), RouteTarget>,
+    old_rt: std::borrow::Cow<'a, RouteDigest>,
     new_rt: BTreeMap<(TableId, IpPrefix), RouteTarget>,
     old_lb: BTreeMap<(u32, bool), LabelSpec>,
     new_lb: BTreeMap<(u32, bool), LabelSpec>,
@@ -84,14 +84,25 @@ struct Diff {
 }
 
 /// Everything [`reload`] checks before it changes anything.
-fn diff(
-    old: &Routing,
+fn diff<'a>(
+    old: &'a Routing,
     new: &Routing,
     ports: &[PortInfo],
     ctl: &RouterControl,
-) -> Result<Diff, RoutingError> {
+) -> Result<Diff<'a>, RoutingError> {
     // 1. The new file must be right on its own (it is what a restart would load).
-    apply(new, ports, &mut RouterControl::new())?;
+    // The scratch router lives on a thread of its own: its memory, a full
+    // table's worth with a file that has one, stays in that thread's heap
+    // arena, not scattered among the entries the reload is about to add.
+    std::thread::scope(|s| {
+        s.spawn(|| apply(new, ports, &mut RouterControl::new()))
+            .join()
+            .unwrap_or_else(|_| {
+                Err(RoutingError::Invalid(
+                    "the check of the file stopped".into(),
+                ))
+            })
+    })?;
     if old.router.icmp_rate_pps != new.router.icmp_rate_pps {
         return Err(RoutingError::Restart(
             "[router] icmp_rate_pps changed: restart dataplaned to apply it".into(),
@@ -119,7 +130,7 @@ fn diff(
         )));
     }
     let (old_if, new_if) = (wanted_ifaces(old, ports)?, wanted_ifaces(new, ports)?);
-    let (old_rt, new_rt) = (wanted_routes(old)?, wanted_routes(new)?);
+    let (old_rt, new_rt) = (old.routes_digest()?, wanted_routes(new)?);
     let (old_lb, new_lb) = (wanted_labels(old)?, wanted_labels(new)?);
     let (old_nb, new_nb) = (wanted_neighbors(old)?, wanted_neighbors(new)?);
 
@@ -238,7 +249,7 @@ pub fn reload(
 fn remove_gone(
     old: &Routing,
     new: &Routing,
-    d: &Diff,
+    d: &Diff<'_>,
     ctl: &mut RouterControl,
     sum: &mut ReloadSummary,
 ) -> Result<(), RoutingError> {
@@ -286,7 +297,7 @@ fn remove_gone(
 
 /// Reload: the addresses, MTU and state of the interfaces that stay.
 fn update_interfaces(
-    d: &Diff,
+    d: &Diff<'_>,
     ctl: &mut RouterControl,
     sum: &mut ReloadSummary,
 ) -> Result<(), RoutingError> {
@@ -328,7 +339,7 @@ fn update_interfaces(
 
 /// Reload: the new sub-interfaces, each on the lowest free ifIndex.
 fn add_interfaces(
-    d: &Diff,
+    d: &Diff<'_>,
     ports: &[PortInfo],
     ctl: &mut RouterControl,
     sum: &mut ReloadSummary,
@@ -355,7 +366,7 @@ fn add_interfaces(
 fn apply_entries(
     old: &Routing,
     new: &Routing,
-    d: &Diff,
+    d: &Diff<'_>,
     ctl: &mut RouterControl,
     sum: &mut ReloadSummary,
 ) -> Result<(), RoutingError> {
@@ -371,7 +382,9 @@ fn apply_entries(
     }
     for ((table, prefix), target) in &d.new_rt {
         let before = d.old_rt.get(&(*table, *prefix));
-        if before == Some(target) && ctl.route_of(RouteSource::Config, *table, *prefix).is_some() {
+        if before == Some(&fingerprint(target))
+            && ctl.route_of(RouteSource::Config, *table, *prefix).is_some()
+        {
             continue;
         }
         let kind =
