@@ -12,8 +12,10 @@ the kernel), and the script measures:
   - `dpctl linux resync` of the full table (dump + mark-and-sweep), ms;
   - the daemon's resident memory with the table minus without, bytes per route;
   - the table deleted again (ip -batch) and the lag of the withdrawal;
-  - a BGP-like storm from BIRD: a static protocol of the first --storm prefixes
-    (default 100,000) exported to the kernel, enabled then disabled; the kernel
+  - a BGP storm through BIRD: a BGP peer (a second BIRD on the namespace's
+    loopback) announces the first --storm prefixes (default 100,000) and
+    withdraws them, --storm-cycles times (default 3), and BIRD exports them to
+    the kernel (--storm-via static: a static protocol of BIRD's own); the kernel
     is done when BIRD counts every route exported (the kernel acknowledged it)
     or none, the dataplane when its FIB holds them all or none (lag both ways);
   - punt and inject through the twin: a host floods UDP to the router's address
@@ -50,7 +52,8 @@ milliseconds at a time and stalls whatever waits on its CPU. The probes (the
 remote hosts) and dataplaned itself may run anywhere. --cp-cpus all lets
 everything run anywhere.
 
-    scripts/bench-linux.py [--routes N] [--worker-sleep-us US] [--storm N] [--repeat N]
+    scripts/bench-linux.py [--routes N] [--worker-sleep-us US] [--storm N] [--storm-via bgp|static]
+                           [--storm-cycles N] [--repeat N]
                            [--cp-cpus LIST|all] [--punt-on-worker] [--no-forward]
     scripts/bench-linux.py --punt-capacity [--punt-on-worker]
 
@@ -273,52 +276,81 @@ def flood(ns, dst, secs, remote):
     return int(o.stdout.strip() or 0)
 
 
-def bird_storm(ns, tmp, prefixes, sock):
-    """BIRD exports len(prefixes) static routes to the kernel, then withdraws
-    them: (kernel s, dataplane lag s) for the announce and the withdrawal."""
+def bird_storm(ns, tmp, prefixes, sock, via_bgp, cycles):
+    """BIRD exports len(prefixes) routes to the kernel, then withdraws them,
+    `cycles` times: per cycle (kernel s, dataplane lag s) for the announce and
+    for the withdrawal. With `via_bgp` the routes come from a BGP peer (a
+    second BIRD on the namespace's loopback announcing a static protocol,
+    enabled and disabled), as a session's announce and withdraw storm does;
+    else from a static protocol of the exporting BIRD itself."""
     conf, ctl = os.path.join(tmp, "bird.conf"), os.path.join(tmp, "bird.ctl")
+    statics = "".join(f"  route {p} via 10.250.0.2;\n" for p in prefixes)
+    birds = [(conf, ctl)]
     with open(conf, "w") as f:
-        f.write("router id 10.250.0.1;\nprotocol device { scan time 60; }\n"
-                "protocol kernel { ipv4 { import none; export all; }; scan time 60; }\n"
-                "protocol static storm {\n  disabled yes;\n  ipv4;\n")
-        for p in prefixes:
-            f.write(f"  route {p} via 10.250.0.2;\n")
-        f.write("}\n")
-    bird = subprocess.Popen(["ip", "netns", "exec", ns, "bird", "-f", "-c", conf, "-s", ctl,
-                             "-P", os.path.join(tmp, "bird.pid")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        f.write("router id 10.250.0.1;\nprotocol device { scan time 60; }\n")
+        if via_bgp:
+            f.write('protocol direct { ipv4; interface "port0"; }\n'
+                    "protocol kernel { ipv4 { import none; export where source = RTS_BGP; }; scan time 60; }\n"
+                    "protocol bgp peer {\n  local 127.0.0.1 as 65001;\n  neighbor 127.0.0.2 as 65002;\n"
+                    "  multihop; strict bind yes;\n  ipv4 { import all; export none; };\n}\n")
+        else:
+            f.write("protocol kernel { ipv4 { import none; export all; }; scan time 60; }\n"
+                    f"protocol static storm {{\n  disabled yes;\n  ipv4;\n{statics}}}\n")
+    if via_bgp:
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        peer = (os.path.join(tmp, "peer.conf"), os.path.join(tmp, "peer.ctl"))
+        with open(peer[0], "w") as f:
+            f.write("router id 10.250.0.9;\nprotocol device { scan time 60; }\n"
+                    f"protocol static storm {{\n  disabled yes;\n  ipv4;\n{statics}}}\n"
+                    "protocol bgp up {\n  local 127.0.0.2 as 65002;\n  neighbor 127.0.0.1 as 65001;\n"
+                    "  multihop; strict bind yes;\n  ipv4 { import none; export all; next hop keep; };\n}\n")
+        birds.append(peer)
+    procs = [subprocess.Popen(["ip", "netns", "exec", ns, "bird", "-f", "-c", c, "-s", s,
+                               "-P", s + ".pid"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c, s in birds]
+    storm_ctl = birds[-1][1]
     out = []
     try:
         deadline = time.time() + 30
-        while sh("birdc", "-s", ctl, "show", "status", check=False).returncode != 0:
-            if time.time() > deadline:
-                sys.exit("bench-linux: BIRD did not start")
-            time.sleep(0.1)
-        for verb, want in (("enable", len(prefixes)), ("disable", 0)):
-            # BIRD's kernel protocol counts a route exported once the kernel
-            # acknowledged it: that count is the kernel's progress.
-            done = {}
+        for _, s in birds:
+            while sh("birdc", "-s", s, "show", "status", check=False).returncode != 0:
+                if time.time() > deadline:
+                    sys.exit("bench-linux: BIRD did not start")
+                time.sleep(0.1)
+        if via_bgp:
+            while "Established" not in sh("birdc", "-s", ctl, "show", "protocols", "peer").stdout:
+                if time.time() > deadline:
+                    sys.exit("bench-linux: the BGP session did not come up")
+                time.sleep(0.1)
+        for _ in range(cycles):
+            cycle = []
+            for verb, want in (("enable", len(prefixes)), ("disable", 0)):
+                # BIRD's kernel protocol counts a route exported once the kernel
+                # acknowledged it: that count is the kernel's progress.
+                done = {}
 
-            def kernel():
-                while True:
-                    o = sh("birdc", "-s", ctl, "show", "protocols", "all", "kernel1").stdout
-                    n = next((int(l.split()[3]) for l in o.splitlines() if "Routes:" in l), -1)
-                    if n == want:
-                        done["t"] = time.time()
-                        return
-                    time.sleep(0.005)
+                def kernel():
+                    while True:
+                        o = sh("birdc", "-s", ctl, "show", "protocols", "all", "kernel1").stdout
+                        n = next((int(l.split()[3]) for l in o.splitlines() if "Routes:" in l), -1)
+                        if n == want:
+                            done["t"] = time.time()
+                            return
+                        time.sleep(0.005)
 
-            th = threading.Thread(target=kernel)
-            t0 = time.time()
-            sh("birdc", "-s", ctl, verb, "storm")
-            th.start()
-            t_dp = wait_routes(sock, want)
-            th.join(120)
-            t_kernel = done["t"]
-            out.append((t_kernel - t0, t_dp - t_kernel))
+                th = threading.Thread(target=kernel)
+                t0 = time.time()
+                sh("birdc", "-s", storm_ctl, verb, "storm")
+                th.start()
+                t_dp = wait_routes(sock, want)
+                th.join(120)
+                t_kernel = done["t"]
+                cycle.append((t_kernel - t0, t_dp - t_kernel))
+            out.append(cycle)
     finally:
-        bird.terminate()
-        bird.wait()
+        for p in procs:
+            p.terminate()
+            p.wait()
     return out
 
 
@@ -407,6 +439,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=0,
                     help="then N full resyncs and N zebra reconnect walks: resident memory across them")
     ap.add_argument("--storm", type=int, default=100_000, help="routes in BIRD's storm (0: none)")
+    ap.add_argument("--storm-via", choices=("bgp", "static"), default="bgp",
+                    help="the storm's routes come from a BGP peer (default) or a static protocol")
+    ap.add_argument("--storm-cycles", type=int, default=3, help="announce and withdraw cycles")
     ap.add_argument("--worker-sleep-us", type=int, default=None,
                     help="[workers] idle_max_sleep_us (default: the daemon's; 0 for a polling core)")
     ap.add_argument("--punt-on-worker", action="store_true",
@@ -689,11 +724,15 @@ def main():
         rows.append(("withdrawal: dataplane after the kernel", f"{t_dp - t_kernel:.2f} s", "lag"))
         if args.storm:
             storm = prefixes[: args.storm]
-            (ka, la), (kw, lw) = bird_storm(NS, tmp, storm, sock)
-            rows.append((f"BIRD storm of {len(storm):,} routes, announced: kernel / dataplane lag",
-                         f"{ka:.2f} s / {la:.3f} s", f"{len(storm) / ka:,.0f} routes/s in the kernel"))
-            rows.append((f"BIRD storm of {len(storm):,} routes, withdrawn: kernel / dataplane lag",
-                         f"{kw:.2f} s / {lw:.3f} s", f"{len(storm) / kw:,.0f} routes/s in the kernel"))
+            via = "a BGP peer" if args.storm_via == "bgp" else "a static protocol"
+            for k, ((ka, la), (kw, lw)) in enumerate(
+                    bird_storm(NS, tmp, storm, sock, args.storm_via == "bgp", args.storm_cycles)):
+                rows.append((f"BIRD storm of {len(storm):,} routes from {via}, cycle {k + 1}, announced: "
+                             "kernel / dataplane lag",
+                             f"{ka:.2f} s / {la:.3f} s", f"{len(storm) / ka:,.0f} routes/s in the kernel"))
+                rows.append((f"BIRD storm of {len(storm):,} routes from {via}, cycle {k + 1}, withdrawn: "
+                             "kernel / dataplane lag",
+                             f"{kw:.2f} s / {lw:.3f} s", f"{len(storm) / kw:,.0f} routes/s in the kernel"))
         for what, a, b in lat:
             v, note = rtt(a)
             if b is not None:
