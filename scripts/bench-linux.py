@@ -12,10 +12,10 @@ the kernel), and the script measures:
   - `dpctl linux resync` of the full table (dump + mark-and-sweep), ms;
   - the daemon's resident memory with the table minus without, bytes per route;
   - the table deleted again (ip -batch) and the lag of the withdrawal;
-  - a BGP storm through BIRD: a BGP peer (a second BIRD on the namespace's
-    loopback) announces the first --storm prefixes (default 100,000) and
-    withdraws them, --storm-cycles times (default 3), and BIRD exports them to
-    the kernel (--storm-via static: a static protocol of BIRD's own); the kernel
+  - a BGP storm through BIRD: a BGP peer (a second BIRD on the host behind
+    port0, its session through the dataplane) announces the first --storm
+    prefixes (default 100,000) and withdraws them, --storm-cycles times
+    (default 3), and BIRD exports them to the kernel (--storm-via static: a static protocol of BIRD's own); the kernel
     is done when BIRD counts every route exported (the kernel acknowledged it)
     or none, the dataplane when its FIB holds them all or none (lag both ways);
   - punt and inject through the twin: a host floods UDP to the router's address
@@ -279,35 +279,38 @@ def flood(ns, dst, secs, remote):
 def bird_storm(ns, tmp, prefixes, sock, via_bgp, cycles):
     """BIRD exports len(prefixes) routes to the kernel, then withdraws them,
     `cycles` times: per cycle (kernel s, dataplane lag s) for the announce and
-    for the withdrawal. With `via_bgp` the routes come from a BGP peer (a
-    second BIRD on the namespace's loopback announcing a static protocol,
-    enabled and disabled), as a session's announce and withdraw storm does;
-    else from a static protocol of the exporting BIRD itself."""
+    for the withdrawal. With `via_bgp` the routes come from a BGP peer: a
+    second BIRD on the host behind port0, its session through the dataplane
+    and the twin, announcing a static protocol (enabled and disabled), as a
+    session's announce and withdraw storm does; else from a static protocol
+    of the exporting BIRD itself."""
     conf, ctl = os.path.join(tmp, "bird.conf"), os.path.join(tmp, "bird.ctl")
     statics = "".join(f"  route {p} via 10.250.0.2;\n" for p in prefixes)
     birds = [(conf, ctl)]
     with open(conf, "w") as f:
         f.write("router id 10.250.0.1;\nprotocol device { scan time 60; }\n")
         if via_bgp:
-            f.write('protocol direct { ipv4; interface "port0"; }\n'
-                    "protocol kernel { ipv4 { import none; export where source = RTS_BGP; }; scan time 60; }\n"
-                    "protocol bgp peer {\n  local 127.0.0.1 as 65001;\n  neighbor 127.0.0.2 as 65002;\n"
-                    "  multihop; strict bind yes;\n  ipv4 { import all; export none; };\n}\n")
+            f.write("protocol kernel { ipv4 { import none; export where source = RTS_BGP; }; scan time 60; }\n"
+                    "protocol bgp peer {\n  local 10.250.0.1 as 65001;\n  neighbor 10.250.0.2 as 65002;\n"
+                    "  ipv4 { import all; export none; };\n}\n")
         else:
             f.write("protocol kernel { ipv4 { import none; export all; }; scan time 60; }\n"
                     f"protocol static storm {{\n  disabled yes;\n  ipv4;\n{statics}}}\n")
+    spaces = [ns]
     if via_bgp:
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
         peer = (os.path.join(tmp, "peer.conf"), os.path.join(tmp, "peer.ctl"))
+        blackholes = "".join(f"  route {p} blackhole;\n" for p in prefixes)
         with open(peer[0], "w") as f:
-            f.write("router id 10.250.0.9;\nprotocol device { scan time 60; }\n"
-                    f"protocol static storm {{\n  disabled yes;\n  ipv4;\n{statics}}}\n"
-                    "protocol bgp up {\n  local 127.0.0.2 as 65002;\n  neighbor 127.0.0.1 as 65001;\n"
-                    "  multihop; strict bind yes;\n  ipv4 { import none; export all; next hop keep; };\n}\n")
+            f.write("router id 10.250.0.2;\nprotocol device { scan time 60; }\n"
+                    f"protocol static storm {{\n  disabled yes;\n  ipv4;\n{blackholes}}}\n"
+                    "protocol bgp up {\n  local 10.250.0.2 as 65002;\n  neighbor 10.250.0.1 as 65001;\n"
+                    "  ipv4 { import none; export all; };\n}\n")
         birds.append(peer)
-    procs = [subprocess.Popen(["ip", "netns", "exec", ns, "bird", "-f", "-c", c, "-s", s,
+        spaces.append(HOST)
+    procs = [subprocess.Popen(["ip", "netns", "exec", space, "bird", "-f", "-c", c, "-s", s,
                                "-P", s + ".pid"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c, s in birds]
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for space, (c, s) in zip(spaces, birds)]
     storm_ctl = birds[-1][1]
     out = []
     try:
