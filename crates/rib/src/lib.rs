@@ -399,6 +399,18 @@ impl<K: Ord + Clone, S: Source, V> Rib<K, S, V> {
         }
     }
 
+    /// Whether `source`'s candidate for `key` with `metric` was offered since
+    /// the refresh began ([`Rib::mark`]); false when none runs or there is no
+    /// such candidate.
+    pub fn is_fresh(&self, key: &K, source: S, metric: u32) -> bool {
+        let s = source.index();
+        self.marking[s]
+            && self.map.get(key).is_some_and(|slot| {
+                slot.find(source, metric)
+                    .is_some_and(|i| slot.as_slice()[i].epoch == self.epoch[s])
+            })
+    }
+
     /// Makes `source`'s candidate for `key` with `metric` stale again during a
     /// refresh: [`Rib::sweep`] gives it unless it is offered again first.
     /// False when the source is not marking or has no such candidate.

@@ -133,6 +133,19 @@ impl RouterState {
             .set_stale(&(table, prefix.into()), Origin::of(source), metric)
     }
 
+    /// During a refresh, whether `source`'s route for `prefix` with `metric`
+    /// was added again since [`RouterState::route_mark`].
+    pub fn route_refreshed(
+        &self,
+        source: RouteSource,
+        table: TableId,
+        prefix: impl Into<IpPrefix>,
+        metric: u32,
+    ) -> bool {
+        self.rib
+            .is_fresh(&(table, prefix.into()), Origin::of(source), metric)
+    }
+
     /// Ends a refresh of `source`'s routes: deletes those not added since
     /// [`RouterState::route_mark`]. Returns them (table, prefix, metric).
     pub fn route_sweep(&mut self, source: RouteSource) -> Vec<(TableId, IpPrefix, u32)> {

@@ -481,11 +481,17 @@ impl KernelView {
         self.stats.last_error = Some(what);
     }
 
-    /// Whether a delete of `key` waits for the refresh's sweep: FPM's deletes
-    /// while zebra walks after a connect (see [`super::fpm`]). The route is
-    /// unmarked: the sweep removes it unless it is announced again first.
+    /// Whether a delete of `key` waits for the refresh's sweep: FPM's deletes,
+    /// while zebra walks after a connect, of routes its walk has not announced
+    /// yet (a restarted zebra deletes its previous instance's; see
+    /// [`super::fpm`]). The route is unmarked: the sweep removes it unless it is
+    /// announced again first. A delete of what the walk announced is a
+    /// withdrawal: it is taken at once.
     fn deferred(&mut self, ctl: &mut RouterControl, key: (TableId, IpPrefix, u32)) -> bool {
-        if self.source != RouteSource::Fpm || self.mark.is_none() {
+        if self.source != RouteSource::Fpm
+            || self.mark.is_none()
+            || ctl.route_refreshed(self.source, key.0, key.1, key.2)
+        {
             return false;
         }
         ctl.route_unmark(self.source, key.0, key.1, key.2);
