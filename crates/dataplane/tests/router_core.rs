@@ -978,18 +978,26 @@ fn ping_to_the_router_is_answered() {
     ));
 }
 
+/// The test router with 198.26/16 unreachable, 198.27/16 prohibit and
+/// 198.28/16 blackhole.
+fn router_with_reject_routes() -> RouterControl {
+    let mut ctl = router();
+    for (p, kind) in [
+        ("198.26.0.0/16", RouteKind::Unreachable),
+        ("198.27.0.0/16", RouteKind::Prohibit),
+        ("198.28.0.0/16", RouteKind::Blackhole),
+    ] {
+        ctl.route_add(0, pfx(p), kind).unwrap();
+    }
+    ctl
+}
+
 #[test]
 fn replies_that_meet_a_reject_route_are_dropped_by_its_name() {
     // Echo requests from sources the router's routes reject: no reply and no
     // error (it would be about the router's own packet), as Linux; the drop
     // names the route.
-    let mut ctl = router();
-    ctl.route_add(0, pfx("198.26.0.0/16"), RouteKind::Unreachable)
-        .unwrap();
-    ctl.route_add(0, pfx("198.27.0.0/16"), RouteKind::Prohibit)
-        .unwrap();
-    ctl.route_add(0, pfx("198.28.0.0/16"), RouteKind::Blackhole)
-        .unwrap();
+    let mut ctl = router_with_reject_routes();
     let mut core = core(&mut ctl);
     for src in ["198.26.0.5", "198.27.0.5", "198.28.0.5", "203.0.113.5"] {
         let req = from_host(&echo(a(src), a("10.1.0.1"), 60, 8, 1));
@@ -1344,13 +1352,7 @@ fn held_packets_time_out_and_holding_can_be_off() {
 
 #[test]
 fn no_route_and_unreachable_routes_send_icmp_unreachable() {
-    let mut ctl = router();
-    ctl.route_add(0, pfx("198.26.0.0/16"), RouteKind::Unreachable)
-        .unwrap();
-    ctl.route_add(0, pfx("198.27.0.0/16"), RouteKind::Prohibit)
-        .unwrap();
-    ctl.route_add(0, pfx("198.28.0.0/16"), RouteKind::Blackhole)
-        .unwrap();
+    let mut ctl = router_with_reject_routes();
     let mut core = core(&mut ctl);
     for (net, code) in [([203, 0], 0u8), ([198, 26], 1), ([198, 27], 13)] {
         let ips: Vec<Vec<u8>> = (0..N).map(|i| host_ip(i, net, 64, 64)).collect();
