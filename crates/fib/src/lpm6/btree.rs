@@ -10,51 +10,51 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::simd::{Simd, rank};
+use super::simd::{Lines, Simd, block_step};
 use super::trie::NIL;
 use super::{DIRECT_BITS, Lpm6Trie};
 use crate::arena::BlockAlloc;
 
-/// Flag of a value that refers to a node (else it is a result id).
+/// Flag of a value that refers to a block (else it is a result id).
 pub(super) const NODE: u32 = 1 << 31;
 const LEVEL_SHIFT: u32 = 29;
-/// Node index bits of a reference.
+/// Block index bits of a reference.
 pub(super) const IDX: u32 = (1 << LEVEL_SHIFT) - 1;
-/// Key lanes compared per node (the 16th lane is padding).
+/// Key lanes compared per line (the 16th lane is padding).
 pub(super) const KEYS: usize = 15;
 /// Keys are stored with the top bit flipped, so signed SIMD compares order them.
 pub(super) const BIAS: u32 = 1 << 31;
 const MAX: u32 = u32::MAX;
-/// Intervals per leaf when a subtree is built (of 16): room for a few inserts.
+/// The stored key of an unused lane: no key bits are greater.
+pub(super) const SENTINEL: u32 = MAX ^ BIAS;
+/// Leaves per block, lanes per leaf, lanes per block.
+const LEAVES: usize = 16;
+const LANES: usize = 16;
+const FANOUT: usize = LEAVES * LANES;
+/// Lanes per leaf when a leaf block is built (of 16): room for a few inserts.
 const FILL: usize = 12;
 const BURST: usize = 256;
-/// Free nodes a structure is built with.
-const SLACK: usize = 1024;
+/// Free lines a structure is built with (at least).
+const SLACK: usize = 4096;
+/// Lines of the sink block (line 0: no separators, line 1: none, line 2: zeros).
+const SINK_LINES: usize = 3;
 
-/// One node: 15 separator keys (biased; lane 15 and unused lanes the largest key)
-/// and 16 values (a result id, or a reference to the child, or to the root of the
-/// next level's tree; unused lanes repeat the last one). Key `k` takes value lane
-/// `#{keys <= k}`.
-#[repr(C, align(128))]
-#[derive(Debug)]
-pub(super) struct Node {
-    pub(super) keys: [AtomicU32; 16],
-    pub(super) vals: [AtomicU32; 16],
-}
-
-impl Node {
-    fn empty() -> Self {
-        Self {
-            keys: std::array::from_fn(|_| AtomicU32::new(MAX ^ BIAS)),
-            vals: std::array::from_fn(|_| AtomicU32::new(0)),
-        }
-    }
-}
-
-/// A reference to node `n` of a level-`lvl` tree.
+/// Separator `s` (the first key of a lane, never 0) as stored: lane `#{stored < k}`
+/// is then key `k`'s, and [`SENTINEL`] never counts.
 #[inline(always)]
-fn node_ref(lvl: u32, n: u32) -> u32 {
-    NODE | (lvl << LEVEL_SHIFT) | n
+fn enc(s: u32) -> u32 {
+    s.wrapping_sub(1) ^ BIAS
+}
+
+/// The separator a stored key word holds, if it is one.
+fn dec(w: u32) -> Option<u32> {
+    (w != SENTINEL).then(|| (w ^ BIAS).wrapping_add(1))
+}
+
+/// A reference to block `b` of a level-`lvl` tree.
+#[inline(always)]
+fn node_ref(lvl: u32, b: u32) -> u32 {
+    NODE | (lvl << LEVEL_SHIFT) | b
 }
 
 #[inline(always)]
@@ -69,14 +69,14 @@ fn k32(key: u128, lvl: u32) -> u32 {
     ((key << DIRECT_BITS) >> (96 - 32 * lvl)) as u32
 }
 
-/// Most intervals a subtree of height `h` holds.
+/// Most intervals a subtree of height `h` (in blocks) holds.
 fn cap(h: u32) -> usize {
-    16usize.saturating_pow(h + 1)
+    FANOUT.saturating_pow(h + 1)
 }
 
 /// Intervals a subtree of height `h` is built with at most (room left in leaves).
 fn fill(h: u32) -> usize {
-    FILL.saturating_mul(16usize.saturating_pow(h))
+    (FILL * LEAVES).saturating_mul(FANOUT.saturating_pow(h))
 }
 
 /// Height of a new tree of `n` intervals.
@@ -93,30 +93,21 @@ fn height_for(n: usize) -> u32 {
 pub(crate) struct Tree {
     /// One value per /16.
     direct: Box<[AtomicU32]>,
-    nodes: Box<[Node]>,
+    lines: Lines,
     simd: Simd,
 }
 
 impl Tree {
     #[inline(always)]
-    fn node(&self, n: u32) -> &Node {
-        self.nodes.get(n as usize).unwrap_or(&self.nodes[0])
-    }
-
-    /// One step: the value node `n` gives key bits `kb` (biased).
-    #[inline(always)]
-    fn step(&self, simd: Simd, n: u32, kb: u32) -> u32 {
-        let node = self.node(n);
-        super::simd::prefetch(&node.vals);
-        node.vals[rank(simd, node, kb)].load(Ordering::Acquire)
-    }
-
-    #[inline(always)]
     fn walk(&self, simd: Simd, mut v: u32, key: u128) -> u32 {
-        while v & NODE != 0 {
-            v = self.step(simd, v & IDX, k32(key, level(v)) ^ BIAS);
+        // (four levels of at most a few blocks each: the bound only guards the loop)
+        for _ in 0..64 {
+            if v & NODE == 0 {
+                break;
+            }
+            v = block_step(simd, &self.lines, v, k32(key, level(v)) ^ BIAS);
         }
-        v
+        if v & NODE == 0 { v } else { 0 }
     }
 
     /// Longest-prefix match of one key (0: no match).
@@ -140,7 +131,7 @@ impl Tree {
         let (keys, out) = (&keys[..n], &mut out[..n]);
         let mut st = [0u32; BURST];
         let mut kk = [0u32; BURST];
-        // The keys still walking a level-0 tree, compacted after every level.
+        // The keys still walking a level-0 tree, compacted after every block.
         let mut act = [0u8; BURST];
         let mut next = [0u8; BURST];
         let mut na = 0usize;
@@ -150,15 +141,15 @@ impl Tree {
             act[na & (BURST - 1)] = i as u8;
             na += usize::from(*s >> LEVEL_SHIFT == NODE >> LEVEL_SHIFT);
         }
-        // (a level-0 tree is a few nodes tall: the bound only guards the loop)
-        for _ in 0..16 {
+        // (a level-0 tree is one or two blocks tall: the bound only guards the loop)
+        for _ in 0..8 {
             if na == 0 {
                 break;
             }
             let mut m = 0usize;
             for &a in &act[..na] {
                 let i = usize::from(a);
-                let v = self.step(simd, st[i] & IDX, kk[i]);
+                let v = block_step(simd, &self.lines, st[i], kk[i]);
                 st[i] = v;
                 next[m & (BURST - 1)] = a;
                 m += usize::from(v >> LEVEL_SHIFT == NODE >> LEVEL_SHIFT);
@@ -177,68 +168,134 @@ impl Tree {
 
     /// Bytes of the reader-visible arrays.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.direct.len() * 4 + self.nodes.len() * size_of::<Node>()
+        self.direct.len() * 4 + self.lines.bytes()
     }
 
-    /// A copy with room for `nodes` nodes.
-    fn grown(&self, nodes: usize) -> Self {
-        let copy = |o: &Node| Node {
-            keys: std::array::from_fn(|j| AtomicU32::new(o.keys[j].load(Ordering::Relaxed))),
-            vals: std::array::from_fn(|j| AtomicU32::new(o.vals[j].load(Ordering::Relaxed))),
-        };
+    /// A copy with room for `lines` lines.
+    fn grown(&self, lines: usize) -> Self {
         Self {
             direct: crate::arena::grow32(&self.direct, self.direct.len()),
-            nodes: (0..nodes.max(self.nodes.len()))
-                .map(|i| self.nodes.get(i).map_or_else(Node::empty, copy))
-                .collect(),
+            lines: self.lines.grown(lines, SENTINEL),
             simd: self.simd,
         }
     }
 
     // The writer's reads (relaxed).
-    fn key(&self, n: u32, j: usize) -> u32 {
-        self.nodes[n as usize].keys[j].load(Ordering::Relaxed) ^ BIAS
+    fn word(&self, line: u32, j: usize) -> u32 {
+        self.lines.line(line).0[j].load(Ordering::Relaxed)
     }
 
-    fn val(&self, n: u32, j: usize) -> u32 {
-        self.nodes[n as usize].vals[j].load(Ordering::Relaxed)
+    /// Leaves of block `b`.
+    fn leaves(&self, b: u32) -> u32 {
+        1 + (0..KEYS)
+            .take_while(|&j| self.word(b, j) != SENTINEL)
+            .count() as u32
     }
 
-    fn rank_w(&self, n: u32, k: u32) -> usize {
-        (0..KEYS).filter(|&j| self.key(n, j) <= k).count()
+    /// Lines of block `b`.
+    fn block_lines(&self, b: u32) -> usize {
+        1 + 2 * self.leaves(b) as usize
     }
 
-    fn is_internal(&self, n: u32, lvl: u32) -> bool {
-        let v = self.val(n, 0);
+    /// The lanes (start, value) of leaf `j` of block `b` (its range starting at
+    /// `start`) onto `out`.
+    fn leaf_lanes(&self, b: u32, j: u32, start: u32, out: &mut Vec<(u32, u32)>) {
+        let (kl, vl) = (
+            self.lines.line(b + 1 + 2 * j),
+            self.lines.line(b + 2 + 2 * j),
+        );
+        out.push((start, vl.0[0].load(Ordering::Relaxed)));
+        for i in 0..KEYS {
+            match dec(kl.0[i].load(Ordering::Relaxed)) {
+                Some(s) => out.push((s, vl.0[i + 1].load(Ordering::Relaxed))),
+                None => break,
+            }
+        }
+    }
+
+    /// The starts of the leaves of block `b` after the first.
+    fn seps(&self, b: u32) -> impl Iterator<Item = u32> + '_ {
+        (0..KEYS).map_while(move |j| dec(self.word(b, j)))
+    }
+
+    /// The lanes (start, value) of block `b` (its range starting at `lo`), in key
+    /// order, onto `out`.
+    fn lanes(&self, b: u32, lo: u32, out: &mut Vec<(u32, u32)>) {
+        self.leaf_lanes(b, 0, lo, out);
+        for (j, s) in (1..).zip(self.seps(b)) {
+            self.leaf_lanes(b, j, s, out);
+        }
+    }
+
+    /// The lane of block `b` (its range `lo..=hi`) that key bits `k` take: its
+    /// value and range.
+    fn lane_w(&self, b: u32, lo: u32, hi: u32, k: u32) -> (u32, u32, u32) {
+        let rank = |line: u32| {
+            (0..KEYS)
+                .filter(|&j| (self.word(line, j) as i32) < ((k ^ BIAS) as i32))
+                .count()
+        };
+        let r1 = rank(b);
+        let (llo, lhi) = (
+            if r1 == 0 {
+                lo
+            } else {
+                dec(self.word(b, r1 - 1)).unwrap_or(lo)
+            },
+            dec(self.word(b, r1)).map_or(hi, |s| s - 1),
+        );
+        let leaf = b + 1 + 2 * r1 as u32;
+        let r2 = rank(leaf);
+        let start = if r2 == 0 {
+            llo
+        } else {
+            dec(self.word(leaf, r2 - 1)).unwrap_or(llo)
+        };
+        let end = if r2 < KEYS {
+            dec(self.word(leaf, r2)).map_or(lhi, |s| s - 1)
+        } else {
+            lhi
+        };
+        (self.word(leaf + 1, r2), start, end)
+    }
+
+    fn is_internal(&self, b: u32, lvl: u32) -> bool {
+        let v = self.word(b + 2, 0);
         v & NODE != 0 && level(v) == lvl
     }
 
-    fn height(&self, mut n: u32, lvl: u32) -> u32 {
+    fn height(&self, mut b: u32, lvl: u32) -> u32 {
         let mut h = 0;
-        while self.is_internal(n, lvl) {
-            n = self.val(n, 0) & IDX;
+        while self.is_internal(b, lvl) {
+            b = self.word(b + 2, 0) & IDX;
             h += 1;
         }
         h
     }
 
-    /// The intervals (start, value) of the subtree at `n` (its range starting at
+    /// The intervals (start, value) of the subtree at `b` (its range starting at
     /// `lo`), in key order, not yet normalised.
-    fn collect(&self, n: u32, lvl: u32, lo: u32, out: &mut Vec<(u32, u32)>) {
-        let internal = self.is_internal(n, lvl);
-        let mut prev = None;
-        for j in 0..16 {
-            let start = if j == 0 { lo } else { self.key(n, j - 1) };
-            let v = self.val(n, j);
-            if internal {
-                if prev != Some(v) {
-                    prev = Some(v);
-                    self.collect(v & IDX, lvl, start, out);
-                }
-            } else {
-                out.push((start, v));
+    fn collect(&self, b: u32, lvl: u32, lo: u32, out: &mut Vec<(u32, u32)>) {
+        if self.is_internal(b, lvl) {
+            let mut l = Vec::new();
+            self.lanes(b, lo, &mut l);
+            for (s, v) in l {
+                self.collect(v & IDX, lvl, s, out);
             }
+        } else {
+            self.lanes(b, lo, out);
         }
+    }
+
+    /// The value block `b` gives key bits `k` (the lookup's compares, in scalar).
+    fn value_w(&self, b: u32, k: u32) -> u32 {
+        let rank = |line: u32| {
+            (0..KEYS)
+                .filter(|&j| (self.word(line, j) as i32) < ((k ^ BIAS) as i32))
+                .count() as u32
+        };
+        let leaf = b + 1 + 2 * rank(b);
+        self.word(leaf + 1, rank(leaf) as usize)
     }
 }
 
@@ -317,35 +374,38 @@ enum Slot {
 /// Writer-side state of a [`Tree`].
 #[derive(Debug)]
 pub(crate) struct TreeWriter {
-    nodes: BlockAlloc,
+    lines: BlockAlloc,
     dirty: Vec<(u128, u8)>,
-    /// Nodes built for the change being applied: freed if it runs out of space.
-    fresh: Vec<u32>,
+    /// Blocks (base, lines) built for the change being applied: freed if it runs
+    /// out of space.
+    fresh: Vec<(u32, usize)>,
     pub(crate) stats: Lpm6Stats,
 }
 
 impl TreeWriter {
     /// The structure for `trie`, built whole, and its writer.
     pub(crate) fn build(trie: &Lpm6Trie) -> (Self, Tree) {
-        let cap = 1 + trie.len() / 6 + SLACK;
         let mut tree = Tree {
             direct: (0..1usize << DIRECT_BITS)
                 .map(|_| AtomicU32::new(0))
                 .collect(),
-            nodes: (0..cap).map(|_| Node::empty()).collect(),
+            lines: Lines::new(trie.len() / 2 + SLACK, SENTINEL),
             simd: Simd::detect(),
         };
+        for w in &tree.lines.line(2).0 {
+            w.store(0, Ordering::Relaxed);
+        }
         let mut w = Self {
-            nodes: BlockAlloc::new(cap, 1, 1), // (node 0: the sink)
+            lines: BlockAlloc::new(tree.lines.cap(), SINK_LINES, 1 + 2 * LEAVES),
             dirty: Vec::new(),
             fresh: Vec::new(),
             stats: Lpm6Stats::default(),
         };
         while w.apply(trie, &tree, 0, 0, 0).is_err() {
             w.drop_fresh();
-            let n = w.nodes.cap() * 2;
+            let n = w.lines.cap() * 2;
             tree = tree.grown(n);
-            w.nodes.set_cap(n);
+            w.lines.set_cap(tree.lines.cap());
         }
         w.stats = Lpm6Stats::default();
         (w, tree)
@@ -360,7 +420,7 @@ impl TreeWriter {
     }
 
     pub(crate) fn reclaim(&mut self, safe: u64) {
-        self.nodes.reclaim(safe);
+        self.lines.reclaim(safe);
     }
 
     /// Applies the recorded changes to `tree`; `Some(new)`: publish `new` instead.
@@ -376,9 +436,8 @@ impl TreeWriter {
                     Ok(()) => break,
                     Err(Grow) => {
                         self.drop_fresh();
-                        let n = self.nodes.cap() * 2;
-                        let g = cur.grown(n);
-                        self.nodes.set_cap(n);
+                        let g = cur.grown(self.lines.cap() * 2);
+                        self.lines.set_cap(g.lines.cap());
                         self.stats.grown += 1;
                         grown = Some(g);
                     }
@@ -526,7 +585,7 @@ impl TreeWriter {
         let (t, best) = trie.descend(addr, depth);
         let mut new = Vec::new();
         self.emit(trie, tree, t, depth, lo, best, lvl, &mut new)?;
-        // The path down to the lowest node whose range holds lo..=hi.
+        // The path down to the lowest block whose range holds lo..=hi.
         let mut path: Vec<(u32, u32, u32, u32)> = Vec::new();
         let (mut n, mut nlo, mut nhi) = (root & IDX, 0u32, MAX);
         let mut h = tree.height(n, lvl);
@@ -535,20 +594,15 @@ impl TreeWriter {
             if h == 0 {
                 break;
             }
-            let a = tree.val(n, tree.rank_w(n, lo));
-            if a != tree.val(n, tree.rank_w(n, hi)) {
+            let (v, s, end) = tree.lane_w(n, nlo, nhi, lo);
+            if hi > end {
                 break;
             }
-            let j0 = (0..16).find(|&j| tree.val(n, j) == a).unwrap_or(0);
-            let j1 = (0..16).rev().find(|&j| tree.val(n, j) == a).unwrap_or(15);
-            if j0 > 0 {
-                nlo = tree.key(n, j0 - 1);
-            }
-            if j1 < 15 {
-                nhi = tree.key(n, j1) - 1;
-            }
-            n = a & IDX;
+            (n, nlo, nhi) = (v & IDX, s, end);
             h -= 1;
+        }
+        if self.patch(tree, slot, root, lvl, &path, (lo, hi), &new, tag)? {
+            return Ok(());
         }
         let mut old = Vec::new();
         for i in (0..path.len()).rev() {
@@ -584,14 +638,103 @@ impl TreeWriter {
         Ok(())
     }
 
-    /// The leaf of the level-`lvl` tree `root` that holds key `k`, and its value.
-    fn find(&self, tree: &Tree, mut n: u32, lvl: u32, k: u32) -> (u32, u32) {
+    /// Rebuilds, in a copy of the lowest block of `path`, only the leaves (in a leaf
+    /// block) or the children (in an internal one) whose ranges meet `lo..=hi`, with
+    /// `new` there, and publishes the copy; `false` when the copy would need more
+    /// than 16 leaves (or 256 children).
+    #[allow(clippy::too_many_arguments)]
+    fn patch(
+        &mut self,
+        tree: &Tree,
+        slot: Slot,
+        root: u32,
+        lvl: u32,
+        path: &[(u32, u32, u32, u32)],
+        (lo, hi): (u32, u32),
+        new: &[(u32, u32)],
+        tag: u64,
+    ) -> Result<bool, Grow> {
+        let Some((&(n, nlo, nhi, h), up)) = path.split_last() else {
+            return Ok(false);
+        };
+        let old;
+        let built;
+        if h == 0 {
+            // (leaf j's range starts at starts[j])
+            let starts: Vec<u32> = std::iter::once(nlo).chain(tree.seps(n)).collect();
+            let k = starts.len();
+            let j0 = starts.partition_point(|&s| s <= lo).saturating_sub(1);
+            let j1 = starts.partition_point(|&s| s <= hi).saturating_sub(1);
+            let z = starts.get(j1 + 1).map_or(nhi, |&s| s - 1);
+            let mut o = Vec::with_capacity(LANES * (j1 + 1 - j0));
+            for j in j0..=j1 {
+                tree.leaf_lanes(n, j as u32, starts[j], &mut o);
+            }
+            normalize(&mut o);
+            let list = splice(&o, lo, hi, z, new);
+            let c = list.len().div_ceil(FILL).max(1);
+            if k - (j1 - j0 + 1) + c > LEAVES {
+                return Ok(false);
+            }
+            built = self.build_patched(tree, n, (j0, j1, k), &list, c)?;
+            self.lines.retire(n, 1 + 2 * k, tag);
+            old = o;
+        } else {
+            let mut lanes = Vec::with_capacity(FANOUT);
+            tree.lanes(n, nlo, &mut lanes);
+            let i0 = lanes.partition_point(|e| e.0 <= lo).saturating_sub(1);
+            let i1 = lanes.partition_point(|e| e.0 <= hi).saturating_sub(1);
+            let z = lanes.get(i1 + 1).map_or(nhi, |e| e.0 - 1);
+            let mut o = Vec::new();
+            for &(s, v) in &lanes[i0..=i1] {
+                tree.collect(v & IDX, lvl, s, &mut o);
+            }
+            normalize(&mut o);
+            let list = splice(&o, lo, hi, z, new);
+            let fh = fill(h - 1);
+            let c = list.len().div_ceil(fh).max(1);
+            if lanes.len() - (i1 - i0 + 1) + c > FANOUT || list.len() > c * fh {
+                return Ok(false);
+            }
+            let len = list.len();
+            let mut out = Vec::with_capacity(lanes.len() + c);
+            out.extend_from_slice(&lanes[..i0]);
+            for i in 0..c {
+                let chunk = &list[i * len / c..(i + 1) * len / c];
+                let child = self.build_tree(tree, chunk, lvl, h - 1)?;
+                out.push((chunk.first().map_or(0, |e| e.0), node_ref(lvl, child)));
+            }
+            out.extend_from_slice(&lanes[i1 + 1..]);
+            built = self.build_block(tree, &out, LANES)?;
+            self.lines.retire(n, tree.block_lines(n), tag);
+            for &(_, v) in &lanes[i0..=i1] {
+                self.retire_level(tree, v & IDX, lvl, tag);
+            }
+            old = o;
+        }
+        self.fresh.clear();
+        let built = node_ref(lvl, built);
+        match up.last() {
+            None => self.store_slot(tree, slot, root, built),
+            Some(p) => self.replace_lanes(tree, p.0, node_ref(lvl, n), built),
+        }
+        for &(s, v) in &old {
+            if (lo..=hi).contains(&s) && v & NODE != 0 {
+                self.retire_tree(tree, v, tag);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The leaf block of the level-`lvl` tree `root` that holds key `k`, and its
+    /// value.
+    fn find(&self, tree: &Tree, mut b: u32, lvl: u32, k: u32) -> (u32, u32) {
         loop {
-            let v = tree.val(n, tree.rank_w(n, k));
+            let v = tree.value_w(b, k);
             if v & NODE != 0 && level(v) == lvl {
-                n = v & IDX;
+                b = v & IDX;
             } else {
-                return (n, v);
+                return (b, v);
             }
         }
     }
@@ -638,8 +781,8 @@ impl TreeWriter {
         Ok(())
     }
 
-    /// A new subtree of height `h` for `list` (normalised; at most [`cap`]`(h)`
-    /// intervals), filled before anything links it.
+    /// A new subtree of height `h` (in blocks) for `list` (normalised; at most
+    /// [`cap`]`(h)` intervals), filled before anything links it.
     fn build_tree(
         &mut self,
         tree: &Tree,
@@ -647,40 +790,140 @@ impl TreeWriter {
         lvl: u32,
         h: u32,
     ) -> Result<u32, Grow> {
-        let n = self.nodes.alloc(1).map_err(|_| Grow)?;
-        self.fresh.push(n);
-        self.stats.nodes += 1;
-        let mut keys = [MAX; 16];
-        let mut vals = [0u32; 16];
-        let len = list.len().max(1);
-        if h == 0 {
-            for (j, v) in vals.iter_mut().enumerate() {
-                *v = list.get(j.min(len - 1)).map_or(0, |e| e.1);
-            }
-            for (j, k) in keys.iter_mut().enumerate().take(KEYS) {
-                if let Some(e) = list.get(j + 1) {
-                    *k = e.0;
-                }
-            }
+        if h == 0 || list.is_empty() {
+            return self.build_block(tree, list, FILL);
+        }
+        let len = list.len();
+        let c = len.div_ceil(fill(h - 1)).clamp(1, FANOUT);
+        let mut lanes = Vec::with_capacity(c);
+        for i in 0..c {
+            let chunk = &list[i * len / c..(i + 1) * len / c];
+            let child = self.build_tree(tree, chunk, lvl, h - 1)?;
+            lanes.push((chunk.first().map_or(0, |e| e.0), node_ref(lvl, child)));
+        }
+        self.build_block(tree, &lanes, LANES)
+    }
+
+    /// A new block for `lanes` (strictly increasing starts, at most [`FANOUT`]),
+    /// `per` lanes a leaf where they fit.
+    fn build_block(&mut self, tree: &Tree, lanes: &[(u32, u32)], per: usize) -> Result<u32, Grow> {
+        let lanes = if lanes.is_empty() {
+            &[(0, 0)][..]
         } else {
-            let k = len.div_ceil(fill(h - 1)).clamp(1, 16);
-            for c in 0..k {
-                let chunk = &list[c * len / k..(c + 1) * len / k];
-                vals[c] = node_ref(lvl, self.build_tree(tree, chunk, lvl, h - 1)?);
-                if c > 0 {
-                    keys[c - 1] = chunk[0].0;
-                }
-            }
-            for j in k..16 {
-                vals[j] = vals[k - 1];
-            }
+            lanes
+        };
+        debug_assert!(lanes.len() <= FANOUT);
+        let n = lanes.len();
+        let mut k = n.div_ceil(per).clamp(1, LEAVES);
+        if n > LANES * k {
+            k = n.div_ceil(LANES).min(LEAVES);
         }
-        let node = &tree.nodes[n as usize];
-        for j in 0..16 {
-            node.keys[j].store(keys[j] ^ BIAS, Ordering::Relaxed);
-            node.vals[j].store(vals[j], Ordering::Relaxed);
+        let groups: Vec<&[(u32, u32)]> =
+            (0..k).map(|j| &lanes[j * n / k..(j + 1) * n / k]).collect();
+        self.build_groups(tree, &groups)
+    }
+
+    /// A copy of leaf block `n` (`k` leaves) with its leaves `j0..=j1` replaced by
+    /// `c` leaves of `list` (normalised, starting where leaf `j0` starts), filled
+    /// before anything links it.
+    fn build_patched(
+        &mut self,
+        tree: &Tree,
+        n: u32,
+        (j0, j1, k): (usize, usize, usize),
+        list: &[(u32, u32)],
+        c: usize,
+    ) -> Result<u32, Grow> {
+        let nk = (k - (j1 + 1 - j0) + c).clamp(1, LEAVES);
+        let size = 1 + 2 * nk;
+        let b = self.lines.alloc(size).map_err(|_| Grow)?;
+        self.fresh.push((b, size));
+        self.stats.nodes += 1;
+        let len = list.len();
+        let chunk = |i: usize| &list[i * len / c..(i + 1) * len / c];
+        // Old leaf j (or new chunk i) at new position p; root lane p-1 its start.
+        let (src, dst) = (tree.lines.line(n), tree.lines.line(b));
+        let copy = |from: u32, to: u32| {
+            for (d, s) in tree.lines.line(to).0.iter().zip(&tree.lines.line(from).0) {
+                d.store(s.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+        };
+        let mut p = 0usize;
+        let sep = |p: usize, s: Option<u32>| {
+            if let (Some(w), Some(s)) = (p.checked_sub(1).and_then(|q| dst.0.get(q)), s) {
+                w.store(enc(s), Ordering::Relaxed);
+            }
+        };
+        for j in 0..j0 {
+            sep(
+                p,
+                (j > 0)
+                    .then(|| src.0[j - 1].load(Ordering::Relaxed))
+                    .and_then(dec),
+            );
+            copy(n + 1 + 2 * j as u32, b + 1 + 2 * p as u32);
+            copy(n + 2 + 2 * j as u32, b + 2 + 2 * p as u32);
+            p += 1;
         }
-        Ok(n)
+        for i in 0..c {
+            let g = chunk(i);
+            sep(p, g.first().map(|e| e.0));
+            self.write_leaf(tree, b + 1 + 2 * p as u32, g);
+            p += 1;
+        }
+        for j in j1 + 1..k {
+            sep(p, dec(src.0[j - 1].load(Ordering::Relaxed)));
+            copy(n + 1 + 2 * j as u32, b + 1 + 2 * p as u32);
+            copy(n + 2 + 2 * j as u32, b + 2 + 2 * p as u32);
+            p += 1;
+        }
+        for w in &dst.0[p.saturating_sub(1)..] {
+            w.store(SENTINEL, Ordering::Relaxed);
+        }
+        Ok(b)
+    }
+
+    /// Leaf `lanes` (1 to 16, starts strictly increasing) into the key line `kl`
+    /// and the value line after it.
+    fn write_leaf(&self, tree: &Tree, kl: u32, lanes: &[(u32, u32)]) {
+        debug_assert!((1..=LANES).contains(&lanes.len()));
+        let (k, v) = (tree.lines.line(kl), tree.lines.line(kl + 1));
+        for i in 0..LANES {
+            let key = lanes
+                .get(i + 1)
+                .filter(|_| i < KEYS)
+                .map_or(SENTINEL, |e| enc(e.0));
+            k.0[i].store(key, Ordering::Relaxed);
+            let val = lanes.get(i).or(lanes.last()).map_or(0, |e| e.1);
+            v.0[i].store(val, Ordering::Relaxed);
+        }
+    }
+
+    /// A new block with one leaf per group of lanes (1 to 16 groups of 1 to 16
+    /// lanes, starts strictly increasing), filled before anything links it.
+    fn build_groups<G: AsRef<[(u32, u32)]>>(
+        &mut self,
+        tree: &Tree,
+        groups: &[G],
+    ) -> Result<u32, Grow> {
+        debug_assert!((1..=LEAVES).contains(&groups.len()));
+        let k = groups.len().clamp(1, LEAVES);
+        let size = 1 + 2 * k;
+        let b = self.lines.alloc(size).map_err(|_| Grow)?;
+        self.fresh.push((b, size));
+        self.stats.nodes += 1;
+        let root = tree.lines.line(b);
+        for (j, w) in root.0.iter().enumerate() {
+            let s = match groups.get(j + 1).and_then(|g| g.as_ref().first()) {
+                Some(e) if j + 1 < k => enc(e.0),
+                _ => SENTINEL,
+            };
+            w.store(s, Ordering::Relaxed);
+        }
+        for (j, g) in groups.iter().take(k).enumerate() {
+            self.write_leaf(tree, b + 1 + 2 * j as u32, g.as_ref());
+        }
+        Ok(b)
     }
 
     fn store_slot(&mut self, tree: &Tree, slot: Slot, old: u32, new: u32) {
@@ -693,30 +936,29 @@ impl TreeWriter {
         }
     }
 
-    /// Stores `new` into the lanes of node `n` that hold `old`.
-    fn replace_lanes(&mut self, tree: &Tree, n: u32, old: u32, new: u32) {
-        for v in &tree.nodes[n as usize].vals {
-            if v.load(Ordering::Relaxed) == old {
-                v.store(new, Ordering::Release);
-                self.stats.stored += 1;
+    /// Stores `new` into the lanes of block `b` that hold `old`.
+    fn replace_lanes(&mut self, tree: &Tree, b: u32, old: u32, new: u32) {
+        for j in 0..tree.leaves(b) {
+            for v in &tree.lines.line(b + 2 + 2 * j).0 {
+                if v.load(Ordering::Relaxed) == old {
+                    v.store(new, Ordering::Release);
+                    self.stats.stored += 1;
+                }
             }
         }
     }
 
-    /// Retires the level-`lvl` nodes of the subtree at `n` (not the next levels'
+    /// Retires the level-`lvl` blocks of the subtree at `b` (not the next levels'
     /// trees its leaves lead to).
-    fn retire_level(&mut self, tree: &Tree, n: u32, lvl: u32, tag: u64) {
-        if tree.is_internal(n, lvl) {
-            let mut prev = None;
-            for j in 0..16 {
-                let v = tree.val(n, j);
-                if prev != Some(v) {
-                    prev = Some(v);
-                    self.retire_level(tree, v & IDX, lvl, tag);
-                }
+    fn retire_level(&mut self, tree: &Tree, b: u32, lvl: u32, tag: u64) {
+        if tree.is_internal(b, lvl) {
+            let mut l = Vec::new();
+            tree.lanes(b, 0, &mut l);
+            for (_, v) in l {
+                self.retire_level(tree, v & IDX, lvl, tag);
             }
         }
-        self.nodes.retire(n, 1, tag);
+        self.lines.retire(b, tree.block_lines(b), tag);
     }
 
     /// Retires the whole tree `root` refers to, the next levels' trees included.
@@ -734,8 +976,8 @@ impl TreeWriter {
     }
 
     fn drop_fresh(&mut self) {
-        for n in self.fresh.drain(..) {
-            self.nodes.free_now(n, 1);
+        for (b, size) in self.fresh.drain(..) {
+            self.lines.free_now(b, size);
         }
     }
 }

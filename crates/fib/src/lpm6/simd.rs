@@ -1,19 +1,85 @@
-//! The one compare of a lookup step, `#{keys of a node <= k}`, with the widest SIMD
-//! the CPU has (checked at run time: the crate is built for x86-64-v2), and the
-//! lookup bodies compiled once per variant so that the compare is inlined.
+//! The reader's step through one block (two compares, `#{keys of a line < k}`, and
+//! one value load) with the widest SIMD the CPU has (checked at run time: the crate
+//! is built for x86-64-v2), the line array it indexes, and the lookup bodies
+//! compiled once per variant so that the compares are inlined.
 //!
-//! The only `unsafe` of the crate: the vector loads of a node's key line (an aligned
-//! array of atomic words that no writer touches while a reader can reach the node:
-//! a node is filled before it is linked and refilled only after the readers' grace
-//! period), and the calls into the variants, made only when the CPU has the
-//! features. Unlike the rest of the lookup's reads these loads are not atomic, so
-//! here, and only here, a grace-period bug (a node refilled under a reader) would be
-//! a data race rather than a stale answer.
+//! The only `unsafe` of the crate:
+//! - the line array's indexing without bounds checks: a block reference is masked
+//!   to the array's power-of-two capacity, and the array has [`PAD`] lines past it,
+//!   so a block's root, any of its 16 possible leaves and their value lines are in
+//!   bounds whatever the lines hold;
+//! - the vector loads of key lines (aligned arrays of atomic words that no writer
+//!   touches while a reader can reach them: a block is filled before it is linked
+//!   and refilled only after the readers' grace period);
+//! - the calls into the variants, made only when the CPU has the features.
+//!
+//! Unlike the rest of the lookup's reads the vector loads are not atomic, so here,
+//! and only here, a grace-period bug (a block refilled under a reader) would be a
+//! data race rather than a stale answer.
 #![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::btree::{KEYS, Node, Tree};
+use super::btree::{KEYS, Tree};
+
+/// One 64-byte line: 16 key words (15 compared) or 16 values.
+#[repr(C, align(64))]
+#[derive(Debug)]
+pub(super) struct Line(pub(super) [AtomicU32; 16]);
+
+const _: () = assert!(size_of::<Line>() == 64);
+
+/// Lines past the capacity: the most a block reaches past its base is its last
+/// leaf's value line, `1 + 2 * 15 + 1`.
+pub(super) const PAD: usize = 32;
+
+/// The lines of the blocks: a power-of-two capacity, then [`PAD`] lines that no
+/// block occupies.
+#[derive(Debug)]
+pub(super) struct Lines {
+    lines: Box<[Line]>,
+    /// Capacity - 1.
+    mask: u32,
+}
+
+impl Lines {
+    /// Room for at least `cap` lines (at most 2^29), every word `fill`.
+    pub(super) fn new(cap: usize, fill: u32) -> Self {
+        let cap = cap.clamp(64, 1 << 29).next_power_of_two();
+        Self {
+            lines: (0..cap + PAD)
+                .map(|_| Line(std::array::from_fn(|_| AtomicU32::new(fill))))
+                .collect(),
+            mask: (cap - 1) as u32,
+        }
+    }
+
+    /// Lines blocks may occupy.
+    pub(super) fn cap(&self) -> usize {
+        self.mask as usize + 1
+    }
+
+    /// Bytes of the array.
+    pub(super) fn bytes(&self) -> usize {
+        self.lines.len() * size_of::<Line>()
+    }
+
+    /// Line `n` (the writer's access).
+    pub(super) fn line(&self, n: u32) -> &Line {
+        &self.lines[n as usize]
+    }
+
+    /// A copy with room for `cap` lines.
+    pub(super) fn grown(&self, cap: usize, fill: u32) -> Self {
+        let new = Self::new(cap.max(self.cap()), fill);
+        for (d, s) in new.lines.iter().zip(&self.lines[..self.cap()]) {
+            for (dw, sw) in d.0.iter().zip(&s.0) {
+                dw.store(sw.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+        }
+        new
+    }
+}
 
 /// Which compare the lookups use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,53 +115,76 @@ impl Simd {
     }
 }
 
-/// `#{keys[0..15] <= k}` of `node`, `kb` being `k` biased.
+/// The value block `b` (a reference: masked here) gives key bits `kb` (biased):
+/// lane `#{root keys < kb}` picks the leaf, lane `#{leaf keys < kb}` its value.
 #[inline(always)]
-pub(super) fn rank(simd: Simd, node: &Node, kb: u32) -> usize {
+pub(super) fn block_step(simd: Simd, lines: &Lines, b: u32, kb: u32) -> u32 {
+    let base = lines.lines.as_ptr();
+    let b = (b & lines.mask) as usize;
+    // SAFETY: `b <= mask`, a rank is at most 15, so every line read is at most
+    // `b + 1 + 2 * 15 + 1 = b + PAD` and `lines` holds `mask + 1 + PAD` lines; key
+    // lines are only read while no writer stores to them (module doc). The
+    // variants run only on CPUs with their features (`Simd::detect`).
+    unsafe {
+        let r1 = rank(simd, base.add(b), kb);
+        let leaf = b + 1 + 2 * r1;
+        prefetch(base.add(leaf + 1));
+        let r2 = rank(simd, base.add(leaf), kb);
+        (*base.add(leaf + 1)).0[r2].load(Ordering::Acquire)
+    }
+}
+
+/// `#{keys[0..15] of line < k}`, `kb` being `k` biased.
+///
+/// # Safety
+///
+/// `line` points to a line of a live array; the CPU has the variant's features.
+#[inline(always)]
+unsafe fn rank(simd: Simd, line: *const Line, kb: u32) -> usize {
     match simd {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Avx2` is only chosen when the CPU has AVX2.
-        Simd::Avx2 => unsafe { rank256(node, kb) },
+        // SAFETY: the caller's contract.
+        Simd::Avx2 => unsafe { rank256(line, kb) },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Avx512` is only chosen when the CPU has AVX-512F.
-        Simd::Avx512 => unsafe { rank512(node, kb) },
-        _ => rank_scalar(node, kb),
+        // SAFETY: the caller's contract.
+        Simd::Avx512 => unsafe { rank512(line, kb) },
+        // SAFETY: the caller's contract.
+        _ => rank_scalar(unsafe { &*line }, kb),
     }
 }
 
 #[inline(always)]
-fn rank_scalar(node: &Node, kb: u32) -> usize {
+fn rank_scalar(line: &Line, kb: u32) -> usize {
     let kb = kb as i32;
-    node.keys[..KEYS]
+    line.0[..KEYS]
         .iter()
-        .filter(|w| w.load(Ordering::Relaxed) as i32 <= kb)
+        .filter(|w| (w.load(Ordering::Relaxed) as i32) < kb)
         .count()
 }
 
 /// # Safety
 ///
-/// The CPU must have AVX2.
+/// `line` points to a line of a live array; the CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn rank256(node: &Node, kb: u32) -> usize {
+unsafe fn rank256(line: *const Line, kb: u32) -> usize {
     use std::arch::x86_64::{
         __m256i, _mm256_castsi256_ps, _mm256_cmpgt_epi32, _mm256_load_si256, _mm256_movemask_ps,
         _mm256_set1_epi32,
     };
-    let p: *const __m256i = node.keys.as_ptr().cast();
-    // SAFETY: the 16 key words are the first 64 bytes of a 128-byte aligned node,
-    // read 32 at a time; no writer stores to them while a reader can reach the
-    // node (module doc). The CPU has AVX2 (the caller's contract).
-    let (ga, gb) = unsafe {
+    let p: *const __m256i = line.cast();
+    // SAFETY: the 64 aligned bytes of the line, read 32 at a time (the caller's
+    // contract); the CPU has AVX2.
+    let (la, lb) = unsafe {
         let (a, b) = (_mm256_load_si256(p), _mm256_load_si256(p.add(1)));
         let kv = _mm256_set1_epi32(kb as i32);
         (
-            _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(a, kv))) as u32,
-            _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(b, kv))) as u32,
+            _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(kv, a))) as u32,
+            _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(kv, b))) as u32,
         )
     };
-    (!(ga | (gb << 8)) & 0x7fff).count_ones() as usize
+    ((la | (lb << 8)) & 0x7fff).count_ones() as usize
 }
 
 /// The same with one AVX-512 compare of the whole line (in `asm!`: the AVX-512
@@ -103,24 +192,23 @@ unsafe fn rank256(node: &Node, kb: u32) -> usize {
 ///
 /// # Safety
 ///
-/// The CPU must have AVX-512F.
+/// `line` points to a line of a live array; the CPU has AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn rank512(node: &Node, kb: u32) -> usize {
+unsafe fn rank512(line: *const Line, kb: u32) -> usize {
     let m: u32;
-    // SAFETY: reads the 64 aligned bytes of key words of the node (no writer stores
-    // to them while a reader can reach it, module doc); the CPU has AVX-512F (the
-    // caller's contract). Lane i of the mask: key i <= kb (signed: keys are biased).
+    // SAFETY: reads the 64 aligned bytes of the line (the caller's contract); the
+    // CPU has AVX-512F. Lane i of the mask: kb > key i (signed: keys are biased).
     unsafe {
         std::arch::asm!(
             "vpbroadcastd {v}, {kb:e}",
-            "vpcmpd {k}, {v}, zmmword ptr [{p}], 5",
+            "vpcmpd {k}, {v}, zmmword ptr [{p}], 6",
             "kmovw {m:e}, {k}",
             v = out(zmm_reg) _,
             k = out(kreg) _,
             kb = in(reg) kb,
-            p = in(reg) node.keys.as_ptr(),
+            p = in(reg) line,
             m = out(reg) m,
             options(pure, readonly, nostack, preserves_flags),
         );
@@ -128,15 +216,20 @@ unsafe fn rank512(node: &Node, kb: u32) -> usize {
     (m & 0x7fff).count_ones() as usize
 }
 
-/// Starts loading the cache line of `line` (the values of a node whose keys are
-/// being compared: the lane's address waits for the compare, the line need not).
+/// Starts loading `line` (a leaf's values: the lane waits for the compare, the
+/// line need not).
+///
+/// # Safety
+///
+/// None needed beyond a valid address computation (a prefetch reads nothing the
+/// program sees); `unsafe` only for the intrinsic's signature.
 #[inline(always)]
-pub(super) fn prefetch(line: &[AtomicU32; 16]) {
+unsafe fn prefetch(line: *const Line) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: a prefetch reads nothing the program sees; the address is valid.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+        // SAFETY: a prefetch reads nothing the program sees.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.cast()) };
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = line;
