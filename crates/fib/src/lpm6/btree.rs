@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::simd::{Lines, Simd, block_step};
+use super::simd::{Lines, Simd, block_step, prefetch_block};
 use super::trie::NIL;
 use super::{DIRECT_BITS, Lpm6Trie};
 use crate::arena::BlockAlloc;
@@ -34,6 +34,8 @@ const FANOUT: usize = LEAVES * LANES;
 /// Lanes per leaf when a leaf block is built (of 16): room for a few inserts.
 const FILL: usize = 12;
 const BURST: usize = 256;
+/// Keys ahead whose next root line a lookup step prefetches.
+const AHEAD: usize = 8;
 /// Free lines a structure is built with (at least).
 const SLACK: usize = 4096;
 /// Lines of the sink block (line 0: no separators, line 1: none, line 2: zeros).
@@ -147,7 +149,10 @@ impl Tree {
                 break;
             }
             let mut m = 0usize;
-            for &a in &act[..na] {
+            for t in 0..na {
+                let a = act[t];
+                // (the root line of a key a few places on; past `na`, a stale one)
+                prefetch_block(&self.lines, st[usize::from(act[(t + AHEAD) & (BURST - 1)])]);
                 let i = usize::from(a);
                 let v = block_step(simd, &self.lines, st[i], kk[i]);
                 st[i] = v;

@@ -30,8 +30,9 @@ pub(super) struct Line(pub(super) [AtomicU32; 16]);
 const _: () = assert!(size_of::<Line>() == 64);
 
 /// Lines past the capacity: the most a block reaches past its base is its last
-/// leaf's value line, `1 + 2 * 15 + 1`.
-pub(super) const PAD: usize = 32;
+/// leaf's value line, `1 + 2 * 15 + 1` (`1 + 2 * 16 + 1`, lane 16, with a rank
+/// of 16 from a line whose lane 15 is not a sentinel).
+pub(super) const PAD: usize = 40;
 
 /// The lines of the blocks: a power-of-two capacity, then [`PAD`] lines that no
 /// block occupies.
@@ -121,8 +122,14 @@ impl Simd {
 pub(super) fn block_step(simd: Simd, lines: &Lines, b: u32, kb: u32) -> u32 {
     let base = lines.lines.as_ptr();
     let b = (b & lines.mask) as usize;
+    #[cfg(target_arch = "x86_64")]
+    if simd == Simd::Avx512 {
+        // SAFETY: `b <= mask`; the CPU has AVX-512F (`Simd::detect`); see
+        // `block_step512`.
+        return unsafe { block_step512(base.add(b), kb) };
+    }
     // SAFETY: `b <= mask`, a rank is at most 15, so every line read is at most
-    // `b + 1 + 2 * 15 + 1 = b + PAD` and `lines` holds `mask + 1 + PAD` lines; key
+    // `b + 1 + 2 * 15 + 1 < b + PAD` and `lines` holds `mask + 1 + PAD` lines; key
     // lines are only read while no writer stores to them (module doc). The
     // variants run only on CPUs with their features (`Simd::detect`).
     unsafe {
@@ -132,6 +139,57 @@ pub(super) fn block_step(simd: Simd, lines: &Lines, b: u32, kb: u32) -> u32 {
         let r2 = rank(simd, base.add(leaf), kb);
         (*base.add(leaf + 1)).0[r2].load(Ordering::Acquire)
     }
+}
+
+/// [`block_step`] in one `asm!` block up to the value's address: both compares
+/// count all 16 lanes (lane 15 of every key line is
+/// [`SENTINEL`](super::btree::SENTINEL), so it never
+/// counts; were it not, a rank of 16 still stays inside [`PAD`]).
+///
+/// # Safety
+///
+/// `root` points to line `b <= mask` of a [`Lines`] array; the CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn block_step512(root: *const Line, kb: u32) -> u32 {
+    let leaf: *const AtomicU32;
+    let r2: usize;
+    // SAFETY: reads the root line and one leaf's key line, 64 aligned bytes each:
+    // a rank is at most 16, so the leaf is at most `b + 1 + 2 * 16` and its value
+    // line `b + 34 < b + PAD` (the caller's contract); key lines are only read
+    // while no writer stores to them (module doc). Lane i of a mask: kb > key i
+    // (signed: keys are biased).
+    unsafe {
+        std::arch::asm!(
+            "vpbroadcastd {v}, {kb:e}",
+            "vpcmpd {k}, {v}, zmmword ptr [{p}], 6",
+            "kmovw {r:e}, {k}",
+            "popcnt {r:e}, {r:e}",
+            "shl {r:e}, 7",
+            "lea {p}, [{p} + {r} + 64]",
+            "prefetcht0 [{p} + 64]",
+            "vpcmpd {k}, {v}, zmmword ptr [{p}], 6",
+            "kmovw {r:e}, {k}",
+            "popcnt {r:e}, {r:e}",
+            v = out(zmm_reg) _,
+            k = out(kreg) _,
+            kb = in(reg) kb,
+            p = inout(reg) root => leaf,
+            r = out(reg) r2,
+            options(pure, readonly, nostack),
+        );
+        // (the leaf's value line follows its key line: lanes 16.. from `leaf`)
+        (*leaf.add(16 + r2)).load(Ordering::Acquire)
+    }
+}
+
+/// Starts loading the root line of block `b` (a reference: masked here).
+#[inline(always)]
+pub(super) fn prefetch_block(lines: &Lines, b: u32) {
+    let b = (b & lines.mask) as usize;
+    // SAFETY: `b <= mask` is in bounds; a prefetch reads nothing the program sees.
+    unsafe { prefetch(lines.lines.as_ptr().add(b)) }
 }
 
 /// `#{keys[0..15] of line < k}`, `kb` being `k` biased.
