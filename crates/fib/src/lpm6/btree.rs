@@ -31,8 +31,9 @@ pub(super) const SENTINEL: u32 = MAX ^ BIAS;
 const LEAVES: usize = 16;
 const LANES: usize = 16;
 const FANOUT: usize = LEAVES * LANES;
-/// Lanes per leaf when a leaf block is built (of 16): room for a few inserts.
-const FILL: usize = 12;
+/// Leaves per leaf block when a subtree is built (of 16, each built full): room
+/// for a few leaves split by inserts.
+const BLOCK_FILL: usize = 12;
 const BURST: usize = 256;
 /// Keys ahead whose next root line a lookup step prefetches.
 const AHEAD: usize = 8;
@@ -71,14 +72,9 @@ fn k32(key: u128, lvl: u32) -> u32 {
     ((key << DIRECT_BITS) >> (96 - 32 * lvl)) as u32
 }
 
-/// Most intervals a subtree of height `h` (in blocks) holds.
-fn cap(h: u32) -> usize {
-    FANOUT.saturating_pow(h + 1)
-}
-
 /// Intervals a subtree of height `h` is built with at most (room left in leaves).
 fn fill(h: u32) -> usize {
-    (FILL * LEAVES).saturating_mul(FANOUT.saturating_pow(h))
+    (BLOCK_FILL * LANES).saturating_mul(FANOUT.saturating_pow(h))
 }
 
 /// Height of a new tree of `n` intervals.
@@ -606,39 +602,28 @@ impl TreeWriter {
             (n, nlo, nhi) = (v & IDX, s, end);
             h -= 1;
         }
-        if self.patch(tree, slot, root, lvl, &path, (lo, hi), &new, tag)? {
-            return Ok(());
+        // The lowest block whose copy can take the change (its leaves, or its
+        // children, split as needed).
+        for i in (1..=path.len()).rev() {
+            if self.patch(tree, slot, root, lvl, &path[..i], (lo, hi), &new, tag)? {
+                return Ok(());
+            }
         }
+        // None can: a taller tree.
+        let (n, h) = (root & IDX, path.first().map_or(0, |p| p.3));
         let mut old = Vec::new();
-        for i in (0..path.len()).rev() {
-            let (n, nlo, nhi, h) = path[i];
-            old.clear();
-            tree.collect(n, lvl, nlo, &mut old);
-            normalize(&mut old);
-            let list = splice(&old, lo, hi, nhi, &new);
-            let fits = list.len() <= cap(h);
-            if !fits && i > 0 {
-                continue;
+        tree.collect(n, lvl, 0, &mut old);
+        normalize(&mut old);
+        let list = splice(&old, lo, hi, MAX, &new);
+        let h = height_for(list.len()).max(h + 1);
+        let built = node_ref(lvl, self.build_tree(tree, &list, lvl, h)?);
+        self.fresh.clear();
+        self.store_slot(tree, slot, root, built);
+        self.retire_level(tree, n, lvl, tag);
+        for &(s, v) in &old {
+            if (lo..=hi).contains(&s) && v & NODE != 0 {
+                self.retire_tree(tree, v, tag);
             }
-            let h = if fits {
-                h
-            } else {
-                height_for(list.len()).max(h + 1)
-            };
-            let built = node_ref(lvl, self.build_tree(tree, &list, lvl, h)?);
-            self.fresh.clear();
-            if i == 0 {
-                self.store_slot(tree, slot, root, built);
-            } else {
-                self.replace_lanes(tree, path[i - 1].0, node_ref(lvl, n), built);
-            }
-            self.retire_level(tree, n, lvl, tag);
-            for &(s, v) in &old {
-                if (lo..=hi).contains(&s) && v & NODE != 0 {
-                    self.retire_tree(tree, v, tag);
-                }
-            }
-            break;
         }
         Ok(())
     }
@@ -677,7 +662,7 @@ impl TreeWriter {
             }
             normalize(&mut o);
             let list = splice(&o, lo, hi, z, new);
-            let c = list.len().div_ceil(FILL).max(1);
+            let c = list.len().div_ceil(LANES).max(1);
             if k - (j1 - j0 + 1) + c > LEAVES {
                 return Ok(false);
             }
@@ -796,7 +781,7 @@ impl TreeWriter {
         h: u32,
     ) -> Result<u32, Grow> {
         if h == 0 || list.is_empty() {
-            return self.build_block(tree, list, FILL);
+            return self.build_block(tree, list, LANES);
         }
         let len = list.len();
         let c = len.div_ceil(fill(h - 1)).clamp(1, FANOUT);
