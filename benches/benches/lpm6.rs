@@ -22,7 +22,8 @@
 //!
 //! Run: `cargo bench -p benches --bench lpm6` (needs hugepages for DPDK);
 //! `LPM6_HOT=n` draws the keys from `n` random prefixes only; `LPM6_UPDATES_ONLY=1`
-//! measures our route changes and stops.
+//! measures our route changes and stops; `LPM6_LOOKUPS_ONLY=1` skips the route
+//! changes.
 //! Without `shared/data/prefixes-2024-v4v6.txt.gz` beside the repository it runs
 //! on a synthetic table of the same size and length mix.
 #![deny(unsafe_code)]
@@ -168,12 +169,17 @@ fn main() {
     let picks: Vec<usize> = (0..UPDATES)
         .map(|_| rng.random_range(0..table.len()))
         .collect();
-    update_rates(&table, &keys, &picks);
+    let lookups_only = std::env::var_os("LPM6_LOOKUPS_ONLY").is_some();
+    if !lookups_only {
+        update_rates(&table, &keys, &picks);
+    }
     if std::env::var_os("LPM6_UPDATES_ONLY").is_some() {
         return;
     }
     let (mut fib6, lpm6) = load_dpdk(&table);
-    update_rates_fib6(&table, &picks, &mut fib6);
+    if !lookups_only {
+        update_rates_fib6(&table, &picks, &mut fib6);
+    }
     let reader = std::cell::RefCell::new(flat.reader());
     let t = Tables {
         table: flat,

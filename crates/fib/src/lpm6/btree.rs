@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::simd::{Lines, Simd, block_step, prefetch_block};
+use super::simd::{Lines, Simd, block_step, leaf_step, prefetch_block, root_step};
 use super::trie::NIL;
 use super::{DIRECT_BITS, Lpm6Trie};
 use crate::arena::BlockAlloc;
@@ -132,6 +132,8 @@ impl Tree {
         // The keys still walking a level-0 tree, compacted after every block.
         let mut act = [0u8; BURST];
         let mut next = [0u8; BURST];
+        // The leaf line each key's current block picks.
+        let mut lf = [0u32; BURST];
         let mut na = 0usize;
         for (i, ((k, s), x)) in keys.iter().zip(&mut st).zip(&mut kk).enumerate() {
             *s = self.direct[(*k >> (128 - DIRECT_BITS)) as usize].load(Ordering::Acquire);
@@ -139,18 +141,42 @@ impl Tree {
             act[na & (BURST - 1)] = i as u8;
             na += usize::from(*s >> LEVEL_SHIFT == NODE >> LEVEL_SHIFT);
         }
+        // The first blocks: the roots of the /16s' trees, few and cache-resident.
+        let mut m = 0usize;
+        for &a in &act[..na] {
+            let i = usize::from(a);
+            let v = block_step(simd, &self.lines, st[i], kk[i]);
+            st[i] = v;
+            next[m & (BURST - 1)] = a;
+            m += usize::from(v >> LEVEL_SHIFT == NODE >> LEVEL_SHIFT);
+        }
+        std::mem::swap(&mut act, &mut next);
+        na = m;
+        // The next blocks: many, mostly leaf blocks, their lines to be fetched.
         // (a level-0 tree is one or two blocks tall: the bound only guards the loop)
         for _ in 0..8 {
             if na == 0 {
                 break;
             }
             let mut m = 0usize;
+            // A pipeline over the keys: the root line of the key `2 * AHEAD` places
+            // on is prefetched, the key `AHEAD` places on picks its leaf (whose
+            // lines are prefetched), this key reads its leaf. Past `na` the places
+            // hold stale keys: their leaves are picked again before use.
+            for &a in &act[..na.min(AHEAD)] {
+                let j = usize::from(a);
+                lf[j] = root_step(simd, &self.lines, st[j], kk[j]);
+            }
             for t in 0..na {
+                prefetch_block(
+                    &self.lines,
+                    st[usize::from(act[(t + 2 * AHEAD) & (BURST - 1)])],
+                );
+                let j = usize::from(act[(t + AHEAD) & (BURST - 1)]);
+                lf[j] = root_step(simd, &self.lines, st[j], kk[j]);
                 let a = act[t];
-                // (the root line of a key a few places on; past `na`, a stale one)
-                prefetch_block(&self.lines, st[usize::from(act[(t + AHEAD) & (BURST - 1)])]);
                 let i = usize::from(a);
-                let v = block_step(simd, &self.lines, st[i], kk[i]);
+                let v = leaf_step(simd, &self.lines, lf[i], kk[i]);
                 st[i] = v;
                 next[m & (BURST - 1)] = a;
                 m += usize::from(v >> LEVEL_SHIFT == NODE >> LEVEL_SHIFT);

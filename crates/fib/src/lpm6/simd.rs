@@ -184,6 +184,85 @@ unsafe fn block_step512(root: *const Line, kb: u32) -> u32 {
     }
 }
 
+/// The first half of [`block_step`]: the line of the leaf block `b` (a reference:
+/// masked here) picks for key bits `kb` (biased), whose key and value lines are
+/// prefetched; [`leaf_step`] finishes.
+#[inline(always)]
+pub(super) fn root_step(simd: Simd, lines: &Lines, b: u32, kb: u32) -> u32 {
+    let base = lines.lines.as_ptr();
+    let b = (b & lines.mask) as usize;
+    // SAFETY: `b <= mask` is in bounds; the leaf, at most `b + 1 + 2 * 16`, and its
+    // value line are inside [`PAD`]; key lines are only read while no writer
+    // stores to them (module doc). The variants run only on CPUs with their
+    // features (`Simd::detect`).
+    unsafe {
+        let leaf = b + 1 + 2 * rank16(simd, base.add(b), kb);
+        prefetch(base.add(leaf));
+        prefetch(base.add(leaf + 1));
+        leaf as u32
+    }
+}
+
+/// The second half of [`block_step`]: the value the leaf whose key line is `leaf`
+/// (from [`root_step`]: clamped here) gives key bits `kb` (biased).
+#[inline(always)]
+pub(super) fn leaf_step(simd: Simd, lines: &Lines, leaf: u32, kb: u32) -> u32 {
+    let base = lines.lines.as_ptr();
+    let leaf = leaf.min(lines.mask + 33) as usize;
+    // SAFETY: `leaf <= mask + 33`, a rank is at most 16, so the value read is lane
+    // at most 32 from the line after `leaf`, at most line `mask + 35 < mask + 1 +
+    // PAD`; key lines are only read while no writer stores to them (module doc).
+    // The variants run only on CPUs with their features (`Simd::detect`).
+    unsafe {
+        let r = rank16(simd, base.add(leaf), kb);
+        (*base.add(leaf).cast::<AtomicU32>().add(16 + r)).load(Ordering::Acquire)
+    }
+}
+
+/// `#{keys[0..16] of line < k}` (lane 15 is a sentinel in every key line the
+/// writer fills, so this is [`rank`] there), `kb` being `k` biased.
+///
+/// # Safety
+///
+/// `line` points to a line of a live array; the CPU has the variant's features.
+#[inline(always)]
+unsafe fn rank16(simd: Simd, line: *const Line, kb: u32) -> usize {
+    match simd {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller's contract.
+        Simd::Avx512 => unsafe { rank16_512(line, kb) },
+        // SAFETY: the caller's contract.
+        _ => unsafe { rank(simd, line, kb) },
+    }
+}
+
+/// # Safety
+///
+/// `line` points to a line of a live array; the CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn rank16_512(line: *const Line, kb: u32) -> usize {
+    let r: usize;
+    // SAFETY: reads the 64 aligned bytes of the line (the caller's contract); the
+    // CPU has AVX-512F. Lane i of the mask: kb > key i (signed: keys are biased).
+    unsafe {
+        std::arch::asm!(
+            "vpbroadcastd {v}, {kb:e}",
+            "vpcmpd {k}, {v}, zmmword ptr [{p}], 6",
+            "kmovw {r:e}, {k}",
+            "popcnt {r:e}, {r:e}",
+            v = out(zmm_reg) _,
+            k = out(kreg) _,
+            kb = in(reg) kb,
+            p = in(reg) line,
+            r = out(reg) r,
+            options(pure, readonly, nostack),
+        );
+    }
+    r
+}
+
 /// Starts loading the root line of block `b` (a reference: masked here).
 #[inline(always)]
 pub(super) fn prefetch_block(lines: &Lines, b: u32) {
