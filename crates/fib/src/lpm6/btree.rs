@@ -127,31 +127,33 @@ impl Tree {
     pub(super) fn burst_with(&self, simd: Simd, keys: &[u128], out: &mut [u32]) {
         let n = keys.len().min(out.len()).min(BURST);
         let (keys, out) = (&keys[..n], &mut out[..n]);
+        let Ok(direct) = <&[AtomicU32; 1 << DIRECT_BITS]>::try_from(&self.direct[..]) else {
+            out.fill(0);
+            return;
+        };
         let mut st = [0u32; BURST];
         let mut kk = [0u32; BURST];
-        // The keys still walking a level-0 tree, compacted after every block.
+        // The keys still walking a level-0 tree, compacted after every pass.
         let mut act = [0u8; BURST];
         let mut next = [0u8; BURST];
         // The leaf line each key's current block picks.
         let mut lf = [0u32; BURST];
         let mut na = 0usize;
+        let tree0 = |v: u32| v >> LEVEL_SHIFT == NODE >> LEVEL_SHIFT;
+        // The direct entry and, under a tree, its root block (few and
+        // cache-resident: the tree-less keys step through the sink block instead
+        // of a branch); the next block's root line is prefetched.
         for (i, ((k, s), x)) in keys.iter().zip(&mut st).zip(&mut kk).enumerate() {
-            *s = self.direct[(*k >> (128 - DIRECT_BITS)) as usize].load(Ordering::Acquire);
-            *x = k32(*k, 0) ^ BIAS;
+            let d = direct[(*k >> (128 - DIRECT_BITS)) as usize].load(Ordering::Acquire);
+            let kb = k32(*k, 0) ^ BIAS;
+            let t = tree0(d);
+            let v = block_step(simd, &self.lines, if t { d } else { 0 }, kb);
+            let v = if t { v } else { d };
+            prefetch_block(&self.lines, v);
+            (*s, *x) = (v, kb);
             act[na & (BURST - 1)] = i as u8;
-            na += usize::from(*s >> LEVEL_SHIFT == NODE >> LEVEL_SHIFT);
+            na += usize::from(tree0(v));
         }
-        // The first blocks: the roots of the /16s' trees, few and cache-resident.
-        let mut m = 0usize;
-        for &a in &act[..na] {
-            let i = usize::from(a);
-            let v = block_step(simd, &self.lines, st[i], kk[i]);
-            st[i] = v;
-            next[m & (BURST - 1)] = a;
-            m += usize::from(v >> LEVEL_SHIFT == NODE >> LEVEL_SHIFT);
-        }
-        std::mem::swap(&mut act, &mut next);
-        na = m;
         // The next blocks: many, mostly leaf blocks, their lines to be fetched.
         // (a level-0 tree is one or two blocks tall: the bound only guards the loop)
         for _ in 0..8 {
@@ -159,19 +161,14 @@ impl Tree {
                 break;
             }
             let mut m = 0usize;
-            // A pipeline over the keys: the root line of the key `2 * AHEAD` places
-            // on is prefetched, the key `AHEAD` places on picks its leaf (whose
-            // lines are prefetched), this key reads its leaf. Past `na` the places
-            // hold stale keys: their leaves are picked again before use.
+            // A pipeline over the keys: the key `AHEAD` places on picks its leaf
+            // (whose lines are prefetched), this key reads its leaf. Past `na` the
+            // places hold stale keys: their leaves are picked again before use.
             for &a in &act[..na.min(AHEAD)] {
                 let j = usize::from(a);
                 lf[j] = root_step(simd, &self.lines, st[j], kk[j]);
             }
             for t in 0..na {
-                prefetch_block(
-                    &self.lines,
-                    st[usize::from(act[(t + 2 * AHEAD) & (BURST - 1)])],
-                );
                 let j = usize::from(act[(t + AHEAD) & (BURST - 1)]);
                 lf[j] = root_step(simd, &self.lines, st[j], kk[j]);
                 let a = act[t];
@@ -179,7 +176,7 @@ impl Tree {
                 let v = leaf_step(simd, &self.lines, lf[i], kk[i]);
                 st[i] = v;
                 next[m & (BURST - 1)] = a;
-                m += usize::from(v >> LEVEL_SHIFT == NODE >> LEVEL_SHIFT);
+                m += usize::from(tree0(v));
             }
             std::mem::swap(&mut act, &mut next);
             na = m;
