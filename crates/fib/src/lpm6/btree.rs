@@ -680,8 +680,8 @@ impl TreeWriter {
             let j1 = starts.partition_point(|&s| s <= hi).saturating_sub(1);
             let z = starts.get(j1 + 1).map_or(nhi, |&s| s - 1);
             let mut o = Vec::with_capacity(LANES * (j1 + 1 - j0));
-            for j in j0..=j1 {
-                tree.leaf_lanes(n, j as u32, starts[j], &mut o);
+            for (j, &s) in (j0..=j1).zip(&starts[j0..=j1]) {
+                tree.leaf_lanes(n, j as u32, s, &mut o);
             }
             normalize(&mut o);
             let list = splice(&o, lo, hi, z, new);
@@ -999,6 +999,159 @@ impl TreeWriter {
 mod tests {
     use super::*;
     use crate::Ipv6Prefix;
+
+    fn prefix(a: u128, l: u8) -> Ipv6Prefix {
+        Ipv6Prefix::new_truncated(std::net::Ipv6Addr::from(a), l).expect("prefix")
+    }
+
+    /// The first and last address of every route and their outer neighbours, the
+    /// edges of the /16 and /48 blocks they lie in, and a few addresses inside.
+    fn edge_keys(routes: &[(u128, u8)]) -> Vec<u128> {
+        let mut keys = Vec::new();
+        for &(a, l) in routes {
+            let last = a | u128::MAX.checked_shr(u32::from(l)).unwrap_or(0);
+            keys.extend([
+                a,
+                a.wrapping_sub(1),
+                last,
+                last.wrapping_add(1),
+                a | (last >> 1 & !a),
+            ]);
+            for b in [16u32, 48, 80] {
+                let m = u128::MAX >> b;
+                keys.extend([
+                    a & !m,
+                    (a & !m).wrapping_sub(1),
+                    a | m,
+                    (a | m).wrapping_add(1),
+                ]);
+            }
+        }
+        keys
+    }
+
+    /// Every variant's burst and single lookups against the trie.
+    fn assert_matches(tree: &mut Tree, trie: &Lpm6Trie, keys: &[u128], what: &str) {
+        for simd in Simd::all() {
+            tree.simd = simd;
+            let mut out = vec![0u32; keys.len()];
+            tree.lookup_burst(keys, &mut out);
+            for (k, o) in keys.iter().zip(&out) {
+                assert_eq!(*o, trie.lookup(*k), "{what}: {simd:?} {k:x}");
+                assert_eq!(tree.lookup(*k), *o, "{what}: {simd:?} {k:x}");
+            }
+        }
+        tree.simd = Simd::detect();
+    }
+
+    /// Applies the marked changes of `w` as the table does, taking a grown copy
+    /// when one is made.
+    fn commit(w: &mut TreeWriter, trie: &Lpm6Trie, tree: &mut Tree, tag: &mut u64) {
+        *tag += 1;
+        if let Some(g) = w.commit(trie, tree, *tag) {
+            *tree = g;
+        }
+        w.reclaim(*tag);
+    }
+
+    /// Routes dense enough for two-block trees and next-level trees: inserted one
+    /// commit each into an empty table (the line array grows), withdrawn and
+    /// announced again (leaves and blocks split, copies published), covers
+    /// changed over whole blocks; the answers match the trie at every block and
+    /// route edge after each phase.
+    #[test]
+    fn blocks_split_grow_and_match_the_trie_at_their_edges() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut routes: Vec<(u128, u8)> = Vec::new();
+        for i in 0..12_000u64 {
+            let r = u128::from(rnd());
+            let (base, len) = match i % 6 {
+                // a dense /16: two blocks tall
+                0..=2 => (0x2a02u128 << 112 | (r & 0xffff_ffff) << 80, 48),
+                // a dense /32 inside it
+                3 => (
+                    0x2a02_0db8u128 << 96 | (r & 0xffff) << 80,
+                    [44u8, 48, 46][(r >> 20) as usize % 3],
+                ),
+                // /48 blocks with longer routes: next-level trees
+                4 => (
+                    0x2001_0db8_0001u128 << 80 | (r & 0xff) << 72 | (r >> 8 & 0xf) << 64,
+                    [56u8, 64, 128][(r >> 16) as usize % 3],
+                ),
+                // the edges of the key space
+                _ => (
+                    if r & 1 == 0 { 0 } else { u128::MAX << 96 } | (r >> 1 & 0xffff_ffff) << 64,
+                    [32u8, 17, 48, 64][(r >> 40) as usize % 4],
+                ),
+            };
+            routes.push((base, len));
+        }
+        routes.extend([
+            (0x2a02u128 << 112, 16),
+            (0x2a00u128 << 112, 12),
+            (0, 0),
+            (u128::MAX, 128),
+        ]);
+        let mut trie = Lpm6Trie::new();
+        let (mut w, mut tree) = TreeWriter::build(&trie);
+        let mut tag = 0u64;
+        for (id, &(a, l)) in (1..).zip(&routes) {
+            let p = prefix(a, l);
+            trie.insert(p, id);
+            w.mark(p.addr_u128(), p.prefix_len());
+            if id % 7 != 0 {
+                commit(&mut w, &trie, &mut tree, &mut tag);
+            }
+        }
+        commit(&mut w, &trie, &mut tree, &mut tag);
+        assert!(w.stats.grown > 0, "{:?}", w.stats);
+        let keys = edge_keys(&routes);
+        assert_matches(&mut tree, &trie, &keys, "inserted");
+        let d = tree.direct[0x2a02].load(Ordering::Relaxed);
+        assert!(
+            d & NODE != 0 && tree.height(d & IDX, 0) == 1,
+            "two blocks tall"
+        );
+        // Withdraw a third (one commit each, then in batches) and announce again.
+        for (round, chunk) in routes.chunks(4_000).enumerate() {
+            for (i, &(a, l)) in chunk.iter().enumerate() {
+                let p = prefix(a, l);
+                if trie.remove(p).is_some() {
+                    w.mark(p.addr_u128(), p.prefix_len());
+                }
+                if round == 0 || i % 100 == 0 {
+                    commit(&mut w, &trie, &mut tree, &mut tag);
+                }
+            }
+            commit(&mut w, &trie, &mut tree, &mut tag);
+            assert_matches(&mut tree, &trie, &keys, "withdrawn");
+            for (id, &(a, l)) in (1_000_000..).zip(chunk) {
+                let p = prefix(a, l);
+                trie.insert(p, id);
+                w.mark(p.addr_u128(), p.prefix_len());
+                commit(&mut w, &trie, &mut tree, &mut tag);
+            }
+            assert_matches(&mut tree, &trie, &keys, "announced");
+        }
+        // Covers over whole blocks: the /16, the /12 and the default route.
+        for &(a, l) in &[(0x2a02u128 << 112, 16u8), (0x2a00u128 << 112, 12), (0, 0)] {
+            let p = prefix(a, l);
+            trie.remove(p);
+            w.mark(p.addr_u128(), p.prefix_len());
+            commit(&mut w, &trie, &mut tree, &mut tag);
+            assert_matches(&mut tree, &trie, &keys, "cover withdrawn");
+            trie.insert(p, 7);
+            w.mark(p.addr_u128(), p.prefix_len());
+            commit(&mut w, &trie, &mut tree, &mut tag);
+            assert_matches(&mut tree, &trie, &keys, "cover announced");
+        }
+    }
 
     /// Every compare variant the CPU runs gives the trie's answers, on routes of
     /// every length around a few dense blocks (tall trees, /48 blocks with longer
