@@ -33,7 +33,7 @@ const LANES: usize = 16;
 const FANOUT: usize = LEAVES * LANES;
 /// Leaves per leaf block when a subtree is built (of 16, each built full): room
 /// for a few leaves split by inserts.
-const BLOCK_FILL: usize = 12;
+const BLOCK_FILL: usize = 8;
 const BURST: usize = 256;
 /// Keys ahead whose next root line a lookup step prefetches.
 const AHEAD: usize = 8;
