@@ -141,15 +141,18 @@
 //! 6PE); a link-local gateway needs its interface. An incomplete IPv6 adjacency
 //! carries its neighbour's address ([`Adjacency::neighbor6`]) for solicitation.
 //! The lookup is the [`Lpm6Table`]'s structure: a direct level of 16 bits, then
-//! per /16 a B+-tree over the elementary intervals of the next 32 bits (15 keys
-//! per node, one SIMD compare each; longer routes in next-level trees under their
-//! /48), changed in place at each commit (the smallest subtree a change touches
-//! rebuilt in free nodes and swung in with one release store; freed nodes reused
-//! after the FIB's QSBR grace period; grown arrays published with a new snapshot).
-//! On the 2024 table's 160,147 IPv6 prefixes it takes 24 bytes per prefix, loads
-//! in about 50 ms, looks up 1.3-1.45x as fast as DPDK's `rte_fib6` at batch 256, and
-//! takes 0.4-0.6 M route changes/s while a reader runs (`benches/RESULTS-fib6.md`).
-//! The crate's only `unsafe` is that lookup's SIMD compare (`lpm6/simd.rs`).
+//! per /16 a B+-tree over the elementary intervals of the next 32 bits whose nodes
+//! are two-level blocks (a root line of 15 keys picks one of up to 16 leaves by
+//! position, a leaf's 15 keys pick its value: two SIMD compares and one value load
+//! per block; longer routes in next-level trees under their /48), changed in place
+//! at each commit (the lowest block a change touches copied with new leaves and
+//! swung in with one release store; freed lines reused after the FIB's QSBR grace
+//! period; grown arrays published with a new snapshot). On the 2024 table's
+//! 160,147 IPv6 prefixes it takes 54 bytes per prefix (with its free room), loads
+//! in about 50-80 ms, looks up 1.7-2x as fast as DPDK's `rte_fib6` at batch 256
+//! (about as fast with cache-resident keys), and takes 0.5-0.6 M route changes/s
+//! while a reader runs on a quiet machine (`benches/RESULTS-fib6.md`).
+//! The crate's only `unsafe` is that lookup's block step (`lpm6/simd.rs`).
 #![deny(unsafe_code)]
 
 mod arena;

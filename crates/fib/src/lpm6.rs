@@ -4,38 +4,44 @@
 //! - `direct[key >> 112]`, one entry per /16 (256 KiB, L2-resident): a result id
 //!   when nothing longer than /16 lies under it (shorter routes are expanded into
 //!   the entries they cover), else the root of the /16's tree;
-//! - `nodes`, 128 bytes each: B+-tree nodes over the elementary intervals of 32 key
-//!   bits (the ranges between the boundaries of the routes, each holding its longest
-//!   match): 15 separator keys in the first cache line, 16 values in the second.
-//!   Key `k` takes value lane `#{separators <= k}`, one SIMD compare of the key line
-//!   (AVX-512 or AVX2, detected at run time; a scalar loop otherwise): a child, or
-//!   in a leaf the interval's result id. A level-0 tree (bits 16..48) holds every
-//!   route of its /16 up to /48 exactly; a /48 block with longer routes is one
-//!   interval whose value is the root of a level-1 tree over bits 48..80, and so on
-//!   (level 3: bits 112..128). Node 0 is the sink (every value 0).
+//! - `lines`, 64 bytes each, holding blocks: B+-trees over the elementary intervals
+//!   of 32 key bits (the ranges between the boundaries of the routes, each holding
+//!   its longest match) whose nodes are blocks. A block is a root line of 15
+//!   separators, then up to 16 leaves, each a key line of 15 separators and a value
+//!   line of 16 values: key `k` takes leaf `r = #{root separators <= k}`, found at
+//!   line `block + 1 + 2r` (no child reference to load), then value lane
+//!   `#{leaf separators <= k}`; each count is one SIMD compare of a line (AVX-512
+//!   or AVX2, detected at run time; a scalar loop otherwise). A value is a result
+//!   id or a reference to a block: a child (internal blocks), or the root of the
+//!   next level's tree. A block thus has up to 256 lanes: a level-0 tree (bits
+//!   16..48) holds every route of its /16 up to /48 exactly, in one block up to
+//!   128 intervals (as built) and in two up to 32,768; a /48 block with longer
+//!   routes is one interval whose value is the root of a level-1 tree over bits
+//!   48..80, and so on (level 3: bits 112..128). Block 0 is the sink (value 0).
 //!
-//! A key reads one direct entry, then one node per level of its tree: leaves are
-//! built 12 intervals full, so a /16 of up to 1,536 routes is at most three nodes
-//! tall and the largest /16s of the 2024 table (up to 20,151 routes) four; the
-//! upper levels stay in L2, a key's leaf is about one last-level-cache line pair
-//! (its value line is prefetched with its key line). The batched lookup walks the
-//! burst level by level over the keys still in a level-0 tree (compacted after each
-//! level), so the loads of one level are independent and their misses overlap; the
-//! few keys under routes longer than /48 finish one by one. 3.6 MiB for the 2024
-//! table (24 bytes per prefix, against 298 for the DIR-24-8-like table this
-//! replaced).
+//! A key reads one direct entry, then per block three lines (root, leaf keys,
+//! leaf values): every /16 of the 2024 table is at most two blocks tall. The
+//! batched lookup reads the direct entries and the /16 roots' blocks (few, and
+//! cache-resident) in one pass, prefetching the next block's root line; a second
+//! pass over the keys still in a level-0 tree is a pipeline: a key's root compare
+//! runs 16 keys ahead of its leaf compare and prefetches the leaf's two lines, so
+//! the misses of many keys overlap. The few keys under routes longer than /48
+//! finish one by one. The line array has a power-of-two capacity (a reference is
+//! masked to it, and padding lines past it keep every line a block can reach in
+//! bounds, so the steps need no bounds checks): 8.25 MiB for the 2024 table
+//! (54 bytes per prefix with the free room; `rte_fib6` needs 663).
 //!
-//! A route change rebuilds, in free nodes, the smallest subtree whose range holds
-//! the route's range and whose height can take its new intervals (one leaf for most
-//! changes) and swings it in with one release store of its reference into its
-//! parent (or the direct entry) (`btree.rs`); the old nodes are reused after the
-//! readers' grace period. A reader reads each reference once, so it walks the old
-//! subtree or the new one.
+//! A route change rebuilds, in a copy of the lowest block whose range holds the
+//! route's range, the leaves (or, in an internal block, the children's subtrees)
+//! that range meets, split into more leaves or children as needed (`btree.rs`);
+//! one release store of the copy's reference into its parent's lanes (or the
+//! direct entry) publishes it, and the old block is reused after the readers'
+//! grace period. Leaf blocks are built with 8 of their 16 leaves, so a change
+//! copies about 17 lines. A reader reads each reference once, so it walks the old
+//! block or the new one.
 //!
-//! Measured against DPDK (`benches/RESULTS-fib6.md`): 1.3-1.45x `rte_fib6`'s
-//! batched lookups on the full table (the DIR-24-8-like table: 0.82-0.89x; a
-//! Poptrie before it: 0.68x); cache-resident keys 0.7-0.85x (the compare steps cost
-//! instructions that DPDK's indexed steps do not).
+//! Measured against DPDK (`benches/RESULTS-fib6.md`): about 1.8-2x `rte_fib6`'s
+//! batched lookups on the full table, and about as fast with cache-resident keys.
 
 mod btree;
 mod simd;

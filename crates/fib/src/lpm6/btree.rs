@@ -1,12 +1,20 @@
 //! The arrays readers see ([`Tree`]) and the writer that changes them in place
 //! ([`TreeWriter`]); the layout is the module's (see `lpm6.rs`).
 //!
-//! A change rebuilds, from the writer's trie, the smallest subtree whose key range
-//! holds the changed prefix's range and whose height can take the new intervals
-//! (usually one node), in free nodes; one release store of the new subtree's
-//! reference into its parent's lanes (or the direct entry) publishes it, and the old
-//! subtree's nodes are retired for the readers' grace period. A reader reads one
-//! reference per level, so it walks either the old subtree or the new one.
+//! A change goes, from the writer's trie, to the lowest block whose key range
+//! holds the changed prefix's range: a copy of it gets new leaves for the range
+//! (or, in an internal block, new subtrees for the children the range meets), split
+//! as needed; when the copy would need more than 16 leaves (256 children), the
+//! block's parent takes the change instead, and only when the root cannot, a
+//! taller tree is built. One release store of the copy's reference into its
+//! parent's lanes (or the direct entry) publishes it, and the replaced blocks are
+//! retired for the readers' grace period. A reader reads one reference per block,
+//! so it walks either the old block or the new one.
+//!
+//! Separators are stored minus one (and biased) and a lane counts when its stored
+//! word is less than the key's: unused lanes hold all ones, which no key passes,
+//! so a block needs only the leaves it uses and lane 15 of every key line never
+//! counts.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -36,7 +44,7 @@ const FANOUT: usize = LEAVES * LANES;
 const BLOCK_FILL: usize = 8;
 const BURST: usize = 256;
 /// Keys ahead whose next root line a lookup step prefetches.
-const AHEAD: usize = 8;
+const AHEAD: usize = 16;
 /// Free lines a structure is built with (at least).
 const SLACK: usize = 4096;
 /// Lines of the sink block (line 0: no separators, line 1: none, line 2: zeros).
@@ -375,16 +383,16 @@ fn splice(
 pub struct Lpm6Stats {
     /// References or results published with one release store.
     pub stored: u64,
-    /// Nodes built.
+    /// Blocks built.
     pub nodes: u64,
-    /// Copies into larger arrays (free nodes ran out).
+    /// Copies into larger arrays (free lines ran out).
     pub grown: u64,
     /// Whole /16 trees built after the first build (a route of /16 or shorter
     /// changed, or a /16 got its first longer route).
     pub rebuilt: u64,
 }
 
-/// Free nodes ran out: grow the arrays and apply the change again.
+/// Free lines ran out: grow the arrays and apply the change again.
 struct Grow;
 
 /// Where a tree's root reference is kept.
