@@ -18,7 +18,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::simd::{Lines, Simd, block_step, leaf_step, prefetch_block, root_step};
+use super::simd::{Lines, Simd, block_step, leaf_step, prefetch_block, prefetch_key, root_step};
 use super::trie::NIL;
 use super::{DIRECT_BITS, Lpm6Trie};
 use crate::arena::BlockAlloc;
@@ -45,6 +45,8 @@ const BLOCK_FILL: usize = 8;
 const BURST: usize = 256;
 /// Keys ahead whose next root line a lookup step prefetches.
 const AHEAD: usize = 16;
+/// Keys ahead (eight cache lines) the first pass prefetches.
+const KEYS_AHEAD: usize = 32;
 /// Free lines a structure is built with (at least).
 const SLACK: usize = 4096;
 /// Lines of the sink block (line 0: no separators, line 1: none, line 2: zeros).
@@ -152,6 +154,7 @@ impl Tree {
         // cache-resident: the tree-less keys step through the sink block instead
         // of a branch); the next block's root line is prefetched.
         for (i, ((k, s), x)) in keys.iter().zip(&mut st).zip(&mut kk).enumerate() {
+            prefetch_key(keys, i, KEYS_AHEAD);
             let d = direct[(*k >> (128 - DIRECT_BITS)) as usize].load(Ordering::Acquire);
             let kb = k32(*k, 0) ^ BIAS;
             let t = tree0(d);

@@ -263,6 +263,22 @@ unsafe fn rank16_512(line: *const Line, kb: u32) -> usize {
     r
 }
 
+/// Starts loading the key `ahead` places after `keys[i]`, inside `keys` or past it
+/// (a caller streaming keys from a larger array gets its next burst's).
+#[inline(always)]
+pub(super) fn prefetch_key(keys: &[u128], i: usize, ahead: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let p = keys.as_ptr().wrapping_add(i + ahead);
+        // SAFETY: a prefetch reads nothing the program sees and does not fault on
+        // any address; the pointer is only computed (wrapping), never dereferenced.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (keys, i, ahead);
+}
+
 /// Starts loading the root line of block `b` (a reference: masked here).
 #[inline(always)]
 pub(super) fn prefetch_block(lines: &Lines, b: u32) {
