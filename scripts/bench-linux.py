@@ -13,7 +13,7 @@ the kernel), and the script measures:
   - the daemon's resident memory with the table minus without, bytes per route;
   - the table deleted again (ip -batch) and the lag of the withdrawal;
   - a BGP storm through BIRD: a BGP peer (a second BIRD on the host behind
-    port0, its session through the dataplane) announces the first --storm
+    port0, its TCP connection through the dataplane) announces the first --storm
     prefixes (default 100,000) and withdraws them, --storm-cycles times
     (default 3), and BIRD exports them to the kernel (--storm-via static: a static protocol of BIRD's own); the kernel
     is done when BIRD counts every route exported (the kernel acknowledged it)
@@ -280,9 +280,9 @@ def bird_storm(ns, tmp, prefixes, sock, via_bgp, cycles):
     """BIRD exports len(prefixes) routes to the kernel, then withdraws them,
     `cycles` times: per cycle (kernel s, dataplane lag s) for the announce and
     for the withdrawal. With `via_bgp` the routes come from a BGP peer: a
-    second BIRD on the host behind port0, its session through the dataplane
+    second BIRD on the host behind port0, its TCP connection through the dataplane
     and the twin, announcing a static protocol (enabled and disabled), as a
-    session's announce and withdraw storm does; else from a static protocol
+    peer's announce and withdraw storm does; else from a static protocol
     of the exporting BIRD itself."""
     conf, ctl = os.path.join(tmp, "bird.conf"), os.path.join(tmp, "bird.ctl")
     statics = "".join(f"  route {p} via 10.250.0.2;\n" for p in prefixes)
@@ -323,7 +323,7 @@ def bird_storm(ns, tmp, prefixes, sock, via_bgp, cycles):
         if via_bgp:
             while "Established" not in sh("birdc", "-s", ctl, "show", "protocols", "peer").stdout:
                 if time.time() > deadline:
-                    sys.exit("bench-linux: the BGP session did not come up")
+                    sys.exit("bench-linux: BGP did not reach Established")
                 time.sleep(0.1)
         for _ in range(cycles):
             cycle = []

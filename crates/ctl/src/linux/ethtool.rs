@@ -21,9 +21,8 @@ struct EthtoolValue {
 }
 
 /// Runs the kernel's pending link event of `ifindex` in the namespace of `sock`
-/// (any socket of that namespace: the device ioctls fall back to it); whether the
-/// link is up.
-pub fn sync_link(sock: BorrowedFd<'_>, ifindex: u32) -> io::Result<bool> {
+/// (any socket of that namespace: the device ioctls fall back to it).
+pub fn sync_link(sock: BorrowedFd<'_>, ifindex: u32) -> io::Result<()> {
     let fd = sock.as_raw_fd();
     // SAFETY: an all-zero ifreq is valid.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
@@ -42,5 +41,5 @@ pub fn sync_link(sock: BorrowedFd<'_>, ifindex: u32) -> io::Result<bool> {
     if unsafe { libc::ioctl(fd, libc::SIOCETHTOOL, &mut req) } < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(value.data != 0)
+    Ok(())
 }
