@@ -371,3 +371,72 @@ fn file_neighbors_of_both_families() {
     let err = apply(&bad, &ports(), &mut RouterControl::new()).unwrap_err();
     assert!(err.to_string().contains("fe80::zz"), "{err}");
 }
+
+/// A reload at today's scale, each route with a result of its own: the 2024
+/// table's 160,147 IPv6 prefixes as static routes, each with its own
+/// out-label (via 192.168.11.8 on port0). The router keeps them as their
+/// digest; a reload that relabels every 7th and removes every 11th changes
+/// exactly those, and each route then has the label the new file gives it.
+#[test]
+fn a_full_table_of_static_routes_reloads_route_by_route() {
+    let (table, _) = tables::load_v6_2024();
+    let route = |(net, len, _): &(u128, u8, u32), label: u32| RouteSection {
+        prefix: format!("{}/{len}", std::net::Ipv6Addr::from(*net)),
+        table: 0,
+        vrf: None,
+        via: vec![ViaSection {
+            gateway: Some("192.168.11.8".into()),
+            interface: Some("port0".into()),
+            out_labels: vec![label],
+            weight: 1,
+            next_hop_table: None,
+            next_hop_vrf: None,
+        }],
+        kind: None,
+    };
+    let label = |i: usize, changed: bool| 16 + i as u32 + if changed { 400_000 } else { 0 };
+    let mut a = routing("");
+    a.routes = table
+        .iter()
+        .enumerate()
+        .map(|(i, p)| route(p, label(i, false)))
+        .collect();
+    let mut b = routing("");
+    b.routes = table
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 11 != 0)
+        .map(|(i, p)| route(p, label(i, i % 7 == 0)))
+        .collect();
+    let mut live = RouterControl::new();
+    apply(&a, &ports(), &mut live).unwrap();
+    let mut kept = a.clone();
+    kept.compact().unwrap();
+    assert!(kept.routes.is_empty());
+    drop(a);
+    let sum = reload(&kept, &b, &ports(), &mut live, &|_| None).unwrap();
+    let n = table.len();
+    let removed = (0..n).filter(|i| i % 11 == 0).count();
+    let changed = (0..n).filter(|i| i % 11 != 0 && i % 7 == 0).count();
+    assert_eq!(
+        sum.routes,
+        Changes {
+            added: 0,
+            removed,
+            changed
+        }
+    );
+    for (i, (net, len, _)) in table.iter().enumerate() {
+        let p = fib::Ipv6Prefix::new(std::net::Ipv6Addr::from(*net), *len).unwrap();
+        let got = live.route_of(RouteSource::Config, 0, p);
+        if i % 11 == 0 {
+            assert!(got.is_none(), "{p}: {got:?}");
+            continue;
+        }
+        let want = label(i, i % 7 == 0);
+        assert!(
+            matches!(got, Some(fib::RouteKind::Paths(ps)) if ps[0].labels[..] == [want]),
+            "{p}: {got:?}, want label {want}"
+        );
+    }
+}
