@@ -68,9 +68,10 @@ warm-up.
                    goal: >= 0.95 at 1:10). --sflow-max-samples N sets the agent's
                    export limit (default: the daemon's, 20000/s; 0: no limit).
 
-  --mode router --callgrind: instructions per packet instead of rates, which do
+  --mode router|router6 --callgrind: instructions per packet instead of rates, which do
                    not move with the machine's load: dataplaned routing, its
-                   cross-connect (the I/O alone) and l3fwd, each once under
+                   cross-connect (the I/O alone) and l3fwd (router6: with each
+                   of its lookups), each once under
                    valgrind's callgrind for SECONDS (EAL without hugepages),
                    counted inside its forwarding loop and split into the pcap PMD's
                    rx, the null PMD's tx, other shared objects (the dynamic
@@ -537,8 +538,8 @@ def main():
     ap.add_argument("--sflow-max-samples", type=int)
     ap.add_argument("--callgrind", action="store_true")
     a = ap.parse_args()
-    if a.callgrind and a.mode != "router" and not a.mode.startswith("mpls-"):
-        sys.exit("--callgrind: with --mode router or an mpls mode only")
+    if a.callgrind and a.mode not in ("router", "router6") and not a.mode.startswith("mpls-"):
+        sys.exit("--callgrind: with --mode router, router6 or an mpls mode only")
     outdir = os.path.join(ROOT, "target", "bench-io")
     os.makedirs(outdir, exist_ok=True)
     mpls = a.mode.startswith("mpls-")
@@ -759,11 +760,14 @@ def callgrind_main(a, cfg, outdir, pcap):
                                    a.seconds, outdir, tag)
         rows.append((name, callgrind_split(path), tx_at_exit(text, "port1", name)))
     here = os.path.dirname(os.path.abspath(pcap))
-    cmd = [a.l3fwd, "-l", "1", "--no-pci", "--no-huge", "-m", "512", "--no-shconf", "--log-level=*:error",
-           f"--vdev=net_pcap0,rx_pcap={os.path.basename(pcap)},infinite_rx=1", "--vdev=net_null0,no-rx=1", "--",
-           "-p", "0x3", "-P", "--lookup=lpm", "--parse-ptype", "--config=(0,0,1),(1,0,1)"]
-    path, text = callgrind_run(cmd, "lpm_main_loop", a.seconds, outdir, "l3fwd", cwd=here, sigint=True)
-    rows.append(("l3fwd lpm", callgrind_split(path), 32 * callgrind_calls_into(path, "librte_net_pcap")))
+    # (IPv6: l3fwd's both lookups, rte_lpm6 and rte_fib6)
+    for lookup in ("lpm", "fib") if a.mode == "router6" else ("lpm",):
+        cmd = [a.l3fwd, "-l", "1", "--no-pci", "--no-huge", "-m", "512", "--no-shconf", "--log-level=*:error",
+               f"--vdev=net_pcap0,rx_pcap={os.path.basename(pcap)},infinite_rx=1", "--vdev=net_null0,no-rx=1",
+               "--", "-p", "0x3", "-P", f"--lookup={lookup}", "--parse-ptype", "--config=(0,0,1),(1,0,1)"]
+        path, text = callgrind_run(cmd, f"{lookup}_main_loop", a.seconds, outdir, f"l3fwd-{lookup}", cwd=here,
+                                   sigint=True)
+        rows.append((f"l3fwd {lookup}", callgrind_split(path), 32 * callgrind_calls_into(path, "librte_net_pcap")))
     table = CG_HEAD
     for name, parts, pkts in rows:
         if pkts == 0:
@@ -771,8 +775,8 @@ def callgrind_main(a, cfg, outdir, pcap):
         table += cg_row(name, parts, pkts)
     note = (f"\ninstructions per packet (callgrind, inside the forwarding loop, {a.seconds} s each, "
             f"{', '.join(f'{n}: {p:,} packets' for n, _, p in rows)}); command: "
-            f"`scripts/bench-io.py --mode router --callgrind --seconds {a.seconds}`\n")
-    emit(outdir, "router-callgrind.md", table + note)
+            f"`scripts/bench-io.py --mode {a.mode} --callgrind --seconds {a.seconds}`\n")
+    emit(outdir, f"{a.mode}-callgrind.md", table + note)
 
 
 LINUX_NS = "dpbench-io"

@@ -6,29 +6,41 @@
 //!
 //! A plain IPv6 packet: an untagged frame to the interface's MAC, exactly as
 //! long as its payload length says (no Ethernet padding), a hop limit above 1,
-//! a source that is not multicast, link-local, unspecified or loopback, and a
-//! destination that is not multicast, link-local, unspecified or loopback.
+//! and a source and a destination whose upper 64 bits are neither zero
+//! (unspecified, loopback, IPv4-mapped) nor fe80:: or above (link-local,
+//! site-local, multicast).
 //! Everything else (extension headers included: they are forwarded untouched
 //! either way) has the same fate in `ip6-lookup`, which the differential test
 //! of `tests/router_core.rs` checks.
 
 use super::*;
 
-/// EtherType IPv6, its two bytes at offset 12 read little-endian.
-const ET_IP6_LE: u16 = 0xdd86;
+/// EtherType IPv6 and version 6: bytes 12..15 of the frame read little-endian,
+/// under the mask 0xf0_ffff.
+const ET_V6_LE: u64 = 0x60_dd86;
 /// Ethernet and an IPv6 header.
 const HEAD6: usize = ETH_LEN + 40;
+
+/// Whether an address whose upper 64 bits are `hi` may be plain: neither zero
+/// (unspecified, loopback, IPv4-mapped or -compatible) nor fe80:: or above
+/// (link-local, the deprecated site-local, multicast): one compare.
+#[inline(always)]
+fn plain_hi(hi: u64) -> bool {
+    hi.wrapping_sub(1) < 0xfe7f_ffff_ffff_ffff
+}
 
 /// The destination of a plain IPv6 header `ip` (see the module docs), as the
 /// lookup's key.
 #[inline(always)]
 fn ip6_accept(ip: &[u8; 40]) -> Option<u128> {
-    let src = u128::from_be_bytes(*ip[8..24].first_chunk::<16>()?);
-    let dst = u128::from_be_bytes(*ip[24..40].first_chunk::<16>()?);
-    // Multicast (ff00::/8), link-local (fe80::/10), unspecified and loopback
-    // (below 2): not plain on either side.
-    let odd = |a: u128| a >> 120 == 0xff || a >> 118 == 0xfe80 >> 6 || a <= 1;
-    (ip[7] > 1 && !odd(src) && !odd(dst)).then_some(dst)
+    let be = |o: usize| {
+        ip.get(o..o + 8)
+            .and_then(|b| b.first_chunk::<8>())
+            .map(|b| u64::from_be_bytes(*b))
+    };
+    let (src, dst, lo) = (be(8)?, be(24)?, be(32)?);
+    ((ip[7] > 1) & plain_hi(src) & plain_hi(dst))
+        .then_some((u128::from(dst) << 64) | u128::from(lo))
 }
 
 impl Work {
@@ -48,7 +60,7 @@ impl Work {
             return i0;
         }
         let n = n.min(pkts.len());
-        let (mut bytes, mut i) = (0u64, i0);
+        let (mut bytes, mut i, mut k6) = (0u64, i0, c.k6);
         while i < n {
             let Some(p) = run_next(pkts, i, rxif.port) else {
                 break;
@@ -58,27 +70,24 @@ impl Work {
             let Some(h) = frame.first_chunk::<HEAD6>() else {
                 break;
             };
-            let et = u16::from_le_bytes([h[12], h[13]]);
+            // (the EtherType, the version and the payload length in one word)
+            let w = u64::from_le_bytes([h[12], h[13], h[14], h[15], h[16], h[17], h[18], h[19]]);
             let mac = h.first_chunk::<HEAD>().map_or(0, mac_key);
-            if (mac != rxif.mac) | (et != ET_IP6_LE) | (h[14] >> 4 != 6) {
+            let plen = usize::from(((w >> 48) as u16).swap_bytes());
+            if (mac != rxif.mac) | (w & 0xf0_ffff != ET_V6_LE) | (HEAD6 + plen != len) {
                 break;
             }
-            let Some(ip) = h.last_chunk::<40>() else {
+            let Some(dst) = h.last_chunk::<40>().and_then(ip6_accept) else {
                 break;
             };
-            if HEAD6 + usize::from(rd16(ip, 4)) != len {
-                break;
-            }
-            let Some(dst) = ip6_accept(ip) else {
-                break;
-            };
-            let k = c.k6 & (BURST - 1);
+            let k = k6 & (BURST - 1);
             self.keys6[k] = dst;
             self.sel6[k] = i as u16;
-            c.k6 += 1;
+            k6 += 1;
             bytes += len as u64;
             i += 1;
         }
+        c.k6 = k6;
         c.rx_pkts += (i - i0) as u64;
         c.rx_bytes += bytes;
         i
