@@ -369,12 +369,8 @@ fn reserved_labels() {
         ),
         MplsDecision::Punt(PuntReason::RouterAlert),
     );
-    // 2 IPv6 explicit null at the bottom: IPv6 not forwarded yet.
-    assert_untouched(
-        &t,
-        &f(2, true),
-        MplsDecision::Drop(DropReason::Ip6NotSupported),
-    );
+    // 2 IPv6 explicit null at the bottom over IPv4: the label says IPv6.
+    assert_untouched(&t, &f(2, true), MplsDecision::Drop(DropReason::Ip4UnderIp6));
     // 3 implicit null must never be on the wire.
     assert_untouched(
         &t,
@@ -544,7 +540,7 @@ fn pop_to_non_ipv4_payload() {
     assert_untouched(
         &t,
         &format!("{} {} {}", eth_rx("8847"), lse(101, true, 64), ip6),
-        MplsDecision::Drop(DropReason::Ip6NotSupported),
+        MplsDecision::Drop(DropReason::Ip6UnderIp4),
     );
     assert_untouched(
         &t,
@@ -554,7 +550,7 @@ fn pop_to_non_ipv4_payload() {
             lse(101, true, 64),
             "00".repeat(40)
         ),
-        MplsDecision::Drop(DropReason::NotIpv4),
+        MplsDecision::Drop(DropReason::NotIp),
     );
 }
 
@@ -732,4 +728,306 @@ fn readers_see_whole_updates_while_writer_churns() {
     // back (freed slots are taken back lazily, so take them now).
     t.reclaim();
     assert!(t.slots_in_use() < 256, "{} slots in use", t.slots_in_use());
+}
+
+/// IPv6/UDP 2001:db8::1 -> 2001:db8:1::1, 8 bytes of payload, hop limit `hl`.
+fn ip6(hl: u8) -> String {
+    format!(
+        "60000000 0008 11 {hl:02x} 20010db8000000000000000000000001 \
+         20010db8000100000000000000000001 04000400 0008 0000"
+    )
+}
+
+#[test]
+fn ip6_explicit_null_at_bottom_pops_into_the_rx_table() {
+    //= RFC 3032 §2.1: label 2 at the bottom of the stack: pop, the payload is IPv6.
+    let t = LabelTable::new();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(2, true, 40),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup {
+            table: mpls::RX_TABLE
+        }
+    );
+    assert_eq!(off, HEADROOM + 18);
+    // Uniform: the label TTL becomes the hop limit.
+    assert_eq!(&b[off..], &hex(&ip6(40))[..]);
+    assert_eq!(
+        MplsDecision::Ip6Lookup { table: 0 }.ethertype(),
+        Some(EtherType::Ipv6)
+    );
+    // Label 2 above a 6PE label: popped, then the label below decides.
+    let mut t = LabelTable::new();
+    t.add(200, true, LabelAction::ip6_lookup(9)).unwrap();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {} {}",
+        eth_rx("8847"),
+        lse(2, false, 30),
+        lse(200, true, 30),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup { table: 9 }
+    );
+    assert_eq!(off, HEADROOM + 22);
+    assert_eq!(&b[off..], &hex(&ip6(30))[..]);
+}
+
+#[test]
+fn ip6_explicit_null_follows_the_explicit_null_table_and_pipe() {
+    let mut t = LabelTable::new();
+    t.set_explicit_null(5, TtlMode::pipe()).unwrap();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(2, true, 40),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup { table: 5 }
+    );
+    // Pipe: the hop limit is left alone.
+    assert_eq!(&b[off..], &hex(&ip6(64))[..]);
+}
+
+#[test]
+fn ip6_lookup_entry_uniform_and_pipe() {
+    let mut t = LabelTable::new();
+    t.add(300, true, LabelAction::ip6_lookup(3)).unwrap();
+    t.add(
+        301,
+        true,
+        LabelAction::Ip6Lookup {
+            table: 4,
+            ttl_mode: TtlMode::pipe(),
+        },
+    )
+    .unwrap();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(300, true, 9),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup { table: 3 }
+    );
+    assert_eq!(&b[off..], &hex(&ip6(9))[..]);
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(301, true, 9),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup { table: 4 }
+    );
+    assert_eq!(&b[off..], &hex(&ip6(64))[..]);
+    // A received TTL 0 is dropped, as for IPv4.
+    assert_untouched(
+        &t,
+        &format!("{} {} {}", eth_rx("8847"), lse(300, true, 0), ip6(64)),
+        MplsDecision::Drop(DropReason::TtlExpired),
+    );
+    // The fast path's split agrees.
+    let r = t.reader();
+    let g = r.pin();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(300, true, 9),
+        ip6(64)
+    ));
+    let w = u32::from_be_bytes(b[off..off + 4].try_into().unwrap());
+    let top = g.top(w);
+    assert!(top.pops_into_ip6(w) && !top.pops_into_ip4(w));
+    assert_eq!(top.lookup_table(), 3);
+    g.pop_ip6(&mut b, &mut off, w, top).unwrap();
+    assert_eq!(&b[off..], &hex(&ip6(9))[..]);
+}
+
+#[test]
+fn ip_lookup_entry_reads_the_version_nibble() {
+    let mut t = LabelTable::new();
+    t.add(400, true, LabelAction::ip_lookup(7)).unwrap();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(400, true, 9),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup { table: 7 }
+    );
+    assert_eq!(&b[off..], &hex(&ip6(9))[..]);
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(400, true, 9),
+        ip4(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip4Lookup { table: 7 }
+    );
+    assert_eq!(&b[off..], &hex(&ip4(9))[..]);
+    // A version that is neither: a named drop.
+    for v in ["00", "50", "f0"] {
+        assert_untouched(
+            &t,
+            &format!(
+                "{} {} {v}{}",
+                eth_rx("8847"),
+                lse(400, true, 9),
+                "00".repeat(39)
+            ),
+            MplsDecision::Drop(DropReason::NotIp),
+        );
+    }
+    // Nothing under the label.
+    assert_untouched(
+        &t,
+        &format!("{} {}", eth_rx("8847"), lse(400, true, 9)),
+        MplsDecision::Drop(DropReason::Truncated),
+    );
+    // An IPv6 header cut short.
+    assert_untouched(
+        &t,
+        &format!("{} {} 6000000000", eth_rx("8847"), lse(400, true, 9)),
+        MplsDecision::Drop(DropReason::Truncated),
+    );
+}
+
+#[test]
+fn family_mismatches_are_named_drops() {
+    let mut t = LabelTable::new();
+    t.add(500, true, LabelAction::ip4_lookup(0)).unwrap();
+    t.add(501, true, LabelAction::ip6_lookup(0)).unwrap();
+    let cases = [
+        // IPv6 under an entry that says IPv4, and under label 0.
+        (lse(500, true, 64), ip6(64), DropReason::Ip6UnderIp4),
+        (lse(0, true, 64), ip6(64), DropReason::Ip6UnderIp4),
+        // IPv4 under an entry that says IPv6, and under label 2.
+        (lse(501, true, 64), ip4(64), DropReason::Ip4UnderIp6),
+        (lse(2, true, 64), ip4(64), DropReason::Ip4UnderIp6),
+        // Neither version under either.
+        (lse(501, true, 64), "00".repeat(40), DropReason::NotIp),
+        (lse(2, true, 64), "50".repeat(40), DropReason::NotIp),
+    ];
+    for (l, payload, r) in cases {
+        assert_untouched(
+            &t,
+            &format!("{} {l} {payload}", eth_rx("8847")),
+            MplsDecision::Drop(r),
+        );
+    }
+    // Label 2 not at the bottom with IPv4 under it: the IPv4 header is read as
+    // the next label (0x45000 here, S clear), which has no entry.
+    assert_untouched(
+        &t,
+        &format!("{} {} {}", eth_rx("8847"), lse(2, false, 64), ip4(64)),
+        MplsDecision::Drop(DropReason::NoLabel),
+    );
+}
+
+#[test]
+fn php_of_an_ip6_payload() {
+    let mut t = LabelTable::new();
+    t.add(600, true, LabelAction::php(ADJ)).unwrap();
+    t.add(
+        601,
+        true,
+        LabelAction::Forward {
+            paths: vec![NextHop::new(ADJ, &[3])],
+            ttl_mode: TtlMode::pipe(),
+        },
+    )
+    .unwrap();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(600, true, 20),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Php6 { adj: ADJ }
+    );
+    assert_eq!(off, HEADROOM + 18);
+    let out = tx(&mut b, off, EtherType::Ipv6);
+    // Uniform: the hop limit takes the label TTL less one.
+    assert_eq!(out, hex(&format!("{} {}", eth_tx("86dd"), ip6(19))));
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(601, true, 20),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Php6 { adj: ADJ }
+    );
+    assert_eq!(&b[off..], &hex(&ip6(64))[..]);
+    // The transit shortcut leaves an IPv6 payload to `switch_top`.
+    let r = t.reader();
+    let g = r.pin();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(600, true, 20),
+        ip6(64)
+    ));
+    let before = b.clone();
+    let w = u32::from_be_bytes(b[off..off + 4].try_into().unwrap());
+    assert_eq!(g.switch_one_to(&mut b, &mut off, w, g.top(w), ADJ), None);
+    assert_eq!((b, off), (before, HEADROOM + 14));
+    // A label TTL of 1 expires, whatever the payload.
+    assert_untouched(
+        &t,
+        &format!("{} {} {}", eth_rx("8847"), lse(600, true, 1), ip6(64)),
+        MplsDecision::TtlExpired,
+    );
+}
+
+#[test]
+fn entropy_pair_at_the_bottom_over_ip6() {
+    //= RFC 6790 §4.2: the ELI and EL at the bottom: the payload is looked up as
+    //= the label above carried it, here by its version.
+    let t = LabelTable::new();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {} {}",
+        eth_rx("8847"),
+        lse(7, false, 33),
+        lse(0x12345, true, 0),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup {
+            table: mpls::RX_TABLE
+        }
+    );
+    assert_eq!(off, HEADROOM + 22);
+    assert_eq!(&b[off..], &hex(&ip6(33))[..]);
+}
+
+#[test]
+fn lookups_are_eos_only() {
+    for a in [LabelAction::ip6_lookup(1), LabelAction::ip_lookup(1)] {
+        assert_eq!(
+            mpls::validate_action(false, &a),
+            Err(mpls::ConfigError::LookupNotEos)
+        );
+        assert_eq!(mpls::validate_action(true, &a), Ok(()));
+    }
 }

@@ -8,11 +8,13 @@
 
 use std::net::Ipv6Addr;
 
-use super::{core, run, stage};
+use super::{N, assert_all_tx, core, run, stage};
 use crate::common::*;
+use dataplane::dpdk::tsc_hz;
 use dataplane::packet::VecPacket;
-use dataplane::router::{Out, RouterControl, Stage};
+use dataplane::router::{Core, CoreConfig, Out, RouterControl, Stage};
 use fib::{Ipv6Prefix, Path, RouteKind};
+use mpls::LabelAction;
 
 const ETH_IP6: u16 = 0x86dd;
 
@@ -566,4 +568,180 @@ fn learned_ipv6_neighbours_age_as_arp_ones() {
     ctl.poll();
     assert!(ctl.age_neighbors(at(1 << 20), &aging).is_empty());
     assert!(ctl.is_static_neighbor6(1, a6(nb)));
+}
+
+/// [`router6`] as a PE and LSR for IPv6 over MPLS: label 303 pops into the
+/// global table's IPv6 half, 304 into the global table by the payload's
+/// version, 102 is popped at the penultimate hop towards port 2, 100 swapped to
+/// 200 towards port 1; 6PE: 2001:db8:200::/48 via the IPv4 next hop 192.0.2.1
+/// (an LSP with label 1000 through port 1's neighbour) with label 600.
+fn pe6() -> RouterControl {
+    let mut ctl = router6();
+    let adj1 = ctl.adjacency(2, a("10.2.0.2")).unwrap();
+    let adj2 = ctl.adjacency(3, a("10.3.0.2")).unwrap();
+    ctl.label_add(303, true, LabelAction::ip6_lookup(0))
+        .unwrap();
+    ctl.label_add(304, true, LabelAction::ip_lookup(mpls::RX_TABLE))
+        .unwrap();
+    ctl.label_add(102, true, LabelAction::php(adj2)).unwrap();
+    ctl.label_add(100, true, LabelAction::swap(adj1, &[200]))
+        .unwrap();
+    route(&mut ctl, "192.0.2.0/24", &["10.2.0.2"], &[1000]);
+    ctl.route_add(
+        0,
+        p6("2001:db8:200::/48"),
+        RouteKind::Paths(vec![Path::gateway(a("192.0.2.1")).with_labels(&[600])]),
+    )
+    .unwrap();
+    ctl
+}
+
+/// Cores of `ctl` with the fast path on and off.
+fn both_paths(ctl: &mut RouterControl) -> [(bool, Core); 2] {
+    [true, false].map(|fast_path| {
+        let cfg = CoreConfig {
+            fast_path,
+            ..core_cfg()
+        };
+        (fast_path, ctl.new_core(cfg, tsc_hz()).0)
+    })
+}
+
+/// RFC 3032 §2.1: label 2 at the bottom of the stack is popped and the IPv6
+/// payload looked up in the receiving interface's table, the label TTL its hop
+/// limit (uniform), then one IPv6 hop; above another label it is popped and the
+/// label under it switched.
+#[test]
+fn ip6_explicit_null_pops_into_the_receiving_interfaces_table() {
+    let mut ctl = pe6();
+    let ip = udp6(HOST6, "2001:db8:100::5", 64, 1000, 32);
+    for (fast_path, mut core) in both_paths(&mut ctl) {
+        let res = run(&mut core, &vec![from_host_mpls(&[(2, 30)], &ip); N], 0);
+        assert_all_tx(&res, 1, |_| {
+            eth(mac_n(1), mac_r(1), None, ETH_IP6, &with_hl(&ip, 29))
+        });
+        let res = run(
+            &mut core,
+            &vec![from_host_mpls(&[(2, 30), (303, 30)], &ip); 3],
+            0,
+        );
+        assert_all_tx(&res, 1, |_| {
+            eth(mac_n(1), mac_r(1), None, ETH_IP6, &with_hl(&ip, 29))
+        });
+        assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
+        assert_eq!(core.stats().ifaces[2].tx_pkts.get(), N as u64 + 3);
+    }
+}
+
+/// The egress PE of 6PE/6VPE: the label pops into an IPv6 lookup in the same
+/// pass (uniform TTL: the label's becomes the hop limit, then the IPv6 hop takes
+/// one); an entry that looks up by the version takes IPv4 and IPv6 alike.
+#[test]
+fn pe_egress_pops_into_ip6_lookup_in_the_same_pass() {
+    let mut ctl = pe6();
+    let ips: Vec<Vec<u8>> = (0..N)
+        .map(|i| udp6(HOST6, "2001:db8:100::5", 64, 1000 + i as u16, 40))
+        .collect();
+    for (fast_path, mut core) in both_paths(&mut ctl) {
+        for label in [303, 304] {
+            let frames: Vec<Vec<u8>> = ips
+                .iter()
+                .enumerate()
+                .map(|(i, p)| from_host_mpls(&[(label, 2 + (i % 200) as u8)], p))
+                .collect();
+            let res = run(&mut core, &frames, 0);
+            assert_all_tx(&res, 1, |i| {
+                eth(
+                    mac_n(1),
+                    mac_r(1),
+                    None,
+                    ETH_IP6,
+                    &with_hl(&ips[i], 1 + (i % 200) as u8),
+                )
+            });
+        }
+        // IPv4 under the entry that reads the version.
+        let ip4 = host_ip(3, [198, 18], 64, 60);
+        route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+        let mut core = if fast_path {
+            core
+        } else {
+            ctl.new_core(
+                CoreConfig {
+                    fast_path,
+                    ..core_cfg()
+                },
+                tsc_hz(),
+            )
+            .0
+        };
+        let res = run(&mut core, &[from_host_mpls(&[(304, 30)], &ip4)], 0);
+        assert_all_tx(&res, 1, |_| {
+            eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&ip4, 29))
+        });
+        assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
+    }
+}
+
+/// The penultimate hop pops the bottom label off an IPv6 payload and sends it
+/// as IPv6 (EtherType 0x86dd), its hop limit the label TTL less one (uniform).
+#[test]
+fn php_sends_the_payload_as_ip6() {
+    let mut ctl = pe6();
+    let ips: Vec<Vec<u8>> = (0..N)
+        .map(|i| udp6(HOST6, "2001:db8:100::5", 64, 1000 + i as u16, 40))
+        .collect();
+    for (fast_path, mut core) in both_paths(&mut ctl) {
+        let frames: Vec<Vec<u8>> = ips
+            .iter()
+            .enumerate()
+            .map(|(i, p)| from_host_mpls(&[(102, 2 + (i % 100) as u8)], p))
+            .collect();
+        let res = run(&mut core, &frames, 0);
+        assert_all_tx(&res, 2, |i| {
+            eth(
+                mac_n(2),
+                mac_r(2),
+                None,
+                ETH_IP6,
+                &with_hl(&ips[i], 1 + (i % 100) as u8),
+            )
+        });
+        assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
+        assert_eq!(stage(&core, Stage::Ip6Lookup), (0, 0));
+    }
+}
+
+/// 6PE ingress (RFC 4798): an IPv6 route via an IPv4 next hop takes the LSP's
+/// label from the IPv4 route that reaches it, with the 6PE label under it; both
+/// go on with the hop limit less one (uniform), the payload's hop limit too.
+#[test]
+fn six_pe_pushes_the_lsp_label_over_the_6pe_label() {
+    let mut ctl = pe6();
+    let ips: Vec<Vec<u8>> = (0..N)
+        .map(|i| {
+            udp6(
+                HOST6,
+                "2001:db8:200::9",
+                2 + (i % 250) as u8,
+                1000 + i as u16,
+                40,
+            )
+        })
+        .collect();
+    for (fast_path, mut core) in both_paths(&mut ctl) {
+        let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host6(p)).collect();
+        let res = run(&mut core, &frames, 0);
+        assert_all_tx(&res, 1, |i| {
+            let hl = ips[i][7] - 1;
+            eth(
+                mac_n(1),
+                mac_r(1),
+                None,
+                ETH_MPLS,
+                &labelled(&[(1000, hl), (600, hl)], &with_hl(&ips[i], hl)),
+            )
+        });
+        assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
+    }
 }

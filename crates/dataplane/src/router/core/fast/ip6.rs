@@ -22,7 +22,7 @@ const HEAD6: usize = ETH_LEN + 40;
 /// The destination of a plain IPv6 header `ip` (see the module docs), as the
 /// lookup's key.
 #[inline(always)]
-fn ip6_accept(ip: &[u8; 40]) -> Option<u128> {
+pub(super) fn ip6_accept(ip: &[u8; 40]) -> Option<u128> {
     let src = u128::from_be_bytes(*ip[8..24].first_chunk::<16>()?);
     let dst = u128::from_be_bytes(*ip[24..40].first_chunk::<16>()?);
     // Multicast (ff00::/8), link-local (fe80::/10), unspecified and loopback
@@ -141,19 +141,27 @@ impl Work {
         sent
     }
 
-    /// Hands IPv6 key packet `i` (`p`, untouched) to `ip6-lookup`.
+    /// Hands IPv6 key packet `i` (`p`, untouched, or popped from under a label)
+    /// to `ip6-lookup`.
     #[cold]
     #[inline(never)]
     fn ip6_resume<P: Packet>(&mut self, p: &mut P, i: usize, hb: &mut Handback<'_, '_>) {
         hb.follow(p.port());
         let (start, len) = p.window();
+        let popped = self.popped(i);
+        if popped {
+            // (the frame as it came in, its label in it)
+            if let Some(s) = start.checked_sub(LABEL_LEN) {
+                let _ = p.set_window(s, len + LABEL_LEN);
+            }
+        }
         let m = Meta {
             next: Next::Ip6Lookup,
             l3: (start + ETH_LEN) as u16,
             end: (start + len) as u16,
             rx_if: hb.fb_if.ifindex,
             table: hb.vt,
-            path: ETH,
+            path: ETH | if popped { MPLS } else { 0 },
             ..Meta::default()
         };
         self.resume(i, m, hb);
