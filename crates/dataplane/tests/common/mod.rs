@@ -490,9 +490,9 @@ pub fn diff_frame() -> impl Strategy<Value = (Vec<u8>, usize)> {
                 17 => from_host_mpls(&[(301, lt)], &ip),
                 18 => from_host_mpls(&[(302, lt)], &ip),
                 // IPv6: routed, labelled, ECMP, unresolved, blackhole, no
-                // route, link-local and multicast destinations
+                // route, 6PE, link-local and multicast destinations
                 19..=22 => {
-                    let nets = [0x18, 0x19, 0x21, 0x25, 0x26, 0x99, 0x18];
+                    let nets = [0x18, 0x19, 0x21, 0x25, 0x26, 0x99, 0x27];
                     let mut ip6 = host_ip6(len % 3, nets[net % 7], ttl, len);
                     match (net, head) {
                         (7, _) => ip6[24..40].copy_from_slice(&v6("fe80::1").octets()),

@@ -1,8 +1,9 @@
 //! The fast path's IPv6: the classify walk's runs of plain IPv6 packets, whose
-//! destinations become a batch of keys of their own, and their forward walk,
-//! which sends the packets of a plain decision (one leg, a resolved adjacency
-//! on an untagged interface that is up, nothing to push) and hands the others
-//! to `ip6-lookup` untouched.
+//! destinations become a batch of keys of their own (with the packets a label
+//! popped into IPv6), and their forward walk, which sends the packets of a
+//! plain decision (one leg, a resolved adjacency on an untagged interface that
+//! is up, nothing to push) or of a push of one or two labels there
+//! ([`send::push6`]: 6PE) and hands the others to `ip6-lookup` untouched.
 //!
 //! A plain IPv6 packet: an untagged frame to the interface's MAC, exactly as
 //! long as its payload length says (no Ethernet padding), a hop limit above 1,
@@ -135,7 +136,18 @@ impl Work {
                         self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
                     }
                 }
-                _ => self.ip6_resume(p, i, hb),
+                // (a push: 6PE's LSP and 6PE labels, or a route's own)
+                _ => match send::push6(p, rw, d) {
+                    Some(len) => {
+                        *o = count_tx(rw, len);
+                        sent += 1;
+                        if notes {
+                            self.obs.fast_adj[i & (BURST - 1)] = d.adj;
+                            self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
+                        }
+                    }
+                    None => self.ip6_resume(p, i, hb),
+                },
             }
         }
         sent
