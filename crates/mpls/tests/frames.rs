@@ -1031,3 +1031,143 @@ fn lookups_are_eos_only() {
         assert_eq!(mpls::validate_action(true, &a), Ok(()));
     }
 }
+
+/// Ones' complement sum over the IPv6 pseudo-header (next header 58) and `m`.
+fn icmp6_sum(src: [u8; 16], dst: [u8; 16], m: &[u8]) -> u16 {
+    let mut s: u32 = 0;
+    let mut add = |b: &[u8]| {
+        for c in b.chunks(2) {
+            s += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+        }
+    };
+    add(&src);
+    add(&dst);
+    add(&(m.len() as u32).to_be_bytes());
+    add(&[0, 0, 0, 58]);
+    add(m);
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+#[test]
+fn icmp6_time_exceeded_with_the_label_stack() {
+    use mpls::icmp::{IcmpError, build_time_exceeded6, time_exceeded6_len};
+    let me: std::net::Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
+    let stack = format!("{}{}", lse(100, false, 1), lse(600, true, 7));
+    let rx = hex(&format!("{stack}{}", ip6(9)));
+    let mut out = [0u8; 400];
+    let (len, depth) = build_time_exceeded6(&rx, me, &mut out).unwrap();
+    assert_eq!((len, depth), (time_exceeded6_len(2), 2));
+    assert_eq!(len, 40 + 8 + 128 + 8 + 8);
+    let o = &out[..len];
+    // IPv6: version 6, payload length, ICMPv6, hop limit 64, from us to the source.
+    assert_eq!(&o[..4], &[0x60, 0, 0, 0]);
+    assert_eq!(u16::from_be_bytes([o[4], o[5]]) as usize, len - 40);
+    assert_eq!((o[6], o[7]), (58, 64));
+    assert_eq!(&o[8..24], &me.octets());
+    assert_eq!(&o[24..40], &hex("20010db8000000000000000000000001")[..]);
+    // Type 3 code 0, length 16 (x 8 bytes), the quote padded to 128 bytes.
+    let m = &o[40..];
+    assert_eq!((m[0], m[1]), (3, 0));
+    assert_eq!(&m[4..8], &[16, 0, 0, 0]);
+    let orig = hex(&ip6(9));
+    assert_eq!(&m[8..8 + orig.len()], &orig[..]);
+    assert!(m[8 + orig.len()..136].iter().all(|&b| b == 0));
+    // RFC 4884 extension: version 2, checksum, object class 1 C-Type 1.
+    assert_eq!(m[136], 0x20);
+    let e = wire::IcmpExtHeader::new_checked(&m[136..]).unwrap();
+    assert!(e.verify_checksum());
+    assert_eq!(&m[140..144], &[0, 12, 1, 1]);
+    assert_eq!(&m[144..], &hex(&stack)[..]);
+    let mut z = m.to_vec();
+    z[2..4].fill(0);
+    let src = me.octets();
+    let mut dst = [0u8; 16];
+    dst.copy_from_slice(&o[24..40]);
+    assert_eq!(u16::from_be_bytes([m[2], m[3]]), icmp6_sum(src, dst, &z));
+    // Not answered: IPv4 under the stack, a cut header, an ICMPv6 error, a
+    // multicast source.
+    let under = |payload: &str| hex(&format!("{}{payload}", lse(100, true, 1)));
+    assert_eq!(
+        build_time_exceeded6(&under(&ip4(9)), me, &mut out),
+        Err(IcmpError::NotIpv6)
+    );
+    assert_eq!(
+        build_time_exceeded6(&under("6000000000"), me, &mut out),
+        Err(IcmpError::Truncated)
+    );
+    let mut err6 = hex(&ip6(9));
+    err6[6] = 58;
+    err6[40] = 1;
+    let err6 = hex(&lse(100, true, 1))
+        .into_iter()
+        .chain(err6)
+        .collect::<Vec<u8>>();
+    assert_eq!(
+        build_time_exceeded6(&err6, me, &mut out),
+        Err(IcmpError::NotAnswerable)
+    );
+    let mut mc = rx.clone();
+    mc[8 + 8] = 0xff;
+    assert_eq!(
+        build_time_exceeded6(&mc, me, &mut out),
+        Err(IcmpError::NotAnswerable)
+    );
+    assert_eq!(
+        build_time_exceeded6(&rx, me, &mut out[..100]),
+        Err(IcmpError::BufferTooSmall)
+    );
+}
+
+#[test]
+fn icmp6_time_exceeded_goes_along_the_lsp() {
+    let mut t = LabelTable::new();
+    t.add(100, true, LabelAction::swap(ADJ, &[200])).unwrap();
+    t.add(101, true, LabelAction::php(ADJ)).unwrap();
+    let r = t.reader();
+    let g = r.pin();
+    let me: std::net::Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
+    let rx = hex(&format!("{}{}", lse(100, true, 1), ip6(9)));
+    let mut out = [0u8; 600];
+    let (off, d) = g.ttl_exceeded_reply6(&rx, me, &mut out, 128).unwrap();
+    assert_eq!(d, MplsDecision::Forward { adj: ADJ });
+    assert_eq!(off, 124);
+    assert_eq!(&out[124..128], &hex(&lse(200, true, 63))[..]);
+    assert_eq!(out[128] >> 4, 6);
+    let rx = hex(&format!("{}{}", lse(101, true, 1), ip6(9)));
+    let (off, d) = g.ttl_exceeded_reply6(&rx, me, &mut out, 128).unwrap();
+    assert_eq!(d, MplsDecision::Php6 { adj: ADJ });
+    assert_eq!(off, 128);
+    // (uniform: the reply's label TTL less one)
+    assert_eq!(out[128 + 7], 63);
+}
+
+#[test]
+fn icmp6_packet_too_big() {
+    use mpls::icmp::build_packet_too_big6;
+    let me: std::net::Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
+    let mut big = hex(&ip6(9));
+    big.resize(1600, 0xab);
+    big[4..6].copy_from_slice(&(1600u16 - 40).to_be_bytes());
+    let mut out = [0u8; 2000];
+    let n = build_packet_too_big6(&big, me, 1496, &mut out).unwrap();
+    // As much as fits in the IPv6 minimum MTU.
+    assert_eq!(n, 1280);
+    let m = &out[40..n];
+    assert_eq!((m[0], m[1]), (2, 0));
+    assert_eq!(u32::from_be_bytes([m[4], m[5], m[6], m[7]]), 1496);
+    assert_eq!(&m[8..], &big[..n - 48]);
+    let mut z = m.to_vec();
+    z[2..4].fill(0);
+    let mut dst = [0u8; 16];
+    dst.copy_from_slice(&out[24..40]);
+    assert_eq!(
+        u16::from_be_bytes([m[2], m[3]]),
+        icmp6_sum(me.octets(), dst, &z)
+    );
+    // A link smaller than that: the reply fits it.
+    let n = build_packet_too_big6(&big, me, 1100, &mut out).unwrap();
+    assert_eq!(n, 1100);
+}

@@ -122,6 +122,12 @@ proptest! {
             let _ = build_time_exceeded(&b, std::net::Ipv4Addr::LOCALHOST, 0, &mut out);
             let mut out = vec![0u8; 400];
             let _ = g.ttl_exceeded_reply(&b, std::net::Ipv4Addr::LOCALHOST, 0, &mut out, 64);
+            let mut out = vec![0u8; 400];
+            let _ = g.ttl_exceeded_reply6(&b, std::net::Ipv6Addr::LOCALHOST, &mut out, 64);
+            let mut out = [0u8; 300];
+            let _ = mpls::icmp::build_time_exceeded6(&b, std::net::Ipv6Addr::LOCALHOST, &mut out);
+            let mut out = [0u8; 200];
+            let _ = mpls::icmp::build_packet_too_big6(&b, std::net::Ipv6Addr::LOCALHOST, 150, &mut out);
         }
     }
 

@@ -745,3 +745,145 @@ fn six_pe_pushes_the_lsp_label_over_the_6pe_label() {
         assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
     }
 }
+
+/// Checks the ICMPv6 time exceeded a P router sent about `orig` (received under
+/// `stack`), from `from` back to its source: every field of the IPv6 header, the
+/// ICMPv6 header with the RFC 4884 length in 64-bit words, the quote padded to
+/// 128 bytes, the RFC 4950 extension (version 2, its checksum, one object of
+/// class 1, C-Type 1 holding the stack as received), and the checksum over the
+/// pseudo-header, with the wire crate's views and summed from scratch here.
+fn check_time_exceeded6(ip: &[u8], from: Ipv6Addr, orig: &[u8], stack: &[(u32, u8)]) {
+    use wire::{IcmpExtHeader, IcmpExtObject, Icmpv6Message, Icmpv6Packet, Ipv6Packet};
+    let h = Ipv6Packet::new_checked(ip).unwrap();
+    let depth = stack.len();
+    let icmp_len = 8 + 128 + 4 + 4 + 4 * depth;
+    assert_eq!(h.version(), 6);
+    assert_eq!(h.traffic_class(), 0);
+    assert_eq!(h.flow_label(), 0);
+    assert_eq!(usize::from(h.payload_len()), icmp_len);
+    assert_eq!(ip.len(), 40 + icmp_len);
+    assert_eq!(h.next_header(), wire::IpProtocol::Icmpv6);
+    assert_eq!(h.src_addr(), from);
+    assert_eq!(h.dst_addr(), a6(HOST6));
+    let icmp = &ip[40..];
+    let p = Icmpv6Packet::new_checked(icmp).unwrap();
+    assert_eq!(p.msg_type(), Icmpv6Message::TimeExceeded);
+    assert_eq!(p.msg_code(), 0);
+    assert!(p.verify_checksum(from, a6(HOST6)));
+    let mut zeroed = icmp.to_vec();
+    zeroed[2..4].fill(0);
+    assert_eq!(p.checksum(), csum6(from, a6(HOST6), 58, &zeroed));
+    assert_eq!(icmp[4], 16, "RFC 4884 length: 128 bytes in 64-bit words");
+    assert_eq!(&icmp[5..8], &[0, 0, 0]);
+    let q = orig.len().min(128);
+    assert_eq!(&icmp[8..8 + q], &orig[..q]);
+    assert!(icmp[8 + q..136].iter().all(|&b| b == 0));
+    let e = IcmpExtHeader::new_checked(&icmp[136..]).unwrap();
+    assert_eq!(e.version(), 2);
+    assert!(e.verify_checksum());
+    let o = IcmpExtObject::new_checked(e.objects()).unwrap();
+    assert_eq!(usize::from(o.length()), 4 + 4 * depth);
+    assert_eq!((o.class_num(), o.c_type()), (1, 1));
+    assert_eq!(o.payload(), &labelled(stack, &[])[..]);
+}
+
+/// RFC 4950 with an IPv6 payload: a label TTL that runs out at a P router (6PE
+/// traffic in an IPv4 core) is answered with ICMPv6 time exceeded carrying the
+/// label stack, sent on along the LSP (swapped like the packet: label 200, TTL
+/// 64 less one) to the egress, which routes it back; at the penultimate hop it
+/// leaves as IPv6. The source is the receiving interface's IPv6 address, or,
+/// where it has none, its IPv4 address as an IPv4-mapped one.
+#[test]
+fn ttl_expiry_inside_an_lsp_sends_icmp6_with_the_label_stack_along_it() {
+    let ips: Vec<Vec<u8>> = (0..N)
+        .map(|i| udp6(HOST6, "2001:db8:100::5", 64, 1000 + i as u16, 20 + i))
+        .collect();
+    for (v6_addr, from) in [(true, a6(R0)), (false, a6("::ffff:10.1.0.1"))] {
+        let mut ctl = if v6_addr {
+            pe6()
+        } else {
+            let mut c = router();
+            let adj1 = c.adjacency(2, a("10.2.0.2")).unwrap();
+            let adj2 = c.adjacency(3, a("10.3.0.2")).unwrap();
+            c.label_add(100, true, LabelAction::swap(adj1, &[200]))
+                .unwrap();
+            c.label_add(102, true, LabelAction::php(adj2)).unwrap();
+            c
+        };
+        for (fast_path, mut core) in both_paths(&mut ctl) {
+            let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host_mpls(&[(100, 1)], p)).collect();
+            let res = run(&mut core, &frames, 0);
+            for (i, (o, f)) in res.iter().enumerate() {
+                assert_eq!(*o, Out::Tx(1), "packet {i} fast path {fast_path}");
+                assert_eq!(&f[..14], &eth(mac_n(1), mac_r(1), None, ETH_MPLS, &[])[..]);
+                assert_eq!(&f[14..18], &lse(200, true, 63));
+                check_time_exceeded6(&f[18..], from, &ips[i], &[(100, 1)]);
+            }
+            let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host_mpls(&[(102, 1)], p)).collect();
+            let res = run(&mut core, &frames, 0);
+            for (i, (o, f)) in res.iter().enumerate() {
+                assert_eq!(*o, Out::Tx(2), "packet {i}");
+                assert_eq!(&f[..14], &eth(mac_n(2), mac_r(2), None, ETH_IP6, &[])[..]);
+                // (uniform: the reply's label TTL 64 less one is its hop limit)
+                let mut ip = f[14..].to_vec();
+                assert_eq!(ip[7], 63);
+                ip[7] = 64;
+                check_time_exceeded6(&ip, from, &ips[i], &[(102, 1)]);
+            }
+            assert_eq!(
+                counters(core.stats()),
+                expect(&[("icmp_errors", 2 * N as u64)]),
+                "fast path {fast_path}"
+            );
+        }
+    }
+}
+
+/// A labelled IPv6 packet too big for the next hop after the swap (or PHP) is
+/// answered with ICMPv6 packet too big (the MTU left under the outgoing
+/// stack) behind the outgoing stack, along the LSP; IPv6 is never fragmented.
+#[test]
+fn switched_ip6_too_big_for_the_link_gets_packet_too_big_along_the_lsp() {
+    use wire::{Icmpv6Message, Icmpv6Packet, Ipv6Packet};
+    let mut ctl = pe6();
+    let big = udp6(HOST6, "2001:db8:100::5", 64, 1000, 1600);
+    for (fast_path, mut core) in both_paths(&mut ctl) {
+        for (label, port, depth) in [(100u32, 1u16, 1usize), (102, 2, 0)] {
+            let res = run(&mut core, &[from_host_mpls(&[(label, 30)], &big)], 0);
+            assert_eq!(res[0].0, Out::Tx(port), "fast path {fast_path}");
+            let f = &res[0].1;
+            let ip = if depth == 1 {
+                assert_eq!(&f[12..14], &[0x88, 0x47]);
+                assert_eq!(&f[14..18], &lse(200, true, 64));
+                &f[18..]
+            } else {
+                assert_eq!(&f[12..14], &[0x86, 0xdd]);
+                &f[14..]
+            };
+            let h = Ipv6Packet::new_checked(ip).unwrap();
+            assert_eq!(h.src_addr(), a6(R0));
+            assert_eq!(h.dst_addr(), a6(HOST6));
+            let icmp = &ip[40..40 + usize::from(h.payload_len())];
+            let p = Icmpv6Packet::new_checked(icmp).unwrap();
+            assert_eq!(p.msg_type(), Icmpv6Message::PktTooBig);
+            assert_eq!(p.mtu(), 1500 - 4 * depth as u32);
+            assert!(p.verify_checksum(a6(R0), a6(HOST6)));
+            // As much of the packet as fits in the IPv6 minimum MTU (RFC 4443
+            // §2.4(c)).
+            assert_eq!(ip.len(), 1280);
+            // (at the penultimate hop the packet quoted is the one popped:
+            // its hop limit the label TTL less one)
+            let sent = if depth == 0 {
+                with_hl(&big, 29)
+            } else {
+                big.clone()
+            };
+            assert_eq!(&icmp[8..], &sent[..icmp.len() - 8]);
+        }
+        assert_eq!(
+            counters(core.stats()),
+            expect(&[("icmp_errors", 2), ("mpls_mtu_exceeded", 2)]),
+            "fast path {fast_path}"
+        );
+    }
+}
