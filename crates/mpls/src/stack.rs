@@ -70,8 +70,9 @@ pub(crate) fn dispose_ip4(
 //= RFC 3443 §3.1 (uniform), applied to IPv6 as RFC 4798 §3 carries it: the hop
 //= limit of the exposed header is set from the label TTL; IPv6 has no header
 //= checksum to fix.
-/// Validates the IPv6 header exposed at `ip` and, for the uniform model, sets its
-/// hop limit to `ttl`.
+/// Validates the IPv6 header exposed at `ip` (a packet whose payload length
+/// ends past the buffer is cut short: a penultimate hop sends it as it is) and,
+/// for the uniform model, sets its hop limit to `ttl`.
 #[inline(always)]
 pub(crate) fn dispose_ip6(
     buf: &mut [u8],
@@ -82,9 +83,13 @@ pub(crate) fn dispose_ip6(
     if family_at(buf, ip)? == Family::Ip4 {
         return Err(DropReason::Ip4UnderIp6);
     }
+    let room = buf.len().saturating_sub(ip);
     let Some(h) = buf.get_mut(ip..ip + wire::ipv6::HEADER_LEN) else {
         return Err(DropReason::Truncated);
     };
+    if wire::ipv6::HEADER_LEN + usize::from(u16::from_be_bytes([h[4], h[5]])) > room {
+        return Err(DropReason::Truncated);
+    }
     if uniform {
         h[7] = ttl;
     }

@@ -1171,3 +1171,18 @@ fn icmp6_packet_too_big() {
     let n = build_packet_too_big6(&big, me, 1100, &mut out).unwrap();
     assert_eq!(n, 1100);
 }
+
+#[test]
+fn ip6_payload_longer_than_the_frame_is_cut_short() {
+    let mut t = LabelTable::new();
+    t.add(600, true, LabelAction::php(ADJ)).unwrap();
+    // Payload length 0x38 with 8 bytes behind the header.
+    let short = ip6(64).replacen("0008 11", "0038 11", 1);
+    for l in [600, 2] {
+        assert_untouched(
+            &t,
+            &format!("{} {} {short}", eth_rx("8847"), lse(l, true, 20)),
+            MplsDecision::Drop(DropReason::Truncated),
+        );
+    }
+}
