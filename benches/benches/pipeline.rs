@@ -28,6 +28,11 @@
 //! inside random prefixes; `PIPELINE_PREFIXES6` (else `PIPELINE_PREFIXES`)
 //! truncates it.
 //!
+//! IPv6 over MPLS, beside their IPv4 twins: `pe6_push` is 6PE's ingress, 4,096
+//! IPv6 /48s each via the remote PE's IPv4 loopback with a label of its own
+//! (the LSP's label over the 6PE label, pushed in one slice); `pe6_pop_lookup`
+//! pops a label into the IPv6 lookup of `ip6_forward`'s table.
+//!
 //! Run: `cargo bench -p benches --bench pipeline`
 #![deny(unsafe_code)]
 
@@ -193,7 +198,59 @@ fn router(rib: &[(u32, u8, u32)], rib6: &[(u128, u8, u32)]) -> RouterControl {
         .unwrap();
     ctl.label_add(301, true, LabelAction::ip4_lookup(VRF_OUT))
         .unwrap();
+    ctl.label_add(304, true, LabelAction::ip6_lookup(0))
+        .unwrap();
+    // 6PE: 4,096 /48s of 2001:db8::/32 via the remote PE's loopback (its LSP's
+    // label 1000), each with a label of its own.
+    for k in 0..SIX_PE_ROUTES {
+        let prefix = Ipv6Prefix::new(Ipv6Addr::from(six_pe_prefix(k)), 48).unwrap();
+        let path = Path::gateway(REMOTE_PE).with_labels(&[16 + k % 1000]);
+        ctl.route_add(0, prefix, RouteKind::Paths(vec![path]))
+            .unwrap();
+    }
     ctl
+}
+
+/// 6PE routes of the `pe6_push` case.
+const SIX_PE_ROUTES: u32 = 4096;
+
+/// The `k`th 6PE route's /48: 2001:db8:k::/48.
+fn six_pe_prefix(k: u32) -> u128 {
+    (0x2001_0db8u128 << 96) | (u128::from(k) << 80)
+}
+
+/// Template vectors of IPv6 frames to random addresses of the 6PE routes.
+fn templates_6pe() -> Vec<Vec<Vec<u8>>> {
+    let mut rng = StdRng::seed_from_u64(66);
+    (0..TEMPLATES)
+        .map(|_| {
+            (0..BURST)
+                .map(|i| {
+                    let k = rng.random_range(0..SIX_PE_ROUTES);
+                    let host = rng.random::<u128>() & !benches::rib::mask6(48);
+                    frame6(six_pe_prefix(k) | host, 1024 + i as u16)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `templates` with each frame under label `label` (S, TTL 64).
+fn under_label(templates: Vec<Vec<Vec<u8>>>, label: u32) -> Vec<Vec<Vec<u8>>> {
+    templates
+        .into_iter()
+        .map(|v| {
+            v.into_iter()
+                .map(|f| {
+                    let mut g = f[..12].to_vec();
+                    g.extend_from_slice(&0x8847u16.to_be_bytes());
+                    g.extend_from_slice(&((label << 12) | 0x100 | 64).to_be_bytes());
+                    g.extend_from_slice(&f[14..]);
+                    g
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The VRF of port 5 (L3VPN ingress) and the one label 301 pops into (egress).
@@ -623,6 +680,17 @@ fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8], u16) -> P) -> Vec<Case<P>>
         Case::new(ctl, mk, 6, "pw_encap", "", "", plain, &[], 0x8847),
         Case::of_frames(ctl, mk, 0, "pw_decap", "", "", pw_frames(plain), 0x0800),
         Case::of_frames(ctl, mk, 0, "ip6_forward", "", "", templates6(rib6), 0x86dd),
+        Case::of_frames(ctl, mk, 0, "pe6_push", "", "", templates_6pe(), 0x8847),
+        Case::of_frames(
+            ctl,
+            mk,
+            0,
+            "pe6_pop_lookup",
+            "",
+            "",
+            under_label(templates6(rib6), 304),
+            0x86dd,
+        ),
     ]
 }
 

@@ -2,7 +2,9 @@
 //! buffers, fast path on) on a router with every path configured: routes, ECMP,
 //! labelled routes, swap, PHP, explicit null, pop and lookup, a VLAN
 //! sub-interface, an unresolved neighbour, a small MTU, IPv6 routes (plain,
-//! labelled, ECMP, via an unresolved link-local neighbour); by the input's length,
+//! labelled, ECMP, via an unresolved link-local neighbour, 6PE via an IPv4 next
+//! hop), labels that pop into IPv6 (label 2, ip6-lookup, by the version); by
+//! the input's length,
 //! with sFlow sampling every packet both ways, the trace on, both or neither.
 //! Every packet is accounted for (sent, dropped with a counted reason, held for
 //! its neighbour, or punted), and what is sent is well formed: IPv4 (a valid
@@ -123,6 +125,12 @@ fn router() -> Rig {
     ctl.set_neighbor6(4, v6("fe80::4:2"), [2, 0, 0, 0, 4, 6])
         .expect("neighbour");
     route(&mut ctl, "2001:db8:23::/48", vec![gw6("fe80::4:2", 4)]);
+    // 6PE: via the IPv4 next hop 198.19.0.1 (an LSP of two labels) with label 600.
+    route(
+        &mut ctl,
+        "2001:db8:24::/48",
+        vec![gw("198.19.0.1").with_labels(&[600])],
+    );
     let adj2 = ctl.adjacency(2, a("10.2.0.2")).expect("adjacency");
     let adj3 = ctl.adjacency(3, a("10.3.0.2")).expect("adjacency");
     let adj4 = ctl.adjacency(4, a("10.4.0.2")).expect("adjacency");
@@ -134,6 +142,16 @@ fn router() -> Rig {
         (103, true, LabelAction::swap(adj4, &[300, 301])),
         (300, true, LabelAction::ip4_lookup(0)),
         (301, true, LabelAction::ip4_lookup(mpls::RX_TABLE)),
+        (304, true, LabelAction::ip6_lookup(0)),
+        (305, true, LabelAction::ip_lookup(mpls::RX_TABLE)),
+        (
+            306,
+            true,
+            LabelAction::Ip6Lookup {
+                table: 0,
+                ttl_mode: mpls::TtlMode::pipe(),
+            },
+        ),
         (
             302,
             false,

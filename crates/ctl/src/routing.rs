@@ -358,14 +358,17 @@ pub struct LabelSection {
     /// Swap/PHP paths.
     #[serde(default)]
     pub via: Vec<ViaSection>,
-    /// Pop and look up the IPv4 payload in this table.
+    /// Pop and look up the payload in this table: IPv4, or the family
+    /// `action` names (`ip6-lookup`, `ip-lookup`).
     #[serde(default)]
     pub lookup_table: Option<u32>,
     /// That table by its VRF's name (a per-VRF VPN label).
     #[serde(default)]
     pub lookup_vrf: Option<String>,
-    /// `drop`, `punt`, `pop` (non-eos) or `ip4-lookup` (pop and look up in the
-    /// receiving interface's table) instead of paths.
+    /// `drop`, `punt`, `pop` (non-eos), or `ip4-lookup`, `ip6-lookup`,
+    /// `ip-lookup` (pop and look up the IPv4, the IPv6 or either payload by its
+    /// version, in `lookup_table` or else the receiving interface's table)
+    /// instead of paths.
     #[serde(default)]
     pub action: Option<String>,
     /// `uniform` (default) or `pipe`.
@@ -575,28 +578,32 @@ impl LabelSection {
             Some("pipe") => mpls::TtlMode::pipe(),
             Some(m) => return Err(invalid(format!("ttl_mode {m:?}: use uniform or pipe"))),
         };
+        // (a lookup action may name its table)
+        let lookup = self
+            .action
+            .as_deref()
+            .filter(|a| LabelSpec::lookup(a, 0, ttl_mode).is_some());
         let n_forms = usize::from(!self.via.is_empty())
-            + usize::from(self.lookup_table.is_some())
-            + usize::from(self.action.is_some());
+            + usize::from(self.lookup_table.is_some() || lookup.is_some())
+            + usize::from(self.action.is_some() && lookup.is_none());
         if n_forms != 1 {
             return Err(invalid(
                 "give exactly one of via, lookup_table or action".into(),
             ));
         }
-        let spec = if let Some(table) = self.lookup_table {
-            LabelSpec::Ip4Lookup { table, ttl_mode }
+        let spec = if self.lookup_table.is_some() || lookup.is_some() {
+            let table = self.lookup_table.unwrap_or(mpls::RX_TABLE);
+            let word = lookup.unwrap_or("ip4-lookup");
+            LabelSpec::lookup(word, table, ttl_mode)
+                .ok_or_else(|| invalid(format!("action {word:?}")))?
         } else if let Some(a) = &self.action {
             match a.as_str() {
                 "drop" => LabelSpec::Drop,
                 "punt" => LabelSpec::Punt,
                 "pop" => LabelSpec::Pop { ttl_mode },
-                "ip4-lookup" => LabelSpec::Ip4Lookup {
-                    table: mpls::RX_TABLE,
-                    ttl_mode,
-                },
                 a => {
                     return Err(invalid(format!(
-                        "action {a:?}: use drop, punt, pop or ip4-lookup"
+                        "action {a:?}: use drop, punt, pop, ip4-lookup, ip6-lookup or ip-lookup"
                     )));
                 }
             }

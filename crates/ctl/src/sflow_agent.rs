@@ -255,11 +255,11 @@ pub fn mask_lengths(ctl: &RouterControl, ifaces: &IfTable, rec: &SampleRecord) -
             0 | 2 => continue,
             _ => ctl.labels().get(label, eos)?,
         };
+        if let Some(t) = action.lookup_table() {
+            table = Some(if t == mpls::RX_TABLE { rx_table } else { t });
+            break;
+        }
         match action {
-            mpls::LabelAction::Ip4Lookup { table: t, .. } => {
-                table = Some(if *t == mpls::RX_TABLE { rx_table } else { *t });
-                break;
-            }
             mpls::LabelAction::Pop { .. } => {}
             _ => return None,
         }

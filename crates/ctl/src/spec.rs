@@ -84,7 +84,14 @@ pub fn resolve_route(ctl: &RouterControl, t: &RouteTarget) -> Result<RouteKind, 
                     .as_deref()
                     .map(|n| ifindex(ctl, n))
                     .transpose()?;
-                let p = match (v.gateway, ix) {
+                //= RFC 4798 §2: 6PE's next hop is the egress PE's IPv4 address as an
+                //= IPv4-mapped IPv6 address (::ffff:a.b.c.d); it resolves over the
+                //= IPv4 routes, whose LSP gives the transport label.
+                let gateway = v.gateway.map(|g| match g {
+                    IpAddr::V6(a) => a.to_ipv4_mapped().map_or(g, IpAddr::V4),
+                    g => g,
+                });
+                let p = match (gateway, ix) {
                     (Some(IpAddr::V4(g)), Some(ix)) => Path::gateway_on(g, ix),
                     (Some(IpAddr::V6(g)), Some(ix)) => Path::gateway6(g, ix),
                     (Some(g), None) => {
@@ -139,9 +146,9 @@ pub fn install_label(
             hops.push((ifindex(ctl, n)?, g));
         }
     }
-    if let LabelSpec::Ip4Lookup { table, .. } = spec {
-        if *table != mpls::RX_TABLE {
-            check_table(ctl, *table)?;
+    if let Some(table) = spec.lookup_table() {
+        if table != mpls::RX_TABLE {
+            check_table(ctl, table)?;
         }
     }
     let mut adjs = Vec::with_capacity(hops.len());

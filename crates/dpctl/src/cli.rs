@@ -27,6 +27,7 @@ route del PREFIX [table N]
 route show [PREFIX|ADDRESS] [table N]
 label add LABEL eos|non-eos via GATEWAY INTERFACE [out-labels L...] [via ...] [pipe]
 label add LABEL eos via ip4-lookup [table N] [pipe]   (no table: the receiving interface's)
+label add LABEL eos via ip6-lookup|ip-lookup [table N] [pipe]   (IPv6; either by the payload's version)
 label add LABEL non-eos pop
 label add LABEL eos|non-eos drop|punt
 label replace ...                                     (same as add; replaces an existing entry)
@@ -432,7 +433,7 @@ fn eos(w: &mut Words<'_>) -> Result<bool> {
 }
 
 const ROUTE_ADD: &str = "route add PREFIX [table N] via GATEWAY [INTERFACE] [next-hop-table N] [out-labels L...] [weight W] [via ...] | route add PREFIX blackhole|unreachable|prohibit";
-const LABEL_ADD: &str = "label add LABEL eos|non-eos via GATEWAY INTERFACE [out-labels L...] [via ...] | label add LABEL eos via ip4-lookup [table N] | label add LABEL non-eos pop";
+const LABEL_ADD: &str = "label add LABEL eos|non-eos via GATEWAY INTERFACE [out-labels L...] [via ...] | label add LABEL eos via ip4-lookup|ip6-lookup|ip-lookup [table N] | label add LABEL non-eos pop";
 
 /// Words that end a `via` clause or are keywords, never interface names.
 const KEYWORDS: &[&str] = &[
@@ -804,7 +805,9 @@ fn label(w: &mut Words<'_>) -> Result<Command> {
             let mut other: Option<LabelSpec> = None;
             let set_other = |w: &Words<'_>, o: &mut Option<LabelSpec>, s: LabelSpec| {
                 if o.is_some() {
-                    return w.err("give one action: via ..., ip4-lookup, pop, drop or punt");
+                    return w.err(
+                        "give one action: via ..., ip4-lookup, ip6-lookup, ip-lookup, pop, drop or punt",
+                    );
                 }
                 *o = Some(s);
                 Ok(())
@@ -813,33 +816,28 @@ fn label(w: &mut Words<'_>) -> Result<Command> {
             while let Some(x) = w.next() {
                 match x {
                     "via" => match w.peek() {
-                        Some("ip4-lookup") => {
+                        Some(k @ ("ip4-lookup" | "ip6-lookup" | "ip-lookup")) => {
                             w.next();
                             let table = table_opt(w)?.unwrap_or(mpls::RX_TABLE);
-                            let s = LabelSpec::Ip4Lookup {
-                                table,
-                                ttl_mode: uniform,
-                            };
-                            set_other(w, &mut other, s)?;
+                            if let Some(s) = LabelSpec::lookup(k, table, uniform) {
+                                set_other(w, &mut other, s)?;
+                            }
                         }
-                        Some("ip4-lookup-in-table") => {
+                        Some(k @ ("ip4-lookup-in-table" | "ip6-lookup-in-table")) => {
                             w.next();
                             let table = w.number("table")?;
-                            let s = LabelSpec::Ip4Lookup {
-                                table,
-                                ttl_mode: uniform,
-                            };
-                            set_other(w, &mut other, s)?;
+                            let word = &k[..k.len() - "-in-table".len()];
+                            if let Some(s) = LabelSpec::lookup(word, table, uniform) {
+                                set_other(w, &mut other, s)?;
+                            }
                         }
                         _ => paths.push(via(w, false)?),
                     },
-                    "ip4-lookup" => {
+                    k @ ("ip4-lookup" | "ip6-lookup" | "ip-lookup") => {
                         let table = table_opt(w)?.unwrap_or(mpls::RX_TABLE);
-                        let s = LabelSpec::Ip4Lookup {
-                            table,
-                            ttl_mode: uniform,
-                        };
-                        set_other(w, &mut other, s)?;
+                        if let Some(s) = LabelSpec::lookup(k, table, uniform) {
+                            set_other(w, &mut other, s)?;
+                        }
                     }
                     "pop" => set_other(w, &mut other, LabelSpec::Pop { ttl_mode: uniform })?,
                     "drop" => set_other(w, &mut other, LabelSpec::Drop)?,
@@ -865,6 +863,8 @@ fn label(w: &mut Words<'_>) -> Result<Command> {
             match &mut spec {
                 LabelSpec::Forward { ttl_mode: t, .. }
                 | LabelSpec::Ip4Lookup { ttl_mode: t, .. }
+                | LabelSpec::Ip6Lookup { ttl_mode: t, .. }
+                | LabelSpec::IpLookup { ttl_mode: t, .. }
                 | LabelSpec::Pop { ttl_mode: t } => *t = ttl_mode,
                 LabelSpec::Drop | LabelSpec::Punt => {}
             }

@@ -231,12 +231,12 @@ fn labels(d: &Value) -> String {
                     }
                 }
             }
-            "ip4-lookup" => {
+            a @ ("ip4-lookup" | "ip6-lookup" | "ip-lookup") => {
                 let _ = match r["table"].as_u64() {
-                    Some(t) => writeln!(o, "{head} pop, ip4-lookup table {t}{pipe}"),
+                    Some(t) => writeln!(o, "{head} pop, {a} table {t}{pipe}"),
                     None => writeln!(
                         o,
-                        "{head} pop, ip4-lookup in the receiving interface's table{pipe}"
+                        "{head} pop, {a} in the receiving interface's table{pipe}"
                     ),
                 };
             }

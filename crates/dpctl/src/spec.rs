@@ -89,6 +89,21 @@ pub enum LabelSpec {
         /// TTL model.
         ttl_mode: mpls::TtlMode,
     },
+    /// Pop and look the IPv6 packet up in a table (6PE, 6VPE egress).
+    Ip6Lookup {
+        /// The table.
+        table: TableId,
+        /// TTL model.
+        ttl_mode: mpls::TtlMode,
+    },
+    /// Pop and look the packet up in a table by its IP version (a per-VRF
+    /// label for both families).
+    IpLookup {
+        /// The table.
+        table: TableId,
+        /// TTL model.
+        ttl_mode: mpls::TtlMode,
+    },
     /// Pop and switch on the next label (non-eos only).
     Pop {
         /// TTL model.
@@ -155,7 +170,7 @@ pub enum SpecError {
     #[error("a via needs a next hop or an interface")]
     EmptyVia,
     /// A label entry without an action.
-    #[error("a label entry needs a via, ip4-lookup, pop, drop or punt")]
+    #[error("a label entry needs a via, ip4-lookup, ip6-lookup, ip-lookup, pop, drop or punt")]
     NoAction,
     /// A label path without next hop or interface.
     #[error("a label path needs a next hop and its interface (via 192.168.11.8 port0)")]
@@ -259,11 +274,34 @@ impl RouteTarget {
 }
 
 impl LabelSpec {
+    /// A pop-and-lookup of family `word` (`ip4-lookup`, `ip6-lookup`, or
+    /// `ip-lookup` for either by the payload's version) in `table`.
+    pub fn lookup(word: &str, table: TableId, ttl_mode: mpls::TtlMode) -> Option<LabelSpec> {
+        Some(match word {
+            "ip4-lookup" => LabelSpec::Ip4Lookup { table, ttl_mode },
+            "ip6-lookup" => LabelSpec::Ip6Lookup { table, ttl_mode },
+            "ip-lookup" => LabelSpec::IpLookup { table, ttl_mode },
+            _ => return None,
+        })
+    }
+
+    /// The table of a pop-and-lookup.
+    pub fn lookup_table(&self) -> Option<TableId> {
+        match self {
+            LabelSpec::Ip4Lookup { table, .. }
+            | LabelSpec::Ip6Lookup { table, .. }
+            | LabelSpec::IpLookup { table, .. } => Some(*table),
+            _ => None,
+        }
+    }
+
     /// The TTL model of the action.
     pub fn ttl_mode(&self) -> mpls::TtlMode {
         match self {
             LabelSpec::Forward { ttl_mode, .. }
             | LabelSpec::Ip4Lookup { ttl_mode, .. }
+            | LabelSpec::Ip6Lookup { ttl_mode, .. }
+            | LabelSpec::IpLookup { ttl_mode, .. }
             | LabelSpec::Pop { ttl_mode } => *ttl_mode,
             LabelSpec::Drop | LabelSpec::Punt => mpls::TtlMode::Uniform,
         }
@@ -310,6 +348,14 @@ impl LabelSpec {
                 ttl_mode: *ttl_mode,
             },
             LabelSpec::Ip4Lookup { table, ttl_mode } => mpls::LabelAction::Ip4Lookup {
+                table: *table,
+                ttl_mode: *ttl_mode,
+            },
+            LabelSpec::Ip6Lookup { table, ttl_mode } => mpls::LabelAction::Ip6Lookup {
+                table: *table,
+                ttl_mode: *ttl_mode,
+            },
+            LabelSpec::IpLookup { table, ttl_mode } => mpls::LabelAction::IpLookup {
                 table: *table,
                 ttl_mode: *ttl_mode,
             },

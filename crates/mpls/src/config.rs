@@ -84,6 +84,24 @@ pub enum LabelAction {
         /// Whether the label TTL is copied into IPv4.
         ttl_mode: TtlMode,
     },
+    /// Pop, and look the IPv6 payload up in table `table`'s IPv6 half in the same
+    /// pass (6PE's per-prefix label, 6VPE's). Only valid for the bottom-of-stack
+    /// entry.
+    Ip6Lookup {
+        /// Table id.
+        table: u32,
+        /// Whether the label TTL is copied into the hop limit.
+        ttl_mode: TtlMode,
+    },
+    /// Pop, and look the payload up in `table` by its IP version (the first
+    /// nibble under the label: 4 or 6; anything else is dropped): a per-VRF label
+    /// for both families. Only valid for the bottom-of-stack entry.
+    IpLookup {
+        /// Table id.
+        table: u32,
+        /// Whether the label TTL is copied into IPv4 or the hop limit.
+        ttl_mode: TtlMode,
+    },
     /// Pop and switch on the next label. Only valid for the non-bottom-of-stack entry.
     Pop {
         /// Uniform: the popped TTL carries on to the next label; pipe: the next
@@ -124,6 +142,33 @@ impl LabelAction {
             ttl_mode: TtlMode::Uniform,
         }
     }
+
+    /// The table a pop-and-lookup action looks the payload up in (of either
+    /// family), if it is one.
+    pub fn lookup_table(&self) -> Option<u32> {
+        match self {
+            LabelAction::Ip4Lookup { table, .. }
+            | LabelAction::Ip6Lookup { table, .. }
+            | LabelAction::IpLookup { table, .. } => Some(*table),
+            _ => None,
+        }
+    }
+
+    /// Pop and look up in table `table`'s IPv6 half (uniform TTL).
+    pub fn ip6_lookup(table: u32) -> LabelAction {
+        LabelAction::Ip6Lookup {
+            table,
+            ttl_mode: TtlMode::Uniform,
+        }
+    }
+
+    /// Pop and look up in table `table` by the payload's IP version (uniform TTL).
+    pub fn ip_lookup(table: u32) -> LabelAction {
+        LabelAction::IpLookup {
+            table,
+            ttl_mode: TtlMode::Uniform,
+        }
+    }
 }
 
 /// A configuration the label table refuses.
@@ -155,8 +200,11 @@ pub enum ConfigError {
     /// Too many ECMP paths.
     #[error("{0} paths, at most {MAX_ECMP_PATHS} supported")]
     TooManyPaths(usize),
-    /// `Ip4Lookup` on a non-bottom-of-stack entry: the payload is not IP there.
-    #[error("ip4-lookup is only valid for the bottom-of-stack (eos) entry")]
+    /// A lookup (`Ip4Lookup`, `Ip6Lookup`, `IpLookup`) on a non-bottom-of-stack
+    /// entry: the payload is not IP there.
+    #[error(
+        "ip4-lookup, ip6-lookup and ip-lookup are only valid for the bottom-of-stack (eos) entry"
+    )]
     LookupNotEos,
     /// `Xconnect` on a non-bottom-of-stack entry: a pseudowire's label is the last.
     #[error("a pseudowire's label is only valid as the bottom-of-stack (eos) entry")]
@@ -240,7 +288,9 @@ pub fn validate_action(eos: bool, action: &LabelAction) -> Result<(), ConfigErro
             }
             Ok(())
         }
-        LabelAction::Ip4Lookup { ttl_mode, .. } => {
+        LabelAction::Ip4Lookup { ttl_mode, .. }
+        | LabelAction::Ip6Lookup { ttl_mode, .. }
+        | LabelAction::IpLookup { ttl_mode, .. } => {
             validate_mode(*ttl_mode)?;
             if eos {
                 Ok(())

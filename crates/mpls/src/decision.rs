@@ -25,11 +25,11 @@ pub enum DropReason {
     /// Entropy label indicator at the bottom of the stack, or not followed by an
     /// entropy label (RFC 6790 §4).
     BadEntropyLabel = 7,
-    /// The payload is IPv6 (label 2 at the bottom of the stack, or a pop exposing an
-    /// IPv6 header): IPv6 is not forwarded yet.
-    Ip6NotSupported = 8,
-    /// A pop to IP exposed something that is not an IPv4 header.
-    NotIpv4 = 9,
+    /// An entry that pops into IPv4 (label 0, `ip4-lookup`) exposed an IPv6
+    /// header.
+    Ip6UnderIp4 = 8,
+    /// A pop to IP exposed a version nibble that is neither 4 nor 6.
+    NotIp = 9,
     /// No headroom in front of the frame for the labels to write.
     NoHeadroom = 10,
     /// The entry's action is "drop" (a blackhole configured by the operator).
@@ -37,11 +37,14 @@ pub enum DropReason {
     /// Label 1 (router alert) at the bottom of the stack, which RFC 3032 §2.1
     /// forbids.
     RouterAlertAtBottom = 12,
+    /// An entry that pops into IPv6 (label 2, `ip6-lookup`) exposed an IPv4
+    /// header.
+    Ip4UnderIp6 = 13,
 }
 
 impl DropReason {
     /// Every reason, in code order (for counter arrays).
-    pub const ALL: [DropReason; 13] = [
+    pub const ALL: [DropReason; 14] = [
         DropReason::NoLabel,
         DropReason::Truncated,
         DropReason::StackTooDeep,
@@ -50,11 +53,12 @@ impl DropReason {
         DropReason::ReservedLabel,
         DropReason::ExtensionLabel,
         DropReason::BadEntropyLabel,
-        DropReason::Ip6NotSupported,
-        DropReason::NotIpv4,
+        DropReason::Ip6UnderIp4,
+        DropReason::NotIp,
         DropReason::NoHeadroom,
         DropReason::Blackhole,
         DropReason::RouterAlertAtBottom,
+        DropReason::Ip4UnderIp6,
     ];
 
     /// Number of reasons (size of a counter array indexed by `reason as usize`).
@@ -71,11 +75,12 @@ impl DropReason {
             DropReason::ReservedLabel => "mpls_reserved_label",
             DropReason::ExtensionLabel => "mpls_extension_label",
             DropReason::BadEntropyLabel => "mpls_bad_entropy_label",
-            DropReason::Ip6NotSupported => "mpls_ip6_not_supported",
-            DropReason::NotIpv4 => "mpls_not_ipv4",
+            DropReason::Ip6UnderIp4 => "mpls_ip6_under_ip4_label",
+            DropReason::NotIp => "mpls_not_ip",
             DropReason::NoHeadroom => "mpls_no_headroom",
             DropReason::Blackhole => "mpls_blackhole",
             DropReason::RouterAlertAtBottom => "mpls_router_alert_at_bottom",
+            DropReason::Ip4UnderIp6 => "mpls_ip4_under_ip6_label",
         }
     }
 
@@ -90,11 +95,12 @@ impl DropReason {
             5 => DropReason::ReservedLabel,
             6 => DropReason::ExtensionLabel,
             7 => DropReason::BadEntropyLabel,
-            8 => DropReason::Ip6NotSupported,
-            9 => DropReason::NotIpv4,
+            8 => DropReason::Ip6UnderIp4,
+            9 => DropReason::NotIp,
             10 => DropReason::NoHeadroom,
             11 => DropReason::Blackhole,
             12 => DropReason::RouterAlertAtBottom,
+            13 => DropReason::Ip4UnderIp6,
             _ => DropReason::NoLabel,
         }
     }
@@ -165,12 +171,28 @@ pub enum MplsDecision {
         /// Adjacency id.
         adj: u32,
     },
+    /// Penultimate hop popped the last label off an IPv6 payload: send it
+    /// (EtherType 0x86dd) to adjacency `adj`. The hop limit took the label TTL
+    /// less one (uniform) or was left alone (pipe).
+    Php6 {
+        /// Adjacency id.
+        adj: u32,
+    },
     /// Popped the last label: look the IPv4 packet up in IPv4 table `table`, in the
     /// same pass ("via ip4-lookup-in-table N", label 0). The label TTL was copied into
     /// the IPv4 header (uniform) or left alone (pipe); the IPv4 stage then does its
     /// usual TTL check and decrement.
     Ip4Lookup {
         /// IPv4 table id.
+        table: u32,
+    },
+    /// Popped the last label: look the IPv6 packet up in table `table`'s IPv6
+    /// half, in the same pass (label 2, "via ip6-lookup-in-table N", or an entry
+    /// that looks up by the payload's version). The label TTL was copied into the
+    /// hop limit (uniform) or left alone (pipe); the IPv6 stage then does its
+    /// usual hop limit check and decrement.
+    Ip6Lookup {
+        /// Table id.
         table: u32,
     },
     /// Popped a pseudowire's label: `*off` is where its payload starts (the
@@ -196,6 +218,7 @@ impl MplsDecision {
         match self {
             MplsDecision::Forward { .. } => Some(EtherType::Mpls),
             MplsDecision::Php { .. } | MplsDecision::Ip4Lookup { .. } => Some(EtherType::Ipv4),
+            MplsDecision::Php6 { .. } | MplsDecision::Ip6Lookup { .. } => Some(EtherType::Ipv6),
             _ => None,
         }
     }

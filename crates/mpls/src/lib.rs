@@ -8,9 +8,12 @@
 //! * [`LabelTable::add`] / [`LabelTable::remove`] for `label add 100 eos via ...`:
 //!   [`LabelAction::Forward`] (swap to one or more out-labels, implicit null = PHP,
 //!   several paths = ECMP), [`LabelAction::Ip4Lookup`] ("via ip4-lookup-in-table N"),
-//!   [`LabelAction::Pop`] (non-eos: continue with the next label), `Drop`, `Punt`.
-//!   Labels 0..=15 are built in and cannot be configured;
-//!   [`LabelTable::set_explicit_null`] picks the IPv4 table for label 0.
+//!   [`LabelAction::Ip6Lookup`] ("via ip6-lookup-in-table N": 6PE, 6VPE),
+//!   [`LabelAction::IpLookup`] (either family by the payload's version nibble: a
+//!   per-VRF label), [`LabelAction::Pop`] (non-eos: continue with the next
+//!   label), `Drop`, `Punt`. Labels 0..=15 are built in and cannot be configured;
+//!   [`LabelTable::set_explicit_null`] picks the table for labels 0 (IPv4) and 2
+//!   (IPv6).
 //! * [`LabelTable::reader`] once per worker.
 //!
 //! Worker, per vector: `let g = reader.pin();` then [`LabelGuard::switch`] per packet
@@ -57,12 +60,13 @@ pub const MAX_STACK_DEPTH: usize = 16;
 /// Most paths of one ECMP entry.
 pub const MAX_ECMP_PATHS: usize = 32;
 
-/// The table of an [`LabelAction::Ip4Lookup`] (and of explicit null) that means
-/// "the IPv4 table of the interface the packet came in on", as an unlabelled
-/// packet there would be looked up.
+/// The table of an [`LabelAction::Ip4Lookup`], [`LabelAction::Ip6Lookup`] or
+/// [`LabelAction::IpLookup`] (and of explicit null) that means "the table of the
+/// interface the packet came in on", as an unlabelled packet there would be
+/// looked up.
 pub const RX_TABLE: u32 = u32::MAX;
 
-/// The IPv4 table a popped packet is looked up in: `table`, or with
+/// The table a popped packet is looked up in: `table`, or with
 /// [`RX_TABLE`] the receiving interface's `rx_table`.
 #[inline(always)]
 pub fn lookup_table(table: u32, rx_table: u32) -> u32 {

@@ -3,7 +3,14 @@
 //! [`LabelGuard::switch`] looks the top entry up by (label, S), applies the action and
 //! returns an [`MplsDecision`]. Pops that continue with the next label (label 0 or 2
 //! not at the bottom, configured `Pop`, entropy label pairs) loop inside the same call,
-//! so a pop followed by an IPv4 lookup never needs a second pass.
+//! so a pop followed by an IP lookup never needs a second pass.
+//!
+//! The payload's family: label 0 and `Ip4Lookup` say IPv4, label 2 and
+//! `Ip6Lookup` say IPv6 (a header of the other family under them is a drop,
+//! [`DropReason::Ip6UnderIp4`], [`DropReason::Ip4UnderIp6`]); a penultimate hop's
+//! pop of the bottom label, `IpLookup` and an entropy label pair at the bottom
+//! read the version nibble under the stack (4 or 6, anything else
+//! [`DropReason::NotIp`]).
 //!
 //! A caller with the top entry in hand splits the call: [`LabelGuard::top`] looks
 //! the entry up, [`Top::pops_into_ip4`] says whether it pops into an IPv4 lookup
@@ -17,16 +24,17 @@
 //! * Swap and PHP decrement: with a received TTL of 1 the decision is
 //!   `MplsDecision::TtlExpired` and the frame is left as received, for the ICMP
 //!   builder.
-//! * Pop-and-lookup does not decrement: the label TTL goes into IPv4 (uniform) and the
-//!   IPv4 stage decrements once, so an egress LER is one hop, not two.
+//! * Pop-and-lookup does not decrement: the label TTL goes into the IPv4 TTL or
+//!   the IPv6 hop limit (uniform) and the IP stage decrements once, so an egress
+//!   LER is one hop, not two.
 //! * Uniform pops carry the popped TTL down to the next label; pipe pops use the next
 //!   label's own TTL.
 
 use crate::hash::flow_hash;
-use crate::stack::{dispose_ip4, read_word, write_word};
+use crate::stack::{Family, dispose_any, dispose_ip4, dispose_ip6, read_word, write_word};
 use crate::table::{
-    K_DROP, K_ECMP, K_ELI, K_IP4, K_PHP, K_POP, K_PUNT, K_PW, K_SWAP, LabelGuard, SLOT_WORDS, Slot,
-    W_ARG, W_HDR, W_LABELS, hdr_count, hdr_kind, hdr_uniform, key_of,
+    K_DROP, K_ECMP, K_ELI, K_IP4, K_IP6, K_IPX, K_PHP, K_POP, K_PUNT, K_PW, K_SWAP, LabelGuard,
+    SLOT_WORDS, Slot, W_ARG, W_HDR, W_LABELS, hdr_count, hdr_kind, hdr_uniform, key_of,
 };
 use crate::{DropReason, MAX_STACK_DEPTH, MplsDecision, PuntReason};
 
@@ -115,6 +123,28 @@ impl LabelGuard<'_> {
         pop_to_ip4(buf, off, *off + 4, w as u8, t.h)
     }
 
+    /// What [`switch_top`](Self::switch_top) does when [`Top::pops_into_ip6`]:
+    /// pops the label into an IPv6 lookup (the `Ip6Lookup` decision, the table
+    /// being [`Top::lookup_table`]), or the reason to drop (with `buf` and
+    /// `*off` untouched). For an entry of another kind the answer is `NoLabel`,
+    /// and nothing changes.
+    #[inline(always)]
+    pub fn pop_ip6(
+        &self,
+        buf: &mut [u8],
+        off: &mut usize,
+        w: u32,
+        t: Top<'_>,
+    ) -> Result<(), DropReason> {
+        if !t.pops_into_ip6(w) {
+            return Err(DropReason::NoLabel);
+        }
+        let ip = *off + 4;
+        dispose_ip6(buf, ip, w as u8, hdr_uniform(t.h))?;
+        *off = ip;
+        Ok(())
+    }
+
     /// The second half of [`switch_word`](Self::switch_word): `t` is
     /// [`top`](Self::top)`(w)`.
     ///
@@ -134,10 +164,11 @@ impl LabelGuard<'_> {
         if t.pops_into_ip4(w) {
             return ip4_lookup(self.pop_into_ip4(buf, off, w, t));
         }
-        // Penultimate hop popping the bottom label: the IPv4 payload goes out.
+        // Penultimate hop popping the bottom label: the IP payload goes out.
         if let Some(adj) = t.php_adj(w) {
             return match t.php_pop(buf, off, w) {
-                Ok(()) => MplsDecision::Php { adj },
+                Ok(Family::Ip4) => MplsDecision::Php { adj },
+                Ok(Family::Ip6) => MplsDecision::Php6 { adj },
                 Err(r) => MplsDecision::Drop(r),
             };
         }
@@ -149,7 +180,8 @@ impl LabelGuard<'_> {
     /// ([`Top::swap_one`]) or a penultimate hop's pop of the bottom label. Returns
     /// whether the label was popped (`*off` moved past it to the IPv4 header, as
     /// for `MplsDecision::Php`), or `None` with `buf` and `*off` untouched for any
-    /// other entry, adjacency or packet, which `switch_top` then decides.
+    /// other entry, adjacency or packet (an IPv6 payload's PHP included), which
+    /// `switch_top` then decides.
     #[inline(always)]
     pub fn switch_one_to(
         &self,
@@ -166,7 +198,7 @@ impl LabelGuard<'_> {
         }
         if t.php_adj(w) == Some(adj) {
             // (a header it refuses is left as it was, for `switch_top` to drop)
-            t.php_pop(buf, off, w).ok()?;
+            t.php_pop_ip4(buf, off, w).ok()?;
             return Some(true);
         }
         None
@@ -226,10 +258,13 @@ impl LabelGuard<'_> {
                         *off = next;
                         return MplsDecision::Forward { adj };
                     }
-                    return match dispose_ip4(buf, next, ttl - 1, hdr_uniform(h)) {
-                        Ok(()) => {
+                    return match dispose_any(buf, next, ttl - 1, hdr_uniform(h)) {
+                        Ok(f) => {
                             *off = next;
-                            MplsDecision::Php { adj }
+                            match f {
+                                Family::Ip4 => MplsDecision::Php { adj },
+                                Family::Ip6 => MplsDecision::Php6 { adj },
+                            }
                         }
                         Err(r) => MplsDecision::Drop(r),
                     };
@@ -239,6 +274,13 @@ impl LabelGuard<'_> {
                         return MplsDecision::Drop(DropReason::TtlExpired);
                     }
                     return ip4_lookup(self.pop_lookup(buf, off, o + 4, ttl, (h, slot)));
+                }
+                K_IP6 | K_IPX => {
+                    if ttl == 0 {
+                        return MplsDecision::Drop(DropReason::TtlExpired);
+                    }
+                    let fixed = (hdr_kind(h) == K_IP6).then_some(Family::Ip6);
+                    return pop_lookup_in(buf, off, o + 4, ttl, (h, slot), fixed);
                 }
                 K_POP | K_ELI => {
                     if ttl == 0 {
@@ -258,8 +300,9 @@ impl LabelGuard<'_> {
                         depth += 1;
                         if el & S_BIT != 0 {
                             // The pair was the bottom: the payload is what the label
-                            // above carried, IPv4 here (looked up like explicit null).
-                            return ip4_lookup(self.pop_lookup(buf, off, o, ttl, (h, slot)));
+                            // above carried, IPv4 or IPv6 by its version (looked up
+                            // like explicit null).
+                            return pop_lookup_in(buf, off, o, ttl, (h, slot), None);
                         }
                     }
                     let Some(nw) = read_word(buf, o) else {
@@ -343,6 +386,38 @@ fn pop_to_ip4(
     Ok(())
 }
 
+/// Pops down to the IP header at `ip` for pop-and-lookup entry `slot` (header
+/// word `h`) with label TTL `ttl`: of family `fixed`, or when `None` of the
+/// family its version nibble says; the decision to look it up in the entry's
+/// table, or to drop (with `buf` and `*off` untouched).
+#[inline(never)]
+fn pop_lookup_in(
+    buf: &mut [u8],
+    off: &mut usize,
+    ip: usize,
+    ttl: u8,
+    (h, slot): (u32, &Slot),
+    fixed: Option<Family>,
+) -> MplsDecision {
+    let uniform = hdr_uniform(h);
+    let r = match fixed {
+        Some(Family::Ip4) => dispose_ip4(buf, ip, ttl, uniform).map(|()| Family::Ip4),
+        Some(Family::Ip6) => dispose_ip6(buf, ip, ttl, uniform).map(|()| Family::Ip6),
+        None => dispose_any(buf, ip, ttl, uniform),
+    };
+    let table = slot.word(W_ARG);
+    match r {
+        Ok(f) => {
+            *off = ip;
+            match f {
+                Family::Ip4 => MplsDecision::Ip4Lookup { table },
+                Family::Ip6 => MplsDecision::Ip6Lookup { table },
+            }
+        }
+        Err(r) => MplsDecision::Drop(r),
+    }
+}
+
 /// The decision for a pop into an IPv4 lookup.
 #[inline(always)]
 fn ip4_lookup(r: Result<u32, DropReason>) -> MplsDecision {
@@ -386,6 +461,22 @@ impl Top<'_> {
         self.slot.word(W_ARG)
     }
 
+    /// Top entry `w` pops into an IPv6 lookup (6PE's and 6VPE's labels, label 2
+    /// at the bottom): what [`LabelGuard::pop_ip6`] does. A received TTL 0 is
+    /// not: the general switch drops it.
+    #[inline(always)]
+    pub fn pops_into_ip6(&self, w: u32) -> bool {
+        hdr_kind(self.h) == K_IP6 && w & 0xff != 0
+    }
+
+    /// The routing table a pop into an IP lookup looks the packet up in (for an
+    /// entry that [`pops_into_ip4`](Self::pops_into_ip4) or
+    /// [`pops_into_ip6`](Self::pops_into_ip6)).
+    #[inline(always)]
+    pub fn lookup_table(&self) -> u32 {
+        self.slot.word(W_ARG)
+    }
+
     /// Top entry `w` is swapped for one label with a live TTL (a transit LSR's
     /// common case): the entry to write in its place (host order) and the
     /// adjacency it leaves by, what [`LabelGuard::switch_top`] writes and returns
@@ -410,11 +501,21 @@ impl Top<'_> {
     }
 
     /// The penultimate hop's pop of entry `w` (at `*off` in `buf`; see
-    /// [`Top::php_adj`]): in the uniform model the IPv4 header under it takes the
-    /// label's TTL less one, and `*off` moves to it; on an error `buf` and `*off`
-    /// are untouched.
+    /// [`Top::php_adj`]): in the uniform model the IP header under it (IPv4 or
+    /// IPv6 by its version) takes the label's TTL less one, and `*off` moves to
+    /// it; on an error `buf` and `*off` are untouched.
     #[inline(always)]
-    fn php_pop(&self, buf: &mut [u8], off: &mut usize, w: u32) -> Result<(), DropReason> {
+    fn php_pop(&self, buf: &mut [u8], off: &mut usize, w: u32) -> Result<Family, DropReason> {
+        let next = *off + 4;
+        let f = dispose_any(buf, next, (w as u8) - 1, hdr_uniform(self.h))?;
+        *off = next;
+        Ok(f)
+    }
+
+    /// [`Top::php_pop`] of an IPv4 payload only (any other is refused, with
+    /// `buf` and `*off` untouched).
+    #[inline(always)]
+    fn php_pop_ip4(&self, buf: &mut [u8], off: &mut usize, w: u32) -> Result<(), DropReason> {
         let next = *off + 4;
         dispose_ip4(buf, next, (w as u8) - 1, hdr_uniform(self.h))?;
         *off = next;

@@ -50,6 +50,10 @@ pub(crate) const K_ECMP: u32 = 5;
 pub(crate) const K_PUNT: u32 = 6;
 pub(crate) const K_ELI: u32 = 7;
 pub(crate) const K_PW: u32 = 8;
+/// Pop into an IPv6 lookup.
+pub(crate) const K_IP6: u32 = 9;
+/// Pop into the lookup of the payload's family (its version nibble).
+pub(crate) const K_IPX: u32 = 10;
 
 /// Header: kind | count << 8 | pipe << 16 | pipe_ttl << 24.
 #[inline(always)]
@@ -213,7 +217,7 @@ pub struct LabelTable {
     retired: usize,
     installed: BTreeMap<usize, Installed>,
     explicit_null: (u32, TtlMode),
-    explicit_null_runs: [(u32, u32); 2],
+    explicit_null_runs: [(u32, u32); 3],
 }
 
 impl fmt::Debug for LabelTable {
@@ -285,6 +289,12 @@ fn encode(action: &LabelAction) -> Result<Encoded, ConfigError> {
         LabelAction::Ip4Lookup { table, ttl_mode } => {
             Encoded::One(encode_simple(K_IP4, *table, *ttl_mode))
         }
+        LabelAction::Ip6Lookup { table, ttl_mode } => {
+            Encoded::One(encode_simple(K_IP6, *table, *ttl_mode))
+        }
+        LabelAction::IpLookup { table, ttl_mode } => {
+            Encoded::One(encode_simple(K_IPX, *table, *ttl_mode))
+        }
         LabelAction::Pop { ttl_mode } => Encoded::One(encode_simple(K_POP, 0, *ttl_mode)),
         LabelAction::Drop => Encoded::One(encode_simple(
             K_DROP,
@@ -332,7 +342,7 @@ impl LabelTable {
             retired: 0,
             installed: BTreeMap::new(),
             explicit_null: (0, TtlMode::Uniform),
-            explicit_null_runs: [(0, 0); 2],
+            explicit_null_runs: [(0, 0); 3],
         };
         // Slot 0 stays zero: Drop(NoLabel), what an empty entry points at.
         t.used[0] |= 1;
@@ -356,7 +366,8 @@ impl LabelTable {
         let pop = encode_simple(K_POP, 0, TtlMode::Uniform);
         type Words = Option<[u32; SLOT_WORDS]>;
         let fixed: [(u32, Words, Words); 16] = [
-            // (label, non-eos, eos); None for label 0 eos / label 7 non-eos (explicit-null driven).
+            // (label, non-eos, eos); None for labels 0 and 2 eos / label 7 non-eos
+            // (explicit-null driven).
             (0, Some(pop), None),
             //= RFC 3032 §2.1: router alert "MUST NOT appear at the bottom of the
             //= stack".
@@ -366,8 +377,9 @@ impl LabelTable {
                 Some(drop(DropReason::RouterAlertAtBottom)),
             ),
             //= RFC 4182 §2: explicit null not at the bottom is popped and the next
-            //= label processed; at the bottom the payload is IPv6 (not forwarded yet).
-            (2, Some(pop), Some(drop(DropReason::Ip6NotSupported))),
+            //= label processed; at the bottom the payload is IPv6 (see
+            //= `set_explicit_null`).
+            (2, Some(pop), None),
             (
                 3,
                 Some(drop(DropReason::ImplicitNullOnWire)),
@@ -442,32 +454,41 @@ impl LabelTable {
         let _ = self.set_explicit_null(crate::RX_TABLE, TtlMode::Uniform);
     }
 
-    /// The IPv4 table and TTL model used for label 0 at the bottom of the stack (and
-    /// for an entropy label pair at the bottom, see the `switch` module).
+    /// The table and TTL model used for labels 0 (IPv4) and 2 (IPv6) at the
+    /// bottom of the stack (and for an entropy label pair at the bottom, see the
+    /// `switch` module).
     pub fn explicit_null(&self) -> (u32, TtlMode) {
         self.explicit_null
     }
 
-    /// Sets the IPv4 table label 0 (bottom of stack) is looked up in (default
-    /// [`RX_TABLE`](crate::RX_TABLE), the receiving interface's) and
-    /// whether its TTL is copied into IPv4 (default uniform).
+    /// Sets the table label 0 (bottom of stack, IPv4) and label 2 (bottom of
+    /// stack, IPv6) are looked up in (default [`RX_TABLE`](crate::RX_TABLE), the
+    /// receiving interface's) and whether their TTL is copied into the IP header
+    /// (default uniform).
     pub fn set_explicit_null(&mut self, table: u32, ttl_mode: TtlMode) -> Result<(), ConfigError> {
         crate::config::validate_mode(ttl_mode)?;
         let old = self.explicit_null_runs;
-        let a = self.alloc_run_reclaiming(1)?;
-        let b = match self.alloc_run_reclaiming(1) {
-            Ok(b) => b,
-            Err(e) => {
-                self.release_now(a, 1);
-                return Err(e);
+        let mut new = [0u32; 3];
+        for k in 0..new.len() {
+            match self.alloc_run_reclaiming(1) {
+                Ok(i) => new[k] = i,
+                Err(e) => {
+                    for &i in &new[..k] {
+                        self.release_now(i, 1);
+                    }
+                    return Err(e);
+                }
             }
-        };
+        }
+        let [a, b, c] = new;
         self.write_slot(a, &encode_simple(K_IP4, table, ttl_mode));
         self.write_slot(b, &encode_simple(K_ELI, table, ttl_mode));
+        self.write_slot(c, &encode_simple(K_IP6, table, ttl_mode));
         self.shared.entries[1].store(a, Ordering::Release); // (0, eos)
         self.shared.entries[7 << 1].store(b, Ordering::Release); // (7, non-eos)
+        self.shared.entries[2 << 1 | 1].store(c, Ordering::Release); // (2, eos)
         self.explicit_null = (table, ttl_mode);
-        self.explicit_null_runs = [(a, 1), (b, 1)];
+        self.explicit_null_runs = [(a, 1), (b, 1), (c, 1)];
         self.retire(&old);
         Ok(())
     }

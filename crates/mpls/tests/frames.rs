@@ -369,12 +369,8 @@ fn reserved_labels() {
         ),
         MplsDecision::Punt(PuntReason::RouterAlert),
     );
-    // 2 IPv6 explicit null at the bottom: IPv6 not forwarded yet.
-    assert_untouched(
-        &t,
-        &f(2, true),
-        MplsDecision::Drop(DropReason::Ip6NotSupported),
-    );
+    // 2 IPv6 explicit null at the bottom over IPv4: the label says IPv6.
+    assert_untouched(&t, &f(2, true), MplsDecision::Drop(DropReason::Ip4UnderIp6));
     // 3 implicit null must never be on the wire.
     assert_untouched(
         &t,
@@ -544,7 +540,7 @@ fn pop_to_non_ipv4_payload() {
     assert_untouched(
         &t,
         &format!("{} {} {}", eth_rx("8847"), lse(101, true, 64), ip6),
-        MplsDecision::Drop(DropReason::Ip6NotSupported),
+        MplsDecision::Drop(DropReason::Ip6UnderIp4),
     );
     assert_untouched(
         &t,
@@ -554,7 +550,7 @@ fn pop_to_non_ipv4_payload() {
             lse(101, true, 64),
             "00".repeat(40)
         ),
-        MplsDecision::Drop(DropReason::NotIpv4),
+        MplsDecision::Drop(DropReason::NotIp),
     );
 }
 
@@ -732,4 +728,461 @@ fn readers_see_whole_updates_while_writer_churns() {
     // back (freed slots are taken back lazily, so take them now).
     t.reclaim();
     assert!(t.slots_in_use() < 256, "{} slots in use", t.slots_in_use());
+}
+
+/// IPv6/UDP 2001:db8::1 -> 2001:db8:1::1, 8 bytes of payload, hop limit `hl`.
+fn ip6(hl: u8) -> String {
+    format!(
+        "60000000 0008 11 {hl:02x} 20010db8000000000000000000000001 \
+         20010db8000100000000000000000001 04000400 0008 0000"
+    )
+}
+
+#[test]
+fn ip6_explicit_null_at_bottom_pops_into_the_rx_table() {
+    //= RFC 3032 §2.1: label 2 at the bottom of the stack: pop, the payload is IPv6.
+    let t = LabelTable::new();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(2, true, 40),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup {
+            table: mpls::RX_TABLE
+        }
+    );
+    assert_eq!(off, HEADROOM + 18);
+    // Uniform: the label TTL becomes the hop limit.
+    assert_eq!(&b[off..], &hex(&ip6(40))[..]);
+    assert_eq!(
+        MplsDecision::Ip6Lookup { table: 0 }.ethertype(),
+        Some(EtherType::Ipv6)
+    );
+    // Label 2 above a 6PE label: popped, then the label below decides.
+    let mut t = LabelTable::new();
+    t.add(200, true, LabelAction::ip6_lookup(9)).unwrap();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {} {}",
+        eth_rx("8847"),
+        lse(2, false, 30),
+        lse(200, true, 30),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup { table: 9 }
+    );
+    assert_eq!(off, HEADROOM + 22);
+    assert_eq!(&b[off..], &hex(&ip6(30))[..]);
+}
+
+#[test]
+fn ip6_explicit_null_follows_the_explicit_null_table_and_pipe() {
+    let mut t = LabelTable::new();
+    t.set_explicit_null(5, TtlMode::pipe()).unwrap();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(2, true, 40),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup { table: 5 }
+    );
+    // Pipe: the hop limit is left alone.
+    assert_eq!(&b[off..], &hex(&ip6(64))[..]);
+}
+
+#[test]
+fn ip6_lookup_entry_uniform_and_pipe() {
+    let mut t = LabelTable::new();
+    t.add(300, true, LabelAction::ip6_lookup(3)).unwrap();
+    t.add(
+        301,
+        true,
+        LabelAction::Ip6Lookup {
+            table: 4,
+            ttl_mode: TtlMode::pipe(),
+        },
+    )
+    .unwrap();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(300, true, 9),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup { table: 3 }
+    );
+    assert_eq!(&b[off..], &hex(&ip6(9))[..]);
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(301, true, 9),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup { table: 4 }
+    );
+    assert_eq!(&b[off..], &hex(&ip6(64))[..]);
+    // A received TTL 0 is dropped, as for IPv4.
+    assert_untouched(
+        &t,
+        &format!("{} {} {}", eth_rx("8847"), lse(300, true, 0), ip6(64)),
+        MplsDecision::Drop(DropReason::TtlExpired),
+    );
+    // The fast path's split agrees.
+    let r = t.reader();
+    let g = r.pin();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(300, true, 9),
+        ip6(64)
+    ));
+    let w = u32::from_be_bytes(b[off..off + 4].try_into().unwrap());
+    let top = g.top(w);
+    assert!(top.pops_into_ip6(w) && !top.pops_into_ip4(w));
+    assert_eq!(top.lookup_table(), 3);
+    g.pop_ip6(&mut b, &mut off, w, top).unwrap();
+    assert_eq!(&b[off..], &hex(&ip6(9))[..]);
+}
+
+#[test]
+fn ip_lookup_entry_reads_the_version_nibble() {
+    let mut t = LabelTable::new();
+    t.add(400, true, LabelAction::ip_lookup(7)).unwrap();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(400, true, 9),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup { table: 7 }
+    );
+    assert_eq!(&b[off..], &hex(&ip6(9))[..]);
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(400, true, 9),
+        ip4(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip4Lookup { table: 7 }
+    );
+    assert_eq!(&b[off..], &hex(&ip4(9))[..]);
+    // A version that is neither: a named drop.
+    for v in ["00", "50", "f0"] {
+        assert_untouched(
+            &t,
+            &format!(
+                "{} {} {v}{}",
+                eth_rx("8847"),
+                lse(400, true, 9),
+                "00".repeat(39)
+            ),
+            MplsDecision::Drop(DropReason::NotIp),
+        );
+    }
+    // Nothing under the label.
+    assert_untouched(
+        &t,
+        &format!("{} {}", eth_rx("8847"), lse(400, true, 9)),
+        MplsDecision::Drop(DropReason::Truncated),
+    );
+    // An IPv6 header cut short.
+    assert_untouched(
+        &t,
+        &format!("{} {} 6000000000", eth_rx("8847"), lse(400, true, 9)),
+        MplsDecision::Drop(DropReason::Truncated),
+    );
+}
+
+#[test]
+fn family_mismatches_are_named_drops() {
+    let mut t = LabelTable::new();
+    t.add(500, true, LabelAction::ip4_lookup(0)).unwrap();
+    t.add(501, true, LabelAction::ip6_lookup(0)).unwrap();
+    let cases = [
+        // IPv6 under an entry that says IPv4, and under label 0.
+        (lse(500, true, 64), ip6(64), DropReason::Ip6UnderIp4),
+        (lse(0, true, 64), ip6(64), DropReason::Ip6UnderIp4),
+        // IPv4 under an entry that says IPv6, and under label 2.
+        (lse(501, true, 64), ip4(64), DropReason::Ip4UnderIp6),
+        (lse(2, true, 64), ip4(64), DropReason::Ip4UnderIp6),
+        // Neither version under either.
+        (lse(501, true, 64), "00".repeat(40), DropReason::NotIp),
+        (lse(2, true, 64), "50".repeat(40), DropReason::NotIp),
+    ];
+    for (l, payload, r) in cases {
+        assert_untouched(
+            &t,
+            &format!("{} {l} {payload}", eth_rx("8847")),
+            MplsDecision::Drop(r),
+        );
+    }
+    // Label 2 not at the bottom with IPv4 under it: the IPv4 header is read as
+    // the next label (0x45000 here, S clear), which has no entry.
+    assert_untouched(
+        &t,
+        &format!("{} {} {}", eth_rx("8847"), lse(2, false, 64), ip4(64)),
+        MplsDecision::Drop(DropReason::NoLabel),
+    );
+}
+
+#[test]
+fn php_of_an_ip6_payload() {
+    let mut t = LabelTable::new();
+    t.add(600, true, LabelAction::php(ADJ)).unwrap();
+    t.add(
+        601,
+        true,
+        LabelAction::Forward {
+            paths: vec![NextHop::new(ADJ, &[3])],
+            ttl_mode: TtlMode::pipe(),
+        },
+    )
+    .unwrap();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(600, true, 20),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Php6 { adj: ADJ }
+    );
+    assert_eq!(off, HEADROOM + 18);
+    let out = tx(&mut b, off, EtherType::Ipv6);
+    // Uniform: the hop limit takes the label TTL less one.
+    assert_eq!(out, hex(&format!("{} {}", eth_tx("86dd"), ip6(19))));
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(601, true, 20),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Php6 { adj: ADJ }
+    );
+    assert_eq!(&b[off..], &hex(&ip6(64))[..]);
+    // The transit shortcut leaves an IPv6 payload to `switch_top`.
+    let r = t.reader();
+    let g = r.pin();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {}",
+        eth_rx("8847"),
+        lse(600, true, 20),
+        ip6(64)
+    ));
+    let before = b.clone();
+    let w = u32::from_be_bytes(b[off..off + 4].try_into().unwrap());
+    assert_eq!(g.switch_one_to(&mut b, &mut off, w, g.top(w), ADJ), None);
+    assert_eq!((b, off), (before, HEADROOM + 14));
+    // A label TTL of 1 expires, whatever the payload.
+    assert_untouched(
+        &t,
+        &format!("{} {} {}", eth_rx("8847"), lse(600, true, 1), ip6(64)),
+        MplsDecision::TtlExpired,
+    );
+}
+
+#[test]
+fn entropy_pair_at_the_bottom_over_ip6() {
+    //= RFC 6790 §4.2: the ELI and EL at the bottom: the payload is looked up as
+    //= the label above carried it, here by its version.
+    let t = LabelTable::new();
+    let (mut b, mut off) = rx(&format!(
+        "{} {} {} {}",
+        eth_rx("8847"),
+        lse(7, false, 33),
+        lse(0x12345, true, 0),
+        ip6(64)
+    ));
+    assert_eq!(
+        switch(&t, &mut b, &mut off),
+        MplsDecision::Ip6Lookup {
+            table: mpls::RX_TABLE
+        }
+    );
+    assert_eq!(off, HEADROOM + 22);
+    assert_eq!(&b[off..], &hex(&ip6(33))[..]);
+}
+
+#[test]
+fn lookups_are_eos_only() {
+    for a in [LabelAction::ip6_lookup(1), LabelAction::ip_lookup(1)] {
+        assert_eq!(
+            mpls::validate_action(false, &a),
+            Err(mpls::ConfigError::LookupNotEos)
+        );
+        assert_eq!(mpls::validate_action(true, &a), Ok(()));
+    }
+}
+
+/// Ones' complement sum over the IPv6 pseudo-header (next header 58) and `m`.
+fn icmp6_sum(src: [u8; 16], dst: [u8; 16], m: &[u8]) -> u16 {
+    let mut s: u32 = 0;
+    let mut add = |b: &[u8]| {
+        for c in b.chunks(2) {
+            s += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+        }
+    };
+    add(&src);
+    add(&dst);
+    add(&(m.len() as u32).to_be_bytes());
+    add(&[0, 0, 0, 58]);
+    add(m);
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+#[test]
+fn icmp6_time_exceeded_with_the_label_stack() {
+    use mpls::icmp::{IcmpError, build_time_exceeded6, time_exceeded6_len};
+    let me: std::net::Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
+    let stack = format!("{}{}", lse(100, false, 1), lse(600, true, 7));
+    let rx = hex(&format!("{stack}{}", ip6(9)));
+    let mut out = [0u8; 400];
+    let (len, depth) = build_time_exceeded6(&rx, me, &mut out).unwrap();
+    assert_eq!((len, depth), (time_exceeded6_len(2), 2));
+    assert_eq!(len, 40 + 8 + 128 + 8 + 8);
+    let o = &out[..len];
+    // IPv6: version 6, payload length, ICMPv6, hop limit 64, from us to the source.
+    assert_eq!(&o[..4], &[0x60, 0, 0, 0]);
+    assert_eq!(u16::from_be_bytes([o[4], o[5]]) as usize, len - 40);
+    assert_eq!((o[6], o[7]), (58, 64));
+    assert_eq!(&o[8..24], &me.octets());
+    assert_eq!(&o[24..40], &hex("20010db8000000000000000000000001")[..]);
+    // Type 3 code 0, length 16 (x 8 bytes), the quote padded to 128 bytes.
+    let m = &o[40..];
+    assert_eq!((m[0], m[1]), (3, 0));
+    assert_eq!(&m[4..8], &[16, 0, 0, 0]);
+    let orig = hex(&ip6(9));
+    assert_eq!(&m[8..8 + orig.len()], &orig[..]);
+    assert!(m[8 + orig.len()..136].iter().all(|&b| b == 0));
+    // RFC 4884 extension: version 2, checksum, object class 1 C-Type 1.
+    assert_eq!(m[136], 0x20);
+    let e = wire::IcmpExtHeader::new_checked(&m[136..]).unwrap();
+    assert!(e.verify_checksum());
+    assert_eq!(&m[140..144], &[0, 12, 1, 1]);
+    assert_eq!(&m[144..], &hex(&stack)[..]);
+    let mut z = m.to_vec();
+    z[2..4].fill(0);
+    let src = me.octets();
+    let mut dst = [0u8; 16];
+    dst.copy_from_slice(&o[24..40]);
+    assert_eq!(u16::from_be_bytes([m[2], m[3]]), icmp6_sum(src, dst, &z));
+    // Not answered: IPv4 under the stack, a cut header, an ICMPv6 error, a
+    // multicast source.
+    let under = |payload: &str| hex(&format!("{}{payload}", lse(100, true, 1)));
+    assert_eq!(
+        build_time_exceeded6(&under(&ip4(9)), me, &mut out),
+        Err(IcmpError::NotIpv6)
+    );
+    assert_eq!(
+        build_time_exceeded6(&under("6000000000"), me, &mut out),
+        Err(IcmpError::Truncated)
+    );
+    let mut err6 = hex(&ip6(9));
+    err6[6] = 58;
+    err6[40] = 1;
+    let err6 = hex(&lse(100, true, 1))
+        .into_iter()
+        .chain(err6)
+        .collect::<Vec<u8>>();
+    assert_eq!(
+        build_time_exceeded6(&err6, me, &mut out),
+        Err(IcmpError::NotAnswerable)
+    );
+    let mut mc = rx.clone();
+    mc[8 + 8] = 0xff;
+    assert_eq!(
+        build_time_exceeded6(&mc, me, &mut out),
+        Err(IcmpError::NotAnswerable)
+    );
+    assert_eq!(
+        build_time_exceeded6(&rx, me, &mut out[..100]),
+        Err(IcmpError::BufferTooSmall)
+    );
+}
+
+#[test]
+fn icmp6_time_exceeded_goes_along_the_lsp() {
+    let mut t = LabelTable::new();
+    t.add(100, true, LabelAction::swap(ADJ, &[200])).unwrap();
+    t.add(101, true, LabelAction::php(ADJ)).unwrap();
+    let r = t.reader();
+    let g = r.pin();
+    let me: std::net::Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
+    let rx = hex(&format!("{}{}", lse(100, true, 1), ip6(9)));
+    let mut out = [0u8; 600];
+    let (off, d) = g.ttl_exceeded_reply6(&rx, me, &mut out, 128).unwrap();
+    assert_eq!(d, MplsDecision::Forward { adj: ADJ });
+    assert_eq!(off, 124);
+    assert_eq!(&out[124..128], &hex(&lse(200, true, 63))[..]);
+    assert_eq!(out[128] >> 4, 6);
+    let rx = hex(&format!("{}{}", lse(101, true, 1), ip6(9)));
+    let (off, d) = g.ttl_exceeded_reply6(&rx, me, &mut out, 128).unwrap();
+    assert_eq!(d, MplsDecision::Php6 { adj: ADJ });
+    assert_eq!(off, 128);
+    // (uniform: the reply's label TTL less one)
+    assert_eq!(out[128 + 7], 63);
+}
+
+#[test]
+fn icmp6_packet_too_big() {
+    use mpls::icmp::build_packet_too_big6;
+    let me: std::net::Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
+    let mut big = hex(&ip6(9));
+    big.resize(1600, 0xab);
+    big[4..6].copy_from_slice(&(1600u16 - 40).to_be_bytes());
+    let mut out = [0u8; 2000];
+    let n = build_packet_too_big6(&big, me, 1496, &mut out).unwrap();
+    // As much as fits in the IPv6 minimum MTU.
+    assert_eq!(n, 1280);
+    let m = &out[40..n];
+    assert_eq!((m[0], m[1]), (2, 0));
+    assert_eq!(u32::from_be_bytes([m[4], m[5], m[6], m[7]]), 1496);
+    assert_eq!(&m[8..], &big[..n - 48]);
+    let mut z = m.to_vec();
+    z[2..4].fill(0);
+    let mut dst = [0u8; 16];
+    dst.copy_from_slice(&out[24..40]);
+    assert_eq!(
+        u16::from_be_bytes([m[2], m[3]]),
+        icmp6_sum(me.octets(), dst, &z)
+    );
+    // A link smaller than that: the reply fits it.
+    let n = build_packet_too_big6(&big, me, 1100, &mut out).unwrap();
+    assert_eq!(n, 1100);
+}
+
+#[test]
+fn ip6_payload_longer_than_the_frame_is_cut_short() {
+    let mut t = LabelTable::new();
+    t.add(600, true, LabelAction::php(ADJ)).unwrap();
+    // Payload length 0x38 with 8 bytes behind the header.
+    let short = ip6(64).replacen("0008 11", "0038 11", 1);
+    for l in [600, 2] {
+        assert_untouched(
+            &t,
+            &format!("{} {} {short}", eth_rx("8847"), lse(l, true, 20)),
+            MplsDecision::Drop(DropReason::Truncated),
+        );
+    }
 }

@@ -241,3 +241,61 @@ fn time_exceeded_in_lsp_decoded_by_tshark() {
         assert!(!text.contains(bad), "tshark reports {bad:?}:\n{text}");
     }
 }
+
+/// The ICMPv6 twin: a P router's time exceeded about a 6PE packet (IPv6 under
+/// the LSP's label and the 6PE label), along the LSP and bare, decoded by
+/// tshark with its checksums checked.
+#[test]
+fn time_exceeded6_in_lsp_decoded_by_tshark() {
+    let mut t = LabelTable::new();
+    t.add(100, false, LabelAction::swap(ADJ, &[101])).unwrap();
+    let r = t.reader();
+    let g = r.pin();
+    let me: std::net::Ipv6Addr = "2001:db8:ff::5".parse().unwrap();
+    let ip6 = "6000000000081140 20010db8000000000000000000000001 \
+               20010db8000100000000000000000001 0400829a 0008 0000";
+    let stack = format!("{}{}", lse(100, false, 1), lse(600, true, 9));
+    let (mut b, mut off) = rx(&format!("{} {stack} {ip6}", eth_rx("8847")));
+    assert_eq!(g.switch(&mut b, &mut off), MplsDecision::TtlExpired);
+    let mut out = vec![0u8; 512];
+    let (reply_off, d) = g.ttl_exceeded_reply6(&b[off..], me, &mut out, 128).unwrap();
+    assert_eq!(d, MplsDecision::Forward { adj: ADJ });
+    assert_eq!(reply_off, 120);
+    let ip_len = mpls::icmp::time_exceeded6_len(2);
+    let (mut fb, _) = rx(&eth_rx("8847"));
+    fb.truncate(HEADROOM);
+    fb.extend_from_slice(&out[reply_off - 14..128 + ip_len]);
+    let mut frames = vec![tx(&mut fb, HEADROOM + 14, wire::EtherType::Mpls)];
+    let mut bare = hex(&eth_tx("86dd"));
+    bare.extend_from_slice(&out[128..128 + ip_len]);
+    frames.push(bare);
+    let path: PathBuf = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpls_rfc4950_v6.pcap");
+    write_pcap(&path, &frames);
+    let text = tshark(&path);
+    for needle in [
+        "Time Exceeded",
+        "hop limit exceeded in transit",
+        "ICMP Multi-Part Extensions",
+        "MPLS Stack Entry",
+        "Label: 100",
+        "Label: 600",
+        "Label: 101",
+        "[Checksum Status: Good]",
+        "2001:db8:ff::5",
+    ] {
+        assert!(
+            text.contains(needle),
+            "tshark output lacks {needle:?}:\n{text}"
+        );
+    }
+    for bad in [
+        "Malformed",
+        "Bad checksum",
+        "[incorrect",
+        "Expert Info (Warning",
+        "Expert Info (Error",
+        "Bad]",
+    ] {
+        assert!(!text.contains(bad), "tshark reports {bad:?}:\n{text}");
+    }
+}

@@ -25,9 +25,9 @@ impl RouterState {
         eos: bool,
         action: mpls::LabelAction,
     ) -> Result<(), RouterError> {
-        if let mpls::LabelAction::Ip4Lookup { table, .. } = &action {
-            if *table != mpls::RX_TABLE && !self.fib.tables().any(|t| t == *table) {
-                return Err(RouterError::Fib(FibError::UnknownTable(*table)));
+        if let Some(table) = action.lookup_table() {
+            if table != mpls::RX_TABLE && !self.fib.tables().any(|t| t == table) {
+                return Err(RouterError::Fib(FibError::UnknownTable(table)));
             }
         }
         mpls::LabelTable::check(label, eos, &action)?;

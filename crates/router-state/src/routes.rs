@@ -388,9 +388,9 @@ impl RouterState {
             )));
         }
         let looked_up = RouteSource::ALL.into_iter().find_map(|s| {
-            self.label_rib.of_source(s).find(|(_, _, a)| {
-                matches!(a, mpls::LabelAction::Ip4Lookup { table: t, .. } if *t == table)
-            })
+            self.label_rib
+                .of_source(s)
+                .find(|(_, _, a)| a.lookup_table() == Some(table))
         });
         if let Some(((l, _), _, _)) = looked_up {
             return Err(RouterError::TableInUse(format!(

@@ -162,8 +162,14 @@ impl RouterApi<'_> {
                             })
                             .collect();
                     }
-                    mpls::LabelAction::Ip4Lookup { table, ttl_mode } => {
-                        v["action"] = json!("ip4-lookup");
+                    mpls::LabelAction::Ip4Lookup { table, ttl_mode }
+                    | mpls::LabelAction::Ip6Lookup { table, ttl_mode }
+                    | mpls::LabelAction::IpLookup { table, ttl_mode } => {
+                        v["action"] = json!(match a {
+                            mpls::LabelAction::Ip6Lookup { .. } => "ip6-lookup",
+                            mpls::LabelAction::IpLookup { .. } => "ip-lookup",
+                            _ => "ip4-lookup",
+                        });
                         // null: the receiving interface's table
                         v["table"] = json!((*table != mpls::RX_TABLE).then_some(table));
                         v["ttl_mode"] = json!(ttl(ttl_mode));

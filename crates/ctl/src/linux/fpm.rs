@@ -718,7 +718,7 @@ mod tests {
         assert!(ctl.route_of(RouteSource::Fpm, 0, p).is_none());
         assert!(matches!(
             ctl.label_of(RouteSource::Fpm, 80, true),
-            Some(mpls::LabelAction::Ip4Lookup { table: 10, .. })
+            Some(mpls::LabelAction::IpLookup { table: 10, .. })
         ));
         assert!(matches!(
             ctl.label_of(RouteSource::Fpm, 80, false),

@@ -989,7 +989,7 @@ impl KernelView {
                     }
                     Err(e) => return self.refused(format!("label {label}: {e}")),
                 },
-                // Popped and delivered to the host (`dev lo`): IPv4 lookup.
+                // Popped and delivered to the host (`dev lo`): a lookup.
                 (None, None) if n.labels.is_empty() => lookup = Some(0),
                 _ => {
                     return self.refused(format!(
@@ -1002,7 +1002,10 @@ impl KernelView {
         let ttl_mode = mpls::TtlMode::Uniform;
         let (bos, non_bos) = if let Some(table) = lookup {
             (
-                mpls::LabelAction::Ip4Lookup { table, ttl_mode },
+                // (a route without `via` has no payload type in Linux: its
+                // `mpls_egress` reads the version nibble, and so does this
+                // lookup, so a per-VRF label serves both families)
+                mpls::LabelAction::IpLookup { table, ttl_mode },
                 mpls::LabelAction::Pop { ttl_mode },
             )
         } else if paths.is_empty() {

@@ -440,3 +440,65 @@ fn a_full_table_of_static_routes_reloads_route_by_route() {
         );
     }
 }
+
+/// 6PE and 6VPE from the file, spelled as for IPv4: an IPv6 route via an
+/// IPv4-mapped next hop (::ffff:a.b.c.d) resolves over the IPv4 route to
+/// a.b.c.d, whose labels go on top of the route's; label entries pop into an
+/// IPv6 lookup or a lookup by the payload's version, in a table or the
+/// receiving interface's.
+#[test]
+fn labelled_ipv6_routes_and_ipv6_label_entries_from_the_file() {
+    let r = routing(
+        "[[neighbor]]\ninterface = \"port0\"\naddress = \"192.168.11.8\"\nmac = \"02:00:00:00:00:08\"\n\
+         [[route]]\nprefix = \"10.9.9.9/32\"\nvia = [{ gateway = \"192.168.11.8\", interface = \"port0\", out_labels = [1000] }]\n\
+         [[route]]\nprefix = \"2001:db8:200::/48\"\nvia = [{ gateway = \"::ffff:10.9.9.9\", out_labels = [600] }]\n\
+         [[route]]\nprefix = \"2001:db8:201::/48\"\nvia = [{ gateway = \"10.9.9.9\", out_labels = [601] }]\n\
+         [[label]]\nlabel = 600\naction = \"ip6-lookup\"\n\
+         [[label]]\nlabel = 601\naction = \"ip6-lookup\"\nlookup_table = 0\nttl_mode = \"pipe\"\n\
+         [[label]]\nlabel = 602\naction = \"ip-lookup\"\n\
+         [[label]]\nlabel = 603\nlookup_table = 0\n",
+    );
+    let mut live = RouterControl::new();
+    apply(&r, &ports(), &mut live).unwrap();
+    let mut view = live.fib().reader();
+    let v = view.read();
+    for (dst, label) in [("2001:db8:200::1", 600), ("2001:db8:201::1", 601)] {
+        let a: std::net::Ipv6Addr = dst.parse().unwrap();
+        let leg = v.leg(v.lookup6(0, u128::from(a)), 0);
+        assert_eq!(leg.action(), fib::Action::Forward, "{dst}");
+        let labels: Vec<u32> = (0..leg.label_count()).map(|q| leg.label(q)).collect();
+        assert_eq!(labels, [1000, label], "{dst}");
+    }
+    drop(v);
+    let pipe = mpls::TtlMode::pipe();
+    let uniform = mpls::TtlMode::Uniform;
+    let want = [
+        (600, mpls::LabelAction::ip6_lookup(mpls::RX_TABLE)),
+        (
+            601,
+            mpls::LabelAction::Ip6Lookup {
+                table: 0,
+                ttl_mode: pipe,
+            },
+        ),
+        (602, mpls::LabelAction::ip_lookup(mpls::RX_TABLE)),
+        (
+            603,
+            mpls::LabelAction::Ip4Lookup {
+                table: 0,
+                ttl_mode: uniform,
+            },
+        ),
+    ];
+    for (l, a) in want {
+        assert_eq!(live.labels().get(l, true), Some(&a), "label {l}");
+    }
+    let bad = |extra: &str| {
+        let r = routing(extra);
+        apply(&r, &ports(), &mut RouterControl::new())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = bad("[[label]]\nlabel = 604\naction = \"ip6-lookup\"\neos = false\n");
+    assert!(e.contains("eos"), "{e}");
+}

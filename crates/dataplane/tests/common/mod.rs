@@ -386,6 +386,26 @@ pub fn fuzz_router_on(ports: [u16; 5]) -> RouterControl {
         let p: fib::Ipv6Prefix = prefix.parse().unwrap();
         ctl.route_add(0, p, kind).unwrap();
     }
+    // Labels into IPv6: 303 pops into the global table's IPv6 half, 304 into
+    // VRF 7's (2001:db8:18::/48 via port 2's neighbour there), 305 into the
+    // global table by the payload's version; 6PE: 2001:db8:27::/48 via the
+    // IPv4 next hop 198.24.0.1 (whose LSP is label 1000) with label 600.
+    ctl.label_add(303, true, LabelAction::ip6_lookup(0))
+        .unwrap();
+    ctl.label_add(304, true, LabelAction::ip6_lookup(7))
+        .unwrap();
+    ctl.label_add(305, true, LabelAction::ip_lookup(0)).unwrap();
+    let p: fib::Ipv6Prefix = "2001:db8:18::/48".parse().unwrap();
+    ctl.route_add(
+        7,
+        p,
+        RouteKind::Paths(vec![Path::gateway6(v6("fe80::3:99"), 3)]),
+    )
+    .unwrap();
+    let p: fib::Ipv6Prefix = "2001:db8:27::/48".parse().unwrap();
+    route(&mut ctl, "198.24.0.0/16", &["10.2.0.2"], &[1000]);
+    let six_pe = Path::gateway(a("198.24.0.1")).with_labels(&[600]);
+    ctl.route_add(0, p, RouteKind::Paths(vec![six_pe])).unwrap();
     ctl
 }
 
@@ -428,7 +448,7 @@ pub fn diff_frame() -> impl Strategy<Value = (Vec<u8>, usize)> {
         ),
         prop::collection::vec((0usize..40, any::<u8>()), 0..2),
         prop_oneof![Just(0usize), Just(0), Just(0), Just(1), Just(2)],
-        0u8..23,
+        0u8..30,
     )
         .prop_map(|((net, ttl, len, pad, df), edits, port, head)| {
             let nets: [[u8; 2]; 14] = [
@@ -470,9 +490,9 @@ pub fn diff_frame() -> impl Strategy<Value = (Vec<u8>, usize)> {
                 17 => from_host_mpls(&[(301, lt)], &ip),
                 18 => from_host_mpls(&[(302, lt)], &ip),
                 // IPv6: routed, labelled, ECMP, unresolved, blackhole, no
-                // route, link-local and multicast destinations
+                // route, 6PE, link-local and multicast destinations
                 19..=22 => {
-                    let nets = [0x18, 0x19, 0x21, 0x25, 0x26, 0x99, 0x18];
+                    let nets = [0x18, 0x19, 0x21, 0x25, 0x26, 0x99, 0x27];
                     let mut ip6 = host_ip6(len % 3, nets[net % 7], ttl, len);
                     match (net, head) {
                         (7, _) => ip6[24..40].copy_from_slice(&v6("fe80::1").octets()),
@@ -481,6 +501,20 @@ pub fn diff_frame() -> impl Strategy<Value = (Vec<u8>, usize)> {
                         _ => {}
                     }
                     eth(mac_r(0), HOST, None, 0x86dd, &ip6)
+                }
+                // Labelled IPv6: explicit null 2, pop into the global table,
+                // into VRF 7, by the version, PHP, swap (TTL expiry: ICMPv6),
+                // and under an IPv4 label (a named drop); and IPv4 by the
+                // version and under label 2.
+                23..=29 => {
+                    let nets = [0x18, 0x19, 0x21, 0x25, 0x26, 0x99, 0x18, 0x27];
+                    let ip6 = host_ip6(len % 3, nets[net % 8], 64, len);
+                    let label = [2, 303, 304, 305, 102, 100, 300][usize::from(head - 23)];
+                    match net {
+                        12 => from_host_mpls(&[(305, lt)], &ip),
+                        13 => from_host_mpls(&[(2, lt)], &ip),
+                        _ => from_host_mpls(&[(label, lt)], &ip6),
+                    }
                 }
                 _ => from_host(&ip),
             };

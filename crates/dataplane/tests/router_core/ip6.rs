@@ -8,11 +8,13 @@
 
 use std::net::Ipv6Addr;
 
-use super::{core, run, stage};
+use super::{N, assert_all_tx, core, run, stage};
 use crate::common::*;
+use dataplane::dpdk::tsc_hz;
 use dataplane::packet::VecPacket;
-use dataplane::router::{Out, RouterControl, Stage};
+use dataplane::router::{Core, CoreConfig, Out, RouterControl, Stage};
 use fib::{Ipv6Prefix, Path, RouteKind};
+use mpls::LabelAction;
 
 const ETH_IP6: u16 = 0x86dd;
 
@@ -566,4 +568,322 @@ fn learned_ipv6_neighbours_age_as_arp_ones() {
     ctl.poll();
     assert!(ctl.age_neighbors(at(1 << 20), &aging).is_empty());
     assert!(ctl.is_static_neighbor6(1, a6(nb)));
+}
+
+/// [`router6`] as a PE and LSR for IPv6 over MPLS: label 303 pops into the
+/// global table's IPv6 half, 304 into the global table by the payload's
+/// version, 102 is popped at the penultimate hop towards port 2, 100 swapped to
+/// 200 towards port 1; 6PE: 2001:db8:200::/48 via the IPv4 next hop 192.0.2.1
+/// (an LSP with label 1000 through port 1's neighbour) with label 600.
+fn pe6() -> RouterControl {
+    let mut ctl = router6();
+    let adj1 = ctl.adjacency(2, a("10.2.0.2")).unwrap();
+    let adj2 = ctl.adjacency(3, a("10.3.0.2")).unwrap();
+    ctl.label_add(303, true, LabelAction::ip6_lookup(0))
+        .unwrap();
+    ctl.label_add(304, true, LabelAction::ip_lookup(mpls::RX_TABLE))
+        .unwrap();
+    ctl.label_add(102, true, LabelAction::php(adj2)).unwrap();
+    ctl.label_add(100, true, LabelAction::swap(adj1, &[200]))
+        .unwrap();
+    route(&mut ctl, "192.0.2.0/24", &["10.2.0.2"], &[1000]);
+    ctl.route_add(
+        0,
+        p6("2001:db8:200::/48"),
+        RouteKind::Paths(vec![Path::gateway(a("192.0.2.1")).with_labels(&[600])]),
+    )
+    .unwrap();
+    ctl
+}
+
+/// Cores of `ctl` with the fast path on and off.
+fn both_paths(ctl: &mut RouterControl) -> [(bool, Core); 2] {
+    [true, false].map(|fast_path| {
+        let cfg = CoreConfig {
+            fast_path,
+            ..core_cfg()
+        };
+        (fast_path, ctl.new_core(cfg, tsc_hz()).0)
+    })
+}
+
+/// RFC 3032 §2.1: label 2 at the bottom of the stack is popped and the IPv6
+/// payload looked up in the receiving interface's table, the label TTL its hop
+/// limit (uniform), then one IPv6 hop; above another label it is popped and the
+/// label under it switched.
+#[test]
+fn ip6_explicit_null_pops_into_the_receiving_interfaces_table() {
+    let mut ctl = pe6();
+    let ip = udp6(HOST6, "2001:db8:100::5", 64, 1000, 32);
+    for (fast_path, mut core) in both_paths(&mut ctl) {
+        let res = run(&mut core, &vec![from_host_mpls(&[(2, 30)], &ip); N], 0);
+        assert_all_tx(&res, 1, |_| {
+            eth(mac_n(1), mac_r(1), None, ETH_IP6, &with_hl(&ip, 29))
+        });
+        let res = run(
+            &mut core,
+            &vec![from_host_mpls(&[(2, 30), (303, 30)], &ip); 3],
+            0,
+        );
+        assert_all_tx(&res, 1, |_| {
+            eth(mac_n(1), mac_r(1), None, ETH_IP6, &with_hl(&ip, 29))
+        });
+        assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
+        assert_eq!(core.stats().ifaces[2].tx_pkts.get(), N as u64 + 3);
+    }
+}
+
+/// The egress PE of 6PE/6VPE: the label pops into an IPv6 lookup in the same
+/// pass (uniform TTL: the label's becomes the hop limit, then the IPv6 hop takes
+/// one); an entry that looks up by the version takes IPv4 and IPv6 alike.
+#[test]
+fn pe_egress_pops_into_ip6_lookup_in_the_same_pass() {
+    let mut ctl = pe6();
+    let ips: Vec<Vec<u8>> = (0..N)
+        .map(|i| udp6(HOST6, "2001:db8:100::5", 64, 1000 + i as u16, 40))
+        .collect();
+    for (fast_path, mut core) in both_paths(&mut ctl) {
+        for label in [303, 304] {
+            let frames: Vec<Vec<u8>> = ips
+                .iter()
+                .enumerate()
+                .map(|(i, p)| from_host_mpls(&[(label, 2 + (i % 200) as u8)], p))
+                .collect();
+            let res = run(&mut core, &frames, 0);
+            assert_all_tx(&res, 1, |i| {
+                eth(
+                    mac_n(1),
+                    mac_r(1),
+                    None,
+                    ETH_IP6,
+                    &with_hl(&ips[i], 1 + (i % 200) as u8),
+                )
+            });
+        }
+        // IPv4 under the entry that reads the version.
+        let ip4 = host_ip(3, [198, 18], 64, 60);
+        route(&mut ctl, "198.18.0.0/16", &["10.2.0.2"], &[]);
+        let mut core = if fast_path {
+            core
+        } else {
+            ctl.new_core(
+                CoreConfig {
+                    fast_path,
+                    ..core_cfg()
+                },
+                tsc_hz(),
+            )
+            .0
+        };
+        let res = run(&mut core, &[from_host_mpls(&[(304, 30)], &ip4)], 0);
+        assert_all_tx(&res, 1, |_| {
+            eth(mac_n(1), mac_r(1), None, ETH_IP4, &with_ttl(&ip4, 29))
+        });
+        assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
+    }
+}
+
+/// The penultimate hop pops the bottom label off an IPv6 payload and sends it
+/// as IPv6 (EtherType 0x86dd), its hop limit the label TTL less one (uniform).
+#[test]
+fn php_sends_the_payload_as_ip6() {
+    let mut ctl = pe6();
+    let ips: Vec<Vec<u8>> = (0..N)
+        .map(|i| udp6(HOST6, "2001:db8:100::5", 64, 1000 + i as u16, 40))
+        .collect();
+    for (fast_path, mut core) in both_paths(&mut ctl) {
+        let frames: Vec<Vec<u8>> = ips
+            .iter()
+            .enumerate()
+            .map(|(i, p)| from_host_mpls(&[(102, 2 + (i % 100) as u8)], p))
+            .collect();
+        let res = run(&mut core, &frames, 0);
+        assert_all_tx(&res, 2, |i| {
+            eth(
+                mac_n(2),
+                mac_r(2),
+                None,
+                ETH_IP6,
+                &with_hl(&ips[i], 1 + (i % 100) as u8),
+            )
+        });
+        assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
+        assert_eq!(stage(&core, Stage::Ip6Lookup), (0, 0));
+    }
+}
+
+/// 6PE ingress (RFC 4798): an IPv6 route via an IPv4 next hop takes the LSP's
+/// label from the IPv4 route that reaches it, with the 6PE label under it; both
+/// go on with the hop limit less one (uniform), the payload's hop limit too.
+#[test]
+fn six_pe_pushes_the_lsp_label_over_the_6pe_label() {
+    let mut ctl = pe6();
+    let ips: Vec<Vec<u8>> = (0..N)
+        .map(|i| {
+            udp6(
+                HOST6,
+                "2001:db8:200::9",
+                2 + (i % 250) as u8,
+                1000 + i as u16,
+                40,
+            )
+        })
+        .collect();
+    for (fast_path, mut core) in both_paths(&mut ctl) {
+        let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host6(p)).collect();
+        let res = run(&mut core, &frames, 0);
+        assert_all_tx(&res, 1, |i| {
+            let hl = ips[i][7] - 1;
+            eth(
+                mac_n(1),
+                mac_r(1),
+                None,
+                ETH_MPLS,
+                &labelled(&[(1000, hl), (600, hl)], &with_hl(&ips[i], hl)),
+            )
+        });
+        assert_eq!(counters(core.stats()), expect(&[]), "fast path {fast_path}");
+    }
+}
+
+/// Checks the ICMPv6 time exceeded a P router sent about `orig` (received under
+/// `stack`), from `from` back to its source: every field of the IPv6 header, the
+/// ICMPv6 header with the RFC 4884 length in 64-bit words, the quote padded to
+/// 128 bytes, the RFC 4950 extension (version 2, its checksum, one object of
+/// class 1, C-Type 1 holding the stack as received), and the checksum over the
+/// pseudo-header, with the wire crate's views and summed from scratch here.
+fn check_time_exceeded6(ip: &[u8], from: Ipv6Addr, orig: &[u8], stack: &[(u32, u8)]) {
+    use wire::{IcmpExtHeader, IcmpExtObject, Icmpv6Message, Icmpv6Packet, Ipv6Packet};
+    let h = Ipv6Packet::new_checked(ip).unwrap();
+    let depth = stack.len();
+    let icmp_len = 8 + 128 + 4 + 4 + 4 * depth;
+    assert_eq!(h.version(), 6);
+    assert_eq!(h.traffic_class(), 0);
+    assert_eq!(h.flow_label(), 0);
+    assert_eq!(usize::from(h.payload_len()), icmp_len);
+    assert_eq!(ip.len(), 40 + icmp_len);
+    assert_eq!(h.next_header(), wire::IpProtocol::Icmpv6);
+    assert_eq!(h.src_addr(), from);
+    assert_eq!(h.dst_addr(), a6(HOST6));
+    let icmp = &ip[40..];
+    let p = Icmpv6Packet::new_checked(icmp).unwrap();
+    assert_eq!(p.msg_type(), Icmpv6Message::TimeExceeded);
+    assert_eq!(p.msg_code(), 0);
+    assert!(p.verify_checksum(from, a6(HOST6)));
+    let mut zeroed = icmp.to_vec();
+    zeroed[2..4].fill(0);
+    assert_eq!(p.checksum(), csum6(from, a6(HOST6), 58, &zeroed));
+    assert_eq!(icmp[4], 16, "RFC 4884 length: 128 bytes in 64-bit words");
+    assert_eq!(&icmp[5..8], &[0, 0, 0]);
+    let q = orig.len().min(128);
+    assert_eq!(&icmp[8..8 + q], &orig[..q]);
+    assert!(icmp[8 + q..136].iter().all(|&b| b == 0));
+    let e = IcmpExtHeader::new_checked(&icmp[136..]).unwrap();
+    assert_eq!(e.version(), 2);
+    assert!(e.verify_checksum());
+    let o = IcmpExtObject::new_checked(e.objects()).unwrap();
+    assert_eq!(usize::from(o.length()), 4 + 4 * depth);
+    assert_eq!((o.class_num(), o.c_type()), (1, 1));
+    assert_eq!(o.payload(), &labelled(stack, &[])[..]);
+}
+
+/// RFC 4950 with an IPv6 payload: a label TTL that runs out at a P router (6PE
+/// traffic in an IPv4 core) is answered with ICMPv6 time exceeded carrying the
+/// label stack, sent on along the LSP (swapped like the packet: label 200, TTL
+/// 64 less one) to the egress, which routes it back; at the penultimate hop it
+/// leaves as IPv6. The source is the receiving interface's IPv6 address, or,
+/// where it has none, its IPv4 address as an IPv4-mapped one.
+#[test]
+fn ttl_expiry_inside_an_lsp_sends_icmp6_with_the_label_stack_along_it() {
+    let ips: Vec<Vec<u8>> = (0..N)
+        .map(|i| udp6(HOST6, "2001:db8:100::5", 64, 1000 + i as u16, 20 + i))
+        .collect();
+    for (v6_addr, from) in [(true, a6(R0)), (false, a6("::ffff:10.1.0.1"))] {
+        let mut ctl = if v6_addr {
+            pe6()
+        } else {
+            let mut c = router();
+            let adj1 = c.adjacency(2, a("10.2.0.2")).unwrap();
+            let adj2 = c.adjacency(3, a("10.3.0.2")).unwrap();
+            c.label_add(100, true, LabelAction::swap(adj1, &[200]))
+                .unwrap();
+            c.label_add(102, true, LabelAction::php(adj2)).unwrap();
+            c
+        };
+        for (fast_path, mut core) in both_paths(&mut ctl) {
+            let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host_mpls(&[(100, 1)], p)).collect();
+            let res = run(&mut core, &frames, 0);
+            for (i, (o, f)) in res.iter().enumerate() {
+                assert_eq!(*o, Out::Tx(1), "packet {i} fast path {fast_path}");
+                assert_eq!(&f[..14], &eth(mac_n(1), mac_r(1), None, ETH_MPLS, &[])[..]);
+                assert_eq!(&f[14..18], &lse(200, true, 63));
+                check_time_exceeded6(&f[18..], from, &ips[i], &[(100, 1)]);
+            }
+            let frames: Vec<Vec<u8>> = ips.iter().map(|p| from_host_mpls(&[(102, 1)], p)).collect();
+            let res = run(&mut core, &frames, 0);
+            for (i, (o, f)) in res.iter().enumerate() {
+                assert_eq!(*o, Out::Tx(2), "packet {i}");
+                assert_eq!(&f[..14], &eth(mac_n(2), mac_r(2), None, ETH_IP6, &[])[..]);
+                // (uniform: the reply's label TTL 64 less one is its hop limit)
+                let mut ip = f[14..].to_vec();
+                assert_eq!(ip[7], 63);
+                ip[7] = 64;
+                check_time_exceeded6(&ip, from, &ips[i], &[(102, 1)]);
+            }
+            assert_eq!(
+                counters(core.stats()),
+                expect(&[("icmp_errors", 2 * N as u64)]),
+                "fast path {fast_path}"
+            );
+        }
+    }
+}
+
+/// A labelled IPv6 packet too big for the next hop after the swap (or PHP) is
+/// answered with ICMPv6 packet too big (the MTU left under the outgoing
+/// stack) behind the outgoing stack, along the LSP; IPv6 is never fragmented.
+#[test]
+fn switched_ip6_too_big_for_the_link_gets_packet_too_big_along_the_lsp() {
+    use wire::{Icmpv6Message, Icmpv6Packet, Ipv6Packet};
+    let mut ctl = pe6();
+    let big = udp6(HOST6, "2001:db8:100::5", 64, 1000, 1600);
+    for (fast_path, mut core) in both_paths(&mut ctl) {
+        for (label, port, depth) in [(100u32, 1u16, 1usize), (102, 2, 0)] {
+            let res = run(&mut core, &[from_host_mpls(&[(label, 30)], &big)], 0);
+            assert_eq!(res[0].0, Out::Tx(port), "fast path {fast_path}");
+            let f = &res[0].1;
+            let ip = if depth == 1 {
+                assert_eq!(&f[12..14], &[0x88, 0x47]);
+                assert_eq!(&f[14..18], &lse(200, true, 64));
+                &f[18..]
+            } else {
+                assert_eq!(&f[12..14], &[0x86, 0xdd]);
+                &f[14..]
+            };
+            let h = Ipv6Packet::new_checked(ip).unwrap();
+            assert_eq!(h.src_addr(), a6(R0));
+            assert_eq!(h.dst_addr(), a6(HOST6));
+            let icmp = &ip[40..40 + usize::from(h.payload_len())];
+            let p = Icmpv6Packet::new_checked(icmp).unwrap();
+            assert_eq!(p.msg_type(), Icmpv6Message::PktTooBig);
+            assert_eq!(p.mtu(), 1500 - 4 * depth as u32);
+            assert!(p.verify_checksum(a6(R0), a6(HOST6)));
+            // As much of the packet as fits in the IPv6 minimum MTU (RFC 4443
+            // §2.4(c)).
+            assert_eq!(ip.len(), 1280);
+            // (at the penultimate hop the packet quoted is the one popped:
+            // its hop limit the label TTL less one)
+            let sent = if depth == 0 {
+                with_hl(&big, 29)
+            } else {
+                big.clone()
+            };
+            assert_eq!(&icmp[8..], &sent[..icmp.len() - 8]);
+        }
+        assert_eq!(
+            counters(core.stats()),
+            expect(&[("icmp_errors", 2), ("mpls_mtu_exceeded", 2)]),
+            "fast path {fast_path}"
+        );
+    }
 }

@@ -255,3 +255,70 @@ fn ipv6_routes_take_ipv6_next_hops() {
     assert!(err("route add 2001:db8::/32 via ff02::1 port0").contains("cannot be a next hop"));
     assert!(err("route add 2001:db8::/32 via 2001:db8::1::2 port0").contains("not an IP address"));
 }
+
+/// 6PE and 6VPE: an IPv6 route takes out-labels and an IPv4 or IPv4-mapped
+/// next hop as an IPv4 route does; label entries pop into an IPv6 lookup
+/// (`ip6-lookup`, VPP's `ip6-lookup-in-table N`) or a lookup by the payload's
+/// version (`ip-lookup`), spelled as `ip4-lookup` is.
+#[test]
+fn labelled_ipv6_routes_and_ipv6_label_entries() {
+    for gw in ["::ffff:192.0.2.4", "192.0.2.4"] {
+        assert_eq!(
+            p(&format!(
+                "route add 2001:db8:200::/48 via {gw} out-labels 600"
+            ))
+            .unwrap(),
+            Command::RouteAdd {
+                table: 0,
+                prefix: "2001:db8:200::/48".parse().unwrap(),
+                target: RouteTarget::Paths(vec![v(Some(gw), None, &[600], 1)]),
+                replace: false,
+            }
+        );
+    }
+    let add = |spec| Command::LabelAdd {
+        label: 600,
+        eos: true,
+        spec,
+        replace: false,
+    };
+    let uniform = mpls::TtlMode::Uniform;
+    let six = |table| {
+        add(LabelSpec::Ip6Lookup {
+            table,
+            ttl_mode: uniform,
+        })
+    };
+    assert_eq!(
+        p("label add 600 eos via ip6-lookup").unwrap(),
+        six(mpls::RX_TABLE)
+    );
+    assert_eq!(
+        p("label add 600 eos ip6-lookup").unwrap(),
+        six(mpls::RX_TABLE)
+    );
+    assert_eq!(
+        p("label add 600 eos via ip6-lookup table 5").unwrap(),
+        six(5)
+    );
+    assert_eq!(
+        p("mpls local-label add 600 eos via ip6-lookup-in-table 5").unwrap(),
+        six(5)
+    );
+    assert_eq!(
+        p("label add 600 eos ip-lookup table 5").unwrap(),
+        add(LabelSpec::IpLookup {
+            table: 5,
+            ttl_mode: uniform,
+        })
+    );
+    assert_eq!(
+        p("label add 600 eos ip6-lookup pipe").unwrap(),
+        add(LabelSpec::Ip6Lookup {
+            table: mpls::RX_TABLE,
+            ttl_mode: mpls::TtlMode::pipe(),
+        })
+    );
+    assert!(err("label add 600 non-eos ip6-lookup").contains("eos"));
+    assert!(err("label add 600 eos ip6-lookup ip4-lookup").contains("one action"));
+}

@@ -402,7 +402,7 @@ mod unit {
         assert_eq!(out(101), Some(vec![3]));
         assert!(matches!(
             ctl.labels().get(102, true),
-            Some(mpls::LabelAction::Ip4Lookup { table: 0, .. })
+            Some(mpls::LabelAction::IpLookup { table: 0, .. })
         ));
         v.apply(
             &mut ctl,
@@ -480,7 +480,7 @@ mod unit {
         );
         assert!(matches!(
             ctl.labels().get(80, true),
-            Some(mpls::LabelAction::Ip4Lookup { table: 10, .. })
+            Some(mpls::LabelAction::IpLookup { table: 10, .. })
         ));
         // The VRF device gone: its label's next hop is unknown now.
         v.apply(&mut ctl, Change::LinkGone { ifindex: 50 });
@@ -495,7 +495,7 @@ mod unit {
         );
         assert!(!matches!(
             ctl.labels().get(81, true),
-            Some(mpls::LabelAction::Ip4Lookup { table: 10, .. })
+            Some(mpls::LabelAction::IpLookup { table: 10, .. })
         ));
     }
 

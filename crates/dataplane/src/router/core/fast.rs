@@ -312,7 +312,7 @@ impl Work {
     fn note_fast6(&mut self, k: usize) {
         for j in 0..k.min(BURST) {
             let i = usize::from(self.sel6[j]);
-            self.meta[i].next = Next::Fast(false);
+            self.meta[i].next = Next::Fast(self.popped(i));
         }
     }
 

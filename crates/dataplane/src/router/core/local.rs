@@ -508,7 +508,8 @@ impl Work {
     }
 
     /// MPLS TTL expiry: ICMP time exceeded with the RFC 4950 label stack, sent on
-    /// along the LSP (it reaches the egress, which routes it back to the source).
+    /// along the LSP (it reaches the egress, which routes it back to the source);
+    /// ICMPv6 for an IPv6 payload, from [`source6_for`].
     pub(super) fn mpls_ttl<P: Packet>(
         &mut self,
         p: &mut P,
@@ -516,55 +517,63 @@ impl Work {
         ift: &IfTable,
         labels: &mpls::LabelReader,
     ) {
-        let me = ift.source_for(u32::from(m.rx_if));
-        let now = tsc();
-        let Some(me) = me else {
-            self.stats.mpls_drop(mpls::DropReason::TtlExpired);
-            m.next = Next::Drop;
-            return;
-        };
-        if !self.icmp_token(now) {
-            m.next = Next::Drop;
-            return;
-        }
         let l3 = usize::from(m.l3);
         let end = usize::from(m.end);
         let mut rx = [0u8; 512];
         let n = (end - l3).min(rx.len());
         let raw = p.raw_mut();
         rx[..n].copy_from_slice(&raw[l3..l3 + n]);
+        let depth = mpls_depth(&rx[..n]);
+        let ip6 = rx.get(4 * depth).is_some_and(|v| v >> 4 == 6);
+        let me = ift.source_for(u32::from(m.rx_if));
+        let me6 = if ip6 {
+            source6_for(ift, m.rx_if, &rx[4 * depth..n])
+        } else {
+            None
+        };
+        if me.is_none() && me6.is_none() {
+            self.stats.mpls_drop(mpls::DropReason::TtlExpired);
+            m.next = Next::Drop;
+            return;
+        }
+        if !self.icmp_token(tsc()) {
+            m.next = Next::Drop;
+            return;
+        }
         let id = self.next_ident();
         let guard = labels.pin();
         // Build the reply where the received stack started; labels go in front.
         let headroom = l3;
-        match guard.ttl_exceeded_reply(&rx[..n], me, id, raw, headroom) {
-            Ok((off, decision)) => {
-                let depth = (headroom - off.min(headroom)) / 4;
-                let depth = depth.max(mpls_depth(&rx[..n]));
-                let reply_end = headroom + mpls::icmp::time_exceeded_len(mpls_depth(&rx[..n]));
-                let _ = depth;
-                m.l3 = off as u16;
-                m.end = reply_end as u16;
-                match decision {
-                    mpls::MplsDecision::Forward { adj } => {
-                        m.ethertype = ETHERTYPE_MPLS;
-                        m.adj = adj;
-                        m.next = Next::Rewrite;
-                        self.stats.icmp_errors.inc();
-                    }
-                    mpls::MplsDecision::Php { adj } => {
-                        m.ethertype = ETHERTYPE_IPV4;
-                        m.adj = adj;
-                        m.next = Next::Rewrite;
-                        self.stats.icmp_errors.inc();
-                    }
-                    _ => {
-                        self.stats.mpls_drop(mpls::DropReason::TtlExpired);
-                        m.next = Next::Drop;
-                    }
-                }
+        let built = match (me6, me) {
+            (Some(me6), _) => guard
+                .ttl_exceeded_reply6(&rx[..n], me6, raw, headroom)
+                .map(|r| (r, mpls::icmp::time_exceeded6_len(depth))),
+            (None, Some(me)) if !ip6 => guard
+                .ttl_exceeded_reply(&rx[..n], me, id, raw, headroom)
+                .map(|r| (r, mpls::icmp::time_exceeded_len(depth))),
+            _ => Err(mpls::IcmpError::NotIpv6),
+        };
+        let Ok(((off, decision), len)) = built else {
+            self.stats.mpls_drop(mpls::DropReason::TtlExpired);
+            m.next = Next::Drop;
+            return;
+        };
+        m.l3 = off as u16;
+        m.end = (headroom + len) as u16;
+        let et = match decision {
+            mpls::MplsDecision::Forward { adj } => Some((adj, ETHERTYPE_MPLS)),
+            mpls::MplsDecision::Php { adj } => Some((adj, ETHERTYPE_IPV4)),
+            mpls::MplsDecision::Php6 { adj } => Some((adj, ETHERTYPE_IPV6)),
+            _ => None,
+        };
+        match et {
+            Some((adj, et)) => {
+                m.ethertype = et;
+                m.adj = adj;
+                m.next = Next::Rewrite;
+                self.stats.icmp_errors.inc();
             }
-            Err(_) => {
+            None => {
                 self.stats.mpls_drop(mpls::DropReason::TtlExpired);
                 m.next = Next::Drop;
             }
@@ -607,7 +616,8 @@ impl Work {
     /// IPv4 payload has DF set, replaced by "fragmentation needed" (the MTU left
     /// for IPv4 under the outgoing stack) behind the same outgoing stack, so it
     /// goes on along the LSP to the egress, which routes it back to the source
-    /// (as TTL expiry inside an LSP is answered). `None`: dropped.
+    /// (as TTL expiry inside an LSP is answered); an IPv6 payload (never
+    /// fragmented) by ICMPv6 packet too big likewise. `None`: dropped.
     #[cold]
     #[inline(never)]
     pub(super) fn lsp_too_big<P: Packet>(
@@ -633,6 +643,9 @@ impl Work {
             0
         };
         let orig = frame.get(4 * depth..)?;
+        if orig.first().is_some_and(|v| v >> 4 == 6) {
+            return self.lsp_too_big6(p, m, ift, mtu, depth);
+        }
         if orig.first().is_none_or(|v| v >> 4 != 4) || orig.get(6)? & 0x40 == 0 {
             return None;
         }
@@ -653,6 +666,48 @@ impl Work {
         raw[4 * depth..].copy_from_slice(&reply[..n]);
         m.end = reply_end as u16;
         // Sent, keeping the original's drop reason (as ICMP errors do).
+        m.next = Next::Rewrite;
+        self.stats.icmp_errors.inc();
+        Some(())
+    }
+}
+
+impl Work {
+    /// [`Work::lsp_too_big`] for an IPv6 payload under `depth` labels (none:
+    /// a penultimate hop's pop): ICMPv6 packet too big with the MTU left under
+    /// the outgoing stack, from [`source6_for`], behind that stack.
+    #[cold]
+    #[inline(never)]
+    fn lsp_too_big6<P: Packet>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        ift: &IfTable,
+        mtu: u16,
+        depth: usize,
+    ) -> Option<()> {
+        let (l3, end) = (usize::from(m.l3), usize::from(m.end));
+        let raw = p.raw_mut();
+        let orig = raw.get(l3 + 4 * depth..end)?;
+        let me = source6_for(ift, m.rx_if, orig)?;
+        if !self.icmp_token(tsc()) {
+            return None;
+        }
+        let ip_mtu = mtu.saturating_sub(4 * depth as u16);
+        // (the reply is no longer than the packet it replaces, which was longer
+        // than the MTU)
+        let mut reply = [0u8; wire::ipv6::MIN_MTU];
+        let n = mpls::icmp::build_packet_too_big6(orig, me, ip_mtu, &mut reply).ok()?;
+        let reply_end = l3 + 4 * depth + n;
+        let raw = raw.get_mut(l3..reply_end.min(end))?;
+        if raw.len() != 4 * depth + n {
+            return None;
+        }
+        for lse in raw[..4 * depth].chunks_exact_mut(4) {
+            lse[3] = mpls::icmp::REPLY_TTL;
+        }
+        raw[4 * depth..].copy_from_slice(&reply[..n]);
+        m.end = reply_end as u16;
         m.next = Next::Rewrite;
         self.stats.icmp_errors.inc();
         Some(())
@@ -705,6 +760,23 @@ impl Bucket {
 /// The slot of `ip` among the recently asked addresses.
 fn arp_slot(ip: u32) -> usize {
     (ip.wrapping_mul(0x9e37_79b9) >> 28) as usize
+}
+
+/// The IPv6 address the router answers the IPv6 packet `orig` from when it
+/// arrived on interface `rx_if` under labels: the interface's global address
+/// (toward the packet's source), else its IPv4 source
+/// ([`IfTable::source_for`]) as an IPv4-mapped address, as a P router of an
+/// IPv4 core with no IPv6 address of its own answers 6PE traffic.
+pub(super) fn source6_for(ift: &IfTable, rx_if: u16, orig: &[u8]) -> Option<Ipv6Addr> {
+    let to = orig.get(8..24).map_or(Ipv6Addr::UNSPECIFIED, |b| {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(b);
+        Ipv6Addr::from(a)
+    });
+    ift.get(u32::from(rx_if))
+        .and_then(|i| i.addr6_toward(to))
+        .filter(|a| !a.is_unicast_link_local())
+        .or_else(|| ift.source_for(u32::from(rx_if)).map(|a| a.to_ipv6_mapped()))
 }
 
 /// Label stack depth at the start of `b` (1 + entries before bottom of stack).

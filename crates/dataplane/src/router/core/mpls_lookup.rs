@@ -1,19 +1,21 @@
 //! `mpls-lookup`: label switching of the packets the fast path left.
 //!
 //! Per packet: the label table's decision on its stack ([`mpls::LabelGuard::switch`]:
-//! swap, penultimate-hop pop, pop into an IPv4 lookup (explicit null included),
+//! swap, penultimate-hop pop of an IPv4 or IPv6 payload, pop into an IPv4 or
+//! IPv6 lookup (explicit null 0 and 2 included, or by the payload's version),
 //! pops of reserved labels in the same pass), with the stack as received kept for
 //! sFlow while it may sample.
 //!
-//! Next nodes: `rewrite` (swap, PHP), `ip4-lookup` (popped to IPv4, same
-//! vector), `local` (TTL expired: ICMP time exceeded with RFC 4950 labels),
-//! punt, drop. Counters: `mpls drops` by label-table reason.
+//! Next nodes: `rewrite` (swap, PHP), `ip4-lookup` and `ip6-lookup` (popped to
+//! IP, same vector), `local` (TTL expired: ICMP or ICMPv6 time exceeded with
+//! RFC 4950 labels), punt, drop. Counters: `mpls drops` by label-table reason.
 
 use super::*;
 
 impl Work {
     /// mpls-lookup over the packets of `self.slow[..n_slow]` bound for it;
-    /// counts in `q` the packets it hands to `ip4-lookup` and `local`.
+    /// counts in `q` the packets it hands to `ip4-lookup`, `ip6-lookup` and
+    /// `local`.
     #[inline(always)]
     pub(super) fn mpls_lookup<P: Packet>(
         &mut self,
@@ -51,12 +53,24 @@ impl Work {
                     m.adj = adj;
                     m.next = Next::Rewrite;
                 }
+                mpls::MplsDecision::Php6 { adj } => {
+                    m.l3 = off as u16;
+                    m.ethertype = ETHERTYPE_IPV6;
+                    m.adj = adj;
+                    m.next = Next::Rewrite;
+                }
                 mpls::MplsDecision::Ip4Lookup { table } => {
                     m.l3 = off as u16;
                     // (m.table is the receiving interface's)
                     m.table = mpls::lookup_table(table, m.table);
                     m.next = Next::Ip4Lookup;
                     q.ip4 += 1;
+                }
+                mpls::MplsDecision::Ip6Lookup { table } => {
+                    m.l3 = off as u16;
+                    m.table = mpls::lookup_table(table, m.table);
+                    m.next = Next::Ip6Lookup;
+                    q.ip6 += 1;
                 }
                 mpls::MplsDecision::Xconnect { pw } => {
                     pw::pw_decap(stats, &mut pkts[i], m, pw, off, ift);

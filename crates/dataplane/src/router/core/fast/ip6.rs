@@ -1,8 +1,9 @@
 //! The fast path's IPv6: the classify walk's runs of plain IPv6 packets, whose
-//! destinations become a batch of keys of their own, and their forward walk,
-//! which sends the packets of a plain decision (one leg, a resolved adjacency
-//! on an untagged interface that is up, nothing to push) and hands the others
-//! to `ip6-lookup` untouched.
+//! destinations become a batch of keys of their own (with the packets a label
+//! popped into IPv6), and their forward walk, which sends the packets of a
+//! plain decision (one leg, a resolved adjacency on an untagged interface that
+//! is up, nothing to push) or of a push of one or two labels there
+//! ([`send::push6`]: 6PE) and hands the others to `ip6-lookup` untouched.
 //!
 //! A plain IPv6 packet: an untagged frame to the interface's MAC, exactly as
 //! long as its payload length says (no Ethernet padding), a hop limit above 1,
@@ -32,7 +33,7 @@ fn plain_hi(hi: u64) -> bool {
 /// The destination of a plain IPv6 header `ip` (see the module docs), as the
 /// lookup's key.
 #[inline(always)]
-fn ip6_accept(ip: &[u8; 40]) -> Option<u128> {
+pub(super) fn ip6_accept(ip: &[u8; 40]) -> Option<u128> {
     let be = |o: usize| {
         ip.get(o..o + 8)
             .and_then(|b| b.first_chunk::<8>())
@@ -144,25 +145,44 @@ impl Work {
                         self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
                     }
                 }
-                _ => self.ip6_resume(p, i, hb),
+                // (a push: 6PE's LSP and 6PE labels, or a route's own)
+                _ => match send::push6(p, rw, d) {
+                    Some(len) => {
+                        *o = count_tx(rw, len);
+                        sent += 1;
+                        if notes {
+                            self.obs.fast_adj[i & (BURST - 1)] = d.adj;
+                            self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
+                        }
+                    }
+                    None => self.ip6_resume(p, i, hb),
+                },
             }
         }
         sent
     }
 
-    /// Hands IPv6 key packet `i` (`p`, untouched) to `ip6-lookup`.
+    /// Hands IPv6 key packet `i` (`p`, untouched, or popped from under a label)
+    /// to `ip6-lookup`.
     #[cold]
     #[inline(never)]
     fn ip6_resume<P: Packet>(&mut self, p: &mut P, i: usize, hb: &mut Handback<'_, '_>) {
         hb.follow(p.port());
         let (start, len) = p.window();
+        let popped = self.popped(i);
+        if popped {
+            // (the frame as it came in, its label in it)
+            if let Some(s) = start.checked_sub(LABEL_LEN) {
+                let _ = p.set_window(s, len + LABEL_LEN);
+            }
+        }
         let m = Meta {
             next: Next::Ip6Lookup,
             l3: (start + ETH_LEN) as u16,
             end: (start + len) as u16,
             rx_if: hb.fb_if.ifindex,
             table: hb.vt,
-            path: ETH,
+            path: ETH | if popped { MPLS } else { 0 },
             ..Meta::default()
         };
         self.resume(i, m, hb);

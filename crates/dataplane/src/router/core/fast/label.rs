@@ -1,8 +1,9 @@
 //! The classify walk's runs of labelled packets: the label switch, with a swap or a
 //! pop at the penultimate hop sent right away, a pop into IPv4 joining the LPM keys,
-//! and a pseudowire's frame decapsulated.
+//! a pop into IPv6 joining the IPv6 keys, and a pseudowire's frame decapsulated.
 
 use super::ip4::cut_padding;
+use super::ip6::ip6_accept;
 use super::*;
 
 /// Where a [`Work::switch_run`] ended and what it counted.
@@ -150,9 +151,53 @@ impl Work {
                 i += 1;
                 continue;
             }
+            if t.pops_into_ip6(top) {
+                // Popped (6PE, 6VPE, label 2): on into the IPv6 batch when it
+                // looks up in the vector's table and the header is plain, else
+                // the general IPv6 stage; not IPv6 below: untouched, for the
+                // general path to drop.
+                if g.pop_ip6(frame, &mut off, top, t).is_err() {
+                    n_slow = self.leave(i, n_slow);
+                    i += 1;
+                    continue;
+                }
+                let table = mpls::lookup_table(t.lookup_table(), rxif.table);
+                match popped_ip6(frame, off, end) {
+                    Some(d) if table == vt && rxif.v4 => {
+                        let k6 = c.k6 & (BURST - 1);
+                        self.keys6[k6] = d;
+                        self.sel6[k6] = i as u16;
+                        c.k6 += 1;
+                        // (cannot fail: the frame holds the label)
+                        let _ = p.drop_front(LABEL_LEN);
+                        self.popped[(i >> 6) & 3] |= 1 << (i & 63);
+                    }
+                    _ => self.ip6_resume_at(i, off, end, rxif.ifindex, table, hb),
+                }
+                bytes += len as u64;
+                i += 1;
+                continue;
+            }
             let (adj, et) = match g.switch_top(frame, &mut off, top, t) {
                 mpls::MplsDecision::Forward { adj } => (adj, ETHERTYPE_MPLS),
                 mpls::MplsDecision::Php { adj } => (adj, ETHERTYPE_IPV4),
+                mpls::MplsDecision::Php6 { adj } => (adj, ETHERTYPE_IPV6),
+                // A pop into a lookup by the payload's version: on in the general
+                // lookup stage of its family, popped.
+                mpls::MplsDecision::Ip4Lookup { table } => {
+                    let table = mpls::lookup_table(table, rxif.table);
+                    self.ip4_resume_at(i, off, end, rxif.ifindex, table, true, hb);
+                    bytes += len as u64;
+                    i += 1;
+                    continue;
+                }
+                mpls::MplsDecision::Ip6Lookup { table } => {
+                    let table = mpls::lookup_table(table, rxif.table);
+                    self.ip6_resume_at(i, off, end, rxif.ifindex, table, hb);
+                    bytes += len as u64;
+                    i += 1;
+                    continue;
+                }
                 mpls::MplsDecision::Xconnect { pw } => {
                     // A pseudowire's frame: out of its circuit from here.
                     let mut m = xc_meta(l3, end, rxif.ifindex);
@@ -167,7 +212,7 @@ impl Work {
                     continue;
                 }
                 // Left untouched: the general path does it all again (a pop into
-                // IPv4 is taken above).
+                // IPv4 or IPv6 is taken above).
                 _ => {
                     n_slow = self.leave(i, n_slow);
                     i += 1;
@@ -417,6 +462,32 @@ impl Work {
         }
     }
 
+    /// Hands packet `i`, popped into IPv6 (its header at `l3`, its frame as
+    /// received ending at `end`, received on `rx_if`), to the general IPv6
+    /// stage of routing table `t`.
+    #[cold]
+    #[inline(never)]
+    fn ip6_resume_at(
+        &mut self,
+        i: usize,
+        l3: usize,
+        end: usize,
+        rx_if: u16,
+        t: u32,
+        hb: &mut Handback<'_, '_>,
+    ) {
+        let m = Meta {
+            next: Next::Ip6Lookup,
+            l3: l3 as u16,
+            end: end as u16,
+            rx_if,
+            table: t,
+            path: ETH | MPLS,
+            ..Meta::default()
+        };
+        self.resume(i, m, hb);
+    }
+
     /// Hands switched packet `i` (the payload of its new L2 header at `l3`, with
     /// EtherType `et`, for adjacency `adj`; its frame as received ended at `end`;
     /// received on `rx_if`) to the general rewrite.
@@ -481,6 +552,17 @@ fn popped_ip4(frame: &[u8], off: usize) -> Option<(u32, usize)> {
             ETH_LEN + usize::from(rd16(h, 2)),
         ))
     })
+}
+
+/// The destination of the IPv6 header at `off` in `frame` (where a pop into
+/// IPv6 left it), if the fast path's IPv6 test takes it and the packet ends
+/// exactly at `end`, the frame's end (Ethernet padding is the general path's).
+#[inline(always)]
+fn popped_ip6(frame: &[u8], off: usize, end: usize) -> Option<u128> {
+    let ip = frame.get(off..)?.first_chunk::<40>()?;
+    (off + 40 + usize::from(rd16(ip, 4)) == end)
+        .then(|| ip6_accept(ip))
+        .flatten()
 }
 
 /// [`put_l2_in`] through adjacency cache entry `rw` if it is usable.

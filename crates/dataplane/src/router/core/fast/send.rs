@@ -99,6 +99,52 @@ fn forward_push<const N: usize, const W: usize, P: Packet>(
     Some(frame)
 }
 
+/// Ethernet and an IPv6 header.
+const HEAD6: usize = ETH_LEN + 40;
+
+/// [`forward_push`] for an IPv6 key (6PE's two labels, or an IPv6 route's
+/// own): decision `d` pushes one or two labels out of an untagged interface
+/// (see [`How::Push1`], [`How::Push2`]); the frame grows into its headroom by
+/// the labels, then its L2 header, labels and the hop limit (less one, the
+/// labels' TTL: uniform) are written in one slice of it. The classify walk saw
+/// a hop limit above 1. Returns the frame length, or `None` with the packet
+/// untouched (not such a decision, MTU, headroom).
+#[inline(always)]
+pub(super) fn push6<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec) -> Option<usize> {
+    match d.how {
+        How::Push1 => push6_n::<1, { LABEL_LEN + HEAD6 }, P>(p, rw, d),
+        How::Push2 => push6_n::<2, { 2 * LABEL_LEN + HEAD6 }, P>(p, rw, d),
+        _ => None,
+    }
+}
+
+/// [`push6`] of `N` labels, in a slice of `W` bytes (`N` labels and
+/// [`HEAD6`]).
+#[inline(always)]
+fn push6_n<const N: usize, const W: usize, P: Packet>(
+    p: &mut P,
+    rw: &Rw,
+    d: &FwdDec,
+) -> Option<usize> {
+    const { assert!(W == N * LABEL_LEN + HEAD6 && N <= FAST_LABELS) };
+    let grow = N * LABEL_LEN;
+    let frame = p.window().1 + grow;
+    if frame > usize::from(rw.frame_max) || !p.grow_front(grow) {
+        return None;
+    }
+    let Some(h) = p.data_mut().first_chunk_mut::<W>() else {
+        // (cannot happen: a key's frame holds its L2 and IPv6 headers)
+        let _ = p.drop_front(grow);
+        return None;
+    };
+    // Every check is done: from here on the packet changes.
+    let hl = h[W - 40 + 7].wrapping_sub(1);
+    h[W - 40 + 7] = hl;
+    impose(&mut h[ETH_LEN..ETH_LEN + grow], &d.lse, hl);
+    write_l2(h, 0, &rw.hdr, false, ETHERTYPE_MPLS)?;
+    Some(frame)
+}
+
 /// Sends key packet `p` by decision `d` through its adjacency `rw`
 /// ([`forward_plain`] up to `max` if `plain`, [`forward_push`] if `d` pushes
 /// one or two labels out of an untagged interface, else [`forward`] if `d` is
