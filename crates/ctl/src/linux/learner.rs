@@ -932,9 +932,11 @@ impl KernelView {
             let Some(&r) = n.ifindex.and_then(|k| self.twins.get(&k)) else {
                 continue;
             };
+            // (an IPv4-mapped next hop, 6PE's (RFC 4798 §2), is the IPv4
+            // neighbour it maps)
             let via = match n.gateway {
                 Some(IpAddr::V4(g)) => Via::Gateway(g),
-                Some(IpAddr::V6(g)) => Via::Gateway6(g),
+                Some(IpAddr::V6(g)) => g.to_ipv4_mapped().map_or(Via::Gateway6(g), Via::Gateway),
                 None => Via::Attached,
             };
             out.push(Path {

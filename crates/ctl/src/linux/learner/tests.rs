@@ -202,6 +202,41 @@ mod unit {
         assert!(ctl.route_of(RouteSource::Kernel, 0, p6).is_none());
     }
 
+    /// 6PE as FPM or netlink carry it: an IPv6 route over a labelled IPv4
+    /// neighbour, written as an IPv4 next hop (RTA_VIA) or IPv4-mapped; both are
+    /// the IPv4 neighbour with the route's labels.
+    #[test]
+    fn six_pe_routes_go_via_their_ipv4_neighbour_with_their_labels() {
+        let (mut ctl, mut v) = setup();
+        for (p, gw) in [
+            ("2001:db8:1::/48", "10.2.0.2"),
+            ("2001:db8:2::/48", "::ffff:10.2.0.2"),
+        ] {
+            let mut n = nh(gw, 12);
+            n.labels = vec![100, 17];
+            let p6: IpPrefix = p.parse().unwrap();
+            v.apply(
+                &mut ctl,
+                Change::Route {
+                    table: 254,
+                    prefix: p6,
+                    metric: 20,
+                    route: Some(Target::Paths(vec![n])),
+                },
+            );
+            let Some(RouteKind::Paths(ps)) = ctl.route_of(RouteSource::Kernel, 0, p6) else {
+                panic!("{p}: no route");
+            };
+            let got: Vec<Leg> = ps
+                .iter()
+                .map(|p| (p.via, p.ifindex, p.weight, p.labels.clone()))
+                .collect();
+            let via = Via::Gateway("10.2.0.2".parse().unwrap());
+            assert_eq!(got, vec![(via, Some(2), 1, vec![100, 17])], "{p}");
+        }
+        assert_eq!(v.stats().refused, 0);
+    }
+
     #[test]
     fn the_lowest_metric_forwards_and_a_backup_takes_over() {
         let (mut ctl, mut v) = setup();
