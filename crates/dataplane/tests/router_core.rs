@@ -2142,6 +2142,50 @@ fn fast_path_runs_of_swaps_and_pops() {
         (popped(ip4(a("10.1.0.2"), a("10.1.0.1"), 64, 7, 60)), 0),
         (one_label(300, 64, 116), 0),
     ]);
+    // Runs of pops into IPv6 (label 303: the global table; 304: a VRF, the
+    // general path's; 2 at the bottom: explicit null) broken by a hop limit
+    // the pop leaves at 1 (TTL 1: uniform), a payload of the other version, a
+    // payload length past or short of the frame, a link-local destination, an
+    // unresolved next hop and the router's own address, each as the general
+    // path takes it.
+    let six = |label: u32, ttl: u8, ip: Vec<u8>| from_host_mpls(&[(label, ttl)], &ip);
+    let plain6 = |j: usize| host_ip6(j, 0x18, 64, 100);
+    let mut v4_under = six(303, 64, plain6(1));
+    v4_under[18] = 0x45;
+    let mut long6 = six(303, 64, plain6(2));
+    long6[18 + 5] = 0xff;
+    let mut short6 = six(303, 64, plain6(3));
+    short6.truncate(18 + 50);
+    let mut ll6 = six(303, 64, plain6(4));
+    ll6[18 + 24..18 + 26].copy_from_slice(&[0xfe, 0x80]);
+    let mut own6 = six(303, 64, plain6(5));
+    own6[18 + 24..18 + 40].copy_from_slice(&v6("2001:db8:2::1").octets());
+    frames.extend([
+        (six(303, 64, plain6(10)), 0),
+        (six(303, 64, plain6(11)), 0),
+        (six(303, 1, plain6(12)), 0),
+        (six(303, 64, plain6(13)), 0),
+        (v4_under, 0),
+        (six(303, 64, plain6(14)), 0),
+        (long6, 0),
+        (six(303, 64, plain6(15)), 0),
+        (short6, 0),
+        (six(303, 64, plain6(16)), 0),
+        (ll6, 0),
+        (six(303, 64, plain6(17)), 0),
+        (six(303, 64, host_ip6(18, 0x25, 64, 100)), 0),
+        (six(303, 64, plain6(19)), 0),
+        (own6, 0),
+        (six(303, 64, plain6(20)), 0),
+        (six(304, 64, plain6(21)), 0),
+        (six(303, 64, plain6(22)), 0),
+        (six(2, 64, plain6(23)), 0),
+        (six(2, 64, plain6(24)), 0),
+        (six(303, 64, plain6(25)), 1),
+        (six(303, 64, plain6(26)), 0),
+        (six(303, 64, host_ip6(27, 0x19, 64, 100)), 0),
+        (six(303, 64, plain6(28)), 0),
+    ]);
     // (a long run to end the vector)
     frames.extend((0..40).map(|j| (one_label(100, 64, 60 + j), 0)));
     let mut res = Vec::new();

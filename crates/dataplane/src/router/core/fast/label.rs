@@ -25,6 +25,8 @@ struct PopRun {
 /// Bytes a pop run reads at once: Ethernet, one label and an IPv4 header without
 /// options.
 const POPPED_HEAD: usize = ETH_LEN + LABEL_LEN + 20;
+/// The same with an IPv6 header under the label.
+const POPPED_HEAD6: usize = ETH_LEN + LABEL_LEN + 40;
 
 /// EtherType MPLS unicast, its two bytes at offset 12 read little-endian.
 const ET_MPLS_LE: u32 = 0x4788;
@@ -171,6 +173,14 @@ impl Work {
                         // (cannot fail: the frame holds the label)
                         let _ = p.drop_front(LABEL_LEN);
                         self.popped[(i >> 6) & 3] |= 1 << (i & 63);
+                        if !self.obs.keep_stacks {
+                            // (the same label's pops that follow)
+                            bytes += len as u64;
+                            let r = self.pop_run6(pkts, i + 1, n, rxif, g, (top, t), c.k6, hb);
+                            (i, c.k6) = (r.end, r.k);
+                            bytes += r.rx_bytes;
+                            continue;
+                        }
                     }
                     _ => self.ip6_resume_at(i, off, end, rxif.ifindex, table, hb),
                 }
@@ -449,6 +459,83 @@ impl Work {
                 None => {
                     let table = mpls::lookup_table(t.ip4_table(), rxif.table);
                     self.ip4_resume_at(i, l3, end, rxif.ifindex, table, true, hb)
+                }
+            }
+            rx_bytes += len as u64;
+            i += 1;
+        }
+        mark_range(&mut self.popped, i0, i);
+        PopRun {
+            end: i,
+            k,
+            rx_bytes,
+        }
+    }
+
+    /// The pops into IPv6 that follow one [`Work::mpls_run`] added to the IPv6
+    /// keys of the vector's table, from `pkts[i0]` on, as [`Work::pop_run`] takes
+    /// those into IPv4: packets with the same top label (and S bit) as `top`,
+    /// a plain IPv6 header under it (see `ip6.rs`) and a payload length that ends
+    /// at the frame's end join the IPv6 keys (`k0` of them so far); a packet the
+    /// pop leaves otherwise resumes in the general IPv6 stage; any other packet
+    /// ends the run untouched, for `mpls_run`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn pop_run6<P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        i0: usize,
+        n: usize,
+        rxif: RxIf,
+        g: &mpls::LabelGuard<'_>,
+        (top0, t): (u32, mpls::Top<'_>),
+        k0: usize,
+        hb: &mut Handback<'_, '_>,
+    ) -> PopRun {
+        const V6: usize = POPPED_HEAD6 - 40;
+        let n = n.min(pkts.len());
+        let (mut i, mut k, mut rx_bytes) = (i0, k0, 0u64);
+        while i < n {
+            let Some(p) = run_next(pkts, i, rxif.port) else {
+                break;
+            };
+            let (start, len) = p.window();
+            let end = start + len;
+            let frame = p.data_mut();
+            // (one length check for the L2 header, the label and the IPv6
+            // header under it; another version or a payload length other than
+            // the frame's ends the run)
+            if frame.first_chunk::<POPPED_HEAD6>().is_none_or(|h| {
+                (h[V6] >> 4 != 6) | (POPPED_HEAD6 + usize::from(rd16(h, V6 + 4)) != len)
+            }) {
+                break;
+            }
+            let Some(top) = label_top(frame, &rxif) else {
+                break;
+            };
+            // (label and S bit: the same entry)
+            if (top ^ top0) & 0xffff_f100 != 0 || !t.pops_into_ip6(top) {
+                break;
+            }
+            let mut off = ETH_LEN;
+            let Ok(()) = g.pop_ip6(frame, &mut off, top, t) else {
+                // (untouched: `mpls_run` leaves it to the general path)
+                break;
+            };
+            // (from here on as `mpls_run` takes a pop into IPv6)
+            let accepted = frame
+                .get(off..)
+                .and_then(|ip| ip6_accept(ip.first_chunk::<40>()?));
+            match accepted {
+                Some(d) => {
+                    self.keys6[k & (BURST - 1)] = d;
+                    self.sel6[k & (BURST - 1)] = i as u16;
+                    k += 1;
+                    let _ = p.drop_front(LABEL_LEN);
+                }
+                None => {
+                    let table = mpls::lookup_table(t.lookup_table(), rxif.table);
+                    self.ip6_resume_at(i, start + off, end, rxif.ifindex, table, hb)
                 }
             }
             rx_bytes += len as u64;
