@@ -42,7 +42,7 @@ warm-up.
                    forwarding rate while the control plane works against the rate
                    while it idles, and the route changes/s it applied.
 
-  --mode mpls-swap|mpls-push|mpls-pop|mpls-mix: dataplaned against Open vSwitch
+  --mode mpls-swap|mpls-push|mpls-pop|mpls-mix|mpls-push6|mpls-pop6: dataplaned against Open vSwitch
                    with DPDK (Debian's openvswitch-switch-dpdk, a private
                    ovsdb-server and ovs-vswitchd-dpdk per round, PMD thread on
                    CPU 1, a netdev bridge over the same two vdevs), flows
@@ -58,6 +58,12 @@ warm-up.
                            datapath runs as a recirculation);
                      mix:  push of 65,536 flows over 1,024 prefixes, each with its
                            own label: OVS's exact-match cache (8k entries) misses.
+                     push6: IPv6 to 16 routes (2001:200:0:N::/64), each with
+                           one out-label via an IPv4 neighbour (6PE's push;
+                           OVS: dec_ttl, push_mpls, set_field), 78-byte frames;
+                     pop6: label 100 over those IPv6 packets popped into an IPv6
+                           lookup in the 16 routes (ours: action ip6-lookup;
+                           OVS: pop_mpls:0x86dd, alone and with a resubmit);
                    OVS's cycles/packet are its PMD's (pmd-stats-show), its rate is
                    p1's tx counter (ovs-ofctl dump-ports) per second.
 
@@ -82,7 +88,8 @@ warm-up.
   --mode mpls-* --callgrind: the same count for dataplaned alone on that mode's
                    configuration.
 
-    scripts/bench-io.py [--mode xconnect|router|router-full|router6|router6-full|sflow|linux|mpls-swap|mpls-push|mpls-pop|mpls-mix]
+    scripts/bench-io.py [--mode xconnect|router|router-full|router6|router6-full|sflow|linux|mpls-swap|mpls-push|mpls-pop|mpls-mix|
+                        mpls-push6|mpls-pop6]
                         [--rounds 3] [--seconds 10] [--callgrind]
 
 Prints a table (Mpps, TSC cycles/packet, ratio) and writes it to
@@ -263,6 +270,15 @@ mac = "02:00:00:00:00:02"
 """
 
 
+# Both families: IPv6 from port0, IPv4 and IPv6 neighbours on port1.
+MPLS6_CFG = ROUTER6_CFG.replace('addresses = ["2001:db8:1::1/64"]',
+                                'addresses = ["2001:db8:1::1/64", "192.0.2.1/30"]') + """[[neighbor]]
+interface = "port1"
+address = "192.0.2.2"
+mac = "02:00:00:00:00:02"
+"""
+
+
 OVS_VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 SRC_MAC, GW_MAC = "02:00:00:00:00:01", "02:00:00:00:00:02"
@@ -289,6 +305,23 @@ def mpls_setup(mode):
         recirc = ["table=0,in_port=1,mpls,mpls_label=100,mpls_bos=1,actions=pop_mpls:0x0800,resubmit(,1)"] + [
             f"table=1,ip,nw_dst=198.18.{n}.0/24,actions=dec_ttl,{rw}" for n in range(16)]
         return ours, [("OVS pop_mpls, no lookup", plain), ("OVS pop_mpls + lookup (recirculation)", recirc)], "mpls", 0
+    # IPv6 (16 routes 2001:200:0:N::/64, frames to the first): 6PE's push over
+    # an IPv4 neighbour and a pop into an IPv6 lookup.
+    if mode == "mpls-push6":
+        ours = "".join(f'[[route]]\nprefix = "2001:200:0:{n:x}::/64"\nvia = [{gw}, out_labels = [{100 + n}] }}]\n'
+                       for n in range(16))
+        flows = [("OVS push", [f"in_port=1,ipv6,ipv6_dst=2001:200:0:{n:x}::/64,actions=dec_ttl,push_mpls:0x8847,"
+                               f"set_field:{100 + n}->mpls_label,{rw}" for n in range(16)])]
+        return ours, flows, "ipv6", 0
+    if mode == "mpls-pop6":
+        gw6 = '{ gateway = "2001:db8:1::2", interface = "port1"'
+        ours = "".join(f'[[route]]\nprefix = "2001:200:0:{n:x}::/64"\nvia = [{gw6} }}]\n' for n in range(16))
+        ours += '[[label]]\nlabel = 100\naction = "ip6-lookup"\n'
+        plain = [f"in_port=1,mpls,mpls_label=100,mpls_bos=1,actions=pop_mpls:0x86dd,{rw}"]
+        recirc = ["table=0,in_port=1,mpls,mpls_label=100,mpls_bos=1,actions=pop_mpls:0x86dd,resubmit(,1)"] + [
+            f"table=1,ipv6,ipv6_dst=2001:200:0:{n:x}::/64,actions=dec_ttl,{rw}" for n in range(16)]
+        return ours, [("OVS pop_mpls, no lookup", plain), ("OVS pop_mpls + lookup (recirculation)", recirc)], \
+            "mpls6", 0
     if mode == "mpls-mix":
         ours = "".join(f'[[route]]\nprefix = "10.{n >> 8}.{n & 255}.0/24"\nvia = [{gw}, out_labels = [{1000 + n}] }}]\n'
                        for n in range(1024))
@@ -460,8 +493,11 @@ def mpls_main(a, cfg, outdir, load, pcap):
         print(line, flush=True)
     what = {"mpls-swap": "MPLS swap", "mpls-push": "MPLS push (IPv4 lookup, 16 routes)",
             "mpls-pop": "MPLS pop + IPv4 lookup (16 routes)",
-            "mpls-mix": "MPLS push, 65,536 flows over 1,024 prefixes and labels"}[a.mode]
-    table, runs = peer_table(what, ours, [(name, xs) for (name, _), xs in zip(peers, theirs)])
+            "mpls-mix": "MPLS push, 65,536 flows over 1,024 prefixes and labels",
+            "mpls-push6": "MPLS push onto IPv6 (6PE, IPv6 lookup, 16 routes)",
+            "mpls-pop6": "MPLS pop + IPv6 lookup (16 routes)"}[a.mode]
+    size = 78 if a.mode in ("mpls-push6", "mpls-pop6") else 64
+    table, runs = peer_table(what, ours, [(name, xs) for (name, _), xs in zip(peers, theirs)], size)
     version = subprocess.run([OVS_VSWITCHD, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     report(a, outdir, table, runs, load, f"peer: {version}; ")
 
@@ -543,7 +579,7 @@ def main():
     outdir = os.path.join(ROOT, "target", "bench-io")
     os.makedirs(outdir, exist_ok=True)
     mpls = a.mode.startswith("mpls-")
-    v6 = a.mode in ("router6", "router6-full")
+    v6 = a.mode in ("router6", "router6-full", "mpls-push6", "mpls-pop6")
     full = a.mode in ("router-full", "router6-full")
     kind, prefixes = mpls_setup(a.mode)[2:] if mpls else ("ipv6" if v6 else "ipv4", 0)
     count = 65536 if prefixes else FULL_DSTS if full else 254
@@ -576,7 +612,9 @@ device = "net_null0,no-rx=1"
 [control]
 socket = "{outdir}/bench.sock"
 """)
-        if mpls:
+        if mpls and v6:
+            f.write(MPLS6_CFG)
+        elif mpls:
             f.write(ROUTER_CFG)
         elif v6:
             f.write(ROUTER6_CFG)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a pcap of synthetic Ethernet frames for benchmarks and tests.
 
-    scripts/mkpcap.py OUT.pcap [--kind ipv4|ipv6|mpls] [--count N] [--size BYTES] [--prefixes P]
+    scripts/mkpcap.py OUT.pcap [--kind ipv4|ipv6|mpls|mpls6] [--count N] [--size BYTES] [--prefixes P]
                       [--dsts FILE]
 
 ipv4: UDP/IPv4 frames to 198.18.1.1 .. 198.18.1.N (RFC 2544 benchmark range), from
@@ -9,7 +9,8 @@ ipv4: UDP/IPv4 frames to 198.18.1.1 .. 198.18.1.N (RFC 2544 benchmark range), fr
 label (100, S=1, TTL 64). --prefixes P: frame i goes to 10.a.b.h instead, where
 a.b is i mod P (one /24 of 10.0.0.0/8 each) and h the round (i div P) + 1, and
 its UDP source port is 1024 + i mod 60000: N distinct flows over P prefixes. ipv6: UDP/IPv6 frames to 2001:200:0:1::1 .. N (in l3fwd's
-default route to port 1), from 2001:db8:a::1, hop limit 64. --dsts
+default route to port 1), from 2001:db8:a::1, hop limit 64. mpls6: those IPv6
+packets under label 100 (S=1, TTL 64). --dsts
 FILE: frame i goes to line i mod L of FILE (L addresses of the kind's family). Frame size includes the 4-byte FCS the wire would add, so
 --size 64 writes 60-byte frames, as testpmd and the DPDK docs count them.
 Uses only the standard library.
@@ -57,7 +58,7 @@ def ipv6_udp(i: int, payload_len: int, to: bytes = b"") -> bytes:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--kind", choices=["ipv4", "ipv6", "mpls"], default="ipv4")
+    ap.add_argument("--kind", choices=["ipv4", "ipv6", "mpls", "mpls6"], default="ipv4")
     ap.add_argument("--count", type=int, default=254)
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--dst-mac", default="02:00:00:00:00:02")
@@ -83,6 +84,10 @@ def main() -> None:
                 l2 = dst + src + b"\x86\xdd"
                 to = dsts[i % len(dsts)] if dsts else b""
                 l3 = ipv6_udp(i + 1, max(frame_len - 14 - 48, 0), to)
+            elif a.kind == "mpls6":
+                l2 = dst + src + b"\x88\x47"
+                lse = struct.pack("!I", (100 << 12) | (1 << 8) | 64)
+                l3 = lse + ipv6_udp(i + 1, max(frame_len - 18 - 48, 0))
             else:
                 l2 = dst + src + b"\x88\x47"
                 lse = struct.pack("!I", (100 << 12) | (1 << 8) | 64)
