@@ -589,3 +589,82 @@ fn ipv6_samples_have_the_ipv6_next_hop_and_the_frame_as_it_leaves() {
         .collect();
     assert_eq!(rx, (1..=8).collect::<Vec<_>>());
 }
+
+/// 6PE at the ingress PE: an IPv6 route via the far PE's IPv4 address with its
+/// label, over that address's LSP. The sample names the IPv4 neighbour the
+/// packet leaves to and both pushed labels (TTL from the hop limit), and holds
+/// the labelled frame as it leaves.
+#[test]
+fn six_pe_push_sample_has_the_ipv4_next_hop_and_both_labels() {
+    let mut ctl = router();
+    route(&mut ctl, "198.24.0.0/16", &["10.2.0.2"], &[1000]);
+    let p: fib::Ipv6Prefix = "2001:db8:27::/48".parse().unwrap();
+    let six_pe = fib::Path::gateway(a("198.24.0.1")).with_labels(&[600]);
+    ctl.route_add(0, p, fib::RouteKind::Paths(vec![six_pe]))
+        .unwrap();
+    let mut core = core(&mut ctl);
+    let (mut h, mut c, table) = hook(1024);
+    table.set(1, every(Directions::Rx)).unwrap();
+    table.set(2, every(Directions::Tx)).unwrap();
+    let f = eth(mac_r(0), HOST, None, 0x86dd, &host_ip6(1, 0x27, 64, 80));
+    let res = run(&mut core, &mut h, &[f], 0);
+    assert_eq!(res[0].0, Out::Tx(1));
+    let recs = drain(&mut c);
+    assert_eq!(recs.len(), 2, "rx and tx");
+    for r in &recs {
+        assert!(r.in_labels.is_empty());
+        assert_eq!(
+            r.out_labels.as_slice(),
+            [word(1000, false, 63), word(600, true, 63)]
+        );
+        assert_eq!(r.next_hop, Some(a("10.2.0.2").into()));
+        assert_eq!(
+            (r.input, r.output),
+            (Interface::Index(1), Interface::Index(2))
+        );
+        assert_eq!(r.header(), res[0].1.as_slice());
+        assert_eq!(r.header()[12..14], [0x88, 0x47]);
+    }
+}
+
+/// The egress PE: a label popped into an IPv6 lookup. The sample keeps the
+/// received stack, names the IPv6 neighbour and holds the IPv6 frame as it
+/// leaves.
+#[test]
+fn pop_into_ipv6_sample_keeps_the_received_stack_and_the_ipv6_next_hop() {
+    let mut ctl = router();
+    let ll: std::net::Ipv6Addr = "fe80::2:2".parse().unwrap();
+    ctl.set_neighbor6(2, ll, mac_n(1)).unwrap();
+    let p: fib::Ipv6Prefix = "2001:db8:7::/48".parse().unwrap();
+    ctl.route_add(
+        0,
+        p,
+        fib::RouteKind::Paths(vec![fib::Path::gateway6(ll, 2)]),
+    )
+    .unwrap();
+    ctl.label_add(303, true, LabelAction::ip6_lookup(0))
+        .unwrap();
+    let mut core = core(&mut ctl);
+    let (mut h, mut c, table) = hook(1024);
+    table.set(1, every(Directions::Rx)).unwrap();
+    table.set(2, every(Directions::Tx)).unwrap();
+    let frames: Vec<Vec<u8>> = (0..4)
+        .map(|i| {
+            let ip = host_ip6(i, 7, 64, 80);
+            eth(mac_r(0), HOST, None, ETH_MPLS, &labelled(&[(303, 20)], &ip))
+        })
+        .collect();
+    let res = run(&mut core, &mut h, &frames, 0);
+    assert!(res.iter().all(|r| r.0 == Out::Tx(1)), "{:?}", res[0].0);
+    let recs = drain(&mut c);
+    assert_eq!(recs.len(), 8, "rx and tx of each");
+    for r in &recs {
+        assert_eq!(r.in_labels.as_slice(), [word(303, true, 20)]);
+        assert!(r.out_labels.is_empty());
+        assert_eq!(r.next_hop, Some(ll.into()));
+        assert_eq!(r.output, Interface::Index(2));
+        assert_eq!(r.header()[12..14], [0x86, 0xdd]);
+        // (uniform: the label's TTL, less this hop)
+        assert_eq!(r.header()[14 + 7], 19, "hop limit as it leaves");
+    }
+}

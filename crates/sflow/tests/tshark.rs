@@ -33,6 +33,22 @@ fn packets() -> Vec<(TestPacket, Interface)> {
     let swap_in = vec![lse(100, 0, false, 64), lse(200, 5, true, 64)];
     let swap_out = vec![lse(300, 0, false, 63), lse(200, 5, true, 64)];
     let push_out = vec![lse(500, 0, false, 63), lse(600, 0, true, 63)];
+    let six_pe_out = vec![lse(700, 0, false, 63), lse(800, 0, true, 63)];
+    // (an IPv6 frame with the stack between its MAC addresses and its header)
+    let labelled6 = |stack: &[u32]| {
+        let f = frame6(
+            "2001:db8::1".parse().unwrap(),
+            "2001:db8:3::1".parse().unwrap(),
+            2,
+        );
+        let mut g = f[..12].to_vec();
+        g.extend_from_slice(&0x8847u16.to_be_bytes());
+        stack
+            .iter()
+            .for_each(|l| g.extend_from_slice(&l.to_be_bytes()));
+        g.extend_from_slice(&f[14..]);
+        g
+    };
     vec![
         // P router: swap the top label.
         (
@@ -41,7 +57,7 @@ fn packets() -> Vec<(TestPacket, Interface)> {
                     &swap_in,
                     Ipv4Addr::new(10, 0, 0, 1),
                     Ipv4Addr::new(10, 0, 1, 1),
-                    200,
+                    50,
                 ),
                 rx_if: 1,
                 tx_if: 2,
@@ -94,12 +110,24 @@ fn packets() -> Vec<(TestPacket, Interface)> {
         // PE push of two labels.
         (
             TestPacket {
-                frame: ip(4, 500),
+                frame: ip(4, 50),
                 rx_if: 1,
                 tx_if: 2,
                 next_hop: Some(NH_A.into()),
                 in_labels: vec![],
                 out_labels: push_out,
+            },
+            Interface::Index(2),
+        ),
+        // 6PE push: IPv6 under two labels, over an IPv4 next hop.
+        (
+            TestPacket {
+                frame: labelled6(&six_pe_out),
+                rx_if: 1,
+                tx_if: 2,
+                next_hop: Some(NH_A.into()),
+                in_labels: vec![],
+                out_labels: six_pe_out.clone(),
             },
             Interface::Index(2),
         ),
@@ -133,7 +161,7 @@ fn datagrams(agent_address: IpAddr, with_counters: bool) -> Vec<Vec<u8>> {
     );
     cfg.seed = Some(1);
     // (every sample in one datagram: tshark's view of sequence numbers is per run)
-    cfg.max_datagram_bytes = 1500;
+    cfg.max_datagram_bytes = 2048;
     cfg.polling_interval = if with_counters {
         Duration::from_secs(20)
     } else {
@@ -254,6 +282,7 @@ const FLOW_FIELDS: &[&str] = &[
     "sflow_245.extended_mpls.out_label",
     "mpls.label",
     "mpls.bottom",
+    "ipv6.dst",
 ];
 
 const COUNTER_FIELDS: &[&str] = &[
@@ -355,9 +384,12 @@ fn expected_flows(agent: IpAddr, n_samples: usize) -> BTreeMap<&'static str, Str
         join(out_n),
     );
     e.insert("sflow_245.extended_mpls.out_label", join(out_l));
-    // The sampled headers are dissected too: the swapped packet's received stack.
-    e.insert("mpls.label", "100,200".to_string());
-    e.insert("mpls.bottom", "0,1".to_string());
+    // The sampled headers are dissected too: the swapped packet's received stack
+    // and the 6PE packet's, as it leaves.
+    e.insert("mpls.label", "100,200,700,800".to_string());
+    e.insert("mpls.bottom", "0,1,0,1".to_string());
+    // (the IPv6 under the 6PE labels too)
+    e.insert("ipv6.dst", "2001:db8:2::1,2001:db8:3::1".to_string());
     e
 }
 
@@ -405,7 +437,7 @@ fn tshark_decodes_every_field() {
     assert_eq!(
         d.len(),
         1,
-        "6 flow samples and 1 counters sample fit 1500 bytes"
+        "7 flow samples and 1 counters sample fit 2048 bytes"
     );
     d.extend(datagrams(agent6, false));
     assert_eq!(d.len(), 2);
@@ -414,8 +446,8 @@ fn tshark_decodes_every_field() {
 
     let flows = fields(&pcap, &[], FLOW_FIELDS);
     assert_eq!(flows.len(), 2);
-    check(&flows[0], &expected_flows(agent4, 7));
-    check(&flows[1], &expected_flows(agent6, 6));
+    check(&flows[0], &expected_flows(agent4, 8));
+    check(&flows[1], &expected_flows(agent6, 7));
 
     let ctr = fields(&pcap, &[], COUNTER_FIELDS);
     let want: BTreeMap<&str, String> = [
@@ -460,7 +492,7 @@ fn tshark_decodes_on_another_port_with_decode_as() {
     let f = fields(&pcap, &decode_as, FLOW_FIELDS);
     check(
         &f[0],
-        &expected_flows(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 10)), 7),
+        &expected_flows(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 10)), 8),
     );
     assert_clean(&pcap, &decode_as);
     let _ = std::fs::remove_file(&pcap);
