@@ -104,20 +104,7 @@ pub fn build_time_exceeded(
     let len = time_exceeded_len(depth);
     let out = out.get_mut(..len).ok_or(IcmpError::BufferTooSmall)?;
     let icmp = error_head(orig, src, ident, out)?;
-    {
-        let extension = &mut icmp[icmpv4::HEADER_LEN + QUOTE_LEN..];
-        let mut e = IcmpExtHeader::new_unchecked(&mut *extension);
-        e.set_version(ext::VERSION);
-        //= RFC 4950 §7: the object carries the label stack entries as received.
-        let mut obj = IcmpExtObject::new_unchecked(e.objects_mut());
-        obj.set_header(
-            (ext::OBJECT_HEADER_LEN + stack.len()) as u16,
-            ext::CLASS_MPLS_LABEL_STACK,
-            ext::CTYPE_INCOMING_MPLS_STACK,
-        );
-        obj.payload_mut()[..stack.len()].copy_from_slice(stack);
-        e.fill_checksum();
-    }
+    write_stack_extension(&mut icmp[icmpv4::HEADER_LEN + QUOTE_LEN..], stack);
     let mut p = Icmpv4Packet::new_unchecked(&mut *icmp);
     p.set_msg_type(Icmpv4Message::TimeExceeded);
     p.set_msg_code(0);
@@ -300,19 +287,7 @@ pub fn build_time_exceeded6(
     let (quote, extension) = rest.split_at_mut(QUOTE_LEN);
     quote[..quote_len].copy_from_slice(&orig[..quote_len]);
     quote[quote_len..].fill(0);
-    {
-        let mut e = IcmpExtHeader::new_unchecked(&mut *extension);
-        e.set_version(ext::VERSION);
-        //= RFC 4950 §7: the object carries the label stack entries as received.
-        let mut obj = IcmpExtObject::new_unchecked(e.objects_mut());
-        obj.set_header(
-            (ext::OBJECT_HEADER_LEN + stack.len()) as u16,
-            ext::CLASS_MPLS_LABEL_STACK,
-            ext::CTYPE_INCOMING_MPLS_STACK,
-        );
-        obj.payload_mut()[..stack.len()].copy_from_slice(stack);
-        e.fill_checksum();
-    }
+    write_stack_extension(extension, stack);
     //= RFC 4884 §4.2: for ICMPv6 the length attribute is the first octet after
     //= the checksum and counts 64-bit words.
     head[4] = (QUOTE_LEN / 8) as u8;
@@ -422,4 +397,20 @@ impl LabelGuard<'_> {
         let d = self.switch(out, &mut off);
         Ok((off, d))
     }
+}
+
+/// Writes the RFC 4884 extension structure holding one RFC 4950 incoming label
+/// stack object with `stack` into `extension` (sized for it by the caller).
+fn write_stack_extension(extension: &mut [u8], stack: &[u8]) {
+    let mut e = IcmpExtHeader::new_unchecked(extension);
+    e.set_version(ext::VERSION);
+    //= RFC 4950 §7: the object carries the label stack entries as received.
+    let mut obj = IcmpExtObject::new_unchecked(e.objects_mut());
+    obj.set_header(
+        (ext::OBJECT_HEADER_LEN + stack.len()) as u16,
+        ext::CLASS_MPLS_LABEL_STACK,
+        ext::CTYPE_INCOMING_MPLS_STACK,
+    );
+    obj.payload_mut()[..stack.len()].copy_from_slice(stack);
+    e.fill_checksum();
 }

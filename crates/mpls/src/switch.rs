@@ -104,11 +104,11 @@ impl LabelGuard<'_> {
         t: Top<'_>,
     ) -> Result<u32, DropReason> {
         self.pop_ip4(buf, off, w, t)?;
-        Ok(t.ip4_table())
+        Ok(t.lookup_table())
     }
 
     /// [`pop_into_ip4`](Self::pop_into_ip4) without reading the table: for a
-    /// caller that needs [`Top::ip4_table`] only now and then.
+    /// caller that needs [`Top::lookup_table`] only now and then.
     #[inline(always)]
     pub fn pop_ip4(
         &self,
@@ -452,13 +452,6 @@ impl Top<'_> {
     #[inline(always)]
     pub fn pops_into_ip4(&self, w: u32) -> bool {
         hdr_kind(self.h) == K_IP4 && w & 0xff != 0
-    }
-
-    /// The routing table a pop into an IPv4 lookup looks the packet up in (for an
-    /// entry that [`pops_into_ip4`](Self::pops_into_ip4)).
-    #[inline(always)]
-    pub fn ip4_table(&self) -> u32 {
-        self.slot.word(W_ARG)
     }
 
     /// Top entry `w` pops into an IPv6 lookup (6PE's and 6VPE's labels, label 2

@@ -457,7 +457,7 @@ impl Work {
                     let _ = p.drop_front(LABEL_LEN);
                 }
                 None => {
-                    let table = mpls::lookup_table(t.ip4_table(), rxif.table);
+                    let table = mpls::lookup_table(t.lookup_table(), rxif.table);
                     self.ip4_resume_at(i, l3, end, rxif.ifindex, table, true, hb)
                 }
             }
