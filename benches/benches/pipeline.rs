@@ -31,7 +31,10 @@
 //! IPv6 over MPLS, beside their IPv4 twins: `pe6_push` is 6PE's ingress, 4,096
 //! IPv6 /48s each via the remote PE's IPv4 loopback with a label of its own
 //! (the LSP's label over the 6PE label, pushed in one slice); `pe6_pop_lookup`
-//! pops a label into the IPv6 lookup of `ip6_forward`'s table.
+//! pops a label into the IPv6 lookup of `ip6_forward`'s table. 6VPE, beside
+//! `vpn_ingress` and `vpn_egress` (whose VRFs hold the whole IPv4 table): the
+//! same 4,096 /48s in the VRFs, `vpn6_ingress` through port 5 (the LSP's label
+//! over a VPN label), `vpn6_egress` out of a per-VRF label popped into IPv6.
 //!
 //! Run: `cargo bench -p benches --bench pipeline`
 #![deny(unsafe_code)]
@@ -202,12 +205,26 @@ fn router(rib: &[(u32, u8, u32)], rib6: &[(u128, u8, u32)]) -> RouterControl {
         .unwrap();
     // 6PE: 4,096 /48s of 2001:db8::/32 via the remote PE's loopback (its LSP's
     // label 1000), each with a label of its own.
+    // 6VPE: the same /48s in VRF_IN via the remote PE (a VPN label each over
+    // the LSP's) and in VRF_OUT via the link-local neighbours, label 305
+    // popping into VRF_OUT.
     for k in 0..SIX_PE_ROUTES {
         let prefix = Ipv6Prefix::new(Ipv6Addr::from(six_pe_prefix(k)), 48).unwrap();
         let path = Path::gateway(REMOTE_PE).with_labels(&[16 + k % 1000]);
         ctl.route_add(0, prefix, RouteKind::Paths(vec![path]))
             .unwrap();
+        let vpn = Path::gateway(REMOTE_PE)
+            .in_table(0)
+            .with_labels(&[16 + k % 1000]);
+        ctl.route_add(VRF_IN, prefix, RouteKind::Paths(vec![vpn]))
+            .unwrap();
+        let p = (k % 4) as u8 + 1;
+        let ce = Path::gateway6(nbr6(p), u32::from(p) + 1);
+        ctl.route_add(VRF_OUT, prefix, RouteKind::Paths(vec![ce]))
+            .unwrap();
     }
+    ctl.label_add(305, true, LabelAction::ip6_lookup(VRF_OUT))
+        .unwrap();
     ctl
 }
 
@@ -233,6 +250,14 @@ fn templates_6pe() -> Vec<Vec<Vec<u8>>> {
                 .collect()
         })
         .collect()
+}
+
+/// `templates` addressed to port `p`'s MAC.
+fn to_port(mut templates: Vec<Vec<Vec<u8>>>, p: u8) -> Vec<Vec<Vec<u8>>> {
+    for f in templates.iter_mut().flatten() {
+        f[..6].copy_from_slice(&mac_r(p));
+    }
+    templates
 }
 
 /// `templates` with each frame under label `label` (S, TTL 64).
@@ -383,7 +408,7 @@ fn mbufs(pool: &Mempool) -> impl Fn(&[u8], u16) -> Mbuf + '_ {
 
 /// The benches' mbuf pool.
 fn bench_pool(eal: &Eal) -> std::sync::Arc<Mempool> {
-    Mempool::new(eal, "bench_pool", 4095, 0, 2176).unwrap_or_else(|e| panic!("{e}"))
+    Mempool::new(eal, "bench_pool", 8191, 0, 2176).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// One forwarding path: template vectors and the EtherType every frame must leave
@@ -689,6 +714,28 @@ fn cases<P: Packet>(s: &mut Setup, mk: &dyn Fn(&[u8], u16) -> P) -> Vec<Case<P>>
             "",
             "",
             under_label(templates6(rib6), 304),
+            0x86dd,
+        ),
+        // 6VPE: the same /48s in VRFs, in through port 5 (the LSP's label over
+        // the VPN label) and out of a per-VRF label into IPv6.
+        Case::of_frames(
+            ctl,
+            mk,
+            5,
+            "vpn6_ingress",
+            "",
+            "",
+            to_port(templates_6pe(), 5),
+            0x8847,
+        ),
+        Case::of_frames(
+            ctl,
+            mk,
+            0,
+            "vpn6_egress",
+            "",
+            "",
+            under_label(templates_6pe(), 305),
             0x86dd,
         ),
     ]
