@@ -55,16 +55,18 @@ fn four_router_frr_ldp_lab() {
 }
 
 /// MPLS VPN services on the same four routers (scripts/lab-vpn.sh): VRFs red
-/// and blue with the same addresses behind both PEs, their VPN label under the
-/// transport label on every core link (label, S bit, TTL checked), no ping
-/// across VRFs, traceroute inside a VRF, a VPWS pseudowire carrying ARP and
-/// 802.1Q-tagged frames byte for byte with the control word, and the transport
-/// LSP relabelled, then rerouted over a bypass, under both without a VPN route
-/// rewritten.
+/// and blue with the same IPv4 and IPv6 addresses behind both PEs (IPv6 by
+/// 6VPE over the IPv4 LSPs), their VPN label under the transport label on
+/// every core link (label, S bit, TTL, hop limit checked), no ping across VRFs
+/// in either family, traceroute and traceroute6 (RFC 4950 stacks) inside a
+/// VRF, a VPWS pseudowire carrying ARP and 802.1Q-tagged frames byte for byte
+/// with the control word, and the transport LSP relabelled, then rerouted over
+/// a bypass, under both without a VPN route rewritten.
 #[test]
 fn four_router_vpn_lab() {
-    // 2 VRFs x (ping + 5 links) + 2 across + traceroute
+    // 2 VRFs x 2 families x (ping + 5 links) + 4 across + no echo request
+    // across + traceroute + traceroute6 (hops, RFC 4950 stacks)
     // + VPWS (ping, 3 links, ARP, tagged frames) + relabel (routes, ping,
     // 2 links, PW ping, PW link) + reroute (routes, pings, 2 links, PW link)
-    run_lab("lab-vpn.sh", 2 * 6 + 2 + 1 + 6 + 6 + 5);
+    run_lab("lab-vpn.sh", 2 * 2 * 6 + 4 + 1 + 1 + 2 + 6 + 6 + 5);
 }
