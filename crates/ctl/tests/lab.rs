@@ -1,6 +1,6 @@
 //! The labs as tests: real dataplaned routers in network namespaces, checked on
-//! the wire. Needs root, iproute2, tcpdump, traceroute, ethtool and FRR
-//! (scripts/setup.sh installs them).
+//! the wire. Needs root, iproute2, tcpdump, tshark, traceroute (and its
+//! traceroute6), ethtool, python3 and FRR (scripts/setup.sh installs them).
 
 use std::process::Command;
 
