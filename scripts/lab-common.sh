@@ -175,6 +175,18 @@ check_stacks() {
     done
 }
 
+# The ICMP and ICMPv6 time exceeded messages of a capture, decoded by tshark,
+# one a line joined by ";": source, then its RFC 4950 label stack as the router
+# received it (label:TTL, S on the bottom), if any.
+rfc4950_stacks() {
+    tshark -r "$1" -Y 'icmp.type == 11 || icmpv6.type == 3' -T fields -e ip.src -e ipv6.src \
+        -e icmp.mpls.label -e icmp.mpls.s -e icmp.mpls.ttl 2> /dev/null | awk -F'\t' '{
+            split($1 $2, src, ","); line = src[1]
+            n = split($3, l, ","); split($4, s, ","); split($5, t, ",")
+            for (i = 1; i <= n; i++) line = line " " l[i] ":" (s[i] == "1" ? "S:" : "") t[i]
+            print line }' | paste -sd';' || true
+}
+
 # The first lines of $tag's capture on $li, for the reader.
 show_capture() {
     [ -n "${LAB_QUIET:-}" ] && return

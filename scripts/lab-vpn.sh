@@ -383,14 +383,10 @@ else
     fail "traceroute6 in VRF red: hops [$hops] want [$want]"
 fi
 # The P routers' ICMPv6 time exceeded, decoded by tshark, quote the transport
-# and VPN labels the probe arrived with (RFC 4950; label:TTL, S on the bottom).
-stacks=$(tshark -r "$WORK/trace6-ra0.pcap" -Y 'icmpv6.type == 3 && icmp.mpls.label' -T fields -e ipv6.src \
-    -e icmp.mpls.label -e icmp.mpls.s -e icmp.mpls.ttl 2> /dev/null | awk -F'\t' '{
-        split($1, src, ","); line = src[1]
-        n = split($2, l, ","); split($3, s, ","); split($4, t, ",")
-        for (i = 1; i <= n; i++) line = line " " l[i] ":" (s[i] == "1" ? "S:" : "") t[i]
-        print line }' | paste -sd';' || true)
-want="::ffff:192.168.11.10 100:1 1016:S:1;::ffff:192.168.11.8 100:1 1016:S:2"
+# and VPN labels the probe arrived with (RFC 4950; label:TTL, S on the bottom);
+# r0 answers once both labels are off.
+stacks=$(rfc4950_stacks "$WORK/trace6-ra0.pcap")
+want="2001:db8:10::1;::ffff:192.168.11.10 100:1 1016:S:1;::ffff:192.168.11.8 100:1 1016:S:2;::ffff:192.168.11.6"
 if [ "$stacks" = "$want" ]; then
     pass "traceroute6 in VRF red: RFC 4950 stacks [$stacks]"
 else

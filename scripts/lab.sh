@@ -26,9 +26,10 @@
 # each link's label stack, label TTLs and IPv6 hop limit checked: explicit null
 # swaps the transport label to 0 over the 6PE label (label 2 is for an IPv6
 # payload right under it), PHP leaves only the 6PE label on the last core link.
-# traceroute6 shows every hop: the P routers, which have no IPv6 address,
-# answer from their receiving interface's IPv4 address IPv4-mapped, their
-# ICMPv6 time exceeded carrying the RFC 4950 label stack (decoded by tshark).
+# In each mode traceroute6 shows every hop: the P routers, which have no IPv6
+# address, answer from their receiving interface's IPv4 address IPv4-mapped,
+# their ICMPv6 time exceeded carrying the RFC 4950 label stack (decoded by
+# tshark).
 #
 # Label TTLs follow RFC 3032 §2.4.3: the ingress PE decrements the IP TTL (64 -> 63)
 # and copies it into the label, so the three core links carry 63/62/61 where the
@@ -275,6 +276,39 @@ run_mode() {
         check_stacks "$mode" "${exp6[@]//60[03]:/2:}"
 }
 
+# traceroute6 from host-a to host-b, its answers captured on every link; checks
+# the hops and the RFC 4950 stacks of their time exceeded as host-a got them.
+trace6() {
+    local mode=$1 hops stacks want
+    say ""
+    say "==== traceroute6 host-a -> host-b ($mode, 6PE), its answers captured"
+    capture "trace6-$mode" in_ns host-a traceroute6 -n -q 1 -N 1 -w 2 2001:db8:b::2
+    say "$CAPTURED" | sed 's/^/   /'
+    hops=$(awk 'NR > 1 { print $2 }' <<< "$CAPTURED" | paste -sd' ')
+    # r3 from its IPv6 interface; the P routers r2 and r1, and r0 where the hop
+    # limit runs out after its pop, from their receiving core interfaces' IPv4
+    # addresses IPv4-mapped (the core has no IPv6 address). The P routers' answers
+    # go on along LSP 100 to r0 and come back over LSP 103, through the mode's
+    # penultimate hops.
+    want="2001:db8:a::1 ::ffff:192.168.11.10 ::ffff:192.168.11.8 ::ffff:192.168.11.6 2001:db8:b::2"
+    if [ "$hops" = "$want" ]; then
+        pass "$mode traceroute6: every hop answers ($hops)"
+    else
+        fail "$mode traceroute6: hops [$hops] want [$want]"
+    fi
+    # The P routers quote the stack the probe arrived with (the ingress PE
+    # copied the hop limit into both labels); r0 answers once both labels are
+    # off, as for IPv4: no stack.
+    stacks=$(rfc4950_stacks "$WORK/trace6-$mode-ha0.pcap")
+    say "   time exceeded: $stacks"
+    want="2001:db8:a::1;::ffff:192.168.11.10 100:1 600:S:1;::ffff:192.168.11.8 100:1 600:S:2;::ffff:192.168.11.6"
+    if [ "$stacks" = "$want" ]; then
+        pass "$mode traceroute6: RFC 4950 label stacks from the LSP's hops [$stacks]"
+    else
+        fail "$mode traceroute6: time exceeded [$stacks] want [$want]"
+    fi
+}
+
 start_routers
 configure_lsps
 configure_6pe
@@ -293,36 +327,7 @@ else
     fail "traceroute: hops [$hops] want [$want]"
 fi
 say ""
-say "==== traceroute6 host-a -> host-b (plain LSPs, 6PE), its answers captured"
-capture trace6 in_ns host-a traceroute6 -n -q 1 -N 1 -w 2 2001:db8:b::2
-say "$CAPTURED" | sed 's/^/   /'
-hops=$(awk 'NR > 1 { print $2 }' <<< "$CAPTURED" | paste -sd' ')
-# r3 from its IPv6 interface; the P routers r2 and r1, and r0 where the hop
-# limit runs out after its pop, from their receiving core interfaces' IPv4
-# addresses IPv4-mapped (the core has no IPv6 address).
-want="2001:db8:a::1 ::ffff:192.168.11.10 ::ffff:192.168.11.8 ::ffff:192.168.11.6 2001:db8:b::2"
-if [ "$hops" = "$want" ]; then
-    pass "traceroute6: every hop answers ($hops)"
-else
-    fail "traceroute6: hops [$hops] want [$want]"
-fi
-# The time exceeded messages as host-a received them, decoded by tshark: source
-# and RFC 4950 label stack (label:TTL as received, S on the bottom). The P
-# routers quote the stack the probe arrived with (the ingress PE copied the hop
-# limit into both labels); r0 answers once both labels are off, as for IPv4.
-stacks=$(tshark -r "$WORK/trace6-ha0.pcap" -Y 'icmpv6.type == 3' -T fields -e ipv6.src \
-    -e icmp.mpls.label -e icmp.mpls.s -e icmp.mpls.ttl 2> /dev/null | awk -F'\t' '{
-        split($1, src, ","); line = src[1]
-        n = split($2, l, ","); split($3, s, ","); split($4, t, ",")
-        for (i = 1; i <= n; i++) line = line " " l[i] ":" (s[i] == "1" ? "S:" : "") t[i]
-        print line }' | paste -sd';' || true)
-say "   time exceeded: $stacks"
-want="2001:db8:a::1;::ffff:192.168.11.10 100:1 600:S:1;::ffff:192.168.11.8 100:1 600:S:2;::ffff:192.168.11.6"
-if [ "$stacks" = "$want" ]; then
-    pass "traceroute6: RFC 4950 label stacks from the LSP's hops [$stacks]"
-else
-    fail "traceroute6: time exceeded [$stacks] want [$want]"
-fi
+trace6 plain
 say ""
 say "==== show run of P router r2 (plain LSPs)"
 [ -n "${LAB_QUIET:-}" ] || "$DPCTL" --socket "$WORK/r2.sock" show run | sed 's/^/   /'
@@ -330,10 +335,12 @@ say ""
 say "== explicit null on the last core link"
 penultimate 100 103 0
 run_mode explicit-null
+trace6 explicit-null
 say ""
 say "== penultimate hop popping (implicit null) on the last core link"
 penultimate 0 0 3
 run_mode php
+trace6 php
 stop_routers
 echo ""
 if [ "$FAILS" -eq 0 ]; then echo "lab: all checks passed"; else echo "lab: $FAILS check(s) failed"; exit 1; fi
