@@ -255,8 +255,9 @@ run_mode() {
     check_carried "$mode" "${exp[@]}"
     # IPv6, per link interface: "label:TTL ... hl HOP-LIMIT" (S on the bottom
     # label) or "ipv6 hl HOP-LIMIT". The ingress PE decrements the hop limit and
-    # copies it into both labels; the egress PE (or the penultimate router for
-    # PHP) copies the top label's TTL back, then routes.
+    # copies it into both labels; the egress PE pops the labels, the top one's
+    # TTL going down the stack into the hop limit, then routes (with PHP the
+    # penultimate router copies the transport label's TTL into the 6PE label).
     local exp6
     case $mode in
         plain)         exp6=("ha0 ipv6 hl 64|ipv6 hl 60" "r3w 100:63 600:S:63 hl 63|103:61 603:S:63 hl 63"
