@@ -12,15 +12,23 @@
 # 192.0.2.100 (r0); transport LSPs 100 (to r0) and 103 (to r3) run over the P
 # routers. Each PE routes the far site in a VRF via the other PE's loopback in
 # the default VRF with the VPN label the other PE gave (red 1010/3010, blue
-# 1020/3020); the label pops into the VRF there. A VPWS pseudowire (labels
-# 2000/2001, with the control word) joins port pw-a to port pw-b: the hosts
-# behind it share 192.168.42.0/24, and 802.1Q-tagged frames of a VLAN the PEs
-# do not know (42, a local EtherType) cross it byte for byte.
+# 1020/3020); the label pops into the VRF there. IPv6 likewise (6VPE, RFC
+# 4659): both customers number their sites 2001:db8:10::/64 and
+# 2001:db8:11::/64, and each PE routes the far site in a VRF via the other PE's
+# loopback written ::ffff:a.b.c.d, over the same IPv4 LSPs; red has a VPN label
+# of its own for IPv6 (1016/3016, `ip6-lookup vrf red`), blue one label for
+# both families (1020/3020, `ip-lookup vrf blue`: the payload's version picks
+# the lookup). A VPWS pseudowire (labels 2000/2001, with the control word)
+# joins port pw-a to port pw-b: the hosts behind it share 192.168.42.0/24, and
+# 802.1Q-tagged frames of a VLAN the PEs do not know (42, a local EtherType)
+# cross it byte for byte.
 #
 # Checked on the wire with tcpdump: every link's label stack (transport label,
-# VPN or PW label, S bit, TTL) for pings within each VRF; no ping across VRFs;
-# traceroute inside VRF red; the VPWS carrying tagged frames and ARP unchanged
-# with the control word; then the transport LSP relabelled, and rerouted over
+# VPN or PW label, S bit, TTL; the hop limit for IPv6) for IPv4 and IPv6 pings
+# within each VRF; no ping across VRFs, of either family, and no echo request
+# on the far PE's customer links; traceroute and traceroute6 (the RFC 4950
+# stacks decoded by tshark) inside VRF red; the VPWS carrying tagged frames and
+# ARP unchanged with the control word; then the transport LSP relabelled, and rerouted over
 # the bypass, under the VPN and the pseudowire: the VPN routes are not
 # rewritten (each VRF route names the PE, not the LSP), the next frames carry
 # the new label, then take the bypass.
@@ -79,12 +87,23 @@ host red-a ra0 10.0.0.2/24 10.0.0.1
 host blue-a ba0 10.0.0.2/24 10.0.0.1
 host red-b rb0 10.0.1.2/24 10.0.1.1
 host blue-b bb0 10.0.1.3/24 10.0.1.1
+host6() {
+    local ns=$1 dev=$2 addr=$3 gw=$4
+    ipv6_on "$ns"
+    in_ns "$ns" ip addr add "$addr" dev "$dev" nodad
+    in_ns "$ns" ip route add default via "$gw"
+}
+host6 red-a ra0 2001:db8:10::2/64 2001:db8:10::1
+host6 blue-a ba0 2001:db8:10::2/64 2001:db8:10::1
+host6 red-b rb0 2001:db8:11::2/64 2001:db8:11::1
+host6 blue-b bb0 2001:db8:11::3/64 2001:db8:11::1
 in_ns pw-a ip addr add 192.168.42.1/24 dev pa0
 in_ns pw-b ip addr add 192.168.42.2/24 dev pb0
 
 DPCTL=${DPCTL:-$(dirname "$BIN")/dpctl}
 
-# name  loopback  main/worker CPU  ports ("port-name iface address vrf", "-" for none)
+# name  loopback  main/worker CPU  ports ("port-name iface addresses vrf": addresses
+# comma-separated, "-" for none)
 write_config() {
     local name=$1 lo=$2 mcpu=$3 wcpu=$4; shift 4
     local k=0 p
@@ -119,7 +138,7 @@ write_config() {
             read -r _ _ addr vrf <<< "$p"
             echo "[[interface]]"
             echo "name = \"port$k\""
-            [ "$addr" = - ] || echo "addresses = [\"$addr\"]"
+            [ "$addr" = - ] || echo "addresses = [\"${addr//,/\", \"}\"]"
             [ "$vrf" = - ] || echo "vrf = \"$vrf\""
             k=$((k + 1))
         done
@@ -127,13 +146,13 @@ write_config() {
 }
 
 start_routers() {
-    write_config r3 192.0.2.103 0 1 "w r3w 192.168.11.11/31 -" "red r3red 10.0.0.1/24 red" \
-        "blue r3blue 10.0.0.1/24 blue" "pw r3pw - -" "b r3b 192.168.12.0/31 -"
+    write_config r3 192.0.2.103 0 1 "w r3w 192.168.11.11/31 -" "red r3red 10.0.0.1/24,2001:db8:10::1/64 red" \
+        "blue r3blue 10.0.0.1/24,2001:db8:10::1/64 blue" "pw r3pw - -" "b r3b 192.168.12.0/31 -"
     write_config r2 192.0.2.102 1 0 "w r2w 192.168.11.9/31 -" "e r2e 192.168.11.10/31 -"
     write_config r1 192.0.2.101 0 1 "w r1w 192.168.11.7/31 -" "e r1e 192.168.11.8/31 -" \
         "b r1b 192.168.12.1/31 -"
-    write_config r0 192.0.2.100 1 0 "e r0e 192.168.11.6/31 -" "red r0red 10.0.1.1/24 red" \
-        "blue r0blue 10.0.1.1/24 blue" "pw r0pw - -"
+    write_config r0 192.0.2.100 1 0 "e r0e 192.168.11.6/31 -" "red r0red 10.0.1.1/24,2001:db8:11::1/64 red" \
+        "blue r0blue 10.0.1.1/24,2001:db8:11::1/64 blue" "pw r0pw - -"
     local name
     for name in r3 r2 r1 r0; do
         # `ip netns exec` execs the program, so $! is the daemon itself.
@@ -161,13 +180,20 @@ configure() {
     dp r3 label add 103 non-eos pop
     say "== L3VPN: each VRF's far site via the other PE's loopback, with its VPN label"
     dp r0 label add 1010 eos ip4-lookup vrf red
-    dp r0 label add 1020 eos ip4-lookup vrf blue
+    dp r0 label add 1020 eos ip-lookup vrf blue
     dp r3 label add 3010 eos ip4-lookup vrf red
-    dp r3 label add 3020 eos ip4-lookup vrf blue
+    dp r3 label add 3020 eos ip-lookup vrf blue
     dp r3 route add 10.0.1.0/24 vrf red via 192.0.2.100 next-hop-vrf default out-labels 1010
     dp r3 route add 10.0.1.0/24 vrf blue via 192.0.2.100 next-hop-vrf default out-labels 1020
     dp r0 route add 10.0.0.0/24 vrf red via 192.0.2.103 next-hop-vrf default out-labels 3010
     dp r0 route add 10.0.0.0/24 vrf blue via 192.0.2.103 next-hop-vrf default out-labels 3020
+    say "== 6VPE: IPv6 in both VRFs via the other PE's loopback IPv4-mapped (red 1016/3016; blue's 1020/3020 take both)"
+    dp r0 label add 1016 eos ip6-lookup vrf red
+    dp r3 label add 3016 eos ip6-lookup vrf red
+    dp r3 route add 2001:db8:11::/64 vrf red via ::ffff:192.0.2.100 next-hop-vrf default out-labels 1016
+    dp r3 route add 2001:db8:11::/64 vrf blue via ::ffff:192.0.2.100 next-hop-vrf default out-labels 1020
+    dp r0 route add 2001:db8:10::/64 vrf red via ::ffff:192.0.2.103 next-hop-vrf default out-labels 3016
+    dp r0 route add 2001:db8:10::/64 vrf blue via ::ffff:192.0.2.103 next-hop-vrf default out-labels 3020
     say "== VPWS: port pw-a (r3 port3) to port pw-b (r0 port3)"
     dp r3 pw add vpws1 interface port3 neighbor 192.0.2.100 in-label 2001 out-label 2000
     dp r0 pw add vpws1 interface port3 neighbor 192.0.2.103 in-label 2000 out-label 2001
@@ -184,35 +210,11 @@ capture_all() {
         ip netns exec "$P-$ns" timeout 60 tcpdump --immediate-mode -Uqni "$li" -w "$WORK/$tag-$li.pcap" 2> "$WORK/$tag-$li.log" &
         caps+=($!)
     done
-    # (tcpdump says "listening on" once it captures)
-    for li in $CAP; do
-        for _ in $(seq 100); do
-            grep -q listening "$WORK/$tag-$li.log" 2>/dev/null && break
-            sleep 0.05
-        done
-    done
+    listening "$tag" $CAP
     CAPTURED=$("$@" 2>&1 || true)
     sleep 0.5
     for c in "${caps[@]}"; do kill -INT "$c" 2>/dev/null || true; done
     for c in "${caps[@]}"; do wait "$c" 2>/dev/null || true; done
-}
-
-# The label stack of the first frame of $tag's capture on $li whose decode has
-# $what: "100:63 1010:S:63" (label:TTL, S on the bottom), "ipv4" for a plain IPv4
-# frame, "none" if no such frame crossed.
-stack_of() {
-    local tag=$1 li=$2 what=$3 line
-    line=$(tcpdump -envr "$WORK/$tag-$li.pcap" 2> /dev/null | tr '\n' ' ' | sed 's/ \([0-9][0-9]:[0-9][0-9]:\)/\n\1/g' \
-        | grep -m1 -- "$what" || true)
-    if [ -z "$line" ]; then echo "none"; return; fi
-    if grep -q 'MPLS (label' <<< "$line"; then
-        grep -oE '\(label [0-9]+, (exp|tc) [0-9]+, (\[S\], )?ttl [0-9]+\)' <<< "$line" \
-            | sed -E 's/\(label ([0-9]+), (exp|tc) [0-9]+, (\[S\], )?ttl ([0-9]+)\)/\1 \3\4/; s/\[S\], /S /' \
-            | awk '{ if (NF == 3) printf "%s%s:S:%s", (NR > 1 ? " " : ""), $1, $3; else printf "%s%s:%s", (NR > 1 ? " " : ""), $1, $2 }'
-        echo
-    else
-        echo "ipv4"
-    fi
 }
 
 # The label stack of the first pseudowire frame in $tag's capture on $li that
@@ -248,29 +250,6 @@ print(out)
 PY
 }
 
-# Checks, for $tag, the request and reply stacks (see stack_of) on each link
-# interface: "IF request|reply" arguments.
-check_stacks() {
-    local tag=$1; shift
-    local e li exp req rep want_req want_rep
-    for e in "$@"; do
-        read -r li exp <<< "$e"
-        IFS='|' read -r want_req want_rep <<< "$exp"
-        if [ -n "${PW_FRAMES:-}" ]; then
-            req=$(pw_stack_of "$tag" "$li" request)
-            rep=$(pw_stack_of "$tag" "$li" reply)
-        else
-            req=$(stack_of "$tag" "$li" "echo request")
-            rep=$(stack_of "$tag" "$li" "echo reply")
-        fi
-        if [ "$req" = "$want_req" ] && [ "$rep" = "$want_rep" ]; then
-            pass "$tag $li: request [$req] reply [$rep]"
-        else
-            fail "$tag $li: request [$req] want [$want_req], reply [$rep] want [$want_rep]"
-        fi
-    done
-}
-
 ping_ok() {
     local what=$1; shift
     if grep -q ' 0% packet loss' <<< "$CAPTURED"; then
@@ -293,37 +272,87 @@ start_routers
 configure
 CAP="ra0 ba0 r3w r2w r1w r0red r0blue"
 
+# IPv4 and IPv6 pings from $1 to $2 and $3 at once; each one's loss line, tagged.
+pings() {
+    { in_ns "$1" ping -c 3 -i 0.3 -W 2 "$2" | sed -n 's/.*packet loss.*/ipv4: &/p'; } &
+    { in_ns "$1" ping -c 3 -i 0.3 -W 2 "$3" | sed -n 's/.*packet loss.*/ipv6: &/p'; } &
+    wait
+}
+
+# Checks the tagged loss lines of CAPTURED (see pings): 0% loss for each family.
+pings_ok() {
+    local what=$1 fam
+    for fam in ipv4 ipv6; do
+        if grep -q "^$fam: .* 0% packet loss" <<< "$CAPTURED"; then
+            pass "$what ($fam): 0% loss"
+        else
+            fail "$what ($fam): $(grep "^$fam:" <<< "$CAPTURED" || echo "no answer")"
+        fi
+    done
+}
+
+# The IPv4 checks of a capture that also holds IPv6 pings.
+check4() { REQ='ICMP echo request' REP='ICMP echo reply' check_stacks "$@"; }
+# The IPv6 checks (the hop limit: 64 from the host, 63 once the ingress PE
+# has copied it into both labels, 60 out of the egress PE after four hops).
+check6() { NAME="$1 ipv6" REQ='ICMP6, echo request' REP='ICMP6, echo reply' check_stacks "$@"; }
+
 say ""
-say "==== VRF red: red-a (10.0.0.2) -> red-b (10.0.1.2)"
+say "==== VRF red: red-a (10.0.0.2, 2001:db8:10::2) -> red-b (10.0.1.2, 2001:db8:11::2)"
 warm red-a 10.0.1.2
-capture_all red in_ns red-a ping -c 3 -i 0.3 -W 2 10.0.1.2
-ping_ok "red-a -> red-b"
+warm red-a 2001:db8:11::2
+capture_all red pings red-a 10.0.1.2 2001:db8:11::2
+pings_ok "red-a -> red-b"
 # TTLs: r3 pushes both labels with the IPv4 TTL less one (uniform); the P
 # routers decrement the top label; r0 pops into the VRF and routes.
-check_stacks red "ra0 ipv4|ipv4" "r3w 100:63 1010:S:63|103:61 3010:S:63" \
+check4 red "ra0 ipv4|ipv4" "r3w 100:63 1010:S:63|103:61 3010:S:63" \
     "r2w 100:62 1010:S:63|103:62 3010:S:63" "r1w 100:61 1010:S:63|103:63 3010:S:63" \
     "r0red ipv4|ipv4"
+check6 red "ra0 ipv6 hl 64|ipv6 hl 60" "r3w 100:63 1016:S:63 hl 63|103:61 3016:S:63 hl 63" \
+    "r2w 100:62 1016:S:63 hl 63|103:62 3016:S:63 hl 63" "r1w 100:61 1016:S:63 hl 63|103:63 3016:S:63 hl 63" \
+    "r0red ipv6 hl 60|ipv6 hl 64"
 
 say ""
-say "==== VRF blue: blue-a (10.0.0.2, the same address) -> blue-b (10.0.1.3)"
+say "==== VRF blue: blue-a (the same addresses) -> blue-b (10.0.1.3, 2001:db8:11::3)"
 warm blue-a 10.0.1.3
-capture_all blue in_ns blue-a ping -c 3 -i 0.3 -W 2 10.0.1.3
-ping_ok "blue-a -> blue-b"
-check_stacks blue "ba0 ipv4|ipv4" "r3w 100:63 1020:S:63|103:61 3020:S:63" \
+warm blue-a 2001:db8:11::3
+capture_all blue pings blue-a 10.0.1.3 2001:db8:11::3
+pings_ok "blue-a -> blue-b"
+check4 blue "ba0 ipv4|ipv4" "r3w 100:63 1020:S:63|103:61 3020:S:63" \
     "r2w 100:62 1020:S:63|103:62 3020:S:63" "r1w 100:61 1020:S:63|103:63 3020:S:63" \
     "r0blue ipv4|ipv4"
+check6 blue "ba0 ipv6 hl 64|ipv6 hl 60" "r3w 100:63 1020:S:63 hl 63|103:61 3020:S:63 hl 63" \
+    "r2w 100:62 1020:S:63 hl 63|103:62 3020:S:63 hl 63" "r1w 100:61 1020:S:63 hl 63|103:63 3020:S:63 hl 63" \
+    "r0blue ipv6 hl 60|ipv6 hl 64"
 
 say ""
-say "==== across VRFs: red-a -> blue-b's 10.0.1.3 and blue-a -> red-b's 10.0.1.2 (none may answer)"
-for e in "red-a 10.0.1.3" "blue-a 10.0.1.2"; do
+say "==== across VRFs: red-a -> blue-b's 10.0.1.3 and 2001:db8:11::3, blue-a -> red-b's 10.0.1.2 and 2001:db8:11::2 (none may answer)"
+across() {
+    local e ns dst
+    for e in "red-a 10.0.1.3" "blue-a 10.0.1.2" "red-a 2001:db8:11::3" "blue-a 2001:db8:11::2"; do
+        read -r ns dst <<< "$e"
+        { in_ns "$ns" ping -c 2 -i 0.3 -W 1 "$dst" | sed -n "s/.*packets transmitted.*/$ns $dst: &/p"; } &
+    done
+    wait
+}
+CAP="r0red r0blue"
+capture_all across across
+for e in "red-a 10.0.1.3" "blue-a 10.0.1.2" "red-a 2001:db8:11::3" "blue-a 2001:db8:11::2"; do
     read -r ns dst <<< "$e"
-    out=$(in_ns "$ns" ping -c 2 -i 0.3 -W 1 "$dst" 2>&1 || true)
-    if grep -q ' 0 received' <<< "$out"; then
+    if grep -q "^$ns $dst: .* 0 received" <<< "$CAPTURED"; then
         pass "$ns -> $dst: no answer across VRFs"
     else
-        fail "$ns -> $dst answered: $(grep 'packet loss' <<< "$out")"
+        fail "$ns -> $dst answered: $(grep "^$ns $dst:" <<< "$CAPTURED" || echo "no ping")"
     fi
 done
+# Each destination is in the other VRF only: in its own VRF r0 finds no such
+# neighbour, so no echo request may leave on either customer link.
+n=$(for li in $CAP; do tcpdump -nr "$WORK/across-$li.pcap" 2> /dev/null; done | grep -c 'echo request' || true)
+if [ "$n" = 0 ]; then
+    pass "across VRFs: no echo request on r0's red or blue link"
+else
+    fail "across VRFs: $n echo request(s) left r0 on a customer link"
+fi
 
 say ""
 say "==== traceroute inside VRF red: red-a -> red-b"
@@ -338,6 +367,30 @@ if [ "$hops" = "$want" ]; then
     pass "traceroute in VRF red: $hops"
 else
     fail "traceroute in VRF red: hops [$hops] want [$want]"
+fi
+
+say ""
+say "==== traceroute6 inside VRF red: red-a -> red-b, its answers captured"
+CAP="ra0"
+capture_all trace6 in_ns red-a traceroute6 -n -q 1 -N 1 -w 2 2001:db8:11::2
+say "$CAPTURED" | sed 's/^/   /'
+hops=$(awk 'NR > 1 { print $2 }' <<< "$CAPTURED" | paste -sd' ')
+# As for IPv4, with the core's IPv4 addresses IPv4-mapped (no IPv6 in the core).
+want="2001:db8:10::1 ::ffff:192.168.11.10 ::ffff:192.168.11.8 ::ffff:192.168.11.6 2001:db8:11::2"
+if [ "$hops" = "$want" ]; then
+    pass "traceroute6 in VRF red: $hops"
+else
+    fail "traceroute6 in VRF red: hops [$hops] want [$want]"
+fi
+# The P routers' ICMPv6 time exceeded, decoded by tshark, quote the transport
+# and VPN labels the probe arrived with (RFC 4950; label:TTL, S on the bottom);
+# r0 answers once both labels are off.
+stacks=$(rfc4950_stacks "$WORK/trace6-ra0.pcap")
+want="2001:db8:10::1;::ffff:192.168.11.10 100:1 1016:S:1;::ffff:192.168.11.8 100:1 1016:S:2;::ffff:192.168.11.6"
+if [ "$stacks" = "$want" ]; then
+    pass "traceroute6 in VRF red: RFC 4950 stacks [$stacks]"
+else
+    fail "traceroute6 in VRF red: RFC 4950 stacks [$stacks] want [$want]"
 fi
 
 say ""
@@ -362,7 +415,7 @@ PY
 capture_all pw sh -c "ip netns exec $P-pw-a ping -c 3 -i 0.3 -W 2 192.168.42.2; $(declare -f tagged in_ns); P=$P WORK=$WORK tagged"
 ping_ok "pw-a -> pw-b over the pseudowire"
 # Both labels leave the PE with TTL 255; the control word follows the PW label.
-PW_FRAMES=1 check_stacks pw "r3w 100:255 2000:S:255 cw|103:253 2001:S:255 cw" \
+STACK_OF=pw_stack_of REQ=request REP=reply check_stacks pw "r3w 100:255 2000:S:255 cw|103:253 2001:S:255 cw" \
     "r2w 100:254 2000:S:255 cw|103:254 2001:S:255 cw" "r1w 100:253 2000:S:255 cw|103:255 2001:S:255 cw"
 arp_b=$(tcpdump -enr "$WORK/pw-r0pw.pcap" 2> /dev/null | grep -c 'Request who-has 192.168.42.2 tell 192.168.42.1' || true)
 if [ "$arp_b" -ge 1 ]; then
@@ -409,7 +462,7 @@ check_stacks relabel "r3w 200:63 1010:S:63|103:61 3010:S:63" "r2w 100:62 1010:S:
 CAP="r3w"
 capture_all pw2 in_ns pw-a ping -c 2 -i 0.3 -W 2 192.168.42.2
 ping_ok "the pseudowire over the relabelled LSP"
-PW_FRAMES=1 check_stacks pw2 "r3w 200:255 2000:S:255 cw|103:253 2001:S:255 cw"
+STACK_OF=pw_stack_of REQ=request REP=reply check_stacks pw2 "r3w 200:255 2000:S:255 cw|103:253 2001:S:255 cw"
 
 say ""
 say "==== the transport LSP rerouted under the VPN: r3 -> r1 over the bypass"
@@ -429,7 +482,7 @@ else
 fi
 # Westbound over the bypass, eastbound as before (r0's LSP to r3 is unchanged).
 check_stacks reroute "r3b 100:63 1010:S:63|none" "r3w none|103:61 3010:S:63"
-PW_FRAMES=1 check_stacks reroute "r3b 100:255 2000:S:255 cw|none"
+STACK_OF=pw_stack_of REQ=request REP=reply check_stacks reroute "r3b 100:255 2000:S:255 cw|none"
 
 stop_pids INT "${PIDS[@]}"
 PIDS=()

@@ -839,6 +839,63 @@ fn ttl_expiry_inside_an_lsp_sends_icmp6_with_the_label_stack_along_it() {
     }
 }
 
+/// The egress PE of 6PE over an IPv4 core: a label TTL of 1 reaches the pop
+/// (transport label and 6PE label, or the 6PE label alone after PHP), the hop
+/// limit it becomes runs out at the IPv6 hop, and the ICMPv6 time exceeded
+/// comes from the receiving interface's IPv4 address IPv4-mapped (it has no
+/// IPv6 address), as a P router's does, routed back to the source by 6PE
+/// (the router's own packet: hop limit and label TTLs 64).
+#[test]
+fn hop_limit_expiry_at_a_6pe_pop_is_answered_from_the_ipv4_mapped_address() {
+    let mut ctl = router();
+    ctl.label_add(
+        100,
+        false,
+        LabelAction::Pop {
+            ttl_mode: mpls::TtlMode::Uniform,
+        },
+    )
+    .unwrap();
+    ctl.label_add(600, true, LabelAction::ip6_lookup(0))
+        .unwrap();
+    route(&mut ctl, "192.0.2.0/24", &["10.2.0.2"], &[1000]);
+    for (prefix, label) in [("2001:db8:1::/64", 603), ("2001:db8:100::/48", 700)] {
+        ctl.route_add(
+            0,
+            p6(prefix),
+            RouteKind::Paths(vec![Path::gateway(a("192.0.2.1")).with_labels(&[label])]),
+        )
+        .unwrap();
+    }
+    let ip = udp6(HOST6, "2001:db8:100::5", 60, 1000, 24);
+    let from = "::ffff:10.1.0.1";
+    for (fast_path, mut core) in both_paths(&mut ctl) {
+        for stack in [&[(100, 1), (600, 3)][..], &[(600, 1)]] {
+            let res = run(&mut core, &[from_host_mpls(stack, &ip)], 0);
+            let err = error6(from, HOST6, 3, 0, 0, &with_hl(&ip, 1));
+            assert_eq!(
+                res[0],
+                (
+                    Out::Tx(1),
+                    eth(
+                        mac_n(1),
+                        mac_r(1),
+                        None,
+                        ETH_MPLS,
+                        &labelled(&[(1000, 64), (603, 64)], &err)
+                    )
+                ),
+                "fast path {fast_path}, stack {stack:?}"
+            );
+        }
+        assert_eq!(
+            counters(core.stats()),
+            expect(&[("ip6_hop_limit_expired", 2), ("icmp_errors", 2)]),
+            "fast path {fast_path}"
+        );
+    }
+}
+
 /// A labelled IPv6 packet too big for the next hop after the swap (or PHP) is
 /// answered with ICMPv6 packet too big (the MTU left under the outgoing
 /// stack) behind the outgoing stack, along the LSP; IPv6 is never fragmented.

@@ -3,7 +3,8 @@
 //! sent for unresolved next hops from the held packet's buffer), echo replies,
 //! ICMPv6 errors (RFC 4443: rate-limited with ICMP's bucket, never about an
 //! ICMPv6 error or to a multicast or unspecified source, quoting as much as
-//! fits in 1280 bytes), and the rest of what is for the router to the host
+//! fits in 1280 bytes; from the receiving interface's address, or for a packet
+//! popped from an LSP as the MPLS stage answers), and the rest of what is for the router to the host
 //! stack.
 //!
 //! A packet the router builds to a link-local address goes back out of the
@@ -326,10 +327,16 @@ impl Work {
             return;
         }
         let to = addr(ip, 8);
-        let from = ift
-            .get(u32::from(m.rx_if))
-            .and_then(|i| i.addr6_toward(to))
-            .filter(|a| to.is_unicast_link_local() || !a.is_unicast_link_local());
+        let from = if m.path & (1 << Stage::MplsLookup as u8) != 0 {
+            // Popped from an LSP: answered as the MPLS stage answers, so an
+            // egress PE whose core interface has no IPv6 address (6PE over an
+            // IPv4 core) speaks from its IPv4 address IPv4-mapped.
+            super::local::source6_for(ift, m.rx_if, ip)
+        } else {
+            ift.get(u32::from(m.rx_if))
+                .and_then(|i| i.addr6_toward(to))
+                .filter(|a| to.is_unicast_link_local() || !a.is_unicast_link_local())
+        };
         let Some(from) = from else {
             // (no address to speak from on that interface)
             self.stats.drops[DropReason::IcmpSuppressed as usize].inc();
