@@ -382,6 +382,8 @@ impl Work {
             switched: 0,
             guard: None,
             k6: 0,
+            pt6: None,
+            k26: 0,
         };
         self.classify(pkts, out, n, ift, vt, &mut c, labels, &mut hb);
         let Cls {
@@ -397,6 +399,8 @@ impl Work {
             switched,
             guard,
             k6,
+            pt6,
+            k26,
             ..
         } = c;
         drop(guard);
@@ -438,14 +442,29 @@ impl Work {
         if light_meta {
             self.note_fast6(k6);
         }
-        let done_ip6 = if k6 > 0 {
+        let mut done_ip6 = 0;
+        if k6 > 0 {
             view.lookup6_burst(vt, &self.keys6[..k6], &mut self.fwd[..k6]);
-            let d = self.forward_walk6(pkts, out, k6, &mut hb);
-            acc.add(Stage::Ip6Lookup, d, t2);
-            d
-        } else {
-            0
-        };
+            done_ip6 = self.forward_walk6(pkts, out, k6, &mut hb);
+        }
+        if let (Some(pt6), true) = (pt6, k26 > 0) {
+            // IPv6's second batch, as IPv4's.
+            let from = BURST - k26.min(BURST);
+            self.keys6[from..].reverse();
+            self.sel6[from..].reverse();
+            self.keys6.copy_within(from.., 0);
+            self.sel6.copy_within(from.., 0);
+            if light_meta {
+                self.note_fast6(k26);
+            }
+            view.lookup6_burst(pt6, &self.keys6[..k26], &mut self.fwd[..k26]);
+            hb.vt = pt6;
+            done_ip6 += self.forward_walk6(pkts, out, k26, &mut hb);
+            hb.vt = vt;
+        }
+        if k6 + k26 > 0 {
+            acc.add(Stage::Ip6Lookup, done_ip6, t2);
+        }
         acc.count(Stage::Rewrite, sent + done_ip4 + done_ip6);
         let (back, n_back) = (&mut hb.back, hb.n);
         if n_back > 0 {
@@ -590,6 +609,9 @@ struct Cls<'g> {
     guard: Option<mpls::LabelGuard<'g>>,
     /// IPv6 keys so far (`Work::keys6`, `Work::sel6`).
     k6: usize,
+    /// IPv6's second batch, as `pt` and `k2` (a 6VPE label into its VRF).
+    pt6: Option<u32>,
+    k26: usize,
 }
 
 /// What the fast path's walks share over a vector: the tables, what to note per

@@ -182,6 +182,16 @@ impl Work {
                             continue;
                         }
                     }
+                    Some(d) if rxif.v4 && c.pt6.is_none_or(|t| t == table) => {
+                        // (into another table: the second IPv6 batch)
+                        c.pt6 = Some(table);
+                        let j = (BURST - 1 - c.k26) & (BURST - 1);
+                        self.keys6[j] = d;
+                        self.sel6[j] = i as u16;
+                        c.k26 += 1;
+                        let _ = p.drop_front(LABEL_LEN);
+                        self.popped[(i >> 6) & 3] |= 1 << (i & 63);
+                    }
                     _ => self.ip6_resume_at(i, off, end, rxif.ifindex, table, hb),
                 }
                 bytes += len as u64;
