@@ -95,8 +95,10 @@ impl Work {
     }
 
     /// The forward walk of the `k` IPv6 keys looked up (results in `fwd`): a
-    /// plain decision sends the packet (hop limit, L2 header); any other hands it
-    /// to `ip6-lookup`. Returns how many it sent.
+    /// plain decision sends the packet (hop limit, L2 header), and so does one
+    /// that pushes one or two labels out of an untagged interface
+    /// ([`send::push6`]); any other hands it to `ip6-lookup`. Returns how many it
+    /// sent.
     #[inline(never)]
     pub(super) fn forward_walk6<P: Packet>(
         &mut self,
@@ -131,32 +133,24 @@ impl Work {
             let frame = p.data_mut();
             let len = frame.len();
             let fits = len <= usize::from(rw.frame_max);
-            match frame.first_chunk_mut::<HEAD6>() {
+            let sent_len = match frame.first_chunk_mut::<HEAD6>() {
                 Some(h) if d.plain && fits => {
                     h[ETH_LEN + 7] -= 1;
-                    if write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV6).is_none() {
-                        // (cannot happen: the header is in the chunk)
-                        continue;
-                    }
-                    *o = count_tx(rw, len);
-                    sent += 1;
-                    if notes {
-                        self.obs.fast_adj[i & (BURST - 1)] = d.adj;
-                        self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
-                    }
+                    // (cannot fail: the header is in the chunk)
+                    write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV6).map(|()| len)
                 }
                 // (a push: 6PE's LSP and 6PE labels, or a route's own)
-                _ => match send::push6(p, rw, d) {
-                    Some(len) => {
-                        *o = count_tx(rw, len);
-                        sent += 1;
-                        if notes {
-                            self.obs.fast_adj[i & (BURST - 1)] = d.adj;
-                            self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
-                        }
-                    }
-                    None => self.ip6_resume(p, i, hb),
-                },
+                _ => send::push6(p, rw, d),
+            };
+            let Some(len) = sent_len else {
+                self.ip6_resume(p, i, hb);
+                continue;
+            };
+            *o = count_tx(rw, len);
+            sent += 1;
+            if notes {
+                self.obs.fast_adj[i & (BURST - 1)] = d.adj;
+                self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
             }
         }
         sent

@@ -82,18 +82,35 @@ fn forward_push<const N: usize, const W: usize, P: Packet>(
     max: usize,
 ) -> Option<usize> {
     const { assert!(W == N * LABEL_LEN + HEAD && N <= FAST_LABELS) };
+    push_front::<N, W, P>(p, rw, d, max, |h| h.last_chunk_mut::<20>().map(ttl_dec))
+}
+
+/// The push of `N` labels both families share: the frame grows into its
+/// headroom by the labels ([`Packet::grow_front`]) if it then fits in `max`;
+/// in its first `W` bytes (`N` labels and the L2 and IP headers), `ttl`
+/// decrements the IP header's TTL or hop limit and returns it, the labels get
+/// it (uniform) and the L2 header is written. Returns the frame length, or
+/// `None` with the packet untouched (MTU, headroom).
+#[inline(always)]
+fn push_front<const N: usize, const W: usize, P: Packet>(
+    p: &mut P,
+    rw: &Rw,
+    d: &FwdDec,
+    max: usize,
+    ttl: impl FnOnce(&mut [u8; W]) -> Option<u8>,
+) -> Option<usize> {
     let grow = N * LABEL_LEN;
     let frame = p.window().1 + grow;
     if frame > max || !p.grow_front(grow) {
         return None;
     }
     let Some(h) = p.data_mut().first_chunk_mut::<W>() else {
-        // (cannot happen: a key's frame holds its L2 and IPv4 headers)
+        // (cannot happen: a key's frame holds its L2 and IP headers)
         let _ = p.drop_front(grow);
         return None;
     };
     // Every check is done: from here on the packet changes.
-    let ttl = ttl_dec(h.last_chunk_mut::<20>()?);
+    let ttl = ttl(h)?;
     impose(&mut h[ETH_LEN..ETH_LEN + grow], &d.lse, ttl);
     write_l2(h, 0, &rw.hdr, false, ETHERTYPE_MPLS)?;
     Some(frame)
@@ -127,22 +144,11 @@ fn push6_n<const N: usize, const W: usize, P: Packet>(
     d: &FwdDec,
 ) -> Option<usize> {
     const { assert!(W == N * LABEL_LEN + HEAD6 && N <= FAST_LABELS) };
-    let grow = N * LABEL_LEN;
-    let frame = p.window().1 + grow;
-    if frame > usize::from(rw.frame_max) || !p.grow_front(grow) {
-        return None;
-    }
-    let Some(h) = p.data_mut().first_chunk_mut::<W>() else {
-        // (cannot happen: a key's frame holds its L2 and IPv6 headers)
-        let _ = p.drop_front(grow);
-        return None;
-    };
-    // Every check is done: from here on the packet changes.
-    let hl = h[W - 40 + 7].wrapping_sub(1);
-    h[W - 40 + 7] = hl;
-    impose(&mut h[ETH_LEN..ETH_LEN + grow], &d.lse, hl);
-    write_l2(h, 0, &rw.hdr, false, ETHERTYPE_MPLS)?;
-    Some(frame)
+    push_front::<N, W, P>(p, rw, d, plain_max(rw), |h| {
+        let hl = h[W - 40 + 7].wrapping_sub(1);
+        h[W - 40 + 7] = hl;
+        Some(hl)
+    })
 }
 
 /// Sends key packet `p` by decision `d` through its adjacency `rw`
