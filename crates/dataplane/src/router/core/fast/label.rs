@@ -56,6 +56,17 @@ impl Work {
         self.popped[(i >> 6) & 3] |= 1 << (i & 63);
     }
 
+    /// Packet `p` (packet `i`), popped into IPv6 with destination `d`, becomes
+    /// IPv6 key `j`: its window moves past the label, and it is marked popped.
+    #[inline(always)]
+    fn popped_key6<P: Packet>(&mut self, p: &mut P, i: usize, j: usize, d: u128) {
+        self.keys6[j & (BURST - 1)] = d;
+        self.sel6[j & (BURST - 1)] = i as u16;
+        // (cannot fail: the frame holds the label)
+        let _ = p.drop_front(LABEL_LEN);
+        self.popped[(i >> 6) & 3] |= 1 << (i & 63);
+    }
+
     /// The classify walk's run of labelled packets from `pkts[i0]` on: untagged
     /// frames on `c.rxif`'s port to its MAC with EtherType MPLS, switched
     /// ([`mpls::LabelGuard::switch`]). A swap or PHP gets its L2 header and leaves
@@ -166,13 +177,8 @@ impl Work {
                 let table = mpls::lookup_table(t.lookup_table(), rxif.table);
                 match popped_ip6(frame, off, end) {
                     Some(d) if table == vt && rxif.v4 => {
-                        let k6 = c.k6 & (BURST - 1);
-                        self.keys6[k6] = d;
-                        self.sel6[k6] = i as u16;
+                        self.popped_key6(p, i, c.k6, d);
                         c.k6 += 1;
-                        // (cannot fail: the frame holds the label)
-                        let _ = p.drop_front(LABEL_LEN);
-                        self.popped[(i >> 6) & 3] |= 1 << (i & 63);
                         if !self.obs.keep_stacks {
                             // (the same label's pops that follow)
                             bytes += len as u64;
@@ -185,12 +191,8 @@ impl Work {
                     Some(d) if rxif.v4 && c.pt6.is_none_or(|t| t == table) => {
                         // (into another table: the second IPv6 batch)
                         c.pt6 = Some(table);
-                        let j = (BURST - 1 - c.k26) & (BURST - 1);
-                        self.keys6[j] = d;
-                        self.sel6[j] = i as u16;
+                        self.popped_key6(p, i, BURST - 1 - c.k26, d);
                         c.k26 += 1;
-                        let _ = p.drop_front(LABEL_LEN);
-                        self.popped[(i >> 6) & 3] |= 1 << (i & 63);
                     }
                     _ => self.ip6_resume_at(i, off, end, rxif.ifindex, table, hb),
                 }
