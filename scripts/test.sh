@@ -22,12 +22,14 @@ stage "cargo fmt";    cargo fmt --all --check
 stage "cargo clippy"; cargo clippy --workspace --all-targets -- -D warnings
 stage "cargo test";   cargo test --workspace --no-fail-fast
 stage "dpctl alone, without DPDK or libclang"
-if cargo tree -p dpctl -e normal,build --prefix none | grep -E '^(dpdk-sys|bindgen|clang-sys) '; then
-    echo "dpctl must not depend on DPDK"; exit 1
+# No crate under dpctl builds native code (no -sys crate, cc, pkg-config, bindgen
+# or cmake), so it builds wherever Rust does; built here with DPDK and libclang
+# hidden all the same (from the tests' build: only dpctl's own features differ).
+if cargo tree -p dpctl -e normal,build --prefix none | grep -E '^([a-z0-9_-]+-sys|bindgen|cc|pkg-config|cmake) '; then
+    echo "dpctl must not depend on native code (DPDK)"; exit 1
 fi
-PKG_CONFIG_LIBDIR=/nonexistent LIBCLANG_PATH=/nonexistent \
-    cargo build -q -p dpctl --target-dir target/dpctl-alone
-target/dpctl-alone/debug/dpctl --help >/dev/null
+PKG_CONFIG_LIBDIR=/nonexistent LIBCLANG_PATH=/nonexistent cargo build -q -p dpctl
+target/debug/dpctl --help >/dev/null
 stage "router-state alone, without DPDK"
 if cargo tree -p router-state -e normal,build --prefix none | grep -E '^(dpdk-sys|bindgen|clang-sys) '; then
     echo "router-state must not depend on DPDK"; exit 1
