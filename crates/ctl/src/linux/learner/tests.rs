@@ -451,8 +451,9 @@ mod unit {
     }
 
     /// `ip link add red type vrf table 10; ip link set port1 master red`: the
-    /// twin's interface moves into FIB table 10 with its address (and its
-    /// connected route), `nomaster` brings it back; a VRF device whose table
+    /// twin's interface moves into FIB table 10 with its addresses of both
+    /// families (and their connected routes), the VRF's IPv4 and IPv6 routes land
+    /// in that table, `nomaster` brings the interface back; a VRF device whose table
     /// the router lacks is refused and moves nothing; a label out of the VRF's
     /// device pops into its table.
     #[test]
@@ -479,16 +480,53 @@ mod unit {
             })
         };
         let p: fib::Ipv4Prefix = "10.2.0.0/24".parse().unwrap();
-        let connected_in = |ctl: &RouterControl, t| ctl.fib().route(t, p).is_some();
+        let p6: fib::Ipv6Prefix = "2001:db8:2::/64".parse().unwrap();
+        // Both families' connected routes go with the interface.
+        let connected_in = |ctl: &RouterControl, t| {
+            let (v4, v6) = (ctl.fib().route(t, p), ctl.fib().route6(t, p6));
+            assert_eq!(v4.is_some(), v6.is_some(), "table {t}: {v4:?} {v6:?}");
+            v4.is_some()
+        };
+        v.apply(
+            &mut ctl,
+            Change::Addr {
+                add: true,
+                ifindex: 12,
+                addr: "2001:db8:2::1".parse().unwrap(),
+                len: 64,
+            },
+        );
         v.apply(&mut ctl, vrf(50, 10));
         v.apply(&mut ctl, vrf(51, 99));
         assert_eq!(ctl.iface(2).unwrap().table, 0);
+        assert!(connected_in(&ctl, 0));
         v.apply(&mut ctl, port1(Some(50)));
         let i = ctl.iface(2).unwrap();
         assert_eq!(i.table, 10);
         assert_eq!(i.addrs, [(Ipv4Addr::new(10, 2, 0, 1), 24)]);
+        assert_eq!(i.addrs6, [("2001:db8:2::1".parse().unwrap(), 64)]);
         assert!(connected_in(&ctl, 10));
         assert!(!connected_in(&ctl, 0));
+        // The VRF's routes of either family come in its table (`ip -6 route add
+        // 2001:db8:77::/48 via 2001:db8:2::2 vrf red`).
+        let vrf_route = |prefix: fib::IpPrefix, gw: &str, add: bool| Change::Route {
+            metric: 0,
+            table: 10,
+            prefix,
+            route: add.then(|| Target::Paths(vec![nh(gw, 12)])),
+        };
+        let r4: fib::Ipv4Prefix = "198.51.77.0/24".parse().unwrap();
+        let r6: fib::Ipv6Prefix = "2001:db8:77::/48".parse().unwrap();
+        v.apply(&mut ctl, vrf_route(r4.into(), "10.2.0.2", true));
+        v.apply(&mut ctl, vrf_route(r6.into(), "2001:db8:2::2", true));
+        assert!(ctl.fib().route(10, r4).is_some());
+        assert!(ctl.fib().route6(10, r6).is_some());
+        assert!(ctl.fib().route(0, r4).is_none());
+        assert!(ctl.fib().route6(0, r6).is_none());
+        v.apply(&mut ctl, vrf_route(r6.into(), "2001:db8:2::2", false));
+        assert!(ctl.fib().route6(10, r6).is_none());
+        assert!(ctl.fib().route(10, r4).is_some());
+        v.apply(&mut ctl, vrf_route(r4.into(), "10.2.0.2", false));
         // The same state again changes nothing.
         v.apply(&mut ctl, port1(Some(50)));
         assert_eq!(ctl.iface(2).unwrap().table, 10);
