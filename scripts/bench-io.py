@@ -693,7 +693,9 @@ def callgrind_run(cmd, toggle, seconds, outdir, tag, cwd=None, sigint=False):
     Returns (its profile's path, its output)."""
     for f in glob.glob(os.path.join(outdir, f"cg.{tag}.*")):
         os.unlink(f)
-    vg = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={outdir}/cg.{tag}.%p",
+    # (--fair-sched: valgrind runs one thread at a time, and without it a polling
+    # worker can starve the main thread that is to stop it)
+    vg = ["valgrind", "--tool=callgrind", "--fair-sched=yes", f"--callgrind-out-file={outdir}/cg.{tag}.%p",
           "--collect-atstart=no", f"--toggle-collect={toggle}"]
     p = subprocess.Popen(vg + cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          stdin=subprocess.DEVNULL, cwd=cwd)
