@@ -52,4 +52,32 @@ pub fn load_v4() -> Vec<(u32, u8, u32)> {
     rib
 }
 
+/// Next hops the 2024 table's IPv4 prefixes are spread over: its file has no
+/// origin AS, so each prefix gets one of this many by a hash of the prefix (about
+/// as many as the 2014 table's distinct origin ASes, 29,959).
+pub const NEXT_HOPS_2024: u32 = 30_000;
+
+/// The IPv4 table the FIB benchmarks load: the 2024 table's 901,899 prefixes
+/// (each with one of [`NEXT_HOPS_2024`] next hops), or with `V4_TABLE=2014` the
+/// 2014 table's 512,621 with their origin ASes. Returns the table and its name.
+pub fn load_v4_selected() -> (Vec<(u32, u8, u32)>, &'static str) {
+    if std::env::var("V4_TABLE").is_ok_and(|t| t == "2014") {
+        return (load_v4(), "2014 table, next hop by origin AS");
+    }
+    let t = tables::load_v4_2024().unwrap_or_else(|| {
+        panic!(
+            "{} not found (shared/ must sit beside the repository; V4_TABLE=2014 for the 2014 table)",
+            tables::FILE_2024
+        )
+    });
+    let hop = |a: u32, l: u8| {
+        let h = (u64::from(a) << 8 | u64::from(l)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        ((h >> 32) % u64::from(NEXT_HOPS_2024)) as u32 + 1
+    };
+    (
+        t.into_iter().map(|(a, l, _)| (a, l, hop(a, l))).collect(),
+        "2024 table, one of 30,000 next hops per prefix",
+    )
+}
+
 pub use tables::{V6_PREFIXES_2024, load_v6_2024, mask6, synthetic_v6};

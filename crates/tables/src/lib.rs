@@ -23,6 +23,46 @@ pub fn shared_data(file: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// IPv4 prefixes in the 2024 table.
+pub const V4_PREFIXES_2024: usize = 901_899;
+
+/// The 2024 table's IPv4 prefixes as (network, length, line index + 1), or `None`
+/// when the file is not beside the repository.
+///
+/// # Panics
+///
+/// If the file is there but cannot be read, or holds fewer than 850,000 IPv4
+/// prefixes.
+pub fn load_v4_2024() -> Option<Vec<(u32, u8, u32)>> {
+    let path = shared_data(FILE_2024)?;
+    let f = std::fs::File::open(&path)
+        .unwrap_or_else(|e| panic!("{} cannot be opened: {e}", path.display()));
+    let mut out = Vec::with_capacity(V4_PREFIXES_2024);
+    for (i, line) in BufReader::new(flate2::read::GzDecoder::new(f))
+        .lines()
+        .enumerate()
+    {
+        let line = line.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let Some((a, l)) = line.trim().split_once('/') else {
+            continue;
+        };
+        let (Ok(a), Ok(l)) = (a.parse::<std::net::Ipv4Addr>(), l.parse::<u8>()) else {
+            continue; // IPv6, or not a prefix
+        };
+        if l <= 32 {
+            let mask = u32::MAX.checked_shl(32 - u32::from(l)).unwrap_or(0);
+            out.push((u32::from(a) & mask, l, i as u32 + 1));
+        }
+    }
+    assert!(
+        out.len() > 850_000,
+        "{}: only {} IPv4 prefixes",
+        path.display(),
+        out.len()
+    );
+    Some(out)
+}
+
 /// Network mask of an IPv6 prefix of length `l <= 128`.
 pub fn mask6(l: u8) -> u128 {
     if l == 0 {
