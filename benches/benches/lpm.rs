@@ -18,7 +18,8 @@
 //! Run: `cargo bench -p benches --bench lpm` (needs hugepages for DPDK:
 //! `/proc/sys/vm/nr_hugepages`). The summary table at the end is what
 //! `benches/RESULTS-fib.md` records. `LPM_UPDATES_ONLY=n` stops after the load and
-//! `n` runs of the update-rate measurement.
+//! `n` runs of the update-rate measurement; `LPM_OURS_ONLY=1` measures `fib`'s
+//! batched lookups beside the safe-Rust DIR-24-8 only (no DPDK).
 #![deny(unsafe_code)]
 
 use std::hint::black_box;
@@ -351,6 +352,9 @@ fn main() {
     println!("RIB: {} prefixes", rib.len());
     let (random, from_prefixes) = draw_keys(&rib);
     let (fib, trie, dir) = load_ours(&rib);
+    if std::env::var_os("LPM_OURS_ONLY").is_some() {
+        return ours_only(&fib, &dir, &random, &from_prefixes);
+    }
     update_rate(&rib, &random);
     if let Some(runs) = updates_only() {
         for _ in 1..runs {
@@ -369,6 +373,44 @@ fn main() {
     spot_check(&mut t, &random);
     criterion_runs(&mut t, &random, &from_prefixes);
     summary(&mut t, &random, &from_prefixes);
+}
+
+/// `LPM_OURS_ONLY=1`: `fib` against the safe-Rust DIR-24-8 at batch 256 on both
+/// key sets, without DPDK (whose `rte_lpm` takes minutes to load a full table):
+/// for iterating on the lookup.
+fn ours_only(fib: &Fib, dir: &Dir248, random: &[u32], from_prefixes: &[u32]) {
+    let hz = tsc_hz() as f64;
+    let mut reader = fib.reader();
+    let mut out = [0u32; 256];
+    for (name, keys) in [("random", random), ("prefix", from_prefixes)] {
+        let (mut ours, mut peer) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            let t0 = rdtsc();
+            for c in keys.chunks(256) {
+                let v = reader.read();
+                v.lookup_burst(0, c, &mut out[..c.len()]);
+                black_box(&out);
+            }
+            ours.push(rdtsc() - t0);
+            let t0 = rdtsc();
+            for c in keys.chunks(256) {
+                dir.lookup_burst(c, &mut out[..c.len()]);
+                black_box(&out);
+            }
+            peer.push(rdtsc() - t0);
+        }
+        ours.sort_unstable();
+        peer.sort_unstable();
+        let (o, d) = (
+            ours[ROUNDS / 2] as f64 / keys.len() as f64,
+            peer[ROUNDS / 2] as f64 / keys.len() as f64,
+        );
+        println!(
+            "{name} keys, batch 256: fib {o:.1} cycles ({:.1} M/s), dir24-8 {d:.1}: {:.2}x",
+            hz / o / 1e6,
+            d / o
+        );
+    }
 }
 
 /// The two key sets, [`KEYS`] each: uniformly random addresses, and addresses
