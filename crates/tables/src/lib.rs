@@ -35,32 +35,59 @@ pub const V4_PREFIXES_2024: usize = 901_899;
 /// prefixes.
 pub fn load_v4_2024() -> Option<Vec<(u32, u8, u32)>> {
     let path = shared_data(FILE_2024)?;
-    let f = std::fs::File::open(&path)
+    Some(read_2024(
+        &path,
+        V4_PREFIXES_2024,
+        850_000,
+        "IPv4",
+        |a, l| {
+            let a = a.parse::<std::net::Ipv4Addr>().ok()?;
+            let mask = u32::MAX.checked_shl(32u32.checked_sub(u32::from(l))?);
+            Some((u32::from(a) & mask.unwrap_or(0), l))
+        },
+    ))
+}
+
+/// The prefixes of the 2024 table at `path` that `parse` takes (address text and
+/// length to network and length), as (network, length, line index + 1).
+///
+/// # Panics
+///
+/// If the file cannot be read, or `parse` takes fewer than `least` of its lines.
+fn read_2024<A>(
+    path: &std::path::Path,
+    size: usize,
+    least: usize,
+    family: &str,
+    parse: impl Fn(&str, u8) -> Option<(A, u8)>,
+) -> Vec<(A, u8, u32)> {
+    let f = std::fs::File::open(path)
         .unwrap_or_else(|e| panic!("{} cannot be opened: {e}", path.display()));
-    let mut out = Vec::with_capacity(V4_PREFIXES_2024);
+    let mut out = Vec::with_capacity(size);
     for (i, line) in BufReader::new(flate2::read::GzDecoder::new(f))
         .lines()
         .enumerate()
     {
         let line = line.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let Some((a, l)) = line.trim().split_once('/') else {
+        // (the other family's lines, and any that is not a prefix, are skipped)
+        let Some((a, Ok(l))) = line
+            .trim()
+            .split_once('/')
+            .map(|(a, l)| (a, l.parse::<u8>()))
+        else {
             continue;
         };
-        let (Ok(a), Ok(l)) = (a.parse::<std::net::Ipv4Addr>(), l.parse::<u8>()) else {
-            continue; // IPv6, or not a prefix
-        };
-        if l <= 32 {
-            let mask = u32::MAX.checked_shl(32 - u32::from(l)).unwrap_or(0);
-            out.push((u32::from(a) & mask, l, i as u32 + 1));
+        if let Some((a, l)) = parse(a, l) {
+            out.push((a, l, i as u32 + 1));
         }
     }
     assert!(
-        out.len() > 850_000,
-        "{}: only {} IPv4 prefixes",
+        out.len() > least,
+        "{}: only {} {family} prefixes",
         path.display(),
         out.len()
     );
-    Some(out)
+    out
 }
 
 /// Network mask of an IPv6 prefix of length `l <= 128`.
@@ -86,30 +113,10 @@ pub fn load_v6_2024() -> (Vec<(u128, u8, u32)>, bool) {
         );
         return (synthetic_v6(V6_PREFIXES_2024), false);
     };
-    let f = std::fs::File::open(&path)
-        .unwrap_or_else(|e| panic!("{} cannot be opened: {e}", path.display()));
-    let mut out = Vec::with_capacity(V6_PREFIXES_2024);
-    for (i, line) in BufReader::new(flate2::read::GzDecoder::new(f))
-        .lines()
-        .enumerate()
-    {
-        let line = line.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let Some((a, l)) = line.trim().split_once('/') else {
-            continue;
-        };
-        let (Ok(a), Ok(l)) = (a.parse::<Ipv6Addr>(), l.parse::<u8>()) else {
-            continue; // IPv4, or not a prefix
-        };
-        if l <= 128 {
-            out.push((u128::from(a) & mask6(l), l, i as u32 + 1));
-        }
-    }
-    assert!(
-        out.len() > 150_000,
-        "{}: only {} IPv6 prefixes",
-        path.display(),
-        out.len()
-    );
+    let out = read_2024(&path, V6_PREFIXES_2024, 150_000, "IPv6", |a, l| {
+        let a = a.parse::<Ipv6Addr>().ok()?;
+        (l <= 128).then(|| (u128::from(a) & mask6(l), l))
+    });
     (out, true)
 }
 
@@ -168,4 +175,28 @@ pub fn synthetic_v6(n: usize) -> Vec<(u128, u8, u32)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both families of the 2024 table, counted as its README counts them, with
+    /// host bits clear (when the shared data is beside the repository).
+    #[test]
+    fn the_2024_table_loads_both_families() {
+        let Some(v4) = load_v4_2024() else {
+            eprintln!("{FILE_2024} not found: nothing to check");
+            return;
+        };
+        assert_eq!(v4.len(), V4_PREFIXES_2024);
+        assert!(
+            v4.iter().all(|&(a, l, _)| l <= 32
+                && a & !u32::MAX.checked_shl(32 - u32::from(l)).unwrap_or(0) == 0)
+        );
+        let (v6, from_file) = load_v6_2024();
+        assert!(from_file);
+        assert_eq!(v6.len(), V6_PREFIXES_2024);
+        assert!(v6.iter().all(|&(a, l, _)| a & !mask6(l) == 0));
+    }
 }
