@@ -202,21 +202,12 @@ pub use tables::shared_data;
 /// The 2024 table's IPv4 prefixes (`prefixes-2024-v4v6.txt.gz`, one `prefix/len`
 /// per line, both families), if the shared data is beside the clone.
 pub fn load_prefixes_2024() -> Option<Vec<Ipv4Prefix>> {
-    let path = shared_data("prefixes-2024-v4v6.txt.gz")?;
-    let f = std::fs::File::open(&path)
-        .unwrap_or_else(|e| panic!("{} cannot be opened: {e}", path.display()));
-    let mut out = Vec::with_capacity(910_000);
-    for line in BufReader::new(flate2::read::GzDecoder::new(f)).lines() {
-        let line = line.expect("read table");
-        let Some((a, l)) = line.trim().split_once('/') else {
-            continue;
-        };
-        let Ok(a) = a.parse::<Ipv4Addr>() else {
-            continue; // IPv6
-        };
-        out.push(Ipv4Prefix::new_truncated(a, l.parse().expect("length")).expect("len"));
-    }
-    Some(out)
+    Some(
+        tables::load_v4_2024()?
+            .into_iter()
+            .map(|(a, l, _)| Ipv4Prefix::new_truncated(Ipv4Addr::from(a), l).expect("length"))
+            .collect(),
+    )
 }
 
 /// `n` distinct prefixes with about the 2024 table's length mix (per mille:
