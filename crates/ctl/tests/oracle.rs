@@ -573,10 +573,23 @@ fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
                         .unwrap_or(25),
                 )..]
                     .join("\n");
+                // (every route of the differing prefixes, each metric and source)
+                let routes = lab.json("route show table 0");
+                let detail: Vec<String> = routes["routes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|r| {
+                        let p = r["prefix"].as_str().unwrap_or("");
+                        k.get(p) != d.get(p)
+                    })
+                    .map(|r| r.to_string())
+                    .collect();
                 panic!(
                     "seed {seed}: after step {i} the dataplane differs from the kernel:\n{}\n\
-                     last steps:\n{tail}\n--- show linux\n{}",
+                     the dataplane's routes there:\n{}\nlast steps:\n{tail}\n--- show linux\n{}",
                     diff.join("\n"),
+                    detail.join("\n"),
                     lab.dpctl("show linux").1
                 );
             }

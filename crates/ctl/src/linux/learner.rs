@@ -363,6 +363,11 @@ impl KernelView {
     pub fn begin_refresh(&mut self, ctl: &mut RouterControl) {
         self.mark = Some(Mark::default());
         ctl.route_mark(self.source);
+        // Which routes use which nexthop object is learned again from the dump:
+        // a route the kernel flushed silently (its nexthop's link went down) and
+        // that was never installed here (nothing of it on a twin) would otherwise
+        // stay listed, and come back when an object of that id does.
+        self.nh_users.clear();
     }
 
     /// Ends a refresh: removes the kernel-learned entries it did not mark.

@@ -303,6 +303,44 @@ mod unit {
         assert_eq!(ctl.routes_of(RouteSource::Kernel).count(), 1);
     }
 
+    /// Found by the kernel oracle: a route over a nexthop object that nothing
+    /// here forwards over (no twin) is not installed; the kernel then flushes
+    /// it and the object silently (its link went down), and a resync reads
+    /// neither back. An object made later under the same id must not bring the
+    /// route back.
+    #[test]
+    fn a_silently_flushed_route_does_not_return_with_its_nexthop_id() {
+        let (mut ctl, mut v) = setup();
+        let obj = |id, o| Change::Nexthop { id, nh: Some(o) };
+        // (ifindex 13 is no twin)
+        v.apply(&mut ctl, obj(1, NexthopObject::One(nh("10.9.0.2", 13))));
+        v.apply(
+            &mut ctl,
+            route(254, "203.0.113.0/24", Some(Target::NexthopId(1))),
+        );
+        assert!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("203.0.113.0/24"))
+                .is_none()
+        );
+        // The resync's dump has neither the object nor the route.
+        v.begin_refresh(&mut ctl);
+        v.sweep(&mut ctl);
+        v.apply(&mut ctl, obj(1, NexthopObject::Blackhole));
+        assert!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("203.0.113.0/24"))
+                .is_none()
+        );
+        // A route over the new object is the kernel's again.
+        v.apply(
+            &mut ctl,
+            route(254, "203.0.113.0/24", Some(Target::NexthopId(1))),
+        );
+        assert!(matches!(
+            ctl.route_of(RouteSource::Kernel, 0, pfx("203.0.113.0/24")),
+            Some(RouteKind::Blackhole)
+        ));
+    }
+
     #[test]
     fn nexthop_objects_resolve_and_follow_their_changes() {
         let (mut ctl, mut v) = setup();
