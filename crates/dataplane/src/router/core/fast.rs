@@ -425,11 +425,7 @@ impl Work {
         if let (Some(pt), true) = (pt, k2 > 0) {
             // The second batch, from the top of the arrays to their start, in the
             // order it was taken; its walk resumes packets in its own table.
-            let from = BURST - k2;
-            self.keys[from..].reverse();
-            self.sel[from..].reverse();
-            self.keys.copy_within(from.., 0);
-            self.sel.copy_within(from.., 0);
+            second_batch_to_front(&mut self.keys, &mut self.sel, k2);
             if light_meta {
                 self.note_fast(k2);
             }
@@ -449,11 +445,7 @@ impl Work {
         }
         if let (Some(pt6), true) = (pt6, k26 > 0) {
             // IPv6's second batch, as IPv4's.
-            let from = BURST - k26.min(BURST);
-            self.keys6[from..].reverse();
-            self.sel6[from..].reverse();
-            self.keys6.copy_within(from.., 0);
-            self.sel6.copy_within(from.., 0);
+            second_batch_to_front(&mut self.keys6, &mut self.sel6, k26);
             if light_meta {
                 self.note_fast6(k26);
             }
@@ -662,6 +654,17 @@ fn run_next<P: Packet>(pkts: &mut [P], i: usize, port: u16) -> Option<&mut P> {
 #[inline(always)]
 fn key_l3<P: Packet>(p: &P) -> usize {
     p.window().0 + ETH_LEN
+}
+
+/// Moves a second batch's `k` keys and their packets' places, taken from the
+/// top of the arrays down, to their start in the order they were taken.
+#[inline(always)]
+fn second_batch_to_front<K: Copy>(keys: &mut [K; BURST], sel: &mut [u16; BURST], k: usize) {
+    let from = BURST - k.min(BURST);
+    keys[from..].reverse();
+    sel[from..].reverse();
+    keys.copy_within(from.., 0);
+    sel.copy_within(from.., 0);
 }
 
 /// Sets bits `a..b` of `bits` (a word at a time).
