@@ -549,11 +549,9 @@ fn pseudowire_samples_name_the_circuit_and_carry_the_stacks() {
     assert_eq!(recs.iter().filter(|r| r.source == 5).count(), 1);
 }
 
-/// Plain IPv6 forwarded with sampling on both sides (the fast path's IPv6
-/// batch): every record names the output interface and the IPv6 next hop (a
-/// link-local neighbour), and holds the frame as it leaves (hop limit 63).
-#[test]
-fn ipv6_samples_have_the_ipv6_next_hop_and_the_frame_as_it_leaves() {
+/// [`router`] with 2001:db8:7::/48 via the link-local neighbour fe80::2:2 on
+/// port 1 (ifindex 2), which it returns.
+fn router_with_ipv6_route() -> (RouterControl, std::net::Ipv6Addr) {
     let mut ctl = router();
     let ll: std::net::Ipv6Addr = "fe80::2:2".parse().unwrap();
     ctl.set_neighbor6(2, ll, mac_n(1)).unwrap();
@@ -564,6 +562,15 @@ fn ipv6_samples_have_the_ipv6_next_hop_and_the_frame_as_it_leaves() {
         fib::RouteKind::Paths(vec![fib::Path::gateway6(ll, 2)]),
     )
     .unwrap();
+    (ctl, ll)
+}
+
+/// Plain IPv6 forwarded with sampling on both sides (the fast path's IPv6
+/// batch): every record names the output interface and the IPv6 next hop (a
+/// link-local neighbour), and holds the frame as it leaves (hop limit 63).
+#[test]
+fn ipv6_samples_have_the_ipv6_next_hop_and_the_frame_as_it_leaves() {
+    let (mut ctl, ll) = router_with_ipv6_route();
     let mut core = core(&mut ctl);
     let (mut h, mut c, table) = hook(1024);
     table.set(1, every(Directions::Rx)).unwrap();
@@ -632,16 +639,7 @@ fn six_pe_push_sample_has_the_ipv4_next_hop_and_both_labels() {
 /// leaves.
 #[test]
 fn pop_into_ipv6_sample_keeps_the_received_stack_and_the_ipv6_next_hop() {
-    let mut ctl = router();
-    let ll: std::net::Ipv6Addr = "fe80::2:2".parse().unwrap();
-    ctl.set_neighbor6(2, ll, mac_n(1)).unwrap();
-    let p: fib::Ipv6Prefix = "2001:db8:7::/48".parse().unwrap();
-    ctl.route_add(
-        0,
-        p,
-        fib::RouteKind::Paths(vec![fib::Path::gateway6(ll, 2)]),
-    )
-    .unwrap();
+    let (mut ctl, ll) = router_with_ipv6_route();
     ctl.label_add(303, true, LabelAction::ip6_lookup(0))
         .unwrap();
     let mut core = core(&mut ctl);
