@@ -106,6 +106,17 @@ carried() {
 
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
+# check_hops WHAT TRACE WANT: passes when the hops of traceroute output TRACE
+# (the second field of each line after its header) are WANT, space separated.
+check_hops() {
+    local hops
+    hops=$(awk 'NR > 1 { print $2 }' <<< "$2" | paste -sd' ')
+    if [ "$hops" = "$3" ]; then
+        pass "$1 ($hops)"
+    else
+        fail "$1: hops [$hops] want [$3]"
+    fi
+}
 
 # Checks the ICMP echo requests and replies of $tag's capture on every link against
 # "request|reply" expectations, one per link of LINKS in order (see `carried`).

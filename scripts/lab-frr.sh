@@ -303,13 +303,8 @@ say ""
 say "==== traceroute host-a -> host-b"
 tr=$(in_ns host-a traceroute -n -q 1 -N 1 -w 2 192.0.2.2 2>&1 || true)
 say "$tr" | sed 's/^/   /'
-hops=$(awk 'NR > 1 { print $2 }' <<< "$tr" | paste -sd' ')
-want="192.0.2.1 192.168.11.10 192.168.11.8 192.168.11.6 192.0.2.2"
-if [ "$hops" = "$want" ]; then
-    pass "traceroute: every hop answers, the P routers from inside the LSP ($hops)"
-else
-    fail "traceroute: hops [$hops] want [$want]"
-fi
+check_hops "traceroute: every hop answers, the P routers from inside the LSP" "$tr" \
+    "192.0.2.1 192.168.11.10 192.168.11.8 192.168.11.6 192.0.2.2"
 say ""
 say "==== r2 (P): dpctl show fpm; dpctl label show"
 [ -n "${LAB_QUIET:-}" ] || { dpctl r2 show fpm; dpctl r2 label show; } | sed 's/^/   /'

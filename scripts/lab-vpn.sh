@@ -358,30 +358,19 @@ say ""
 say "==== traceroute inside VRF red: red-a -> red-b"
 tr=$(in_ns red-a traceroute -n -q 1 -N 1 -w 2 10.0.1.2 2>&1 || true)
 say "$tr" | sed 's/^/   /'
-hops=$(awk 'NR > 1 { print $2 }' <<< "$tr" | paste -sd' ')
 # r3 from its red interface, the P routers (RFC 4950 ICMP sent on along the
 # LSP to r0, which routes it back in the VRF), r0 from the interface the LSP
 # reached it on (its reply routed in VRF red, where the packet was).
-want="10.0.0.1 192.168.11.10 192.168.11.8 192.168.11.6 10.0.1.2"
-if [ "$hops" = "$want" ]; then
-    pass "traceroute in VRF red: $hops"
-else
-    fail "traceroute in VRF red: hops [$hops] want [$want]"
-fi
+check_hops "traceroute in VRF red" "$tr" "10.0.0.1 192.168.11.10 192.168.11.8 192.168.11.6 10.0.1.2"
 
 say ""
 say "==== traceroute6 inside VRF red: red-a -> red-b, its answers captured"
 CAP="ra0"
 capture_all trace6 in_ns red-a traceroute6 -n -q 1 -N 1 -w 2 2001:db8:11::2
 say "$CAPTURED" | sed 's/^/   /'
-hops=$(awk 'NR > 1 { print $2 }' <<< "$CAPTURED" | paste -sd' ')
 # As for IPv4, with the core's IPv4 addresses IPv4-mapped (no IPv6 in the core).
-want="2001:db8:10::1 ::ffff:192.168.11.10 ::ffff:192.168.11.8 ::ffff:192.168.11.6 2001:db8:11::2"
-if [ "$hops" = "$want" ]; then
-    pass "traceroute6 in VRF red: $hops"
-else
-    fail "traceroute6 in VRF red: hops [$hops] want [$want]"
-fi
+check_hops "traceroute6 in VRF red" "$CAPTURED" \
+    "2001:db8:10::1 ::ffff:192.168.11.10 ::ffff:192.168.11.8 ::ffff:192.168.11.6 2001:db8:11::2"
 # The P routers' ICMPv6 time exceeded, decoded by tshark, quote the transport
 # and VPN labels the probe arrived with (RFC 4950; label:TTL, S on the bottom);
 # r0 answers once both labels are off.

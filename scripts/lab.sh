@@ -280,23 +280,18 @@ run_mode() {
 # traceroute6 from host-a to host-b, its answers captured on every link; checks
 # the hops and the RFC 4950 stacks of their time exceeded as host-a got them.
 trace6() {
-    local mode=$1 hops stacks want
+    local mode=$1 stacks want
     say ""
     say "==== traceroute6 host-a -> host-b ($mode, 6PE), its answers captured"
     capture "trace6-$mode" in_ns host-a traceroute6 -n -q 1 -N 1 -w 2 2001:db8:b::2
     say "$CAPTURED" | sed 's/^/   /'
-    hops=$(awk 'NR > 1 { print $2 }' <<< "$CAPTURED" | paste -sd' ')
     # r3 from its IPv6 interface; the P routers r2 and r1, and r0 where the hop
     # limit runs out after its pop, from their receiving core interfaces' IPv4
     # addresses IPv4-mapped (the core has no IPv6 address). The P routers' answers
     # go on along LSP 100 to r0 and come back over LSP 103, through the mode's
     # penultimate hops.
     want="2001:db8:a::1 ::ffff:192.168.11.10 ::ffff:192.168.11.8 ::ffff:192.168.11.6 2001:db8:b::2"
-    if [ "$hops" = "$want" ]; then
-        pass "$mode traceroute6: every hop answers ($hops)"
-    else
-        fail "$mode traceroute6: hops [$hops] want [$want]"
-    fi
+    check_hops "$mode traceroute6: every hop answers" "$CAPTURED" "$want"
     # The P routers quote the stack the probe arrived with (the ingress PE
     # copied the hop limit into both labels); r0 answers once both labels are
     # off, as for IPv4: no stack.
@@ -320,13 +315,8 @@ say ""
 say "==== traceroute host-a -> host-b (plain LSPs)"
 tr=$(in_ns host-a traceroute -n -q 1 -N 1 -w 2 -s 10.0.1.0 10.0.1.1 2>&1 || true)
 say "$tr" | sed 's/^/   /'
-hops=$(awk 'NR > 1 { print $2 }' <<< "$tr" | paste -sd' ')
-want="192.0.2.1 192.168.11.10 192.168.11.8 192.168.11.6 10.0.1.1"
-if [ "$hops" = "$want" ]; then
-    pass "traceroute: every hop answers ($hops)"
-else
-    fail "traceroute: hops [$hops] want [$want]"
-fi
+check_hops "traceroute: every hop answers" "$tr" \
+    "192.0.2.1 192.168.11.10 192.168.11.8 192.168.11.6 10.0.1.1"
 say ""
 trace6 plain
 say ""
