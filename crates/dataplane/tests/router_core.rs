@@ -2026,8 +2026,8 @@ fn fast_path_matches_general_path() {
 /// Runs of swaps out of one adjacency (the fast path sends those after the first
 /// in a loop of their own) broken by every case that must end such a run: another
 /// label to the same neighbour, one over the MTU, TTL 1, another port, another
-/// neighbour (unresolved), a PHP, a label not at the bottom; and runs of PHPs and
-/// of pops into IPv4 likewise. Every packet leaves as the general path sends it,
+/// neighbour (unresolved), a PHP, a label not at the bottom; and runs of PHPs, of
+/// pops into IPv4 and IPv6, and of IPv6 forwards and pushes likewise. Every packet leaves as the general path sends it,
 /// counters alike.
 #[test]
 fn fast_path_runs_of_swaps_and_pops() {
@@ -2186,6 +2186,37 @@ fn fast_path_runs_of_swaps_and_pops() {
         (six(303, 64, host_ip6(27, 0x19, 64, 100)), 0),
         (six(303, 64, plain6(28)), 0),
     ]);
+    // Runs of plain IPv6 forwards out of one adjacency (2001:db8:18::/48) and of
+    // pushes (a labelled route, 6PE's two labels), each broken by a frame over
+    // the MTU (packet too big), a hop limit of 1, another port, an unresolved
+    // next hop, ECMP, a blackhole, no route: the forward walk sends the run's
+    // others in a loop of their own and hands those back.
+    let ip6_frame = |net: u16, j: usize, hl: u8, len: usize| {
+        eth(mac_r(0), HOST, None, 0x86dd, &host_ip6(j, net, hl, len))
+    };
+    for net in [0x18, 0x19, 0x27] {
+        frames.extend([
+            (ip6_frame(net, 1, 64, 100), 0),
+            (ip6_frame(net, 2, 64, 200), 0),
+            (ip6_frame(net, 3, 64, 1560), 0),
+            (ip6_frame(net, 4, 64, 100), 0),
+            (ip6_frame(net, 5, 1, 100), 0),
+            (ip6_frame(net, 6, 64, 100), 0),
+            (ip6_frame(net, 7, 64, 100), 1),
+            (ip6_frame(net, 8, 64, 100), 0),
+            (ip6_frame(0x25, 9, 64, 100), 0),
+            (ip6_frame(net, 10, 64, 100), 0),
+            (ip6_frame(net, 11, 64, 1492), 0),
+            (ip6_frame(net, 12, 64, 100), 0),
+            (ip6_frame(0x21, 13, 64, 100), 0),
+            (ip6_frame(net, 14, 64, 100), 0),
+            (ip6_frame(0x26, 15, 64, 100), 0),
+            (ip6_frame(net, 16, 64, 100), 0),
+            (ip6_frame(0x99, 17, 64, 100), 0),
+            (ip6_frame(net, 18, 64, 100), 0),
+            (ip6_frame(net, 19, 64, 100), 0),
+        ]);
+    }
     // (a long run to end the vector)
     frames.extend((0..40).map(|j| (one_label(100, 64, 60 + j), 0)));
     let mut res = Vec::new();

@@ -14,6 +14,7 @@
 //! either way) has the same fate in `ip6-lookup`, which the differential test
 //! of `tests/router_core.rs` checks.
 
+use super::send::plain_max;
 use super::*;
 
 /// EtherType IPv6 and version 6: bytes 12..15 of the frame read little-endian,
@@ -107,14 +108,32 @@ impl Work {
         k: usize,
         hb: &mut Handback<'_, '_>,
     ) -> usize {
+        // (what sFlow reads of a packet this walk sends: see `forward_walk`)
+        if hb.light_meta | self.obs.tx_ifs {
+            self.forward_keys6::<true, P>(pkts, out, k, hb)
+        } else {
+            self.forward_keys6::<false, P>(pkts, out, k, hb)
+        }
+    }
+
+    /// [`Work::forward_walk6`]'s loop. `NOTES`: note what sFlow reads of each
+    /// packet sent (its adjacency and the ifIndex it left by).
+    #[inline(always)]
+    fn forward_keys6<const NOTES: bool, P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        k: usize,
+        hb: &mut Handback<'_, '_>,
+    ) -> usize {
+        let resumed_before = hb.n;
         let k = k.min(BURST);
         let n = pkts.len().min(out.len());
         let (pkts, out) = (&mut pkts[..n], &mut out[..n]);
-        let mut sent = 0;
+        // (the last result decoded: see `forward_keys`)
         let mut last_f = u64::MAX;
-        // (what sFlow reads of a packet this walk sends: see `forward_walk`)
-        let notes = hb.light_meta | self.obs.tx_ifs;
-        for j in 0..k {
+        let mut j = 0;
+        while j < k {
             let f = self.fwd[j];
             let slot = f as usize & (FWD_CACHE - 1);
             if u64::from(f) != last_f {
@@ -122,38 +141,104 @@ impl Work {
                     self.fwd_decode_cold(slot, f, hb.ift, hb.view);
                 }
                 last_f = u64::from(f);
+            } else if self.fwd.get(j + 1..j + 3).is_some_and(|r| r == [f, f]) && j + 3 <= k {
+                // A run of one result: out of line, in a loop that holds its
+                // decision, adjacency and counters (see `forward_keys`).
+                let d = self.fd[slot];
+                j = if d.plain {
+                    self.forward_run6::<NOTES, true, P>(pkts, out, j, k, f, &d, hb)
+                } else {
+                    self.forward_run6::<NOTES, false, P>(pkts, out, j, k, f, &d, hb)
+                };
+                continue;
             }
             let i = usize::from(self.sel6[j]);
+            j += 1;
             let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
                 continue;
             };
             let d = &self.fd[slot];
             let rs = usize::from(d.rs) & (RW_CACHE - 1);
             let rw = &mut self.rw[rs];
-            let frame = p.data_mut();
-            let len = frame.len();
-            let fits = len <= usize::from(rw.frame_max);
-            let sent_len = match frame.first_chunk_mut::<HEAD6>() {
-                Some(h) if d.plain && fits => {
-                    h[ETH_LEN + 7] -= 1;
-                    // (cannot fail: the header is in the chunk)
-                    write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV6).map(|()| len)
-                }
+            let sent = if d.plain {
+                send::forward_plain6(p, rw, plain_max(rw))
+            } else {
                 // (a push: 6PE's LSP and 6PE labels, or a route's own)
-                _ => send::push6(p, rw, d),
+                send::push6(p, rw, d)
             };
-            let Some(len) = sent_len else {
+            let Some(len) = sent else {
                 self.ip6_resume(p, i, hb);
                 continue;
             };
             *o = count_tx(rw, len);
-            sent += 1;
-            if notes {
+            if NOTES {
                 self.obs.fast_adj[i & (BURST - 1)] = d.adj;
                 self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
             }
         }
-        sent
+        k - (hb.n - resumed_before)
+    }
+
+    /// The IPv6 keys from `j` on whose FIB result is `f` (decoded as `d`), up to
+    /// `k`: each sent through `d`'s adjacency ([`send::forward_plain6`] if
+    /// `PLAIN`, else [`send::push6`]) or handed back. Returns where the run ends.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn forward_run6<const NOTES: bool, const PLAIN: bool, P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        mut j: usize,
+        k: usize,
+        f: u32,
+        d: &FwdDec,
+        hb: &mut Handback<'_, '_>,
+    ) -> usize {
+        let rs = usize::from(d.rs) & (RW_CACHE - 1);
+        let max = plain_max(&self.rw[rs]);
+        let (k, j0) = (k.min(BURST), j);
+        let n = pkts.len().min(out.len());
+        let (pkts, out) = (&mut pkts[..n], &mut out[..n]);
+        // (the held ones are handed back after the loop: see `forward_run`)
+        let (mut tx_bytes, mut held) = (0u64, 0usize);
+        while j < k && self.fwd[j] == f {
+            let i = usize::from(self.sel6[j]);
+            j += 1;
+            let sent = match (pkts.get_mut(i), out.get_mut(i)) {
+                (Some(p), Some(o)) => {
+                    let rw = &self.rw[rs];
+                    let sent = if PLAIN {
+                        send::forward_plain6(p, rw, max)
+                    } else {
+                        send::push6(p, rw, d)
+                    };
+                    if sent.is_some() {
+                        *o = rw.out;
+                    }
+                    sent
+                }
+                _ => None,
+            };
+            let Some(len) = sent else {
+                self.held[held & (BURST - 1)] = i as u16;
+                held += 1;
+                continue;
+            };
+            tx_bytes += len as u64;
+            if NOTES {
+                self.obs.fast_adj[i & (BURST - 1)] = d.adj;
+                self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
+            }
+        }
+        for h in 0..held.min(BURST) {
+            let i = usize::from(self.held[h]);
+            if let Some(p) = pkts.get_mut(i) {
+                self.ip6_resume(p, i, hb);
+            }
+        }
+        let tx_pkts = (j - j0) - held;
+        self.add_tx(rs, tx_pkts as u64, tx_bytes);
+        j
     }
 
     /// Hands IPv6 key packet `i` (`p`, untouched, or popped from under a label)

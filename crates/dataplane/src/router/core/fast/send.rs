@@ -135,6 +135,25 @@ pub(super) fn push6<P: Packet>(p: &mut P, rw: &Rw, d: &FwdDec) -> Option<usize> 
     }
 }
 
+/// A plain IPv6 forward (see [`How::Plain`]) of key packet `p` through `rw`,
+/// for a frame no longer than `max` (the adjacency's MTU and an untagged L2
+/// header): the hop limit (above 1: the classify walk saw it) less one and the
+/// L2 header. Returns the frame length, or `None` with the packet untouched
+/// (MTU).
+#[inline(always)]
+pub(super) fn forward_plain6<P: Packet>(p: &mut P, rw: &Rw, max: usize) -> Option<usize> {
+    let frame = p.data_mut();
+    let len = frame.len();
+    let h = frame.first_chunk_mut::<HEAD6>()?;
+    if len > max {
+        return None;
+    }
+    // Every check is done: from here on the packet changes.
+    h[ETH_LEN + 7] = h[ETH_LEN + 7].wrapping_sub(1);
+    write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV6)?;
+    Some(len)
+}
+
 /// [`push6`] of `N` labels, in a slice of `W` bytes (`N` labels and
 /// [`HEAD6`]).
 #[inline(always)]
