@@ -13,14 +13,17 @@ warm-up.
                    l3fwd in LPM mode with its default 16-route table (built by
                    scripts/build-l3fwd.sh from Debian's dpdk-doc; rate read with
                    dpdk-proc-info).
-  --mode router-full: the same with the 512,621-prefix table (RIB_V4, default
-                   ../shared/data/rib-v4-2014-05-13.txt.gz) in both, every prefix
-                   via port1, and frames to 4,096 addresses drawn from its
-                   prefixes (seeded): ours with the table as [[route]], l3fwd
-                   rebuilt with its LPM sized for 2^20 rules and 2^16 tbl8 groups
+  --mode router-full: the same with the IPv4 part of the 2024 table (RIB_V4,
+                   default ../shared/data/prefixes-2024-v4v6.txt.gz, 901,899
+                   prefixes; RIB_V4=../shared/data/rib-v4-2014-05-13.txt.gz: the
+                   2014 table's 512,621) in both, every prefix via port1, and
+                   frames to 4,096 addresses drawn from its prefixes (seeded):
+                   ours with the table as [[route]], l3fwd rebuilt with its LPM
+                   sized for 2^20 rules and 2^16 tbl8 groups
                    (scripts/build-l3fwd.sh --full-table) reading it with
-                   --rule_ipv4; each waits until forwarding starts (rte_lpm takes
-                   ~20 s to load the table).
+                   --rule_ipv4; each waits until forwarding starts (rte_lpm adds
+                   a rule in time linear in the rules of its length: about 20 s
+                   for the 2014 table, minutes for the 2024 one).
 
   --mode router6:  IPv6 routing (hop limit, MAC rewrite) in l3fwd's default
                    IPv6 table (16 /64s, 2001:200:0:N::/64 -> port N; ours: each
@@ -195,8 +198,8 @@ def run_l3fwd_once(pcap, seconds, binary, rules, lookup):
 
     try:
         # Forwarding has started when port 1's tx counter moves (the LPM is loaded
-        # first: ~20 s for a full table).
-        deadline = time.monotonic() + 180
+        # first: minutes for the 2024 table).
+        deadline = time.monotonic() + 900
         a, ta = tx1()
         while p.poll() is None and time.monotonic() < deadline:
             time.sleep(1)
@@ -822,7 +825,7 @@ def callgrind_main(a, cfg, outdir, pcap):
 LINUX_NS = "dpbench-io"
 L3FWD = os.path.join(ROOT, "target/l3fwd/l3fwd/build/l3fwd")
 L3FWD_FULL = os.path.join(ROOT, "target/l3fwd-full/l3fwd/build/l3fwd")
-RIB = os.environ.get("RIB_V4", os.path.join(ROOT, "..", "shared", "data", "rib-v4-2014-05-13.txt.gz"))
+RIB = os.environ.get("RIB_V4", os.path.join(ROOT, "..", "shared", "data", "prefixes-2024-v4v6.txt.gz"))
 # Destinations of router-full's frames: l3fwd's mbuf pool (8,192) holds the
 # replayed pcap and its rings.
 FULL_DSTS = 4096
