@@ -61,11 +61,7 @@ impl Work {
                 // adjacency and counters (worth its call). `last_f` held the
                 // decode of a result with one leg.
                 let d = self.fd[slot];
-                j = if d.plain {
-                    self.forward_run::<NOTES, true, P>(pkts, out, j, k, f, &d, hb)
-                } else {
-                    self.forward_run::<NOTES, false, P>(pkts, out, j, k, f, &d, hb)
-                };
+                j = self.forward_run_of::<V4, NOTES, P>(pkts, out, j, k, f, &d, hb);
                 continue;
             }
             let i = usize::from(self.sel[j]);
@@ -100,13 +96,33 @@ impl Work {
         k - (hb.n - resumed_before)
     }
 
-    /// The keys from `j` on whose FIB result is `f` (decoded as `d`, one leg, not
-    /// ECMP), up to `k`: each sent through `d`'s adjacency
-    /// ([`forward_plain`](super::send::forward_plain) if `PLAIN`, else
-    /// [`forward`](super::send::forward)) or handed back. Returns where the run ends.
+    /// [`Work::forward_run`] for decision `d`: its plain loop or the other.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn forward_run_of<F: KeyFamily, const NOTES: bool, P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        j: usize,
+        k: usize,
+        f: u32,
+        d: &FwdDec,
+        hb: &mut Handback<'_, '_>,
+    ) -> usize {
+        if d.plain {
+            self.forward_run::<F, NOTES, true, P>(pkts, out, j, k, f, d, hb)
+        } else {
+            self.forward_run::<F, NOTES, false, P>(pkts, out, j, k, f, d, hb)
+        }
+    }
+
+    /// The keys of family `F` from `j` on whose FIB result is `f` (decoded as
+    /// `d`, one leg, not ECMP), up to `k`: each sent through `d`'s adjacency
+    /// ([`KeyFamily::send`]: its plain forward if `PLAIN`) or handed back.
+    /// Returns where the run ends.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn forward_run<const NOTES: bool, const PLAIN: bool, P: Packet>(
+    fn forward_run<F: KeyFamily, const NOTES: bool, const PLAIN: bool, P: Packet>(
         &mut self,
         pkts: &mut [P],
         out: &mut [Out],
@@ -126,12 +142,12 @@ impl Work {
         // the loop, which so makes no call and keeps its values in registers)
         let (mut tx_bytes, mut held) = (0u64, 0usize);
         while j < k && self.fwd[j] == f {
-            let i = usize::from(self.sel[j]);
+            let i = usize::from(F::sel(self)[j]);
             j += 1;
             let sent = match (pkts.get_mut(i), out.get_mut(i)) {
                 (Some(p), Some(o)) => {
                     let rw = &self.rw[rs];
-                    let sent = send(p, rw, d, PLAIN, max);
+                    let sent = F::send::<PLAIN, P>(p, rw, d, max);
                     if sent.is_some() {
                         *o = rw.out;
                     }
@@ -152,11 +168,11 @@ impl Work {
                 self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
             }
         }
-        // Untouched by the IPv4 part: the general IPv4 stage takes over.
+        // Untouched by the family's part: its general stage takes over.
         for h in 0..held.min(BURST) {
             let i = usize::from(self.held[h]);
             if let Some(p) = pkts.get_mut(i) {
-                self.ip4_resume(p, i, hb);
+                F::resume(self, p, i, hb);
             }
         }
         let tx_pkts = (j - j0) - held;
@@ -277,5 +293,47 @@ impl Work {
             _ => How::Other,
         };
         e.plain = e.how == How::Plain;
+    }
+}
+
+/// What a forward walk's run of one result does in each family's keys.
+pub(super) trait KeyFamily {
+    /// The packets of the family's keys, by key.
+    fn sel(w: &Work) -> &[u16; BURST];
+    /// Sends key packet `p` by decision `d` through `rw` (its plain forward up
+    /// to `max` if `PLAIN`): the frame length, or `None` with the packet
+    /// untouched.
+    fn send<const PLAIN: bool, P: Packet>(
+        p: &mut P,
+        rw: &Rw,
+        d: &FwdDec,
+        max: usize,
+    ) -> Option<usize>;
+    /// Hands key packet `i` to the family's general stage.
+    fn resume<P: Packet>(w: &mut Work, p: &mut P, i: usize, hb: &mut Handback<'_, '_>);
+}
+
+/// IPv4 keys: [`send`], then the general IPv4 stage.
+pub(super) struct V4;
+
+impl KeyFamily for V4 {
+    #[inline(always)]
+    fn sel(w: &Work) -> &[u16; BURST] {
+        &w.sel
+    }
+
+    #[inline(always)]
+    fn send<const PLAIN: bool, P: Packet>(
+        p: &mut P,
+        rw: &Rw,
+        d: &FwdDec,
+        max: usize,
+    ) -> Option<usize> {
+        send(p, rw, d, PLAIN, max)
+    }
+
+    #[inline(always)]
+    fn resume<P: Packet>(w: &mut Work, p: &mut P, i: usize, hb: &mut Handback<'_, '_>) {
+        w.ip4_resume(p, i, hb);
     }
 }

@@ -14,6 +14,7 @@
 //! either way) has the same fate in `ip6-lookup`, which the differential test
 //! of `tests/router_core.rs` checks.
 
+use super::forward_walk::KeyFamily;
 use super::send::plain_max;
 use super::*;
 
@@ -145,11 +146,7 @@ impl Work {
                 // A run of one result: out of line, in a loop that holds its
                 // decision, adjacency and counters (see `forward_keys`).
                 let d = self.fd[slot];
-                j = if d.plain {
-                    self.forward_run6::<NOTES, true, P>(pkts, out, j, k, f, &d, hb)
-                } else {
-                    self.forward_run6::<NOTES, false, P>(pkts, out, j, k, f, &d, hb)
-                };
+                j = self.forward_run_of::<V6, NOTES, P>(pkts, out, j, k, f, &d, hb);
                 continue;
             }
             let i = usize::from(self.sel6[j]);
@@ -179,68 +176,6 @@ impl Work {
         k - (hb.n - resumed_before)
     }
 
-    /// The IPv6 keys from `j` on whose FIB result is `f` (decoded as `d`), up to
-    /// `k`: each sent through `d`'s adjacency ([`send::forward_plain6`] if
-    /// `PLAIN`, else [`send::push6`]) or handed back. Returns where the run ends.
-    #[allow(clippy::too_many_arguments)]
-    #[inline(never)]
-    fn forward_run6<const NOTES: bool, const PLAIN: bool, P: Packet>(
-        &mut self,
-        pkts: &mut [P],
-        out: &mut [Out],
-        mut j: usize,
-        k: usize,
-        f: u32,
-        d: &FwdDec,
-        hb: &mut Handback<'_, '_>,
-    ) -> usize {
-        let rs = usize::from(d.rs) & (RW_CACHE - 1);
-        let max = plain_max(&self.rw[rs]);
-        let (k, j0) = (k.min(BURST), j);
-        let n = pkts.len().min(out.len());
-        let (pkts, out) = (&mut pkts[..n], &mut out[..n]);
-        // (the held ones are handed back after the loop: see `forward_run`)
-        let (mut tx_bytes, mut held) = (0u64, 0usize);
-        while j < k && self.fwd[j] == f {
-            let i = usize::from(self.sel6[j]);
-            j += 1;
-            let sent = match (pkts.get_mut(i), out.get_mut(i)) {
-                (Some(p), Some(o)) => {
-                    let rw = &self.rw[rs];
-                    let sent = if PLAIN {
-                        send::forward_plain6(p, rw, max)
-                    } else {
-                        send::push6(p, rw, d)
-                    };
-                    if sent.is_some() {
-                        *o = rw.out;
-                    }
-                    sent
-                }
-                _ => None,
-            };
-            let Some(len) = sent else {
-                self.held[held & (BURST - 1)] = i as u16;
-                held += 1;
-                continue;
-            };
-            tx_bytes += len as u64;
-            if NOTES {
-                self.obs.fast_adj[i & (BURST - 1)] = d.adj;
-                self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
-            }
-        }
-        for h in 0..held.min(BURST) {
-            let i = usize::from(self.held[h]);
-            if let Some(p) = pkts.get_mut(i) {
-                self.ip6_resume(p, i, hb);
-            }
-        }
-        let tx_pkts = (j - j0) - held;
-        self.add_tx(rs, tx_pkts as u64, tx_bytes);
-        j
-    }
-
     /// Hands IPv6 key packet `i` (`p`, untouched, or popped from under a label)
     /// to `ip6-lookup`.
     #[cold]
@@ -265,5 +200,34 @@ impl Work {
             ..Meta::default()
         };
         self.resume(i, m, hb);
+    }
+}
+
+/// IPv6 keys: [`send::forward_plain6`] or [`send::push6`], then `ip6-lookup`.
+pub(super) struct V6;
+
+impl KeyFamily for V6 {
+    #[inline(always)]
+    fn sel(w: &Work) -> &[u16; BURST] {
+        &w.sel6
+    }
+
+    #[inline(always)]
+    fn send<const PLAIN: bool, P: Packet>(
+        p: &mut P,
+        rw: &Rw,
+        d: &FwdDec,
+        max: usize,
+    ) -> Option<usize> {
+        if PLAIN {
+            send::forward_plain6(p, rw, max)
+        } else {
+            send::push6(p, rw, d)
+        }
+    }
+
+    #[inline(always)]
+    fn resume<P: Packet>(w: &mut Work, p: &mut P, i: usize, hb: &mut Handback<'_, '_>) {
+        w.ip6_resume(p, i, hb);
     }
 }
