@@ -9,7 +9,8 @@
 #   scripts/fuzz.sh [SECONDS] [--keep] [TARGET...]   (make fuzz: 600 s each, --keep)
 #
 # FUZZ_BUILD=--dev builds the targets without optimisations (half the build time:
-# make test's short smoke run); the default is -O.
+# make test's short smoke run); the default is -O. FUZZ_JOBS targets run at once
+# (default: the CPUs).
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 secs=${1:-600}
@@ -20,7 +21,10 @@ build=${FUZZ_BUILD:--O}
 cargo +nightly fuzz build "$build"
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo +nightly fuzz list)
-for t in "${targets[@]}"; do
+# One target's run: its result line, or its log's tail and a non-zero status on a
+# crash; with `--keep`, its new coverage merged into the corpus.
+run_one() {
+    local t=$1 new log runs
     mkdir -p "corpus/$t"
     new=$(mktemp -d)
     log=$(mktemp)
@@ -28,7 +32,8 @@ for t in "${targets[@]}"; do
         -max_total_time="$secs" -rss_limit_mb=4096 -print_final_stats=1 > "$log" 2>&1; then
         tail -40 "$log"
         echo "fuzz: $t crashed; the input is in fuzz/artifacts/$t"
-        exit 1
+        rm -rf "$new" "$log"
+        return 1
     fi
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     echo "fuzz: $t: $runs runs in $secs s, no crash"
@@ -37,4 +42,23 @@ for t in "${targets[@]}"; do
         echo "fuzz: $t: corpus $(ls "corpus/$t" | wc -l) inputs"
     fi
     rm -rf "$new" "$log"
+}
+# As many targets at once as there are CPUs (FUZZ_JOBS), each printing when it
+# ends; after a crash no other starts, those running end by their time.
+jobs=${FUZZ_JOBS:-$(nproc)}
+running=0
+failed=0
+for t in "${targets[@]}"; do
+    if [ "$running" -ge "$jobs" ]; then
+        wait -n || failed=1
+        running=$((running - 1))
+    fi
+    [ "$failed" = 0 ] || break
+    run_one "$t" &
+    running=$((running + 1))
 done
+while [ "$running" -gt 0 ]; do
+    wait -n || failed=1
+    running=$((running - 1))
+done
+exit "$failed"
