@@ -2027,8 +2027,8 @@ fn fast_path_matches_general_path() {
 /// in a loop of their own) broken by every case that must end such a run: another
 /// label to the same neighbour, one over the MTU, TTL 1, another port, another
 /// neighbour (unresolved), a PHP, a label not at the bottom; and runs of PHPs, of
-/// pops into IPv4 and IPv6, and of IPv6 forwards and pushes likewise. Every packet leaves as the general path sends it,
-/// counters alike.
+/// pops into IPv4 and IPv6, and of IPv6 forwards and pushes likewise. Every
+/// packet leaves as the general path sends it, counters alike.
 #[test]
 fn fast_path_runs_of_swaps_and_pops() {
     let mut ctl = fuzz_router();

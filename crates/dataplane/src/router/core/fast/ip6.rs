@@ -15,14 +15,12 @@
 //! of `tests/router_core.rs` checks.
 
 use super::forward_walk::KeyFamily;
-use super::send::plain_max;
+use super::send::{HEAD6, plain_max};
 use super::*;
 
 /// EtherType IPv6 and version 6: bytes 12..15 of the frame read little-endian,
 /// under the mask 0xf0_ffff.
 const ET_V6_LE: u64 = 0x60_dd86;
-/// Ethernet and an IPv6 header.
-const HEAD6: usize = ETH_LEN + 40;
 
 /// Whether an address whose upper 64 bits are `hi` may be plain: neither zero
 /// (unspecified, loopback, IPv4-mapped or -compatible) nor fe80:: or above

@@ -1,6 +1,8 @@
 //! The per-packet writes that send a key: TTL and checksum, the labels to push and
 //! the L2 header, for a plain forward, a push out of an untagged link, or any other.
 
+use wire::ipv6;
+
 use super::*;
 
 /// Forwards one checked IPv4 packet (header at `l3`) through a plain-forward
@@ -117,7 +119,9 @@ fn push_front<const N: usize, const W: usize, P: Packet>(
 }
 
 /// Ethernet and an IPv6 header.
-const HEAD6: usize = ETH_LEN + 40;
+pub(super) const HEAD6: usize = ETH_LEN + ipv6::HEADER_LEN;
+/// The hop limit's offset in a frame that starts with an untagged L2 header.
+const HOP_LIMIT6: usize = ETH_LEN + ipv6::field::HOP_LIMIT;
 
 /// [`forward_push`] for an IPv6 key (6PE's two labels, or an IPv6 route's
 /// own): decision `d` pushes one or two labels out of an untagged interface
@@ -149,7 +153,7 @@ pub(super) fn forward_plain6<P: Packet>(p: &mut P, rw: &Rw, max: usize) -> Optio
         return None;
     }
     // Every check is done: from here on the packet changes.
-    h[ETH_LEN + 7] = h[ETH_LEN + 7].wrapping_sub(1);
+    h[HOP_LIMIT6] = h[HOP_LIMIT6].wrapping_sub(1);
     write_l2(h, 0, &rw.hdr, false, ETHERTYPE_IPV6)?;
     Some(len)
 }
@@ -164,8 +168,9 @@ fn push6_n<const N: usize, const W: usize, P: Packet>(
 ) -> Option<usize> {
     const { assert!(W == N * LABEL_LEN + HEAD6 && N <= FAST_LABELS) };
     push_front::<N, W, P>(p, rw, d, plain_max(rw), |h| {
-        let hl = h[W - 40 + 7].wrapping_sub(1);
-        h[W - 40 + 7] = hl;
+        let at = N * LABEL_LEN + HOP_LIMIT6;
+        let hl = h[at].wrapping_sub(1);
+        h[at] = hl;
         Some(hl)
     })
 }
