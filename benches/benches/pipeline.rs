@@ -1053,6 +1053,50 @@ fn profile<P: Packet>(cs: &mut [Case<P>], name: &str, vectors: u64) -> u64 {
     t
 }
 
+/// Case `name` of `cs` against the peer `l3fwd_work` in one process, in turns
+/// of 16 vectors each, `vectors` of each in all: the median cycles per packet
+/// of each over the turns, and the median of the turns' ratios (the peer's
+/// cycles over the case's: the case's rate as a multiple of the peer's). Turns
+/// a few milliseconds apart see the same load from the machine's neighbours,
+/// which moves separate runs by 1.5x here.
+fn versus<P: Packet, Q: Packet>(
+    cs: &mut [Case<P>],
+    name: &str,
+    peer: &mut L3fwdWork<'_, Q>,
+    vectors: u64,
+) {
+    const TURN: u64 = 16;
+    let case = cs
+        .iter_mut()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no case {name}"));
+    let per = |t: u64| t as f64 / (TURN * BURST as u64) as f64;
+    let (mut ours, mut theirs, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..vectors.div_ceil(TURN) {
+        let (a, b) = (per(case.timed(TURN)), per(peer.timed(TURN)));
+        ours.push(a);
+        theirs.push(b);
+        ratio.push(b / a);
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    if std::env::var_os("PIPELINE_VS_TRACE").is_some() {
+        for c in ratio.chunks(50) {
+            let mut c = c.to_vec();
+            eprintln!("  {:.3}", med(&mut c));
+        }
+    }
+    println!(
+        "{name}: {:.1} cycles/packet, l3fwd_work {:.1}: {:.3}x its rate (median of {} turns of {TURN} vectors each)",
+        med(&mut ours),
+        med(&mut theirs),
+        med(&mut ratio),
+        ratio.len()
+    );
+}
+
 fn main() {
     let mut c = Criterion::default()
         .with_measurement(Tsc)
@@ -1069,14 +1113,16 @@ fn main() {
     // `valgrind --tool=cachegrind`, whose instruction counts do not move with the
     // neighbours' load (two runs with different counts, subtracted, give the
     // instructions per packet). `PIPELINE_MBUF=1`: on DPDK mbufs (EAL with
-    // `--no-huge`, which valgrind can run).
+    // `--no-huge`, which valgrind can run). `PIPELINE_VS=1`: the case against
+    // the peer `l3fwd_work` in turns (see `versus`).
     if let Ok(name) = std::env::var("PIPELINE_PROFILE") {
         let vectors: u64 = std::env::var("PIPELINE_VECTORS")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(4096);
         let mbuf = std::env::var_os("PIPELINE_MBUF").is_some();
-        let eal = (mbuf || name.starts_with("l3fwd_work")).then(|| {
+        let vs = std::env::var_os("PIPELINE_VS").is_some();
+        let eal = (mbuf || vs || name.starts_with("l3fwd_work")).then(|| {
             Eal::init(&[
                 "pipeline-bench",
                 "--no-pci",
@@ -1092,6 +1138,24 @@ fn main() {
         });
         let heap = |f: &[u8], rx: u16| VecPacket::new(f, rx);
         let pool = eal.filter(|_| mbuf).map(bench_pool);
+        if let (true, Some(eal)) = (vs, eal) {
+            // (the IPv4 peer, beside the case in the same process)
+            let lpm = rte_lpm(eal, &st.rib);
+            let plain = st.plain.clone();
+            match pool {
+                Some(pool) => {
+                    let mut peer = L3fwdWork::new(&lpm, &plain, &mbufs(&pool));
+                    let mut cs = cases(&mut st, &mbufs(&pool));
+                    versus(&mut cs, &name, &mut peer, vectors);
+                }
+                None => {
+                    let mut peer = L3fwdWork::new(&lpm, &plain, &heap);
+                    let mut cs = cases(&mut st, &heap);
+                    versus(&mut cs, &name, &mut peer, vectors);
+                }
+            }
+            return;
+        }
         let t = match (eal, &pool) {
             (Some(eal), pool) if name == "l3fwd_work6" => {
                 let lpm = rte_lpm6(eal, &st.rib6);

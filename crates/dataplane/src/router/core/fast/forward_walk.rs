@@ -1,7 +1,7 @@
 //! The forward walk: the IPv4 keys looked up, each sent by what its FIB result (or
 //! ECMP leg) means for the fast path, decoded once and kept in a cache.
 
-use super::send::{plain_max, send};
+use super::send::{forward_plain, plain_max, send};
 use super::*;
 
 impl Work {
@@ -48,6 +48,19 @@ impl Work {
         let mut last_f = u64::MAX;
         let mut j = 0;
         while j < k {
+            // (the plain forwards first, in a loop of their own; this loop
+            // takes the key they stop at)
+            let (next, held) = self.plain_keys::<NOTES, P>(pkts, out, j, k);
+            for h in 0..held.min(BURST) {
+                let i = usize::from(self.held[h]);
+                if let Some(p) = pkts.get_mut(i) {
+                    self.ip4_resume(p, i, hb);
+                }
+            }
+            j = next;
+            if j >= k {
+                break;
+            }
             let f = self.fwd[j];
             let slot = f as usize & (FWD_CACHE - 1);
             if u64::from(f) != last_f {
@@ -94,6 +107,59 @@ impl Work {
             }
         }
         k - (hb.n - resumed_before)
+    }
+
+    /// The keys from `j` on (up to `k`) whose result the cache holds decoded
+    /// as a plain forward ([`How::Plain`]): each sent by [`forward_plain`], or
+    /// held (too long for its adjacency's MTU) in `held`. Stops at the first
+    /// other key. Returns where, and how many it held: the caller hands those
+    /// back. The loop borrows the arrays it reads apart from the rest of the
+    /// worker, so their addresses and the generation stay in registers while
+    /// it writes the frames.
+    #[inline(always)]
+    fn plain_keys<const NOTES: bool, P: Packet>(
+        &mut self,
+        pkts: &mut [P],
+        out: &mut [Out],
+        mut j: usize,
+        k: usize,
+    ) -> (usize, usize) {
+        let Work {
+            fwd,
+            sel,
+            fd,
+            fd_gen,
+            rw,
+            held,
+            obs,
+            ..
+        } = self;
+        let (fd, generation, k) = (&**fd, *fd_gen, k.min(BURST));
+        let mut n = 0;
+        while j < k {
+            let f = fwd[j];
+            let d = &fd[f as usize & (FWD_CACHE - 1)];
+            if (d.tag != fd_tag(generation, f)) | !d.plain {
+                break;
+            }
+            let i = usize::from(sel[j]);
+            j += 1;
+            let rw = &mut rw[usize::from(d.rs) & (RW_CACHE - 1)];
+            let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
+                continue;
+            };
+            let Some(len) = forward_plain(p, rw, plain_max(rw)) else {
+                held[n & (BURST - 1)] = i as u16;
+                n += 1;
+                continue;
+            };
+            *o = count_tx(rw, len);
+            if NOTES {
+                obs.fast_adj[i & (BURST - 1)] = d.adj;
+                obs.txs[i & (BURST - 1)] = tx_ifindex(rw);
+            }
+        }
+        (j, n)
     }
 
     /// [`Work::forward_run`] for decision `d`: its plain loop or the other.
