@@ -1055,10 +1055,11 @@ fn profile<P: Packet>(cs: &mut [Case<P>], name: &str, vectors: u64) -> u64 {
 
 /// Case `name` of `cs` against the peer `l3fwd_work` in one process, in turns
 /// of 16 vectors each, `vectors` of each in all: the median cycles per packet
-/// of each over the turns, and the median of the turns' ratios (the peer's
-/// cycles over the case's: the case's rate as a multiple of the peer's). Turns
-/// a few milliseconds apart see the same load from the machine's neighbours,
-/// which moves separate runs by 1.5x here.
+/// of each over the turns and their 10th percentiles (the turns the
+/// neighbours disturbed least), and the median of the turns' ratios (the
+/// peer's cycles over the case's: the case's rate as a multiple of the
+/// peer's). Turns a few milliseconds apart see the same load from the
+/// machine's neighbours, which moves separate runs by 1.5x here.
 fn versus<P: Packet, Q: Packet>(
     cs: &mut [Case<P>],
     name: &str,
@@ -1088,11 +1089,13 @@ fn versus<P: Packet, Q: Packet>(
             eprintln!("  {:.3}", med(&mut c));
         }
     }
+    let (a, b) = (med(&mut ours), med(&mut theirs));
+    let (a10, b10) = (ours[ours.len() / 10], theirs[theirs.len() / 10]);
     println!(
-        "{name}: {:.1} cycles/packet, l3fwd_work {:.1}: {:.3}x its rate (median of {} turns of {TURN} vectors each)",
-        med(&mut ours),
-        med(&mut theirs),
+        "{name}: {a:.1} cycles/packet (p10 {a10:.1}), l3fwd_work {b:.1} (p10 {b10:.1}): \
+         {:.3}x its rate by the turns' median ratio, {:.3}x by the p10s ({} turns of {TURN} vectors)",
         med(&mut ratio),
+        b10 / a10,
         ratio.len()
     );
 }

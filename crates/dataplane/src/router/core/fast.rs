@@ -32,8 +32,9 @@
 //!    adjacency on an up interface, at most [`FAST_LABELS`] labels) and holds the
 //!    label stack entries ready to write ([`leg_stack`]; an ECMP result's leg is
 //!    picked per packet by [`ecmp_hash`] and decoded once per leg). The keys
-//!    whose result is cached as a plain forward go through a loop of their own
-//!    ([`Work::plain_keys`]); a run of other keys with one result goes out of
+//!    whose result is cached as a plain forward or a push out of an untagged
+//!    link go through a loop of their own ([`Work::quick_keys`]); a run of
+//!    other keys with one result goes out of
 //!    line ([`Work::forward_run`]), in a loop that holds its adjacency and
 //!    counters; per packet: MTU and headroom, then
 //!    the steps `ip4-lookup` and `rewrite` use: [`ttl_dec`], [`impose`],

@@ -1,7 +1,7 @@
 //! The forward walk: the IPv4 keys looked up, each sent by what its FIB result (or
 //! ECMP leg) means for the fast path, decoded once and kept in a cache.
 
-use super::send::{forward_plain, plain_max, send};
+use super::send::{plain_max, send};
 use super::*;
 
 impl Work {
@@ -48,18 +48,14 @@ impl Work {
         let mut last_f = u64::MAX;
         let mut j = 0;
         while j < k {
-            // (the plain forwards first, in a loop of their own; this loop
-            // takes the key they stop at)
-            let (next, held) = self.plain_keys::<NOTES, P>(pkts, out, j, k);
-            for h in 0..held.min(BURST) {
-                let i = usize::from(self.held[h]);
-                if let Some(p) = pkts.get_mut(i) {
-                    self.ip4_resume(p, i, hb);
-                }
-            }
-            j = next;
-            if j >= k {
-                break;
+            // (the plain forwards and the pushes first, each in a loop of its
+            // own, while either takes keys; this loop takes the key they both
+            // stop at)
+            let j0 = j;
+            j = self.quick_keys::<NOTES, false, P>(pkts, out, j, k, hb);
+            j = self.quick_keys::<NOTES, true, P>(pkts, out, j, k, hb);
+            if j != j0 || j >= k {
+                continue;
             }
             let f = self.fwd[j];
             let slot = f as usize & (FWD_CACHE - 1);
@@ -110,20 +106,22 @@ impl Work {
     }
 
     /// The keys from `j` on (up to `k`) whose result the cache holds decoded
-    /// as a plain forward ([`How::Plain`]): each sent by [`forward_plain`], or
-    /// held (too long for its adjacency's MTU) in `held`. Stops at the first
-    /// other key. Returns where, and how many it held: the caller hands those
-    /// back. The loop borrows the arrays it reads apart from the rest of the
-    /// worker, so their addresses and the generation stay in registers while
-    /// it writes the frames.
+    /// as a plain forward ([`How::Plain`]), or if `PUSH` as a push of one or
+    /// two labels out of an untagged link ([`How::Push1`], [`How::Push2`]):
+    /// each sent ([`send`]), or (too long for its adjacency's MTU, no
+    /// headroom) handed back. Stops at the first other key; returns where.
+    /// The loop borrows the arrays it reads apart from the rest of the worker,
+    /// so their addresses and the generation stay in registers while it
+    /// writes the frames; the packets it holds are handed back after it.
     #[inline(always)]
-    fn plain_keys<const NOTES: bool, P: Packet>(
+    fn quick_keys<const NOTES: bool, const PUSH: bool, P: Packet>(
         &mut self,
         pkts: &mut [P],
         out: &mut [Out],
         mut j: usize,
         k: usize,
-    ) -> (usize, usize) {
+        hb: &mut Handback<'_, '_>,
+    ) -> usize {
         let Work {
             fwd,
             sel,
@@ -139,7 +137,12 @@ impl Work {
         while j < k {
             let f = fwd[j];
             let d = &fd[f as usize & (FWD_CACHE - 1)];
-            if (d.tag != fd_tag(generation, f)) | !d.plain {
+            let ours = if PUSH {
+                matches!(d.how, How::Push1 | How::Push2)
+            } else {
+                d.plain
+            };
+            if (d.tag != fd_tag(generation, f)) | !ours {
                 break;
             }
             let i = usize::from(sel[j]);
@@ -148,7 +151,7 @@ impl Work {
             let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
                 continue;
             };
-            let Some(len) = forward_plain(p, rw, plain_max(rw)) else {
+            let Some(len) = send(p, rw, d, !PUSH, plain_max(rw)) else {
                 held[n & (BURST - 1)] = i as u16;
                 n += 1;
                 continue;
@@ -159,7 +162,13 @@ impl Work {
                 obs.txs[i & (BURST - 1)] = tx_ifindex(rw);
             }
         }
-        (j, n)
+        for h in 0..n.min(BURST) {
+            let i = usize::from(self.held[h]);
+            if let Some(p) = pkts.get_mut(i) {
+                self.ip4_resume(p, i, hb);
+            }
+        }
+        j
     }
 
     /// [`Work::forward_run`] for decision `d`: its plain loop or the other.

@@ -56,7 +56,7 @@ fn forward<P: Packet>(p: &mut P, l3: usize, rw: &Rw, d: &FwdDec) -> Option<usize
 /// its label): the frame's own window holds it (no bounds to check against the
 /// buffer).
 #[inline(always)]
-pub(super) fn forward_plain<P: Packet>(p: &mut P, rw: &Rw, max: usize) -> Option<usize> {
+fn forward_plain<P: Packet>(p: &mut P, rw: &Rw, max: usize) -> Option<usize> {
     let frame = p.data_mut();
     let len = frame.len();
     let h = frame.first_chunk_mut::<HEAD>()?;
