@@ -42,36 +42,37 @@ impl Work {
         let k = k.min(BURST);
         let n = pkts.len().min(out.len());
         let (pkts, out) = (&mut pkts[..n], &mut out[..n]);
-        // The last result decoded, kept while no decode runs (u64::MAX: none): a
-        // vector's packets mostly share a few results, consecutive ones the same,
-        // and its entry needs no tag check then.
-        let mut last_f = u64::MAX;
         let mut j = 0;
         while j < k {
-            // (the plain forwards and the pushes first, each in a loop of its
-            // own, while either takes keys; this loop takes the key they both
-            // stop at)
-            let j0 = j;
-            j = self.quick_keys::<NOTES, false, P>(pkts, out, j, k, hb);
-            j = self.quick_keys::<NOTES, true, P>(pkts, out, j, k, hb);
-            if j != j0 || j >= k {
-                continue;
-            }
             let f = self.fwd[j];
             let slot = f as usize & (FWD_CACHE - 1);
-            if u64::from(f) != last_f {
-                if !self.fd_hit(slot, f) {
-                    self.fwd_decode_cold(slot, f, hb.ift, hb.view);
+            if !self.fd_hit(slot, f) {
+                self.fwd_decode_cold(slot, f, hb.ift, hb.view);
+            } else {
+                match self.fd[slot].how {
+                    // (a plain forward or a push: the keys from here on go
+                    // through that one's loop while they have such results)
+                    How::Plain => {
+                        j = self.quick_keys::<NOTES, false, P>(pkts, out, j, k, hb);
+                        continue;
+                    }
+                    How::Push1 | How::Push2 => {
+                        j = self.quick_keys::<NOTES, true, P>(pkts, out, j, k, hb);
+                        continue;
+                    }
+                    How::Ecmp => {}
+                    // A run of one other result (the next two keys have it):
+                    // out of line, in a loop that holds its decision,
+                    // adjacency and counters (worth its call).
+                    How::Other | How::No
+                        if self.fwd.get(j + 1..j + 3).is_some_and(|r| r == [f, f]) =>
+                    {
+                        let d = self.fd[slot];
+                        j = self.forward_run_of::<V4, NOTES, P>(pkts, out, j, k, f, &d, hb);
+                        continue;
+                    }
+                    _ => {}
                 }
-                last_f = u64::from(f);
-            } else if self.fwd.get(j + 1..j + 3).is_some_and(|r| r == [f, f]) && j + 3 <= k {
-                // A run of one result (the key before this one had it, the next
-                // two have it): out of line, in a loop that holds its decision,
-                // adjacency and counters (worth its call). `last_f` held the
-                // decode of a result with one leg.
-                let d = self.fd[slot];
-                j = self.forward_run_of::<V4, NOTES, P>(pkts, out, j, k, f, &d, hb);
-                continue;
             }
             let i = usize::from(self.sel[j]);
             j += 1;
@@ -81,7 +82,6 @@ impl Work {
             // (an ECMP result's leg comes from the leg cache, which may decode:
             // nothing kept then)
             let slot = if self.fd[slot].how == How::Ecmp {
-                last_f = u64::MAX;
                 self.ecmp_leg(p, key_l3(p), f, hb.ift, hb.view)
             } else {
                 slot
