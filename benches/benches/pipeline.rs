@@ -1116,8 +1116,9 @@ fn main() {
     // `valgrind --tool=cachegrind`, whose instruction counts do not move with the
     // neighbours' load (two runs with different counts, subtracted, give the
     // instructions per packet). `PIPELINE_MBUF=1`: on DPDK mbufs (EAL with
-    // `--no-huge`, which valgrind can run). `PIPELINE_VS=1`: the case against
-    // the peer `l3fwd_work` in turns (see `versus`).
+    // `--no-huge`, which valgrind can run). `PIPELINE_VS=1`: the case (or each
+    // of a comma-separated list) against the peer `l3fwd_work` in turns (see
+    // `versus`).
     if let Ok(name) = std::env::var("PIPELINE_PROFILE") {
         let vectors: u64 = std::env::var("PIPELINE_VECTORS")
             .ok()
@@ -1149,12 +1150,16 @@ fn main() {
                 Some(pool) => {
                     let mut peer = L3fwdWork::new(&lpm, &plain, &mbufs(&pool));
                     let mut cs = cases(&mut st, &mbufs(&pool));
-                    versus(&mut cs, &name, &mut peer, vectors);
+                    for name in name.split(',') {
+                        versus(&mut cs, name, &mut peer, vectors);
+                    }
                 }
                 None => {
                     let mut peer = L3fwdWork::new(&lpm, &plain, &heap);
                     let mut cs = cases(&mut st, &heap);
-                    versus(&mut cs, &name, &mut peer, vectors);
+                    for name in name.split(',') {
+                        versus(&mut cs, name, &mut peer, vectors);
+                    }
                 }
             }
             return;

@@ -19,16 +19,17 @@ impl Work {
     ) -> usize {
         // (one loop without sFlow's notes, one with them)
         if hb.light_meta | self.obs.tx_ifs {
-            self.forward_keys::<true, P>(pkts, out, k, hb)
+            self.forward_keys::<V4, true, P>(pkts, out, k, hb)
         } else {
-            self.forward_keys::<false, P>(pkts, out, k, hb)
+            self.forward_keys::<V4, false, P>(pkts, out, k, hb)
         }
     }
 
-    /// [`Work::forward_walk`]'s loop. `NOTES`: note what sFlow reads of each packet
-    /// sent (its adjacency and the ifIndex it left by).
+    /// The forward walks' loop over the keys of family `F` (`forward_walk`,
+    /// `forward_walk6`). `NOTES`: note what sFlow reads of each packet sent
+    /// (its adjacency and the ifIndex it left by).
     #[inline(always)]
-    fn forward_keys<const NOTES: bool, P: Packet>(
+    pub(super) fn forward_keys<F: KeyFamily, const NOTES: bool, P: Packet>(
         &mut self,
         pkts: &mut [P],
         out: &mut [Out],
@@ -53,11 +54,11 @@ impl Work {
                     // (a plain forward or a push: the keys from here on go
                     // through that one's loop while they have such results)
                     How::Plain => {
-                        j = self.quick_keys::<NOTES, false, P>(pkts, out, j, k, hb);
+                        j = self.quick_keys::<F, NOTES, true, P>(pkts, out, j, k, hb);
                         continue;
                     }
                     How::Push1 | How::Push2 => {
-                        j = self.quick_keys::<NOTES, true, P>(pkts, out, j, k, hb);
+                        j = self.quick_keys::<F, NOTES, false, P>(pkts, out, j, k, hb);
                         continue;
                     }
                     How::Ecmp => {}
@@ -68,30 +69,35 @@ impl Work {
                         if self.fwd.get(j + 1..j + 3).is_some_and(|r| r == [f, f]) =>
                     {
                         let d = self.fd[slot];
-                        j = self.forward_run_of::<V4, NOTES, P>(pkts, out, j, k, f, &d, hb);
+                        j = self.forward_run_of::<F, NOTES, P>(pkts, out, j, k, f, &d, hb);
                         continue;
                     }
                     _ => {}
                 }
             }
-            let i = usize::from(self.sel[j]);
+            let i = usize::from(F::sel(self)[j]);
             j += 1;
             let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
                 continue;
             };
-            // (an ECMP result's leg comes from the leg cache, which may decode:
-            // nothing kept then)
-            let slot = if self.fd[slot].how == How::Ecmp {
-                self.ecmp_leg(p, key_l3(p), f, hb.ift, hb.view)
-            } else {
-                slot
+            // (an ECMP result's leg comes from the leg cache, which may decode;
+            // the family without one hands its packet back)
+            let slot = match self.fd[slot].how {
+                How::Ecmp if F::ECMP => self.ecmp_leg(p, key_l3(p), f, hb.ift, hb.view),
+                _ => slot,
             };
             let d = &self.fd[slot];
             let rs = usize::from(d.rs) & (RW_CACHE - 1);
             let rw = &mut self.rw[rs];
-            let Some(len) = send(p, rw, d, d.plain, plain_max(rw)) else {
-                // Untouched by the IPv4 part: the general IPv4 stage takes over.
-                self.ip4_resume(p, i, hb);
+            let max = plain_max(rw);
+            let sent = if d.plain {
+                F::send::<true, P>(p, rw, d, max)
+            } else {
+                F::send::<false, P>(p, rw, d, max)
+            };
+            let Some(len) = sent else {
+                // Untouched by the family's part: its general stage takes over.
+                F::resume(self, p, i, hb);
                 continue;
             };
             *o = count_tx(rw, len);
@@ -106,15 +112,15 @@ impl Work {
     }
 
     /// The keys from `j` on (up to `k`) whose result the cache holds decoded
-    /// as a plain forward ([`How::Plain`]), or if `PUSH` as a push of one or
-    /// two labels out of an untagged link ([`How::Push1`], [`How::Push2`]):
-    /// each sent ([`send`]), or (too long for its adjacency's MTU, no
-    /// headroom) handed back. Stops at the first other key; returns where.
+    /// as a plain forward ([`How::Plain`]) if `PLAIN`, else as a push of one
+    /// or two labels out of an untagged link ([`How::Push1`], [`How::Push2`]):
+    /// each sent ([`KeyFamily::send`]), or (too long for its adjacency's MTU,
+    /// no headroom) handed back. Stops at the first other key; returns where.
     /// The loop borrows the arrays it reads apart from the rest of the worker,
     /// so their addresses and the generation stay in registers while it
     /// writes the frames; the packets it holds are handed back after it.
     #[inline(always)]
-    fn quick_keys<const NOTES: bool, const PUSH: bool, P: Packet>(
+    fn quick_keys<F: KeyFamily, const NOTES: bool, const PLAIN: bool, P: Packet>(
         &mut self,
         pkts: &mut [P],
         out: &mut [Out],
@@ -125,6 +131,7 @@ impl Work {
         let Work {
             fwd,
             sel,
+            sel6,
             fd,
             fd_gen,
             rw,
@@ -132,15 +139,16 @@ impl Work {
             obs,
             ..
         } = self;
+        let sel = if F::SIX { sel6 } else { sel };
         let (fd, generation, k) = (&**fd, *fd_gen, k.min(BURST));
         let mut n = 0;
         while j < k {
             let f = fwd[j];
             let d = &fd[f as usize & (FWD_CACHE - 1)];
-            let ours = if PUSH {
-                matches!(d.how, How::Push1 | How::Push2)
-            } else {
+            let ours = if PLAIN {
                 d.plain
+            } else {
+                matches!(d.how, How::Push1 | How::Push2)
             };
             if (d.tag != fd_tag(generation, f)) | !ours {
                 break;
@@ -151,7 +159,7 @@ impl Work {
             let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
                 continue;
             };
-            let Some(len) = send(p, rw, d, !PUSH, plain_max(rw)) else {
+            let Some(len) = F::send::<PLAIN, P>(p, rw, d, plain_max(rw)) else {
                 held[n & (BURST - 1)] = i as u16;
                 n += 1;
                 continue;
@@ -165,7 +173,7 @@ impl Work {
         for h in 0..n.min(BURST) {
             let i = usize::from(self.held[h]);
             if let Some(p) = pkts.get_mut(i) {
-                self.ip4_resume(p, i, hb);
+                F::resume(self, p, i, hb);
             }
         }
         j
@@ -371,8 +379,13 @@ impl Work {
     }
 }
 
-/// What a forward walk's run of one result does in each family's keys.
+/// What the forward walks do differently in each family's keys.
 pub(super) trait KeyFamily {
+    /// IPv6: its keys' packets are in `Work::sel6`, not `Work::sel`.
+    const SIX: bool;
+    /// An ECMP result's packets take a leg from the leg cache (else they are
+    /// handed back).
+    const ECMP: bool;
     /// The packets of the family's keys, by key.
     fn sel(w: &Work) -> &[u16; BURST];
     /// Sends key packet `p` by decision `d` through `rw` (its plain forward up
@@ -392,6 +405,9 @@ pub(super) trait KeyFamily {
 pub(super) struct V4;
 
 impl KeyFamily for V4 {
+    const SIX: bool = false;
+    const ECMP: bool = true;
+
     #[inline(always)]
     fn sel(w: &Work) -> &[u16; BURST] {
         &w.sel

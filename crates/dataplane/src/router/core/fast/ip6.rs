@@ -15,7 +15,7 @@
 //! of `tests/router_core.rs` checks.
 
 use super::forward_walk::KeyFamily;
-use super::send::{HEAD6, plain_max};
+use super::send::HEAD6;
 use super::*;
 
 /// EtherType IPv6 and version 6: bytes 12..15 of the frame read little-endian,
@@ -109,69 +109,10 @@ impl Work {
     ) -> usize {
         // (what sFlow reads of a packet this walk sends: see `forward_walk`)
         if hb.light_meta | self.obs.tx_ifs {
-            self.forward_keys6::<true, P>(pkts, out, k, hb)
+            self.forward_keys::<V6, true, P>(pkts, out, k, hb)
         } else {
-            self.forward_keys6::<false, P>(pkts, out, k, hb)
+            self.forward_keys::<V6, false, P>(pkts, out, k, hb)
         }
-    }
-
-    /// [`Work::forward_walk6`]'s loop. `NOTES`: note what sFlow reads of each
-    /// packet sent (its adjacency and the ifIndex it left by).
-    #[inline(always)]
-    fn forward_keys6<const NOTES: bool, P: Packet>(
-        &mut self,
-        pkts: &mut [P],
-        out: &mut [Out],
-        k: usize,
-        hb: &mut Handback<'_, '_>,
-    ) -> usize {
-        let resumed_before = hb.n;
-        let k = k.min(BURST);
-        let n = pkts.len().min(out.len());
-        let (pkts, out) = (&mut pkts[..n], &mut out[..n]);
-        // (the last result decoded: see `forward_keys`)
-        let mut last_f = u64::MAX;
-        let mut j = 0;
-        while j < k {
-            let f = self.fwd[j];
-            let slot = f as usize & (FWD_CACHE - 1);
-            if u64::from(f) != last_f {
-                if !self.fd_hit(slot, f) {
-                    self.fwd_decode_cold(slot, f, hb.ift, hb.view);
-                }
-                last_f = u64::from(f);
-            } else if self.fwd.get(j + 1..j + 3).is_some_and(|r| r == [f, f]) && j + 3 <= k {
-                // A run of one result: out of line, in a loop that holds its
-                // decision, adjacency and counters (see `forward_keys`).
-                let d = self.fd[slot];
-                j = self.forward_run_of::<V6, NOTES, P>(pkts, out, j, k, f, &d, hb);
-                continue;
-            }
-            let i = usize::from(self.sel6[j]);
-            j += 1;
-            let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
-                continue;
-            };
-            let d = &self.fd[slot];
-            let rs = usize::from(d.rs) & (RW_CACHE - 1);
-            let rw = &mut self.rw[rs];
-            let sent = if d.plain {
-                send::forward_plain6(p, rw, plain_max(rw))
-            } else {
-                // (a push: 6PE's LSP and 6PE labels, or a route's own)
-                send::push6(p, rw, d)
-            };
-            let Some(len) = sent else {
-                self.ip6_resume(p, i, hb);
-                continue;
-            };
-            *o = count_tx(rw, len);
-            if NOTES {
-                self.obs.fast_adj[i & (BURST - 1)] = d.adj;
-                self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
-            }
-        }
-        k - (hb.n - resumed_before)
     }
 
     /// Hands IPv6 key packet `i` (`p`, untouched, or popped from under a label)
@@ -205,6 +146,9 @@ impl Work {
 pub(super) struct V6;
 
 impl KeyFamily for V6 {
+    const SIX: bool = true;
+    const ECMP: bool = false;
+
     #[inline(always)]
     fn sel(w: &Work) -> &[u16; BURST] {
         &w.sel6
