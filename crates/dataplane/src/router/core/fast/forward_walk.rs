@@ -51,6 +51,16 @@ impl Work {
                 self.fwd_decode_cold(slot, f, hb.ift, hb.view);
             } else {
                 match self.fd[slot].how {
+                    // A run of one result with one leg (the next two keys have
+                    // it): out of line, in a loop that holds its decision,
+                    // adjacency and counters (worth its call).
+                    How::Plain | How::Push1 | How::Push2 | How::Other | How::No
+                        if run_at(&self.fwd, j, k, f) =>
+                    {
+                        let d = self.fd[slot];
+                        j = self.forward_run_of::<F, NOTES, P>(pkts, out, j, k, f, &d, hb);
+                        continue;
+                    }
                     // (a plain forward or a push: the keys from here on go
                     // through that one's loop while they have such results)
                     How::Plain => {
@@ -59,17 +69,6 @@ impl Work {
                     }
                     How::Push1 | How::Push2 => {
                         j = self.quick_keys::<F, NOTES, false, P>(pkts, out, j, k, hb);
-                        continue;
-                    }
-                    How::Ecmp => {}
-                    // A run of one other result (the next two keys have it):
-                    // out of line, in a loop that holds its decision,
-                    // adjacency and counters (worth its call).
-                    How::Other | How::No
-                        if self.fwd.get(j + 1..j + 3).is_some_and(|r| r == [f, f]) =>
-                    {
-                        let d = self.fd[slot];
-                        j = self.forward_run_of::<F, NOTES, P>(pkts, out, j, k, f, &d, hb);
                         continue;
                     }
                     _ => {}
@@ -116,6 +115,8 @@ impl Work {
     /// or two labels out of an untagged link ([`How::Push1`], [`How::Push2`]):
     /// each sent ([`KeyFamily::send`]), or (too long for its adjacency's MTU,
     /// no headroom) handed back. Stops at the first other key; returns where.
+    /// (A run of one result where the walk enters goes to [`Work::forward_run`]
+    /// instead.)
     /// The loop borrows the arrays it reads apart from the rest of the worker,
     /// so their addresses and the generation stay in registers while it
     /// writes the frames; the packets it holds are handed back after it.
@@ -377,6 +378,13 @@ impl Work {
         };
         e.plain = e.how == How::Plain;
     }
+}
+
+/// Key `j` begins a run of result `f`: the next two keys (below `k`) have it
+/// too.
+#[inline(always)]
+fn run_at(fwd: &[u32; BURST], j: usize, k: usize, f: u32) -> bool {
+    j + 3 <= k && fwd.get(j + 1..j + 3).is_some_and(|r| r == [f, f])
 }
 
 /// What the forward walks do differently in each family's keys.
