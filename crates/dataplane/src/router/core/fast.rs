@@ -31,12 +31,12 @@
 //!    FIB result whether it is a plain forward (a forward leg, a resolved
 //!    adjacency on an up interface, at most [`FAST_LABELS`] labels) and holds the
 //!    label stack entries ready to write ([`leg_stack`]; an ECMP result's leg is
-//!    picked per packet by [`ecmp_hash`] and decoded once per leg). The keys
-//!    whose result is cached as a plain forward or a push out of an untagged
-//!    link go through a loop of their own ([`Work::quick_keys`]); a run of
-//!    other keys with one result goes out of
-//!    line ([`Work::forward_run`]), in a loop that holds its adjacency and
-//!    counters; per packet: MTU and headroom, then
+//!    picked per packet by [`ecmp_hash`] and decoded once per leg). A run of
+//!    keys with one result goes out of line ([`Work::forward_run`]), in a loop
+//!    that holds its adjacency and counters; from other keys whose result is
+//!    cached as a plain forward or a push out of an untagged link, those keys
+//!    go through a loop of their own ([`Work::quick_keys`]). Per packet: MTU
+//!    and headroom, then
 //!    the steps `ip4-lookup` and `rewrite` use: [`ttl_dec`], [`impose`],
 //!    [`write_l2`] (a plain forward and a push of one or two labels out of an
 //!    untagged link each in one slice of the buffer:

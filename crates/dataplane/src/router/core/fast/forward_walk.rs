@@ -115,11 +115,12 @@ impl Work {
     /// or two labels out of an untagged link ([`How::Push1`], [`How::Push2`]):
     /// each sent ([`KeyFamily::send`]), or (too long for its adjacency's MTU,
     /// no headroom) handed back. Stops at the first other key; returns where.
-    /// (A run of one result where the walk enters goes to [`Work::forward_run`]
-    /// instead.)
     /// The loop borrows the arrays it reads apart from the rest of the worker,
     /// so their addresses and the generation stay in registers while it
-    /// writes the frames; the packets it holds are handed back after it.
+    /// writes the frames; the packets it holds are handed back after it. (A
+    /// run of one result where the walk enters one goes to
+    /// [`Work::forward_run`] instead: a vector of one route costs no more
+    /// than there.)
     #[inline(always)]
     fn quick_keys<F: KeyFamily, const NOTES: bool, const PLAIN: bool, P: Packet>(
         &mut self,
