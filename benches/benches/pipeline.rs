@@ -1040,12 +1040,16 @@ impl LpmOnly {
     }
 }
 
+/// Case `name` of `cs`.
+fn case_named<'c, P: Packet>(cs: &'c mut [Case<P>], name: &str) -> &'c mut Case<P> {
+    cs.iter_mut()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no case {name}"))
+}
+
 /// Case `name` of `cs` alone for `vectors` vectors: the TSC cycles.
 fn profile<P: Packet>(cs: &mut [Case<P>], name: &str, vectors: u64) -> u64 {
-    let case = cs
-        .iter_mut()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no case {name}"));
+    let case = case_named(cs, name);
     let t = case.timed(vectors);
     if std::env::var_os("PIPELINE_SUMMARY").is_some() {
         case.summary(tsc_hz());
@@ -1067,10 +1071,7 @@ fn versus<P: Packet, Q: Packet>(
     vectors: u64,
 ) {
     const TURN: u64 = 16;
-    let case = cs
-        .iter_mut()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no case {name}"));
+    let case = case_named(cs, name);
     let per = |t: u64| t as f64 / (TURN * BURST as u64) as f64;
     let (mut ours, mut theirs, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..vectors.div_ceil(TURN) {
@@ -1083,12 +1084,6 @@ fn versus<P: Packet, Q: Packet>(
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    if std::env::var_os("PIPELINE_VS_TRACE").is_some() {
-        for c in ratio.chunks(50) {
-            let mut c = c.to_vec();
-            eprintln!("  {:.3}", med(&mut c));
-        }
-    }
     let (a, b) = (med(&mut ours), med(&mut theirs));
     let (a10, b10) = (ours[ours.len() / 10], theirs[theirs.len() / 10]);
     println!(
@@ -1098,6 +1093,22 @@ fn versus<P: Packet, Q: Packet>(
         b10 / a10,
         ratio.len()
     );
+}
+
+/// [`versus`] for each case of the comma-separated `names`, on packets `mk`
+/// makes, against `l3fwd_work` over `lpm`.
+fn versus_each<P: Packet>(
+    st: &mut Setup,
+    lpm: &RteLpm,
+    mk: &dyn Fn(&[u8], u16) -> P,
+    names: &str,
+    vectors: u64,
+) {
+    let mut peer = L3fwdWork::new(lpm, &st.plain, mk);
+    let mut cs = cases(st, mk);
+    for name in names.split(',') {
+        versus(&mut cs, name, &mut peer, vectors);
+    }
 }
 
 fn main() {
@@ -1145,22 +1156,9 @@ fn main() {
         if let (true, Some(eal)) = (vs, eal) {
             // (the IPv4 peer, beside the case in the same process)
             let lpm = rte_lpm(eal, &st.rib);
-            let plain = st.plain.clone();
             match pool {
-                Some(pool) => {
-                    let mut peer = L3fwdWork::new(&lpm, &plain, &mbufs(&pool));
-                    let mut cs = cases(&mut st, &mbufs(&pool));
-                    for name in name.split(',') {
-                        versus(&mut cs, name, &mut peer, vectors);
-                    }
-                }
-                None => {
-                    let mut peer = L3fwdWork::new(&lpm, &plain, &heap);
-                    let mut cs = cases(&mut st, &heap);
-                    for name in name.split(',') {
-                        versus(&mut cs, name, &mut peer, vectors);
-                    }
-                }
+                Some(pool) => versus_each(&mut st, &lpm, &mbufs(&pool), &name, vectors),
+                None => versus_each(&mut st, &lpm, &heap, &name, vectors),
             }
             return;
         }

@@ -74,7 +74,7 @@ impl Work {
                     _ => {}
                 }
             }
-            let i = usize::from(F::sel(self)[j]);
+            let i = usize::from(F::sel(&self.sel, &self.sel6)[j]);
             j += 1;
             let (Some(p), Some(o)) = (pkts.get_mut(i), out.get_mut(i)) else {
                 continue;
@@ -141,7 +141,7 @@ impl Work {
             obs,
             ..
         } = self;
-        let sel = if F::SIX { sel6 } else { sel };
+        let sel = F::sel(sel, sel6);
         let (fd, generation, k) = (&**fd, *fd_gen, k.min(BURST));
         let mut n = 0;
         while j < k {
@@ -227,7 +227,7 @@ impl Work {
         // the loop, which so makes no call and keeps its values in registers)
         let (mut tx_bytes, mut held) = (0u64, 0usize);
         while j < k && self.fwd[j] == f {
-            let i = usize::from(F::sel(self)[j]);
+            let i = usize::from(F::sel(&self.sel, &self.sel6)[j]);
             j += 1;
             let sent = match (pkts.get_mut(i), out.get_mut(i)) {
                 (Some(p), Some(o)) => {
@@ -395,8 +395,12 @@ pub(super) trait KeyFamily {
     /// An ECMP result's packets take a leg from the leg cache (else they are
     /// handed back).
     const ECMP: bool;
-    /// The packets of the family's keys, by key.
-    fn sel(w: &Work) -> &[u16; BURST];
+    /// The packets of the family's keys, by key: `sel` or `sel6` (passed apart
+    /// from the worker, which a loop may hold borrowed in parts).
+    #[inline(always)]
+    fn sel<'a>(sel: &'a [u16; BURST], sel6: &'a [u16; BURST]) -> &'a [u16; BURST] {
+        if Self::SIX { sel6 } else { sel }
+    }
     /// Sends key packet `p` by decision `d` through `rw` (its plain forward up
     /// to `max` if `PLAIN`): the frame length, or `None` with the packet
     /// untouched.
@@ -416,11 +420,6 @@ pub(super) struct V4;
 impl KeyFamily for V4 {
     const SIX: bool = false;
     const ECMP: bool = true;
-
-    #[inline(always)]
-    fn sel(w: &Work) -> &[u16; BURST] {
-        &w.sel
-    }
 
     #[inline(always)]
     fn send<const PLAIN: bool, P: Packet>(

@@ -150,11 +150,6 @@ impl KeyFamily for V6 {
     const ECMP: bool = false;
 
     #[inline(always)]
-    fn sel(w: &Work) -> &[u16; BURST] {
-        &w.sel6
-    }
-
-    #[inline(always)]
     fn send<const PLAIN: bool, P: Packet>(
         p: &mut P,
         rw: &Rw,
