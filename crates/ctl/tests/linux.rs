@@ -432,6 +432,95 @@ fn port_carrier_and_twin_admin_follow_the_link() {
     lab.stop_daemon();
 }
 
+/// The kernel changes routes over a twin without a message when its carrier
+/// goes (nexthop objects over it flushed, with the IPv4 routes that use them)
+/// and when it comes back to a twin set up without it (the IPv6 legs over it
+/// revived): the dataplane's table follows the kernel's through both.
+#[test]
+fn silent_route_changes_on_carrier_reach_the_dataplane() {
+    let _serial = serial();
+    let mut lab = Lab::new(
+        "cq",
+        ["10.88.1.2/24", "10.88.2.2/24"],
+        Some(["10.88.1.1", "10.88.2.1"]),
+    );
+    let cp = lab.cp();
+    lab.start_daemon(&two_port_router(&cp, 88, ""));
+    let b = lab.ns("b");
+    let host_if = format!("dp{}b1", lab.tag);
+    let twin_carrier = |lab: &Lab| {
+        lab.json("show linux")["twins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["twin"] == "port1" && t["carrier"] == true)
+    };
+    let legs = |lab: &Lab, prefix: &str| -> Vec<String> {
+        let mut v: Vec<String> = route(lab, prefix)
+            .and_then(|r| r["paths"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|p| format!("{} {}", p["gateway"], p["interface"]))
+            .collect();
+        v.sort();
+        v
+    };
+    let both = [
+        "\"fe80::98\" \"port1\"".to_string(),
+        "\"fe80::99\" \"port0\"".to_string(),
+    ];
+    wait_for("port1 with carrier", || twin_carrier(&lab));
+    // (no link-local address for port1: the address coming back with the
+    // carrier, after DAD, would have its routes read again anyway)
+    ok(&[
+        "ip",
+        "netns",
+        "exec",
+        &cp,
+        "sysctl",
+        "-qw",
+        "net.ipv6.conf.port1.addr_gen_mode=1",
+    ]);
+    ip(&cp, "nexthop add id 7 via 10.88.2.2 dev port1");
+    ip(&cp, "route add 198.18.7.0/24 nhid 7");
+    ip(
+        &cp,
+        "-6 route add 2001:db8:88::/48 nexthop via fe80::99 dev port0 nexthop via fe80::98 dev port1",
+    );
+    wait_for("the routes", || {
+        route(&lab, "198.18.7.0/24").is_some() && legs(&lab, "2001:db8:88::/48") == both
+    });
+    // The neighbour pulls its end: the kernel flushes nexthop 7 and its route.
+    ip(&b, &format!("link set {host_if} down"));
+    wait_for("port1 without carrier", || !twin_carrier(&lab));
+    let o = sh(&["ip", "-n", &cp, "route", "show", "198.18.7.0/24"]);
+    assert!(o.stdout.is_empty(), "{o:?}");
+    wait_for("198.18.7.0/24 gone with nexthop 7", || {
+        route(&lab, "198.18.7.0/24").is_none()
+    });
+    assert_eq!(legs(&lab, "2001:db8:88::/48"), both);
+    // Down and up without carrier: the IPv6 leg over port1 is dead.
+    ip(&cp, "link set port1 down");
+    ip(&cp, "link set port1 up");
+    wait_for("the IPv6 leg over port1 dead", || {
+        legs(&lab, "2001:db8:88::/48") == both[1..]
+    });
+    // The carrier comes back, and with it the leg.
+    ip(&b, &format!("link set {host_if} up"));
+    wait_for("port1 with carrier again", || twin_carrier(&lab));
+    let o = sh(&["ip", "-n", &cp, "-6", "route", "show", "2001:db8:88::/48"]);
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("dead"),
+        "{o:?}"
+    );
+    wait_for("the IPv6 leg over port1 back", || {
+        legs(&lab, "2001:db8:88::/48") == both
+    });
+    let show = lab.json("show linux");
+    assert_eq!(show["netlink"]["malformed"], 0, "{show}");
+    lab.stop_daemon();
+}
+
 /// The twins outlive the daemon. Killed with -9, it leaves its twins up with
 /// carrier, their addresses (the file's and one added with `ip addr`) and the
 /// kernel's routes through them; the next daemon attaches to the same twins,

@@ -190,10 +190,10 @@ fn covering(table: &Table, addr: std::net::IpAddr) -> Option<(&str, &str)> {
         .map(|(_, p, w)| (p, w))
 }
 
-/// Sends one UDP datagram from host `a` to `addr` (either family) and checks the
-/// dataplane's decision for it (its trace) against what the table says. Err:
-/// why not.
-fn probe(lab: &Lab, table: &Table, addr: std::net::IpAddr, port: u16) -> Result<(), String> {
+/// Sends one UDP datagram from host `a` (of lab `n`) to `addr` (either family)
+/// and checks the dataplane's decision for it (its trace) against what the
+/// table says. Err: why not.
+fn probe(lab: &Lab, table: &Table, n: u8, addr: std::net::IpAddr, port: u16) -> Result<(), String> {
     lab.dpctl("clear trace");
     lab.dpctl("trace add 64");
     sh(&[
@@ -230,16 +230,27 @@ fn probe(lab: &Lab, table: &Table, addr: std::net::IpAddr, port: u16) -> Result<
     };
     let route = covering(table, addr);
     let ip = if addr.is_ipv4() { "ip4" } else { "ip6" };
+    // Host a's address, where an ICMP error goes back to.
+    let host_a: std::net::IpAddr = if addr.is_ipv4() {
+        std::net::Ipv4Addr::new(10, n, 1, 2).into()
+    } else {
+        std::net::Ipv6Addr::new(0x2001, 0xdb8, n.into(), 1, 0, 0, 0, 2).into()
+    };
+    // (the reject kind of the route back to host a, if it is one)
+    let back = covering(table, host_a)
+        .map(|r| r.1)
+        .filter(|k| ["blackhole", "unreachable", "prohibit"].contains(k));
     // The ICMP error, or the error built but with no way back to host a (the
-    // router's own lookup for it found no route or no neighbour, as the
-    // kernel's would with the same table; for IPv6, no address of the router's
-    // to send it from).
+    // router's own lookup for it found no route, a reject route, or no
+    // neighbour, as the kernel's would with the same table; for IPv6, no
+    // address of the router's to send it from).
     let error = |kinds: &[&str]| {
         kinds.iter().any(|k| decision.contains(k))
             || decision.starts_with("drop icmp_rate_limited ")
             || decision.starts_with("drop icmp_suppressed ")
             || (decision.contains("\"local\"")
                 && (decision.starts_with(&format!("drop {ip}_no_route "))
+                    || back.is_some_and(|k| decision.starts_with(&format!("drop {ip}_{k} ")))
                     || decision.starts_with("drop neighbor_")))
     };
     let ok = match route.map(|r| r.1) {
@@ -618,10 +629,10 @@ fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
             host_a_route6();
             // A datagram held for a neighbour is looked up again when it is
             // let go, by then under another route: one more, afresh.
-            let mut r = probe(&lab, &kernel_table(&cp), addr, 40_000 + i as u16);
+            let mut r = probe(&lab, &kernel_table(&cp), n, addr, 40_000 + i as u16);
             if r.as_ref().is_err_and(|e| e.contains("\"local\"")) {
                 eprintln!("oracle: step {i}: {}; again", r.as_ref().unwrap_err());
-                r = probe(&lab, &kernel_table(&cp), addr, 50_000 + i as u16);
+                r = probe(&lab, &kernel_table(&cp), n, addr, 50_000 + i as u16);
             }
             if let Err(e) = r {
                 panic!(

@@ -77,6 +77,8 @@ pub struct Link {
     pub name: String,
     /// IFF_UP (administratively up).
     pub up: bool,
+    /// IFF_LOWER_UP (the device has carrier).
+    pub carrier: bool,
     /// IFLA_MTU (0 when absent).
     pub mtu: u32,
     /// IFLA_ADDRESS when it is a MAC.

@@ -55,6 +55,7 @@ const AF_INET6: u8 = 10;
 const AF_MPLS: u8 = 28;
 
 const IFF_UP: u32 = 1;
+const IFF_LOWER_UP: u32 = 1 << 16;
 const NUD_USABLE: u16 = 0x02 | 0x04 | 0x08 | 0x10 | 0x40 | 0x80;
 const NTF_PROXY: u8 = 0x08;
 
@@ -224,6 +225,7 @@ fn link(p: &[u8], new: bool) -> Result<Msg, DecodeError> {
         ifindex,
         name: String::new(),
         up: m.header.flags.bits() & IFF_UP != 0,
+        carrier: m.header.flags.bits() & IFF_LOWER_UP != 0,
         mtu: 0,
         mac: None,
         vrf_table: None,

@@ -101,6 +101,12 @@ pub struct KernelView {
     vrf_devs: VrfDevices,
     /// Twins Linux enslaved to a VRF device, with the table they had before.
     enslaved: BTreeMap<u32, TableId>,
+    /// Each twin's carrier as last heard (kernel ifindex -> IFF_LOWER_UP).
+    carrier: fib::FastMap<u32, bool>,
+    /// Twins set up while without carrier: the kernel keeps the IPv6 legs over
+    /// them dead until the carrier comes, and revives them then without a
+    /// message.
+    dead_legs6: BTreeSet<u32>,
     stats: LearnerStats,
 }
 
@@ -325,6 +331,8 @@ impl KernelView {
             refresh: None,
             vrf_devs: VrfDevices::default(),
             enslaved: BTreeMap::new(),
+            carrier: fib::FastMap::default(),
+            dead_legs6: BTreeSet::new(),
             stats: LearnerStats::default(),
             log_limit: crate::log::RateLimit::new(5, Duration::from_secs(10)),
         }
@@ -720,9 +728,15 @@ impl KernelView {
             // comes up): they go at once here, and the table is read again.
             if !l.up {
                 self.purge_interface(ctl, r);
+            } else if !l.carrier {
+                self.dead_legs6.insert(l.ifindex);
             }
             let state = if l.up { "up" } else { "down" };
             self.refresh_due(format!("{} {state}", iface.name));
+        }
+        let had = self.carrier.insert(l.ifindex, l.carrier);
+        if l.up && had == Some(!l.carrier) {
+            self.carrier_changed(l.ifindex, &iface.name, l.carrier);
         }
         if let Ok(mtu) = u16::try_from(l.mtu) {
             if mtu != iface.mtu && mtu >= 68 {
@@ -772,6 +786,27 @@ impl KernelView {
             }
         }
         self.refresh_due(format!("{} into table {to}", iface.name));
+    }
+
+    /// What the kernel changes without a message when twin `k` (kernel
+    /// ifindex) of an up interface loses or regains its carrier: losing it
+    /// flushes the nexthop objects over it, with the IPv4 routes that use them;
+    /// regaining it revives the IPv6 legs an admin up without carrier left dead.
+    /// Either is read again; any other carrier change moves no route.
+    fn carrier_changed(&mut self, k: u32, name: &str, carrier: bool) {
+        let why = if carrier {
+            self.dead_legs6
+                .remove(&k)
+                .then_some("carrier up: IPv6 legs revived")
+        } else {
+            self.nexthops
+                .values()
+                .any(|o| matches!(o, NexthopObject::One(n) if n.ifindex == Some(k)))
+                .then_some("carrier down: nexthop objects flushed")
+        };
+        if let Some(why) = why {
+            self.refresh_due(format!("{name} {why}"));
+        }
     }
 
     /// Asks for the routes to be read again from the kernel (the learner does

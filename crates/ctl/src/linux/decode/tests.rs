@@ -446,6 +446,16 @@ fn links() {
         &[a(3, b"tun0\0"), a(1, &[10, 0, 0, 1])],
     );
     assert_eq!(one(&m), link(4, "tun0", false, 0, None));
+    // With carrier: IFF_LOWER_UP.
+    let m = msg(16, &ifinfo(3, 0x1_1043), &attrs);
+    assert!(matches!(
+        one(&m),
+        Ok(Msg::Change(Change::Link(Link {
+            up: true,
+            carrier: true,
+            ..
+        })))
+    ));
     let gone = ok(Change::LinkGone { ifindex: 3 });
     assert_eq!(one(&msg(17, &ifinfo(3, 0), &attrs)), gone);
     // `ip link add red type vrf table 10`: IFLA_LINKINFO { IFLA_INFO_KIND
