@@ -18,7 +18,7 @@
 //! Run: `cargo bench -p benches --bench lpm` (needs hugepages for DPDK:
 //! `/proc/sys/vm/nr_hugepages`). The summary table at the end is what
 //! `benches/RESULTS-fib.md` records. `LPM_UPDATES_ONLY=n` stops after the load and
-//! `n` runs of the update-rate measurement; `LPM_OURS_ONLY=1` measures `fib`'s
+//! `n` runs of the update-rate measurement (0: after the load); `LPM_OURS_ONLY=1` measures `fib`'s
 //! batched lookups beside the safe-Rust DIR-24-8 only (no DPDK).
 #![deny(unsafe_code)]
 
@@ -355,6 +355,9 @@ fn main() {
     if std::env::var_os("LPM_OURS_ONLY").is_some() {
         return ours_only(&fib, &dir, &random, &from_prefixes);
     }
+    if updates_only() == Some(0) {
+        return;
+    }
     update_rate(&rib, &random);
     if let Some(runs) = updates_only() {
         for _ in 1..runs {
@@ -468,7 +471,8 @@ fn load_ours(rib: &Rib) -> (Fib, PrefixMap<(u32, u8), u32>, Dir248) {
 
 /// With `LPM_UPDATES_ONLY` set, how many runs of the update measurement to make
 /// in all (its value, else 1): the run then stops after the load and update
-/// figures (no EAL, no lookups), for iterating on the writer.
+/// figures (no EAL, no lookups), for iterating on the writer; 0 stops after
+/// the load.
 fn updates_only() -> Option<usize> {
     std::env::var_os("LPM_UPDATES_ONLY")?;
     Some(
