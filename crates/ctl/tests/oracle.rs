@@ -1,9 +1,10 @@
 //! The kernel as the oracle: a seeded random sequence of `ip` events in the
-//! control-plane namespace (links up and down, addresses, routes with metrics,
-//! ECMP weights, onlink and IPv6 next hops, reject kinds, nexthop objects (a
-//! blackhole among them, deleted and created again under the same id) and
-//! groups (of one too), neighbours; a quarter of them IPv6: addresses, routes via link-local
-//! and global next hops, ECMP, reject kinds), and after each step the
+//! control-plane namespace (links up and down, carrier lost and back,
+//! addresses, routes with metrics, ECMP weights, onlink and IPv6 next hops,
+//! reject kinds, nexthop objects (a blackhole among them, deleted and created
+//! again under the same id) and groups (of one too), neighbours; a quarter of
+//! them IPv6: addresses, routes via link-local and global next hops, ECMP,
+//! reject kinds, nexthop objects and groups), and after each step the
 //! dataplane's table 0 must equal the kernel's effective main table of both
 //! families (per prefix the lowest metric, dead legs dropped; hosts and
 //! link-local subnets left out) within a bounded time; every second step a
@@ -12,7 +13,7 @@
 //! held for a neighbour there, or answered with the ICMP error or dropped as
 //! its reject kind says), seen in `dpctl show trace`.
 //! `ORACLE_SEED` replays a run, `ORACLE_STEPS` sets its length (`make soak`
-//! runs thousands). Needs root and iproute2.
+//! runs thousands), `ORACLE_DEBUG` prints each step. Needs root and iproute2.
 
 mod common;
 
@@ -416,11 +417,32 @@ fn step6(rng: &mut Rng, n: u8, op: &str, metric: &str) -> String {
         1 => format!("via fe80::98 dev {port}"),
         _ => format!("via 2001:db8:{n}:{k}::2"),
     };
-    match rng.below(8) {
+    match rng.below(13) {
         0 | 1 => format!(
             "addr {} 2001:db8:{n}:{k}::1/64 dev {port} nodad",
             ["add", "del"][rng.below(2)]
         ),
+        // Nexthop objects of IPv6 next hops (ids of their own: an IPv4 route may
+        // use one, an IPv6 route no IPv4 one), groups of them, routes over them.
+        8 | 9 => match rng.below(4) {
+            0 => format!("nexthop {op} id 30 group {}", 21 + rng.below(3)),
+            1 => format!(
+                "nexthop {op} id 30 group {}/{},{}",
+                21 + rng.below(3),
+                21 + rng.below(3),
+                1 + rng.below(3)
+            ),
+            _ => format!(
+                "nexthop {op} id {} via {} dev {port}",
+                21 + rng.below(3),
+                ["fe80::99", "fe80::98", &format!("2001:db8:{n}:{k}::2")][rng.below(3)]
+            ),
+        },
+        10 | 11 => format!(
+            "-6 route {op} {p}{metric} nhid {}",
+            [21, 22, 23, 30][rng.below(4)]
+        ),
+        12 => format!("nexthop del id {}", [21, 22, 23, 30][rng.below(4)]),
         2 | 3 => format!("-6 route {op} {p}{metric} {}", via(rng)),
         4 => format!(
             "-6 route {op} {p}{metric} nexthop via fe80::99 dev port0 weight {} \
@@ -536,6 +558,8 @@ fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
         .map(|s| format!("2001:db8:{n}:{s}::77").parse().unwrap())
         .chain(["2001:db8:99::77".parse().unwrap()])
         .collect();
+    // (`ORACLE_DEBUG`: every step and every probe left out, as they come)
+    let debug = std::env::var_os("ORACLE_DEBUG").is_some();
     let mut host_a_carrier = true;
     let (mut probed, mut probed6) = (0, 0);
     let mut rng = Rng(seed);
@@ -564,6 +588,9 @@ fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
             "{i}: ip {cmd}{}",
             if took { "" } else { "  (refused)" }
         ));
+        if debug {
+            eprintln!("oracle: step {}", history[i]);
+        }
         let t0 = Instant::now();
         loop {
             let (k, d) = (kernel_table(&cp), dataplane_table(&lab));
@@ -613,7 +640,7 @@ fn random_kernel_events_leave_the_dataplane_equal_to_the_kernel() {
         )
         .into_owned();
         let up = host_a_carrier && port0.contains(",UP") && port0.contains("LOWER_UP");
-        if i % 2 == 1 && !up && std::env::var("ORACLE_DEBUG").is_ok() {
+        if i % 2 == 1 && !up && debug {
             eprintln!(
                 "oracle: step {i}: no probe (host a's link {host_a_carrier}, port0 {port0:?})"
             );
