@@ -367,7 +367,8 @@ fn step(rng: &mut Rng, n: u8) -> String {
         ),
         11 => format!(
             "route {op} {p}{metric} nhid {}",
-            [1, 2, 3, 10][rng.below(4)]
+            // (21 and 30: IPv6 next hops, RFC 5549's IPv4 over IPv6)
+            [1, 2, 3, 10, 21, 30][rng.below(6)]
         ),
         12..=14 => format!("route del {p}{metric}"),
         // (a blackhole member can only be a group of one: the kernel refuses
