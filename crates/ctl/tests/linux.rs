@@ -31,6 +31,28 @@ fn two_port_router(cp: &str, n: u8, extra: &str) -> String {
     )
 }
 
+/// A lab of two hosts (10.N.1.2 and 10.N.2.2, the router their gateway) and
+/// its daemon started with [`two_port_router`]; with the control namespace.
+fn two_port_lab(kind: &str, n: u8, extra: &str) -> (Lab, String) {
+    let mut lab = Lab::new(
+        kind,
+        [&format!("10.{n}.1.2/24"), &format!("10.{n}.2.2/24")],
+        Some([&format!("10.{n}.1.1"), &format!("10.{n}.2.1")]),
+    );
+    let cp = lab.cp();
+    lab.start_daemon(&two_port_router(&cp, n, extra));
+    (lab, cp)
+}
+
+/// Whether `twin`'s carrier is on, as `show linux` says.
+fn twin_carrier(lab: &Lab, twin: &str) -> bool {
+    lab.json("show linux")["twins"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|t| t["twin"] == twin && t["carrier"] == true)
+}
+
 /// Waits up to 5 s for `f` to hold.
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
@@ -268,13 +290,7 @@ fn linux_state_is_reflected_in_the_dataplane() {
     // The port's link is the twin's carrier: the kernel (and BIRD/FRR) see a cut.
     // (net_tap reports its link; an af_packet port has its veth's.)
     let tap = format!("dptap{}", lab.tag);
-    let carrier = |lab: &Lab| {
-        lab.json("show linux")["twins"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["twin"] == "port2" && t["carrier"] == true)
-    };
+    let carrier = |lab: &Lab| twin_carrier(lab, "port2");
     assert!(carrier(&lab));
     ok(&["ip", "link", "set", &tap, "down"]);
     wait_for("port2's twin without carrier", || !carrier(&lab));
@@ -358,23 +374,10 @@ fn linux_state_is_reflected_in_the_dataplane() {
 #[test]
 fn port_carrier_and_twin_admin_follow_the_link() {
     let _serial = serial();
-    let mut lab = Lab::new(
-        "ca",
-        ["10.84.1.2/24", "10.84.2.2/24"],
-        Some(["10.84.1.1", "10.84.2.1"]),
-    );
-    let cp = lab.cp();
-    lab.start_daemon(&two_port_router(&cp, 84, ""));
+    let (mut lab, cp) = two_port_lab("ca", 84, "");
     let (a, b) = (lab.ns("a"), lab.ns("b"));
     let host_if = format!("dp{}a1", lab.tag);
     let port_if = format!("dp{}a0", lab.tag);
-    let twin_carrier = |lab: &Lab| {
-        lab.json("show linux")["twins"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["twin"] == "port0" && t["carrier"] == true)
-    };
     let link = |lab: &Lab| lab.json("show interfaces port0")["interfaces"][0]["link"] == true;
     let no_carrier = |ns: Option<&str>, dev: &str| {
         let mut args = vec!["ip"];
@@ -384,7 +387,9 @@ fn port_carrier_and_twin_admin_follow_the_link() {
         args.extend(["link", "show", dev]);
         String::from_utf8_lossy(&sh(&args).stdout).contains("NO-CARRIER")
     };
-    wait_for("port0 up with carrier", || twin_carrier(&lab) && link(&lab));
+    wait_for("port0 up with carrier", || {
+        twin_carrier(&lab, "port0") && link(&lab)
+    });
     assert!(ping(&a, "10.84.2.2", 2, "0.2").0 >= 1);
     // The neighbour pulls its end. The twin's carrier goes, and the kernel
     // publishes it (operstate down: what routing daemons hear) at once, not at
@@ -397,7 +402,7 @@ fn port_carrier_and_twin_admin_follow_the_link() {
     ip(&a, &format!("link set {host_if} down"));
     let t0 = Instant::now();
     wait_for("port0's twin without carrier", || {
-        !twin_carrier(&lab) && published()
+        !twin_carrier(&lab, "port0") && published()
     });
     let lost = t0.elapsed();
     assert!(
@@ -409,7 +414,7 @@ fn port_carrier_and_twin_admin_follow_the_link() {
     // (its kernel flushed its default route with the link)
     ip(&a, "route replace default via 10.84.1.1");
     wait_for("port0's twin with carrier again", || {
-        twin_carrier(&lab) && !no_carrier(Some(&cp), "port0")
+        twin_carrier(&lab, "port0") && !no_carrier(Some(&cp), "port0")
     });
     // The twin goes down in Linux: so does the port, and the neighbour sees it.
     ip(&cp, "link set port0 down");
@@ -420,7 +425,7 @@ fn port_carrier_and_twin_admin_follow_the_link() {
     assert!(!s.contains(",UP"), "{s}");
     ip(&cp, "link set port0 up");
     wait_for("the neighbour with carrier again", || {
-        !no_carrier(Some(&a), &host_if) && twin_carrier(&lab)
+        !no_carrier(Some(&a), &host_if) && twin_carrier(&lab, "port0")
     });
     let (got, out) = ping(&a, "10.84.2.2", 3, "0.2");
     assert!(got >= 2, "{out}");
@@ -439,22 +444,9 @@ fn port_carrier_and_twin_admin_follow_the_link() {
 #[test]
 fn silent_route_changes_on_carrier_reach_the_dataplane() {
     let _serial = serial();
-    let mut lab = Lab::new(
-        "cq",
-        ["10.88.1.2/24", "10.88.2.2/24"],
-        Some(["10.88.1.1", "10.88.2.1"]),
-    );
-    let cp = lab.cp();
-    lab.start_daemon(&two_port_router(&cp, 88, ""));
+    let (mut lab, cp) = two_port_lab("cq", 88, "");
     let b = lab.ns("b");
     let host_if = format!("dp{}b1", lab.tag);
-    let twin_carrier = |lab: &Lab| {
-        lab.json("show linux")["twins"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["twin"] == "port1" && t["carrier"] == true)
-    };
     let legs = |lab: &Lab, prefix: &str| -> Vec<String> {
         let mut v: Vec<String> = route(lab, prefix)
             .and_then(|r| r["paths"].as_array().cloned())
@@ -469,7 +461,7 @@ fn silent_route_changes_on_carrier_reach_the_dataplane() {
         "\"fe80::98\" \"port1\"".to_string(),
         "\"fe80::99\" \"port0\"".to_string(),
     ];
-    wait_for("port1 with carrier", || twin_carrier(&lab));
+    wait_for("port1 with carrier", || twin_carrier(&lab, "port1"));
     // (no link-local address for port1: the address coming back with the
     // carrier, after DAD, would have its routes read again anyway)
     ok(&[
@@ -492,7 +484,7 @@ fn silent_route_changes_on_carrier_reach_the_dataplane() {
     });
     // The neighbour pulls its end: the kernel flushes nexthop 7 and its route.
     ip(&b, &format!("link set {host_if} down"));
-    wait_for("port1 without carrier", || !twin_carrier(&lab));
+    wait_for("port1 without carrier", || !twin_carrier(&lab, "port1"));
     let o = sh(&["ip", "-n", &cp, "route", "show", "198.18.7.0/24"]);
     assert!(o.stdout.is_empty(), "{o:?}");
     wait_for("198.18.7.0/24 gone with nexthop 7", || {
@@ -507,7 +499,7 @@ fn silent_route_changes_on_carrier_reach_the_dataplane() {
     });
     // The carrier comes back, and with it the leg.
     ip(&b, &format!("link set {host_if} up"));
-    wait_for("port1 with carrier again", || twin_carrier(&lab));
+    wait_for("port1 with carrier again", || twin_carrier(&lab, "port1"));
     let o = sh(&["ip", "-n", &cp, "-6", "route", "show", "2001:db8:88::/48"]);
     assert!(
         !String::from_utf8_lossy(&o.stdout).contains("dead"),
@@ -1932,13 +1924,7 @@ fn nompls_shim(dir: &std::path::Path) -> String {
 #[test]
 fn frr_static_lsps_over_fpm_become_label_entries() {
     let _serial = serial();
-    let mut lab = Lab::new(
-        "ls",
-        ["10.85.1.2/24", "10.85.2.2/24"],
-        Some(["10.85.1.1", "10.85.2.1"]),
-    );
-    let cp = lab.cp();
-    lab.start_daemon(&two_port_router(&cp, 85, "[fpm]\nquiet_ms = 500\n"));
+    let (mut lab, cp) = two_port_lab("ls", 85, "[fpm]\nquiet_ms = 500\n");
     let dir = lab.dir.join("frr");
     std::fs::create_dir_all(&dir).unwrap();
     let shim = nompls_shim(&lab.dir);
