@@ -201,11 +201,22 @@ impl Tree {
             std::mem::swap(&mut act, &mut next);
             na = m;
         }
+        // (below /48 too, a key whose next 32 bits are the previous walk's
+        // takes that step's answer)
+        let mut last = (u32::MAX, 0u32, 0u32);
         for ((o, &s), k) in out.iter_mut().zip(&st).zip(keys) {
             *o = if s & NODE == 0 {
                 s
             } else {
-                self.walk(simd, s, *k)
+                let kb = k32(*k, level(s)) ^ BIAS;
+                let v = if (s, kb) == (last.0, last.1) {
+                    last.2
+                } else {
+                    let v = block_step(simd, &self.lines, s, kb);
+                    last = (s, kb, v);
+                    v
+                };
+                self.walk(simd, v, *k)
             };
         }
     }
@@ -1174,7 +1185,7 @@ mod tests {
     }
 
     /// Sixteen /64s under one /48 (l3fwd's IPv6 table): keys in a row share
-    /// the answer above /48 and each still gets its own below it.
+    /// the answer of a step and each still gets its own below it.
     #[test]
     fn keys_of_one_48_in_a_row_get_their_own_answers() {
         let mut trie = Lpm6Trie::new();
@@ -1183,12 +1194,18 @@ mod tests {
             let p = Ipv6Prefix::new_truncated(std::net::Ipv6Addr::from(a), 64).expect("prefix");
             trie.insert(p, i + 1);
         }
+        // (and a /96 in 2001:200:0:1::/64: keys in a row that share bits
+        // 48-79 part below them)
+        let a = 0x2001_0200_0000_0001u128 << 64 | 1 << 32;
+        let p = Ipv6Prefix::new_truncated(std::net::Ipv6Addr::from(a), 96).expect("prefix");
+        trie.insert(p, 100);
         let (_, mut tree) = TreeWriter::build(&trie);
         let keys: Vec<u128> = (0..300u128)
             .map(|i| 0x2001_0200_0000_0000u128 << 64 | (i * 7 % 20) << 64 | i)
+            .chain((0..300u128).map(|i| 0x2001_0200_0000_0001u128 << 64 | (i % 3 / 2) << 32 | i))
             .collect();
         assert!(keys.windows(2).all(|w| w[0] >> 80 == w[1] >> 80));
-        assert_matches(&mut tree, &trie, &keys, "16 /64s");
+        assert_matches(&mut tree, &trie, &keys, "16 /64s and a /96");
     }
 
     /// Every compare variant the CPU runs gives the trie's answers, on routes of
