@@ -155,18 +155,20 @@ impl Tree {
         // of a branch); the next block's root line is prefetched.
         // (a key with the previous key's /48 takes its answer: packets to one
         // network come in trains)
-        let mut last = (u32::MAX, 0u32, 0u32);
+        let mut last = (u64::MAX, 0u32);
         for (i, ((k, s), x)) in keys.iter().zip(&mut st).zip(&mut kk).enumerate() {
             prefetch_key(keys, i, KEYS_AHEAD);
             let d = direct[(*k >> (128 - DIRECT_BITS)) as usize].load(Ordering::Acquire);
             let kb = k32(*k, 0) ^ BIAS;
-            let v = if (d, kb) == (last.0, last.1) {
-                last.2
+            // (48 bits: the first key never matches `last`'s start)
+            let k48 = (*k >> 80) as u64;
+            let v = if k48 == last.0 {
+                last.1
             } else {
                 let t = tree0(d);
                 let v = block_step(simd, &self.lines, if t { d } else { 0 }, kb);
                 let v = if t { v } else { d };
-                last = (d, kb, v);
+                last = (k48, v);
                 v
             };
             prefetch_block(&self.lines, v);
