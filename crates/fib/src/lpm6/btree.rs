@@ -204,8 +204,8 @@ impl Tree {
             na = m;
         }
         // (below /48 too, a key whose next 32 bits are the previous walk's
-        // takes that step's answer)
-        let mut last = (u32::MAX, 0u32, 0u32);
+        // takes that step's answer; a block reference is never 0)
+        let mut last = (0u32, 0u32, 0u32);
         for ((o, &s), k) in out.iter_mut().zip(&st).zip(keys) {
             *o = if s & NODE == 0 {
                 s

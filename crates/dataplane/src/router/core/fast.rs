@@ -33,10 +33,10 @@
 //!    label stack entries ready to write ([`leg_stack`]; an ECMP result's leg is
 //!    picked per packet by [`ecmp_hash`] and decoded once per leg). A run of
 //!    keys with one result goes out of line ([`Work::forward_run`]), in a loop
-//!    that holds its adjacency and counters; from other keys whose result is
-//!    cached as a plain forward or a push out of an untagged link, those keys
-//!    go through a loop of their own ([`Work::quick_keys`]). Per packet: MTU
-//!    and headroom, then
+//!    that holds its adjacency and counters; the other keys whose result is
+//!    cached as a plain forward or a push out of an untagged link go through a
+//!    loop of their own ([`Work::quick_keys`]). Per packet: MTU and headroom,
+//!    then
 //!    the steps `ip4-lookup` and `rewrite` use: [`ttl_dec`], [`impose`],
 //!    [`write_l2`] (a plain forward and a push of one or two labels out of an
 //!    untagged link each in one slice of the buffer:
