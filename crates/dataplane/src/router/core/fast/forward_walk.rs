@@ -218,7 +218,10 @@ impl Work {
         hb: &mut Handback<'_, '_>,
     ) -> usize {
         let rs = usize::from(d.rs) & (RW_CACHE - 1);
-        let max = plain_max(&self.rw[rs]);
+        // (a copy: the frames' writes cannot reach it, so its L2 header and
+        // output stay in registers through the loop)
+        let rw = self.rw[rs];
+        let max = plain_max(&rw);
         let (k, j0) = (k.min(BURST), j);
         let n = pkts.len().min(out.len());
         let (pkts, out) = (&mut pkts[..n], &mut out[..n]);
@@ -231,8 +234,7 @@ impl Work {
             j += 1;
             let sent = match (pkts.get_mut(i), out.get_mut(i)) {
                 (Some(p), Some(o)) => {
-                    let rw = &self.rw[rs];
-                    let sent = F::send::<PLAIN, P>(p, rw, d, max);
+                    let sent = F::send::<PLAIN, P>(p, &rw, d, max);
                     if sent.is_some() {
                         *o = rw.out;
                     }
@@ -250,7 +252,7 @@ impl Work {
             // be, `txs` while `tx_ifs`, `fast_adj` for `Next::Fast` packets)
             if NOTES {
                 self.obs.fast_adj[i & (BURST - 1)] = d.adj;
-                self.obs.txs[i & (BURST - 1)] = tx_ifindex(&self.rw[rs]);
+                self.obs.txs[i & (BURST - 1)] = tx_ifindex(&rw);
             }
         }
         // Untouched by the family's part: its general stage takes over.
