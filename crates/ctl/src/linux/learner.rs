@@ -541,6 +541,8 @@ impl KernelView {
                 if let Ok(mut d) = self.vrf_devs.lock() {
                     d.remove(&ifindex);
                 }
+                self.carrier.remove(&ifindex);
+                self.dead_legs6.remove(&ifindex);
                 if let Some(&r) = self.twins.get(&ifindex) {
                     let _ = ctl.set_up(r, false);
                     self.purge_interface(ctl, r);
@@ -728,8 +730,11 @@ impl KernelView {
             // comes up): they go at once here, and the table is read again.
             if !l.up {
                 self.purge_interface(ctl, r);
-            } else if !l.carrier {
+            }
+            if l.up && !l.carrier {
                 self.dead_legs6.insert(l.ifindex);
+            } else {
+                self.dead_legs6.remove(&l.ifindex);
             }
             let state = if l.up { "up" } else { "down" };
             self.refresh_due(format!("{} {state}", iface.name));
